@@ -1,0 +1,115 @@
+#pragma once
+// graph: the nodes that compute an output, in topological order, plus the leafs
+// (tensors with no op) they read. Built by a forward walk from outputs; no fixed size.
+// A graph_view is a contiguous range of nodes, itself computable (a scheduler split).
+
+#include <backplane/core/error.hpp>
+#include <backplane/core/tensor.hpp>
+
+#include <cstddef>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace backplane {
+
+/// A range of a graph's nodes, in topological order. Non-owning.
+class graph_view {
+public:
+    constexpr graph_view() noexcept = default;
+    constexpr explicit graph_view(std::span<tensor* const> nodes) noexcept : nodes_(nodes) {}
+
+    [[nodiscard]] constexpr std::span<tensor* const> nodes() const noexcept { return nodes_; }
+    [[nodiscard]] constexpr std::size_t size() const noexcept { return nodes_.size(); }
+    [[nodiscard]] constexpr bool empty() const noexcept { return nodes_.empty(); }
+    [[nodiscard]] constexpr tensor* operator[](std::size_t i) const noexcept { return nodes_[i]; }
+    [[nodiscard]] constexpr auto begin() const noexcept { return nodes_.begin(); }
+    [[nodiscard]] constexpr auto end() const noexcept { return nodes_.end(); }
+    /// Nodes [i0, i1) of this view.
+    [[nodiscard]] graph_view subview(std::size_t i0, std::size_t i1) const {
+        if (i0 > i1 || i1 > nodes_.size())
+            throw error("graph_view: range [" + std::to_string(i0) + ", " + std::to_string(i1) +
+                            ") outside a view of " + std::to_string(nodes_.size()) + " nodes",
+                        errc::out_of_range);
+        return graph_view(nodes_.subspan(i0, i1 - i0));
+    }
+
+private:
+    std::span<tensor* const> nodes_;
+};
+
+class graph {
+public:
+    graph() = default;
+    /// The graph computing `output` (and everything it depends on).
+    explicit graph(tensor* output) { build_forward(output); }
+    graph(std::initializer_list<tensor*> outputs) {
+        for (tensor* t : outputs) build_forward(t);
+    }
+
+    /// Adds `t` and every tensor it depends on that the graph does not hold yet, sources
+    /// before consumers (ggml's build_forward_expand). Sources are visited in order.
+    /// Iterative, so chains of any length are fine.
+    void build_forward(tensor* t) {
+        if (t == nullptr) throw error("graph::build_forward: null tensor");
+        if (visited_.contains(t)) return;
+        struct frame {
+            tensor* t;
+            int next_src;
+        };
+        std::vector<frame> stack;
+        stack.push_back({t, 0});
+        visited_.insert(t);
+        while (!stack.empty()) {
+            frame& f = stack.back();
+            if (f.next_src < max_srcs) {
+                tensor* s = f.t->src[static_cast<std::size_t>(f.next_src++)];
+                if (s != nullptr && visited_.insert(s).second) stack.push_back({s, 0});
+                continue;
+            }
+            tensor* done = f.t;
+            stack.pop_back();
+            if (done->op == op_kind::none)
+                leafs_.push_back(done);
+            else
+                nodes_.push_back(done);
+        }
+    }
+
+    [[nodiscard]] std::span<tensor* const> nodes() const noexcept { return nodes_; }
+    [[nodiscard]] std::span<tensor* const> leafs() const noexcept { return leafs_; }
+    [[nodiscard]] std::size_t n_nodes() const noexcept { return nodes_.size(); }
+    [[nodiscard]] std::size_t n_leafs() const noexcept { return leafs_.size(); }
+    [[nodiscard]] tensor* node(std::size_t i) const {
+        if (i >= nodes_.size())
+            throw error("graph::node: index " + std::to_string(i) + " outside " +
+                            std::to_string(nodes_.size()) + " nodes",
+                        errc::out_of_range);
+        return nodes_[i];
+    }
+    /// The last node (the output of the most recent build_forward), or null.
+    [[nodiscard]] tensor* back() const noexcept { return nodes_.empty() ? nullptr : nodes_.back(); }
+    [[nodiscard]] bool contains(const tensor* t) const { return visited_.contains(t); }
+
+    /// All nodes as a computable view.
+    [[nodiscard]] graph_view view() const noexcept { return graph_view(nodes_); }
+    /// Nodes [i0, i1) as a computable view.
+    [[nodiscard]] graph_view view(std::size_t i0, std::size_t i1) const { return view().subview(i0, i1); }
+    operator graph_view() const noexcept { return view(); } // NOLINT: a graph is a view of itself
+
+    void clear() noexcept {
+        nodes_.clear();
+        leafs_.clear();
+        visited_.clear();
+    }
+
+private:
+    std::vector<tensor*> nodes_;
+    std::vector<tensor*> leafs_;
+    std::unordered_set<const tensor*> visited_;
+};
+
+} // namespace backplane

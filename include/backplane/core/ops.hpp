@@ -1,0 +1,9 @@
+#pragma once
+// Every graph-building op. Each builder validates shapes and types and throws
+// backplane::error naming the op, the shapes and the types of a mistake.
+
+#include <backplane/core/ops/elementwise.hpp>
+#include <backplane/core/ops/matmul.hpp>
+#include <backplane/core/ops/rope.hpp>
+#include <backplane/core/ops/rows.hpp>
+#include <backplane/core/ops/view.hpp>

@@ -1,0 +1,200 @@
+#pragma once
+// The tensor: element type, shape and strides, the op that computes it, its sources,
+// and where its data lives. Tensors are owned by a context (stable addresses) and are
+// handled by pointer, as in ggml, so graphs are cheap to build and walk.
+
+#include <backplane/core/types.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace backplane {
+
+class buffer_handle; // memory layer: the runtime handle of the buffer a tensor lives in
+
+inline constexpr int max_dims = 4;      ///< dimensions of a tensor (dim 0 fastest)
+inline constexpr int max_srcs = 4;      ///< sources per op
+inline constexpr int max_op_params = 16; ///< 32-bit op parameter slots
+
+/// The core op set. View ops (view, reshape, permute, transpose) compute nothing.
+enum class op_kind : std::uint8_t {
+    none, // a leaf: data provided from outside
+    dup,
+    cpy,
+    cont,
+    view,
+    reshape,
+    permute,
+    transpose,
+    add,
+    sub,
+    mul,
+    div,
+    scale,
+    sqr,
+    sqrt,
+    sum_rows,
+    mul_mat,
+    get_rows,
+    rms_norm,
+    norm,
+    soft_max,
+    rope,
+    silu,
+    gelu,
+    relu,
+    concat,
+    argmax,
+};
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::argmax) + 1;
+
+constexpr std::string_view to_string(op_kind op) noexcept {
+    constexpr std::string_view names[] = {
+        "none", "dup",     "cpy",      "cont",    "view",     "reshape", "permute",
+        "transpose", "add", "sub",     "mul",     "div",      "scale",   "sqr",
+        "sqrt", "sum_rows", "mul_mat", "get_rows", "rms_norm", "norm",   "soft_max",
+        "rope", "silu",     "gelu",    "relu",    "concat",   "argmax"};
+    static_assert(std::size(names) == op_kind_count);
+    const auto i = static_cast<std::size_t>(op);
+    return i < op_kind_count ? names[i] : std::string_view{"?"};
+}
+
+/// True for ops that only reinterpret their source's memory.
+constexpr bool is_view_op(op_kind op) noexcept {
+    return op == op_kind::view || op == op_kind::reshape || op == op_kind::permute ||
+           op == op_kind::transpose;
+}
+
+/// Tensor roles that constrain allocation and scheduling.
+enum class tensor_flag : std::uint32_t {
+    input = 1u << 0,  ///< set by the user before compute; never overwritten by the allocator
+    output = 1u << 1, ///< read by the user after compute; never freed or reused
+    param = 1u << 2,  ///< a trainable parameter
+};
+
+/// rope modes (values as ggml's: neox is bit 1).
+enum class rope_mode : std::int32_t { normal = 0, neox = 2 };
+
+/// The extents of a tensor (dim 0 fastest), as a value (formatting, comparisons).
+struct shape {
+    std::array<std::int64_t, max_dims> ne{1, 1, 1, 1};
+    friend constexpr bool operator==(const shape&, const shape&) = default;
+};
+
+struct tensor {
+    elem_type type = elem_type::f32;
+    std::array<std::int64_t, max_dims> ne{1, 1, 1, 1}; ///< elements per dimension
+    std::array<std::size_t, max_dims> nb{};            ///< bytes per step in each dimension
+
+    op_kind op = op_kind::none;
+    std::array<std::int32_t, max_op_params> op_params{};
+    std::array<tensor*, max_srcs> src{};
+
+    tensor* view_src = nullptr; ///< the tensor whose memory this one aliases (never itself a view)
+    std::size_t view_offs = 0;  ///< byte offset into view_src
+
+    std::uint32_t flags = 0;
+    buffer_handle* buffer = nullptr; ///< the buffer holding the data (null for context host data)
+    void* data = nullptr;            ///< address of element 0 in that buffer's address space
+
+    std::string name;
+
+    // -- shape facts -------------------------------------------------------------------
+
+    [[nodiscard]] backplane::shape shape() const noexcept { return {ne}; }
+    [[nodiscard]] std::int64_t nelements() const noexcept { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    [[nodiscard]] std::int64_t nrows() const noexcept { return ne[1] * ne[2] * ne[3]; }
+    [[nodiscard]] int n_dims() const noexcept {
+        for (int i = max_dims - 1; i > 0; --i)
+            if (ne[static_cast<std::size_t>(i)] > 1) return i + 1;
+        return 1;
+    }
+    [[nodiscard]] std::size_t row_bytes() const noexcept { return row_size(type, ne[0]); }
+
+    /// Bytes spanned from element 0 to one past the last element (0 for an empty tensor).
+    [[nodiscard]] std::size_t nbytes() const noexcept {
+        for (auto n : ne)
+            if (n <= 0) return 0;
+        const auto bs = static_cast<std::size_t>(block_size(type));
+        std::size_t bytes = static_cast<std::size_t>(ne[0]) * nb[0] / bs;
+        for (std::size_t i = 1; i < max_dims; ++i) bytes += static_cast<std::size_t>(ne[i] - 1) * nb[i];
+        return bytes;
+    }
+
+    /// Rows laid out one after another with no gaps (the layout new tensors get).
+    [[nodiscard]] bool is_contiguous() const noexcept {
+        std::size_t next = type_size(type);
+        if (nb[0] != next && ne[0] != 1) return false;
+        next = row_size(type, ne[0]);
+        for (std::size_t i = 1; i < max_dims; ++i) {
+            if (ne[i] != 1 && nb[i] != next) return false;
+            next *= static_cast<std::size_t>(ne[i]);
+        }
+        return true;
+    }
+    /// Elements of each row are adjacent (dim 0 has unit stride).
+    [[nodiscard]] bool rows_contiguous() const noexcept { return nb[0] == type_size(type); }
+    /// Dims 0 and 1 swapped (stride of dim 0 larger than dim 1's).
+    [[nodiscard]] bool is_transposed() const noexcept { return nb[0] > nb[1]; }
+    [[nodiscard]] bool is_view() const noexcept { return view_src != nullptr; }
+    [[nodiscard]] bool has_flag(tensor_flag f) const noexcept {
+        return (flags & static_cast<std::uint32_t>(f)) != 0;
+    }
+    void set_flag(tensor_flag f) noexcept { flags |= static_cast<std::uint32_t>(f); }
+    void clear_flag(tensor_flag f) noexcept { flags &= ~static_cast<std::uint32_t>(f); }
+    void set_input() noexcept { set_flag(tensor_flag::input); }
+    void set_output() noexcept { set_flag(tensor_flag::output); }
+
+    /// Byte offset of element (i0, i1, i2, i3); i0 must be a multiple of the block size.
+    [[nodiscard]] std::size_t offset_of(std::int64_t i0, std::int64_t i1 = 0, std::int64_t i2 = 0,
+                                        std::int64_t i3 = 0) const noexcept {
+        return static_cast<std::size_t>(i0 / block_size(type)) * nb[0] +
+               static_cast<std::size_t>(i1) * nb[1] + static_cast<std::size_t>(i2) * nb[2] +
+               static_cast<std::size_t>(i3) * nb[3];
+    }
+
+    // -- op parameters (stored as raw 32-bit slots, like ggml's op_params) ------------
+
+    template <class T>
+    void set_param(std::size_t slot, T value) noexcept {
+        static_assert(sizeof(T) == 4 && std::is_trivially_copyable_v<T>, "op params are 32-bit");
+        std::memcpy(&op_params[slot], &value, sizeof(T));
+    }
+    template <class T>
+    [[nodiscard]] T param(std::size_t slot) const noexcept {
+        static_assert(sizeof(T) == 4 && std::is_trivially_copyable_v<T>, "op params are 32-bit");
+        T v;
+        std::memcpy(&v, &op_params[slot], sizeof(T));
+        return v;
+    }
+};
+
+/// Strides of a contiguous tensor of the given type and shape.
+inline std::array<std::size_t, max_dims> contiguous_strides(elem_type t,
+                                                            const std::array<std::int64_t, max_dims>& ne) noexcept {
+    std::array<std::size_t, max_dims> nb{};
+    nb[0] = type_size(t);
+    nb[1] = row_size(t, ne[0]);
+    for (std::size_t i = 2; i < max_dims; ++i) nb[i] = nb[i - 1] * static_cast<std::size_t>(ne[i - 1]);
+    return nb;
+}
+
+/// Same type, shape and strides: one can take over the other's memory element for element.
+inline bool same_layout(const tensor& a, const tensor& b) noexcept {
+    return a.type == b.type && a.ne == b.ne && a.nb == b.nb;
+}
+inline bool same_shape(const tensor& a, const tensor& b) noexcept { return a.ne == b.ne; }
+
+/// b can be repeated (broadcast) to a's shape: each of a's extents is a multiple of b's.
+inline bool can_repeat(const tensor& b, const tensor& a) noexcept {
+    for (std::size_t i = 0; i < max_dims; ++i)
+        if (b.ne[i] <= 0 || a.ne[i] % b.ne[i] != 0) return false;
+    return true;
+}
+
+} // namespace backplane

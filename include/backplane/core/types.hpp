@@ -1,0 +1,261 @@
+#pragma once
+// Element types and their storage.
+//
+// Float types are stored element by element; quantized types in blocks of 32 values
+// with one f16 scale, bit-compatible with ggml's types of the same name so that weights
+// from ggml files can be used as they are. Row sizes of quantized tensors are therefore
+// counted in blocks: a row of n values needs n / block_size blocks, and n must be a
+// multiple of the block size.
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace backplane {
+
+/// Element types. i32 is the index type (get_rows indices, rope positions, argmax).
+enum class elem_type : std::uint8_t {
+    f32,
+    f16,
+    bf16,
+    q8_0,
+    q4_0,
+    i32,
+};
+
+inline constexpr std::size_t elem_type_count = 6;
+inline constexpr std::array<elem_type, elem_type_count> all_elem_types = {
+    elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0, elem_type::i32};
+
+/// 16-bit IEEE half and bfloat16 as distinct storage types (no arithmetic on purpose:
+/// convert to float, compute, convert back).
+struct f16_t {
+    std::uint16_t bits;
+    friend constexpr bool operator==(f16_t, f16_t) = default;
+};
+struct bf16_t {
+    std::uint16_t bits;
+    friend constexpr bool operator==(bf16_t, bf16_t) = default;
+};
+
+inline constexpr int qk8_0 = 32; ///< values per q8_0 block
+inline constexpr int qk4_0 = 32; ///< values per q4_0 block
+
+/// q8_0: 32 signed bytes and one f16 scale; value = d * qs[i].
+struct block_q8_0 {
+    f16_t d;
+    std::int8_t qs[qk8_0];
+};
+/// q4_0: 32 4-bit values and one f16 scale; byte j holds value j in its low nibble and
+/// value j + 16 in its high nibble; value = d * (nibble - 8).
+struct block_q4_0 {
+    f16_t d;
+    std::uint8_t qs[qk4_0 / 2];
+};
+static_assert(sizeof(block_q8_0) == 34, "q8_0 block must match ggml's layout");
+static_assert(sizeof(block_q4_0) == 18, "q4_0 block must match ggml's layout");
+
+/// Static facts about an element type.
+struct type_traits {
+    std::string_view name;
+    std::int64_t block_size;  ///< values per block (1 for non-quantized types)
+    std::size_t type_size;    ///< bytes per block
+    bool is_quantized;
+    bool is_float;            ///< holds real numbers (f32, f16, bf16, quantized)
+};
+
+constexpr type_traits traits(elem_type t) noexcept {
+    switch (t) {
+    case elem_type::f32: return {"f32", 1, 4, false, true};
+    case elem_type::f16: return {"f16", 1, 2, false, true};
+    case elem_type::bf16: return {"bf16", 1, 2, false, true};
+    case elem_type::q8_0: return {"q8_0", qk8_0, sizeof(block_q8_0), true, true};
+    case elem_type::q4_0: return {"q4_0", qk4_0, sizeof(block_q4_0), true, true};
+    case elem_type::i32: return {"i32", 1, 4, false, false};
+    }
+    return {"?", 1, 0, false, false};
+}
+
+constexpr std::string_view to_string(elem_type t) noexcept { return traits(t).name; }
+constexpr std::int64_t block_size(elem_type t) noexcept { return traits(t).block_size; }
+constexpr std::size_t type_size(elem_type t) noexcept { return traits(t).type_size; }
+constexpr bool is_quantized(elem_type t) noexcept { return traits(t).is_quantized; }
+
+/// Bytes of a row of n values (n must be a multiple of the block size).
+constexpr std::size_t row_size(elem_type t, std::int64_t n) noexcept {
+    return type_size(t) * static_cast<std::size_t>(n / block_size(t));
+}
+
+/// Parses a type name ("f32", "q4_0", ...).
+constexpr std::optional<elem_type> parse_elem_type(std::string_view s) noexcept {
+    for (auto t : all_elem_types)
+        if (to_string(t) == s) return t;
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------
+// Scalar conversions. Round to nearest, ties to even, like the hardware instructions
+// (F16C, AVX512-BF16), so that every backend produces the same bits.
+
+constexpr float f16_to_f32(f16_t h) noexcept {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h.bits & 0x8000u) << 16;
+    std::uint32_t exp = (h.bits >> 10) & 0x1fu;
+    std::uint32_t mant = h.bits & 0x3ffu;
+    std::uint32_t bits;
+    if (exp == 0x1f) { // inf / nan
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else { // subnormal half: normalise
+            int e = -1;
+            do {
+                ++e;
+                mant <<= 1;
+            } while ((mant & 0x400u) == 0);
+            bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else {
+        bits = sign | ((exp + (127 - 15)) << 23) | (mant << 13);
+    }
+    return std::bit_cast<float>(bits);
+}
+
+constexpr f16_t f32_to_f16(float f) noexcept {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+    const std::uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) { // inf or nan (keep nan quiet and non-zero)
+        return {static_cast<std::uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u))};
+    }
+    if (ax >= 0x477ff000u) return {static_cast<std::uint16_t>(sign | 0x7c00u)}; // rounds to inf
+    if (ax < 0x38800000u) { // result is subnormal or zero: round at the subnormal step
+        if (ax < 0x33000000u) return {sign}; // below half of the smallest subnormal
+        const std::uint32_t e = ax >> 23;
+        const std::uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+        const std::uint32_t shift = 126u - e; // 14 + (113 - e)
+        std::uint32_t q = m >> shift;
+        const std::uint32_t rem = m & ((1u << shift) - 1u);
+        const std::uint32_t half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (q & 1u))) ++q;
+        return {static_cast<std::uint16_t>(sign | q)};
+    }
+    // normal: rebias exponent, round mantissa to 10 bits (a carry into the exponent is right)
+    std::uint32_t r = ax - 0x38000000u; // exponent 127 -> 15
+    const std::uint32_t rem = r & 0x1fffu;
+    r >>= 13;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
+    return {static_cast<std::uint16_t>(sign | r)};
+}
+
+constexpr float bf16_to_f32(bf16_t h) noexcept {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(h.bits) << 16);
+}
+
+constexpr bf16_t f32_to_bf16(float f) noexcept {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) // nan: keep it a quiet nan
+        return {static_cast<std::uint16_t>((x >> 16) | 0x40u)};
+    const std::uint32_t rounded = x + 0x7fffu + ((x >> 16) & 1u);
+    return {static_cast<std::uint16_t>(rounded >> 16)};
+}
+
+// ---------------------------------------------------------------------------------------
+// Row conversions. n is the number of values; for quantized types it must be a multiple
+// of 32 (callers validate; these functions do not check on the hot path).
+
+inline void quantize_row_q8_0(const float* x, block_q8_0* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk8_0; ++b) {
+        const float* xb = x + b * qk8_0;
+        float amax = 0.0f;
+        for (int j = 0; j < qk8_0; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = f32_to_f16(d);
+        for (int j = 0; j < qk8_0; ++j) y[b].qs[j] = static_cast<std::int8_t>(std::nearbyint(xb[j] * id));
+    }
+}
+
+inline void dequantize_row_q8_0(const block_q8_0* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk8_0; ++b) {
+        const float d = f16_to_f32(x[b].d);
+        for (int j = 0; j < qk8_0; ++j) y[b * qk8_0 + j] = d * static_cast<float>(x[b].qs[j]);
+    }
+}
+
+inline void quantize_row_q4_0(const float* x, block_q4_0* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk4_0; ++b) {
+        const float* xb = x + b * qk4_0;
+        // the value of largest magnitude maps to -8, so its sign is kept exactly
+        float amax = 0.0f, vmax = 0.0f;
+        for (int j = 0; j < qk4_0; ++j) {
+            if (std::fabs(xb[j]) > amax) {
+                amax = std::fabs(xb[j]);
+                vmax = xb[j];
+            }
+        }
+        const float d = vmax / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = f32_to_f16(d);
+        for (int j = 0; j < qk4_0 / 2; ++j) {
+            const float v0 = xb[j] * id + 8.5f;
+            const float v1 = xb[j + qk4_0 / 2] * id + 8.5f;
+            const auto q0 = static_cast<std::uint8_t>(v0 < 15.0f ? static_cast<int>(v0) : 15);
+            const auto q1 = static_cast<std::uint8_t>(v1 < 15.0f ? static_cast<int>(v1) : 15);
+            y[b].qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
+        }
+    }
+}
+
+inline void dequantize_row_q4_0(const block_q4_0* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk4_0; ++b) {
+        const float d = f16_to_f32(x[b].d);
+        for (int j = 0; j < qk4_0 / 2; ++j) {
+            y[b * qk4_0 + j] = d * static_cast<float>((x[b].qs[j] & 0x0f) - 8);
+            y[b * qk4_0 + j + qk4_0 / 2] = d * static_cast<float>((x[b].qs[j] >> 4) - 8);
+        }
+    }
+}
+
+/// Converts a row of n f32 values to type t (f32, f16, bf16, q8_0, q4_0, i32 by truncation).
+inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n) noexcept {
+    switch (t) {
+    case elem_type::f32: std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float)); break;
+    case elem_type::f16:
+        for (std::int64_t i = 0; i < n; ++i) static_cast<f16_t*>(y)[i] = f32_to_f16(x[i]);
+        break;
+    case elem_type::bf16:
+        for (std::int64_t i = 0; i < n; ++i) static_cast<bf16_t*>(y)[i] = f32_to_bf16(x[i]);
+        break;
+    case elem_type::q8_0: quantize_row_q8_0(x, static_cast<block_q8_0*>(y), n); break;
+    case elem_type::q4_0: quantize_row_q4_0(x, static_cast<block_q4_0*>(y), n); break;
+    case elem_type::i32:
+        for (std::int64_t i = 0; i < n; ++i) static_cast<std::int32_t*>(y)[i] = static_cast<std::int32_t>(x[i]);
+        break;
+    }
+}
+
+/// Converts a row of n values of type t to f32.
+inline void to_float_row(elem_type t, const void* x, float* y, std::int64_t n) noexcept {
+    switch (t) {
+    case elem_type::f32: std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float)); break;
+    case elem_type::f16:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(static_cast<const f16_t*>(x)[i]);
+        break;
+    case elem_type::bf16:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(static_cast<const bf16_t*>(x)[i]);
+        break;
+    case elem_type::q8_0: dequantize_row_q8_0(static_cast<const block_q8_0*>(x), y, n); break;
+    case elem_type::q4_0: dequantize_row_q4_0(static_cast<const block_q4_0*>(x), y, n); break;
+    case elem_type::i32:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const std::int32_t*>(x)[i]);
+        break;
+    }
+}
+
+} // namespace backplane

@@ -1,0 +1,5 @@
+#pragma once
+// backplane/memory.hpp: buffers, the host buffer type, and the allocators.
+
+#include <backplane/memory/buffer.hpp>
+#include <backplane/memory/host_buffer.hpp>

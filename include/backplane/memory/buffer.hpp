@@ -1,0 +1,282 @@
+#pragma once
+// The runtime face of buffers and buffer types, generated from the concept models.
+//
+// A tensor points to its buffer through a buffer_handle: base address, size, usage and a
+// pointer to a static function table that the compiler generates from the concrete
+// buffer type (detail::buffer_vtable_for<B>). A backend author never writes a table.
+// buffer_type_ref is the same idea for buffer types: a non-owning (object, table) pair
+// whose identity is the object's address, so two references to one buffer type compare
+// equal.
+//
+// The handle also does what every buffer needs and no backend should repeat: range
+// checks of tensor reads and writes (an out-of-range access is a status, never memory
+// corruption), default no-ops for optional capabilities, and the usage flag.
+
+#include <backplane/core/concepts.hpp>
+#include <backplane/core/error.hpp>
+#include <backplane/core/tensor.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace backplane {
+
+class buffer_handle;
+
+/// Deletes a buffer_handle through its generated table.
+struct buffer_deleter {
+    void operator()(buffer_handle* h) const noexcept;
+};
+/// Owning pointer to a type-erased buffer. Tensors placed in it point to the handle, so
+/// it must outlive them (or they must be re-placed).
+using buffer_ptr = std::unique_ptr<buffer_handle, buffer_deleter>;
+
+namespace detail {
+
+struct buffer_type_vtable {
+    std::string_view (*name)(const void*);
+    std::size_t (*alignment)(const void*);
+    std::size_t (*max_size)(const void*);
+    std::size_t (*alloc_size)(const void*, const tensor&);
+    bool (*is_host)(const void*);
+    result<buffer_ptr> (*allocate)(const void*, std::size_t);
+};
+
+struct buffer_vtable {
+    void (*destroy)(buffer_handle*) noexcept;
+    status (*set_tensor)(void*, tensor&, const void*, std::size_t, std::size_t);
+    status (*get_tensor)(void*, const tensor&, void*, std::size_t, std::size_t);
+    status (*memset_tensor)(void*, tensor&, std::uint8_t, std::size_t, std::size_t);
+    status (*clear)(void*, std::uint8_t);
+    status (*init_tensor)(void*, tensor&);              // null: nothing to do
+    bool (*copy_tensor)(void*, const tensor&, tensor&); // null: cannot copy device-side
+    void (*reset)(void*);                               // null: nothing to do
+};
+
+template <buffer_type BT>
+result<buffer_ptr> allocate_erased(const void* self, std::size_t size); // defined below make_buffer
+
+template <buffer_type BT>
+inline constexpr buffer_type_vtable buffer_type_vtable_for = {
+    [](const void* s) -> std::string_view { return static_cast<const BT*>(s)->name(); },
+    [](const void* s) -> std::size_t { return static_cast<const BT*>(s)->alignment(); },
+    [](const void* s) -> std::size_t { return static_cast<const BT*>(s)->max_size(); },
+    [](const void* s, const tensor& t) -> std::size_t { return static_cast<const BT*>(s)->alloc_size(t); },
+    [](const void* s) -> bool { return static_cast<const BT*>(s)->is_host(); },
+    &allocate_erased<BT>,
+};
+
+} // namespace detail
+
+/// A non-owning reference to a buffer type object of any concrete type. Cheap to copy;
+/// compares equal when it refers to the same object.
+class buffer_type_ref {
+public:
+    template <buffer_type BT>
+        requires(!std::is_same_v<BT, buffer_type_ref>)
+    buffer_type_ref(const BT& bt) noexcept // NOLINT: implicit on purpose, like a span
+        : self_(&bt), vt_(&detail::buffer_type_vtable_for<BT>) {}
+
+    [[nodiscard]] std::string_view name() const { return vt_->name(self_); }
+    [[nodiscard]] std::size_t alignment() const { return vt_->alignment(self_); }
+    [[nodiscard]] std::size_t max_size() const { return vt_->max_size(self_); }
+    [[nodiscard]] std::size_t alloc_size(const tensor& t) const { return vt_->alloc_size(self_, t); }
+    [[nodiscard]] bool is_host() const { return vt_->is_host(self_); }
+    /// A new buffer of at least `size` bytes; out of memory is a status.
+    [[nodiscard]] result<buffer_ptr> allocate(std::size_t size) const { return vt_->allocate(self_, size); }
+
+    /// The concrete object, when it is a BT.
+    template <buffer_type BT>
+    [[nodiscard]] const BT* get_if() const noexcept {
+        return vt_ == &detail::buffer_type_vtable_for<BT> ? static_cast<const BT*>(self_) : nullptr;
+    }
+    [[nodiscard]] const void* id() const noexcept { return self_; }
+    friend bool operator==(const buffer_type_ref& a, const buffer_type_ref& b) noexcept { return a.self_ == b.self_; }
+
+private:
+    const void* self_;
+    const detail::buffer_type_vtable* vt_;
+};
+
+/// The runtime handle of a buffer: what tensors point to.
+class buffer_handle {
+public:
+    buffer_handle(const buffer_handle&) = delete;
+    buffer_handle& operator=(const buffer_handle&) = delete;
+
+    [[nodiscard]] void* base() const noexcept { return base_; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] buffer_usage usage() const noexcept { return usage_; }
+    void set_usage(buffer_usage u) noexcept { usage_ = u; }
+    [[nodiscard]] buffer_type_ref type() const noexcept { return type_; }
+    [[nodiscard]] bool is_host() const { return type_.is_host(); }
+
+    /// True when [p, p + n) lies inside this buffer's address range.
+    [[nodiscard]] bool contains(const void* p, std::size_t n) const noexcept {
+        const auto b = reinterpret_cast<std::uintptr_t>(base_);
+        const auto a = reinterpret_cast<std::uintptr_t>(p);
+        return a >= b && n <= size_ && a - b <= size_ - n;
+    }
+
+    /// Writes `size` bytes from host memory `src` into tensor t at byte `offset`.
+    status set_tensor(tensor& t, const void* src, std::size_t offset, std::size_t size) {
+        if (auto s = check_range("set_tensor", t, offset, size); !s) return s;
+        if (size == 0) return {};
+        return vt_->set_tensor(impl_, t, src, offset, size);
+    }
+    /// Reads `size` bytes of tensor t at byte `offset` into host memory `dst`.
+    status get_tensor(const tensor& t, void* dst, std::size_t offset, std::size_t size) {
+        if (auto s = check_range("get_tensor", t, offset, size); !s) return s;
+        if (size == 0) return {};
+        return vt_->get_tensor(impl_, t, dst, offset, size);
+    }
+    /// Sets `size` bytes of tensor t at byte `offset` to `value`.
+    status memset_tensor(tensor& t, std::uint8_t value, std::size_t offset, std::size_t size) {
+        if (auto s = check_range("memset_tensor", t, offset, size); !s) return s;
+        if (size == 0) return {};
+        return vt_->memset_tensor(impl_, t, value, offset, size);
+    }
+    /// Sets every byte of the buffer to `value`.
+    status clear(std::uint8_t value) { return vt_->clear(impl_, value); }
+    /// Lets the buffer prepare a tensor just placed in it (no-op for most buffers).
+    status init_tensor(tensor& t) { return vt_->init_tensor ? vt_->init_tensor(impl_, t) : status{}; }
+    /// Device-side copy of src into dst (dst in this buffer); false when not possible.
+    bool copy_tensor(const tensor& src, tensor& dst) {
+        return vt_->copy_tensor != nullptr && vt_->copy_tensor(impl_, src, dst);
+    }
+    /// Drops per-allocation state before tensors are re-placed.
+    void reset() {
+        if (vt_->reset) vt_->reset(impl_);
+    }
+
+    /// The concrete buffer, when it is a B.
+    template <buffer B>
+    [[nodiscard]] B* get_if() noexcept;
+
+protected:
+    buffer_handle(void* impl, const detail::buffer_vtable* vt, buffer_type_ref type, void* base,
+                  std::size_t size) noexcept
+        : impl_(impl), vt_(vt), type_(type), base_(base), size_(size) {}
+    ~buffer_handle() = default;
+    /// Base and size are read once the concrete buffer sits at its final address.
+    void set_extent(void* base, std::size_t size) noexcept {
+        base_ = base;
+        size_ = size;
+    }
+
+private:
+    friend struct buffer_deleter;
+
+    status check_range(const char* what, const tensor& t, std::size_t offset, std::size_t size) const {
+        if (t.buffer != this)
+            return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' does not live in this buffer"};
+        if (t.data == nullptr)
+            return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' has no data address"};
+        const std::size_t nbytes = t.nbytes();
+        if (offset > nbytes || size > nbytes - offset)
+            return {errc::out_of_range, std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
+                                            std::to_string(offset + size) + ") outside tensor '" + t.name +
+                                            "' of " + std::to_string(nbytes) + " bytes"};
+        if (!contains(static_cast<const std::byte*>(t.data) + offset, size))
+            return {errc::out_of_range, std::string(what) + ": tensor '" + t.name + "' lies outside its buffer"};
+        return {};
+    }
+
+    void* impl_;
+    const detail::buffer_vtable* vt_;
+    buffer_type_ref type_;
+    void* base_;
+    std::size_t size_;
+    buffer_usage usage_ = buffer_usage::any;
+};
+
+namespace detail {
+
+/// The handle and the concrete buffer in one allocation.
+template <buffer B>
+struct buffer_holder final : buffer_handle {
+    B impl;
+    buffer_holder(B&& b, const buffer_vtable* vt, buffer_type_ref type)
+        : buffer_handle(&impl, vt, type, nullptr, 0), impl(std::move(b)) {
+        set_extent(impl.base(), impl.size());
+    }
+};
+
+// Optional capabilities: an entry when the concrete type has the member, null otherwise
+// (the handle then applies the default).
+template <buffer B>
+consteval auto optional_init_tensor() -> status (*)(void*, tensor&) {
+    if constexpr (tensor_init_buffer<B>)
+        return [](void* b, tensor& t) { return static_cast<B*>(b)->init_tensor(t); };
+    else
+        return nullptr;
+}
+template <buffer B>
+consteval auto optional_copy_tensor() -> bool (*)(void*, const tensor&, tensor&) {
+    if constexpr (copy_buffer<B>)
+        return [](void* b, const tensor& s, tensor& d) { return static_cast<B*>(b)->copy_tensor(s, d); };
+    else
+        return nullptr;
+}
+template <buffer B>
+consteval auto optional_reset() -> void (*)(void*) {
+    if constexpr (resettable_buffer<B>)
+        return [](void* b) { static_cast<B*>(b)->reset(); };
+    else
+        return nullptr;
+}
+
+template <buffer B>
+inline constexpr buffer_vtable buffer_vtable_for = {
+    [](buffer_handle* h) noexcept { delete static_cast<buffer_holder<B>*>(h); },
+    [](void* b, tensor& t, const void* src, std::size_t o, std::size_t n) {
+        return static_cast<B*>(b)->set_tensor(t, src, o, n);
+    },
+    [](void* b, const tensor& t, void* dst, std::size_t o, std::size_t n) {
+        return static_cast<B*>(b)->get_tensor(t, dst, o, n);
+    },
+    [](void* b, tensor& t, std::uint8_t v, std::size_t o, std::size_t n) {
+        return static_cast<B*>(b)->memset_tensor(t, v, o, n);
+    },
+    [](void* b, std::uint8_t v) { return static_cast<B*>(b)->clear(v); },
+    optional_init_tensor<B>(),
+    optional_copy_tensor<B>(),
+    optional_reset<B>(),
+};
+
+} // namespace detail
+
+/// Wraps a concrete buffer into an owning handle of buffer type `type`. Allocation
+/// failure of the handle itself is a status.
+template <buffer B>
+[[nodiscard]] result<buffer_ptr> make_buffer(B&& b, buffer_type_ref type) {
+    using holder = detail::buffer_holder<std::remove_cvref_t<B>>;
+    holder* h = new (std::nothrow) holder(std::move(b), &detail::buffer_vtable_for<std::remove_cvref_t<B>>, type);
+    if (h == nullptr) return status(errc::alloc_failed, "make_buffer: out of host memory for the buffer handle");
+    return buffer_ptr(h);
+}
+
+template <buffer B>
+B* buffer_handle::get_if() noexcept {
+    return vt_ == &detail::buffer_vtable_for<B> ? static_cast<B*>(impl_) : nullptr;
+}
+
+inline void buffer_deleter::operator()(buffer_handle* h) const noexcept {
+    if (h) h->vt_->destroy(h);
+}
+
+template <buffer_type BT>
+result<buffer_ptr> detail::allocate_erased(const void* self, std::size_t size) {
+    const BT& bt = *static_cast<const BT*>(self);
+    auto r = bt.allocate(size);
+    if (!r) return r.error();
+    return make_buffer(std::move(*r), buffer_type_ref(bt));
+}
+
+} // namespace backplane
