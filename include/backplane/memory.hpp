@@ -3,3 +3,4 @@
 
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/host_buffer.hpp>
+#include <backplane/memory/tensor_io.hpp>

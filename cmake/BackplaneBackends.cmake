@@ -1,0 +1,36 @@
+# One INTERFACE target per enabled optional backend. Each carries backplane plus
+# the vendor library, so linking backplane::vulkan is all a user needs and the
+# core target never drags a vendor header or library into a program.
+include_guard(GLOBAL)
+
+# Lower-case component names of the enabled backends, in a fixed order; also
+# used by the install rules and the package config.
+set(BACKPLANE_COMPONENTS "")
+
+# backplane_add_backend_target(<component> <BACKEND> <vendor targets...>)
+function(backplane_add_backend_target component backend)
+    if(NOT BACKPLANE_HAS_${backend})
+        return()
+    endif()
+    add_library(backplane_${component} INTERFACE)
+    add_library(backplane::${component} ALIAS backplane_${component})
+    # Installed as backplane::<component>, matching the alias in the build tree.
+    set_target_properties(backplane_${component} PROPERTIES EXPORT_NAME ${component})
+    target_link_libraries(backplane_${component} INTERFACE backplane ${ARGN})
+    set(BACKPLANE_COMPONENTS ${BACKPLANE_COMPONENTS} ${component} PARENT_SCOPE)
+endfunction()
+
+backplane_add_backend_target(blas BLAS BLAS::BLAS)
+backplane_add_backend_target(vulkan VULKAN Vulkan::Vulkan)
+backplane_add_backend_target(cuda CUDA CUDA::cudart)
+
+set(_bp_summary "")
+foreach(component IN ITEMS blas vulkan cuda)
+    if(component IN_LIST BACKPLANE_COMPONENTS)
+        string(APPEND _bp_summary " ${component}=ON")
+    else()
+        string(APPEND _bp_summary " ${component}=OFF")
+    endif()
+endforeach()
+message(STATUS "backplane ${PROJECT_VERSION} backends: cpu=ON${_bp_summary}")
+unset(_bp_summary)

@@ -1,0 +1,32 @@
+# Compiler options for backplane's own tests, examples and benchmarks. These
+# targets are neither installed nor exported: the library never imposes
+# warning or sanitizer flags on its users.
+include_guard(GLOBAL)
+
+# Our own targets compile as -std=c++20, not gnu++20, so a GNU extension in a
+# header cannot slip past the tests. (Users keep their own choice.)
+set(CMAKE_CXX_EXTENSIONS OFF)
+
+# Warnings that catch real bugs in templates; not -Werror, so a newer compiler's
+# new warning does not break the build, except where the code is certainly wrong.
+add_library(backplane_warnings INTERFACE)
+target_compile_options(backplane_warnings INTERFACE
+    $<$<CXX_COMPILER_ID:GNU,Clang,AppleClang>:
+        -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
+        -Wimplicit-fallthrough -Werror=return-type>
+    $<$<CXX_COMPILER_ID:MSVC>:/W4 /permissive->)
+
+# Warnings plus the sanitizers named by BACKPLANE_SANITIZE. Tests and examples
+# link this; benchmarks link only backplane_warnings.
+add_library(backplane_test_options INTERFACE)
+target_link_libraries(backplane_test_options INTERFACE backplane_warnings)
+if(BACKPLANE_SANITIZE)
+    # -fno-sanitize-recover=all: a UBSan report fails the test instead of
+    # scrolling past; frame pointers give readable ASan stacks at -O1.
+    set(_bp_sanitize_flags
+        -fsanitize=${BACKPLANE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    target_compile_options(backplane_test_options INTERFACE ${_bp_sanitize_flags})
+    target_link_options(backplane_test_options INTERFACE ${_bp_sanitize_flags})
+    message(STATUS "backplane tests/examples sanitizers: ${BACKPLANE_SANITIZE}")
+    unset(_bp_sanitize_flags)
+endif()

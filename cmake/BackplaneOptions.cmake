@@ -1,0 +1,27 @@
+# User-facing options. Tests, examples and benchmarks are only built by default
+# when backplane is the top-level project, so add_subdirectory()/FetchContent
+# users do not pay for them.
+include_guard(GLOBAL)
+
+option(BACKPLANE_BUILD_TESTS "Build the backplane tests" ${PROJECT_IS_TOP_LEVEL})
+option(BACKPLANE_BUILD_EXAMPLES "Build the backplane examples" ${PROJECT_IS_TOP_LEVEL})
+option(BACKPLANE_BUILD_BENCHMARKS "Build the backplane benchmarks" ${PROJECT_IS_TOP_LEVEL})
+
+# Optional backends are tri-state: AUTO enables a backend when its dependency is
+# found, ON makes the dependency required, OFF skips it without looking.
+foreach(backend IN ITEMS BLAS VULKAN CUDA)
+    set(BACKPLANE_WITH_${backend} AUTO CACHE STRING
+        "Build the ${backend} backend target (AUTO: if its dependency is found; ON; OFF)")
+    set_property(CACHE BACKPLANE_WITH_${backend} PROPERTY STRINGS AUTO ON OFF)
+    string(TOUPPER "${BACKPLANE_WITH_${backend}}" _value)
+    if(NOT _value MATCHES "^(AUTO|ON|OFF)$")
+        message(FATAL_ERROR
+            "BACKPLANE_WITH_${backend} is '${BACKPLANE_WITH_${backend}}'; use AUTO, ON or OFF")
+    endif()
+endforeach()
+unset(_value)
+
+# Comma-separated -fsanitize= list applied to our own tests and examples only
+# (never to the exported library target), e.g. "address,undefined".
+set(BACKPLANE_SANITIZE "" CACHE STRING
+    "Sanitizers for backplane's own tests/examples, e.g. address,undefined (empty: none)")

@@ -1,0 +1,87 @@
+#pragma once
+// Reading and writing tensor data from the host, wherever the tensor lives: context host
+// data (no buffer) or any backend buffer, through its runtime handle. Range checked:
+// an access outside the tensor is a status, never a stray write.
+
+#include <backplane/core/error.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/memory/buffer.hpp>
+
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace backplane {
+
+namespace detail {
+inline status host_range_check(const char* what, const tensor& t, std::size_t offset, std::size_t size) {
+    if (t.data == nullptr)
+        return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' has no data (allocate it first)"};
+    const std::size_t n = t.nbytes();
+    if (offset > n || size > n - offset)
+        return {errc::out_of_range, std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
+                                        std::to_string(offset + size) + ") outside tensor '" + t.name + "' of " +
+                                        std::to_string(n) + " bytes"};
+    return {};
+}
+} // namespace detail
+
+/// Writes `size` bytes from `src` into t at byte `offset`.
+inline status tensor_set(tensor& t, const void* src, std::size_t offset, std::size_t size) {
+    if (t.buffer != nullptr) return t.buffer->set_tensor(t, src, offset, size);
+    if (auto s = detail::host_range_check("tensor_set", t, offset, size); !s) return s;
+    if (size) std::memcpy(static_cast<std::byte*>(t.data) + offset, src, size);
+    return {};
+}
+
+/// Reads `size` bytes of t at byte `offset` into `dst`.
+inline status tensor_get(const tensor& t, void* dst, std::size_t offset, std::size_t size) {
+    if (t.buffer != nullptr) return t.buffer->get_tensor(t, dst, offset, size);
+    if (auto s = detail::host_range_check("tensor_get", t, offset, size); !s) return s;
+    if (size) std::memcpy(dst, static_cast<const std::byte*>(t.data) + offset, size);
+    return {};
+}
+
+/// Writes all of t from `values` (t must be contiguous, values of t's storage size).
+template <class T>
+    requires std::is_trivially_copyable_v<T>
+status tensor_set(tensor& t, std::span<const T> values) {
+    if (!t.is_contiguous())
+        return {errc::invalid_argument, "tensor_set: tensor '" + t.name + "' is not contiguous"};
+    if (values.size_bytes() != t.nbytes())
+        return {errc::out_of_range, "tensor_set: " + std::to_string(values.size_bytes()) + " bytes given for tensor '" +
+                                        t.name + "' of " + std::to_string(t.nbytes()) + " bytes"};
+    return tensor_set(t, values.data(), 0, values.size_bytes());
+}
+template <class T>
+    requires std::is_trivially_copyable_v<T>
+status tensor_set(tensor& t, const std::vector<T>& values) {
+    return tensor_set(t, std::span<const T>(values));
+}
+
+/// Reads all of a contiguous f32 tensor (or another type with sizeof(T) per element).
+template <class T = float>
+    requires std::is_trivially_copyable_v<T>
+result<std::vector<T>> tensor_get_all(const tensor& t) {
+    if (!t.is_contiguous())
+        return status(errc::invalid_argument, "tensor_get_all: tensor '" + t.name + "' is not contiguous");
+    if (t.nbytes() % sizeof(T) != 0)
+        return status(errc::invalid_argument, "tensor_get_all: tensor '" + t.name + "' of " +
+                                                  std::to_string(t.nbytes()) + " bytes is not a whole number of values");
+    std::vector<T> out(t.nbytes() / sizeof(T));
+    if (auto s = tensor_get(t, out.data(), 0, t.nbytes()); !s) return s;
+    return out;
+}
+
+/// Sets `size` bytes of t at byte `offset` to `value`.
+inline status tensor_memset(tensor& t, std::uint8_t value, std::size_t offset, std::size_t size) {
+    if (t.buffer != nullptr) return t.buffer->memset_tensor(t, value, offset, size);
+    if (auto s = detail::host_range_check("tensor_memset", t, offset, size); !s) return s;
+    if (size) std::memset(static_cast<std::byte*>(t.data) + offset, value, size);
+    return {};
+}
+
+} // namespace backplane
