@@ -140,7 +140,7 @@ struct tensor {
     /// Elements of each row are adjacent (dim 0 has unit stride).
     [[nodiscard]] bool rows_contiguous() const noexcept { return nb[0] == type_size(type); }
     /// Dims 0 and 1 swapped (stride of dim 0 larger than dim 1's).
-    [[nodiscard]] bool is_transposed() const noexcept { return nb[0] > nb[1]; }
+    [[nodiscard]] bool is_transposed() const noexcept { return ne[0] > 1 && ne[1] > 1 && nb[0] > nb[1]; }
     [[nodiscard]] bool is_view() const noexcept { return view_src != nullptr; }
     [[nodiscard]] bool has_flag(tensor_flag f) const noexcept {
         return (flags & static_cast<std::uint32_t>(f)) != 0;

@@ -38,7 +38,10 @@ public:
             if (abort_ && abort_()) return {errc::aborted, "cpu: compute aborted by the abort callback"};
             if (is_view_op(node->op) || node->op == op_kind::none) continue;
             if (auto s = check_node(*node); !s) return s;
-            cpu::compute_forward(cpu::compute_params{}, *node);
+            if (errc e = cpu::compute_forward(cpu::compute_params{}, *node); e != errc::ok)
+                return {e, "cpu: " + std::string(to_string(node->op)) + " node '" + node->name +
+                               "' reads outside a source (a get_rows index beyond the rows of '" +
+                               (node->src[0] ? node->src[0]->name : std::string()) + "')"};
         }
         return {};
     }

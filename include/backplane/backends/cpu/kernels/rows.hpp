@@ -1,0 +1,149 @@
+#pragma once
+// Row-wise ops (a row is dimension 0): sum_rows, argmax, norm, rms_norm, soft_max.
+// Reductions accumulate in double (as ggml's ggml_float) so long rows stay accurate.
+//
+// In place (norm, rms_norm, soft_max): dst may share a's memory with a's layout. Every
+// pass that writes element i of a row has read element i of a just before, and later
+// passes read dst, never a, so the row is correct although a is overwritten under it.
+
+#include <backplane/backends/cpu/kernels/common.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace backplane::cpu::kernels {
+
+/// sum_rows: dst f32 [1, ne1, ne2, ne3] = sum of each row of a (f32, f16, bf16).
+inline void sum_rows(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const auto [r0, r1] = split_work(a.nrows(), p);
+    visit_float(a.type, [&]<class T>() {
+        for (i64 r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = row_of(r, a.ne);
+            const std::byte* pa = row_ptr(a, i1, i2, i3);
+            double sum = 0.0;
+            for (i64 i0 = 0; i0 < a.ne[0]; ++i0)
+                sum += load<T>(pa + static_cast<std::size_t>(i0) * a.nb[0]);
+            store<float>(row_ptr(dst, i1, i2, i3), static_cast<float>(sum));
+        }
+    });
+}
+
+/// argmax: dst i32 [ne1, ne2, ne3] = index of the largest value of each row of a, the
+/// first one on ties; NaNs never win (0 for a row of NaNs).
+inline void argmax(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const auto [r0, r1] = split_work(a.nrows(), p);
+    visit_float(a.type, [&]<class T>() {
+        for (i64 r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = row_of(r, a.ne);
+            const std::byte* pa = row_ptr(a, i1, i2, i3);
+            float best = -std::numeric_limits<float>::infinity();
+            i64 best_i = 0;
+            for (i64 i0 = 0; i0 < a.ne[0]; ++i0) {
+                const float v = load<T>(pa + static_cast<std::size_t>(i0) * a.nb[0]);
+                if (v > best) {
+                    best = v;
+                    best_i = i0;
+                }
+            }
+            // the result's element (i1, i2, i3) sits in its dims 0, 1, 2
+            std::byte* pd =
+                static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(i1) * dst.nb[0] +
+                static_cast<std::size_t>(i2) * dst.nb[1] + static_cast<std::size_t>(i3) * dst.nb[2];
+            store_i32(pd, static_cast<std::int32_t>(best_i));
+        }
+    });
+}
+
+/// norm: (x - mean) / sqrt(var + eps) per row; rms_norm: x / sqrt(mean(x^2) + eps). f32.
+inline void norm(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const i64 ne0 = a.ne[0];
+    const float eps = dst.param<float>(0);
+    const bool rms = dst.op == op_kind::rms_norm;
+    const auto [r0, r1] = split_work(a.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, a.ne);
+        const std::byte* pa = row_ptr(a, i1, i2, i3);
+        std::byte* pd = row_ptr(dst, i1, i2, i3);
+        auto x = [&](i64 i) { return load<float>(pa + static_cast<std::size_t>(i) * a.nb[0]); };
+        double mean = 0.0;
+        if (!rms) {
+            for (i64 i = 0; i < ne0; ++i)
+                mean += x(i);
+            mean /= static_cast<double>(ne0);
+        }
+        double sum2 = 0.0;
+        for (i64 i = 0; i < ne0; ++i) {
+            const double v = x(i) - mean;
+            sum2 += v * v;
+        }
+        const double inv =
+            1.0 / std::sqrt(sum2 / static_cast<double>(ne0) + static_cast<double>(eps));
+        for (i64 i = 0; i < ne0; ++i)
+            store<float>(pd + static_cast<std::size_t>(i) * dst.nb[0],
+                         static_cast<float>((x(i) - mean) * inv));
+    }
+}
+
+namespace detail {
+
+/// softmax(a * scale + mask) along each row; TM is the mask's storage type (void: none).
+/// The mask row is a's row index i1, broadcast over dims 2 and 3.
+template <class TM> void soft_max_rows(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const tensor* mask = dst.src[1];
+    const i64 ne0 = a.ne[0];
+    const float scale = dst.param<float>(0);
+    const auto [r0, r1] = split_work(a.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, a.ne);
+        const std::byte* pa = row_ptr(a, i1, i2, i3);
+        std::byte* pd = row_ptr(dst, i1, i2, i3);
+        const std::byte* pm = nullptr;
+        if constexpr (!std::is_void_v<TM>)
+            pm = row_ptr(*mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]);
+        auto logit = [&](i64 i) {
+            float v = load<float>(pa + static_cast<std::size_t>(i) * a.nb[0]) * scale;
+            if constexpr (!std::is_void_v<TM>)
+                v += load<TM>(pm + static_cast<std::size_t>(i) * mask->nb[0]);
+            return v;
+        };
+        auto out = [&](i64 i) { return pd + static_cast<std::size_t>(i) * dst.nb[0]; };
+
+        float max = -std::numeric_limits<float>::infinity();
+        for (i64 i = 0; i < ne0; ++i)
+            max = std::fmax(max, logit(i));
+        if (max ==
+            -std::numeric_limits<float>::infinity()) { // every position masked: no mass anywhere
+            for (i64 i = 0; i < ne0; ++i)
+                store<float>(out(i), 0.0f);
+            continue;
+        }
+        double sum = 0.0;
+        for (i64 i = 0; i < ne0; ++i) {
+            const float e = std::exp(logit(i) - max);
+            store<float>(out(i), e);
+            sum += e;
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (i64 i = 0; i < ne0; ++i)
+            store<float>(out(i), load<float>(out(i)) * inv);
+    }
+}
+
+} // namespace detail
+
+/// soft_max: f32 a, optional f32 or f16 mask.
+inline void soft_max(const compute_params& p, tensor& dst) noexcept {
+    const tensor* mask = dst.src[1];
+    if (mask == nullptr)
+        detail::soft_max_rows<void>(p, dst);
+    else if (mask->type == elem_type::f16)
+        detail::soft_max_rows<f16_t>(p, dst);
+    else
+        detail::soft_max_rows<float>(p, dst);
+}
+
+} // namespace backplane::cpu::kernels

@@ -1,0 +1,78 @@
+#pragma once
+// Element-wise functions of one operand: scale (x * s + bias), sqr, sqrt, silu, gelu,
+// relu. f32, f16 or bf16 in and out (dst has a's type and shape), computed in f32.
+// In place: dst may share a's memory with a's layout; every element is read before the
+// same element is written.
+
+#include <backplane/backends/cpu/kernels/common.hpp>
+
+#include <cmath>
+
+namespace backplane::cpu::kernels {
+
+namespace detail {
+
+template <class T, class F> void map_rows(const compute_params& p, tensor& dst, F f) noexcept {
+    const tensor& a = *dst.src[0];
+    const i64 ne0 = dst.ne[0];
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, dst.ne);
+        const std::byte* pa = row_ptr(a, i1, i2, i3);
+        std::byte* pd = row_ptr(dst, i1, i2, i3);
+        for (i64 i0 = 0; i0 < ne0; ++i0)
+            store<T>(pd + static_cast<std::size_t>(i0) * dst.nb[0],
+                     f(load<T>(pa + static_cast<std::size_t>(i0) * a.nb[0])));
+    }
+}
+
+template <class F> void map(const compute_params& p, tensor& dst, F f) noexcept {
+    visit_float(dst.src[0]->type, [&]<class T>() { map_rows<T>(p, dst, f); });
+}
+
+inline float silu(float x) noexcept {
+    return x / (1.0f + std::exp(-x));
+}
+
+/// ggml's tanh approximation, 0.5x(1 + tanh(u)) with u = sqrt(2/pi)(x + 0.044715x^3),
+/// evaluated as x / (1 + exp(-2u)) (the same function): no cancellation for negative x.
+inline float gelu(float x) noexcept {
+    constexpr float sqrt_2_over_pi = 0.79788456080286535588f;
+    const float u = sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x);
+    return x / (1.0f + std::exp(-2.0f * u));
+}
+
+} // namespace detail
+
+/// scale / sqr / sqrt / silu / gelu / relu, chosen by dst.op.
+inline void unary(const compute_params& p, tensor& dst) noexcept {
+    if (dst.nelements() == 0)
+        return;
+    switch (dst.op) {
+    case op_kind::scale: {
+        const float s = dst.param<float>(0);
+        const float bias = dst.param<float>(1);
+        detail::map(p, dst, [s, bias](float x) { return x * s + bias; });
+        break;
+    }
+    case op_kind::sqr:
+        detail::map(p, dst, [](float x) { return x * x; });
+        break;
+    case op_kind::sqrt:
+        detail::map(p, dst, [](float x) { return std::sqrt(x); });
+        break;
+    case op_kind::silu:
+        detail::map(p, dst, [](float x) { return detail::silu(x); });
+        break;
+    case op_kind::gelu:
+        detail::map(p, dst, [](float x) { return detail::gelu(x); });
+        break;
+    case op_kind::relu:
+        detail::map(p, dst, [](float x) { return x > 0.0f ? x : 0.0f; });
+        break;
+    default:
+        break;
+    }
+}
+
+} // namespace backplane::cpu::kernels

@@ -1,0 +1,749 @@
+// CPU backend kernels against the reference oracle (tests/support/ref_oracle.hpp), in the
+// manner of ggml's test-backend-ops: every op, every type combination supports_op
+// claims, many shapes (sizes 1, odd sizes, all four dimensions), non-contiguous sources
+// and destinations, broadcasting, in-place aliasing, the work split across threads, and
+// the backend's statuses. Seeds are fixed, so every run checks the same cases.
+
+#include "cpu_test_harness.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace cpu_test;
+
+namespace {
+
+std::string describe(std::string_view op,
+                     std::initializer_list<std::pair<const char*, const tensor*>> operands) {
+    std::ostringstream s;
+    s << op;
+    for (auto& [name, t] : operands) {
+        if (t == nullptr)
+            continue;
+        s << ' ' << name << '=' << to_string(t->type) << str(t->ne)
+          << (t->is_contiguous() ? "" : "(nc)");
+    }
+    return s.str();
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------
+// dup, cont, cpy
+
+TEST_CASE("cpu: dup, cont and cpy convert between every type pair in any layout", "[cpu][copy]") {
+    harness h(1001);
+    const std::vector<elem_type> types = {f32, f16, bf16, q8_0, q4_0, i32};
+    for (elem_type from : types) {
+        for (elem_type to : types) {
+            if ((from == i32) != (to == i32))
+                continue; // the builder's rule: i32 only to i32
+            const bool quant = is_quantized(from) || is_quantized(to);
+            const auto& shapes = quant ? block_shapes() : plain_shapes();
+            // Quantizing: the oracle re-derives the blocks in double; a value on a rounding
+            // boundary may land one step apart, so NMSE (ggml's 5e-4) bounds those.
+            const tolerance tol = is_quantized(to) && from != to
+                                      ? tolerance{.max_nmse = 5e-4}
+                                      : tolerance{.max_nmse = 0.0, .exact = true};
+            for (std::size_t s = 0; s < shapes.size(); ++s) {
+                const extents ne = shapes[s];
+                tensor* a = h.input(from, ne, nth_layout(s, from));
+                if (from == to) {
+                    h.check(dup(h.ctx, a), tol, describe("dup", {{"a", a}}));
+                    h.check(cont(h.ctx, a), tol, describe("cont", {{"a", a}}));
+                }
+                // cpy into a destination of the same shape, or of another shape with the
+                // same number of elements, in any layout the destination type allows
+                extents dne = ne;
+                if (s % 3 == 1)
+                    dne = {ne[0] * ne[1], ne[2], ne[3], 1};
+                if (s % 3 == 2 && !is_quantized(to))
+                    dne = {ne[3], ne[2], ne[1], ne[0]};
+                const layout dl = is_quantized(to) ? (s % 2 ? layout::offset : layout::contiguous)
+                                                   : nth_layout(s / 2 + 1, to);
+                tensor* b = h.input(to, dne, dl);
+                h.check(cpy(h.ctx, a, b), tol, describe("cpy", {{"a", a}, {"b", b}}));
+            }
+        }
+    }
+    INFO(h.cases << " cases");
+    CHECK(h.cases > 300);
+}
+
+// ---------------------------------------------------------------------------------------
+// add, sub, mul, div
+
+TEST_CASE("cpu: add, sub, mul, div broadcast b over a for every type pair", "[cpu][binary]") {
+    harness h(2002);
+    using builder = tensor* (*)(context&, tensor*, tensor*);
+    const std::pair<const char*, builder> ops[] = {{"add", &backplane::add},
+                                                   {"sub", &backplane::sub},
+                                                   {"mul", &backplane::mul},
+                                                   {"div", &backplane::div}};
+    for (auto [name, build] : ops) {
+        const bool is_div = std::string_view(name) == "div";
+        for (elem_type ta : float_types)
+            for (elem_type tb : float_types) {
+                const auto& shapes = plain_shapes();
+                for (std::size_t s = 0; s < shapes.size(); ++s) {
+                    const extents ne = shapes[s];
+                    // b: a divisor of a's extent in each dimension (1 and full included)
+                    extents nb = ne;
+                    if (s % 4 != 0)
+                        for (auto& n : nb)
+                            n = random_divisor(h.rng, n);
+                    if (s % 4 == 3)
+                        nb[0] = ne[0]; // row-length b with broadcast rows
+                    tensor* a = h.input(ta, ne, nth_layout(s, ta));
+                    tensor* b = is_div ? h.input(tb, nb, nth_layout(s + 2, tb), 0.5, 2.0)
+                                       : h.input(tb, nb, nth_layout(s + 2, tb));
+                    // Each result is one f32 operation rounded once to a's type: exact.
+                    h.check(build(h.ctx, a, b), {.max_nmse = 0.0, .exact = true},
+                            describe(name, {{"a", a}, {"b", b}}));
+                }
+            }
+    }
+    CHECK(h.cases == 4 * 9 * static_cast<int>(plain_shapes().size()));
+}
+
+// ---------------------------------------------------------------------------------------
+// scale, sqr, sqrt, silu, gelu, relu
+
+TEST_CASE("cpu: unary ops in f32, f16 and bf16", "[cpu][unary]") {
+    harness h(3003);
+    struct unary_case {
+        const char* name;
+        double lo, hi;
+        double ulps; ///< allowed error in steps of the result type (0: exact); gelu's f32
+                     ///< argument u carries a few steps of error into exp(-2u)
+    };
+    const unary_case cases[] = {
+        {"scale", -2, 2, 1}, {"sqr", -2, 2, 0},   {"sqrt", 0, 4, 0},
+        {"silu", -8, 8, 4},  {"gelu", -6, 6, 32}, {"relu", -1, 1, 0},
+    };
+    for (const unary_case& c : cases) {
+        const std::string_view name = c.name;
+        for (elem_type t : float_types) {
+            const auto& shapes = plain_shapes();
+            for (std::size_t s = 0; s < shapes.size(); ++s) {
+                tensor* a = h.input(t, shapes[s], nth_layout(s, t), c.lo, c.hi);
+                tensor* out = nullptr;
+                if (name == "scale") {
+                    const auto sc = static_cast<float>(bt::uniform01(h.rng) * 4 - 2);
+                    const float bias =
+                        s % 2 ? static_cast<float>(bt::uniform01(h.rng) - 0.5) : 0.0f;
+                    out = scale(h.ctx, a, sc, bias);
+                } else if (name == "sqr") {
+                    out = sqr(h.ctx, a);
+                } else if (name == "sqrt") {
+                    out = backplane::sqrt(h.ctx, a);
+                } else if (name == "silu") {
+                    out = silu(h.ctx, a);
+                } else if (name == "gelu") {
+                    out = gelu(h.ctx, a);
+                } else {
+                    out = relu(h.ctx, a);
+                }
+                // f16 / bf16: f32 math then one rounding to the type, at most one step off
+                // scale rounds twice (x * s, then + bias), so near a cancellation its error is
+                // a step of |x * s|, not of the result: bound it against the largest value.
+                const double steps = t == f32 ? c.ulps : std::min(c.ulps, 1.0);
+                const tolerance tol =
+                    steps == 0 ? tolerance{.max_nmse = 0.0, .exact = true}
+                               : tolerance{.max_nmse = 1e-7,
+                                           .max_rel = (name == "scale" ? 2 : 1) * steps * ulp(t),
+                                           .rel_floor = name == "scale" ? 1.0 : 1e-6};
+                h.check(out, tol, describe(name, {{"a", a}}));
+            }
+        }
+    }
+    CHECK(h.cases == 6 * 3 * static_cast<int>(plain_shapes().size()));
+}
+
+// ---------------------------------------------------------------------------------------
+// sum_rows, argmax
+
+TEST_CASE("cpu: sum_rows and argmax over rows of every float type", "[cpu][rows]") {
+    harness h(4004);
+    for (elem_type t : float_types) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+            h.check(sum_rows(h.ctx, a), {.max_nmse = 1e-7, .max_rel = 2 * ulp(f32)},
+                    describe("sum_rows", {{"a", a}}));
+
+            tensor* b = h.input(t, shapes[s], nth_layout(s + 3, t));
+            h.check(argmax(h.ctx, b), {.max_nmse = 0.0, .exact = true},
+                    describe("argmax", {{"a", b}}));
+
+            // ties: few distinct values, the first maximum must win
+            tensor* c = h.input(t, shapes[s], nth_layout(s + 1, t));
+            bt::for_each_index(c->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+                bt::set(*c, i0, i1, i2, i3, static_cast<double>(h.rng() % 4));
+            });
+            h.check(argmax(h.ctx, c), {.max_nmse = 0.0, .exact = true},
+                    describe("argmax ties", {{"a", c}}));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// norm, rms_norm
+
+TEST_CASE("cpu: norm and rms_norm", "[cpu][rows]") {
+    harness h(5005);
+    const float eps[] = {1e-6f, 1e-5f, 1e-3f};
+    const auto& shapes = plain_shapes();
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        for (int v = 0; v < 2; ++v) {
+            const float e = eps[(s + static_cast<std::size_t>(v)) % 3];
+            // offset values (not centred) exercise norm's mean subtraction
+            tensor* a = h.input(f32, shapes[s],
+                                nth_layout(s + static_cast<std::size_t>(v) * 3, f32), -1.0, 3.0);
+            h.check(rms_norm(h.ctx, a, e), {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)},
+                    describe("rms_norm", {{"a", a}}));
+            h.check(norm(h.ctx, a, e), {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)},
+                    describe("norm", {{"a", a}}));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// soft_max
+
+TEST_CASE("cpu: soft_max with f32 and f16 masks broadcast over dims 2 and 3", "[cpu][softmax]") {
+    harness h(6006);
+    const auto& shapes = plain_shapes();
+    const elem_type mask_types[] = {f32, f16};
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        for (int m = 0; m < 3; ++m) { // no mask, f32 mask, f16 mask
+            const extents ne = shapes[s];
+            tensor* a =
+                h.input(f32, ne, nth_layout(s + static_cast<std::size_t>(m), f32), -3.0, 3.0);
+            tensor* mask = nullptr;
+            if (m > 0) {
+                const elem_type mt = mask_types[m - 1];
+                const extents mne = {ne[0], ne[1] + static_cast<i64>(s % 3),
+                                     random_divisor(h.rng, ne[2]), random_divisor(h.rng, ne[3])};
+                // the mask is used as given: contiguous, padded rows or offset
+                const layout ml = s % 3 == 0 ? layout::contiguous
+                                             : (s % 3 == 1 ? layout::strided_rows : layout::offset);
+                mask = h.input(mt, mne, ml, -2.0, 2.0);
+                // a few masked positions (-inf), never a whole row
+                if (mne[0] > 1)
+                    for (i64 r = 0; r < mne[1] * mne[2] * mne[3]; r += 2) {
+                        const i64 i1 = r % mne[1], i2 = (r / mne[1]) % mne[2],
+                                  i3 = r / (mne[1] * mne[2]);
+                        bt::set(*mask,
+                                static_cast<i64>(h.rng() % static_cast<std::uint32_t>(mne[0])), i1,
+                                i2, i3, -std::numeric_limits<double>::infinity());
+                    }
+            }
+            const float sc = s % 2 ? 1.0f : static_cast<float>(0.1 + bt::uniform01(h.rng) * 2);
+            h.check(soft_max(h.ctx, a, mask, sc), {.max_nmse = 1e-6, .max_rel = 32 * ulp(f32)},
+                    describe("soft_max", {{"a", a}, {"mask", mask}}));
+        }
+    }
+    SECTION("a row masked everywhere is all zeros, not NaN") {
+        tensor* a = h.leaf(f32, {5, 2, 1, 1});
+        tensor* mask = h.leaf(f16, {5, 2, 1, 1});
+        for (i64 i0 = 0; i0 < 5; ++i0)
+            bt::set(*mask, i0, 1, 0, 0, -std::numeric_limits<double>::infinity());
+        tensor* out = soft_max(h.ctx, a, mask, 0.5f);
+        h.check(out, {.max_nmse = 1e-6}, "soft_max fully masked row");
+        for (i64 i0 = 0; i0 < 5; ++i0)
+            CHECK(bt::get(*out, i0, 1) == 0.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// mul_mat
+
+TEST_CASE("cpu: mul_mat for every weight type and activation type", "[cpu][mul_mat]") {
+    harness h(7007);
+    struct mm_shape {
+        i64 k, m, n, a2, a3, r2, r3; // b's dims 2, 3 are a2 * r2, a3 * r3
+    };
+    const std::vector<mm_shape> plain = {
+        {1, 1, 1, 1, 1, 1, 1},   {2, 3, 1, 1, 1, 1, 1},   {5, 1, 4, 1, 1, 1, 1},
+        {16, 4, 4, 1, 1, 1, 1},  {31, 7, 3, 2, 1, 1, 1},  {32, 1, 1, 1, 1, 3, 1},
+        {33, 5, 2, 1, 1, 2, 2},  {64, 17, 3, 2, 1, 2, 1}, {7, 3, 5, 1, 2, 1, 3},
+        {100, 2, 9, 1, 1, 1, 1}, {128, 9, 1, 3, 1, 1, 1}, {255, 3, 3, 1, 1, 1, 1},
+        {256, 4, 2, 1, 1, 1, 1}, {257, 2, 2, 1, 1, 1, 1}, {300, 5, 3, 1, 1, 2, 1},
+        {3, 16, 16, 1, 1, 1, 1}, {1, 8, 8, 2, 2, 1, 1},   {48, 1, 7, 1, 1, 4, 1},
+        {9, 11, 13, 1, 1, 1, 1}, {513, 3, 2, 1, 1, 1, 1},
+    };
+    const std::vector<mm_shape> blocks = {
+        {32, 1, 1, 1, 1, 1, 1},   {32, 3, 2, 1, 1, 1, 1},  {64, 1, 5, 1, 1, 1, 1},
+        {64, 7, 3, 2, 1, 1, 1},   {96, 4, 4, 1, 1, 2, 1},  {128, 5, 1, 1, 2, 1, 2},
+        {256, 3, 3, 1, 1, 1, 1},  {288, 2, 5, 1, 1, 1, 1}, {512, 4, 2, 1, 1, 1, 1},
+        {32, 16, 16, 1, 1, 1, 1}, {160, 9, 1, 3, 1, 1, 1}, {64, 2, 2, 2, 2, 1, 1},
+        {32, 1, 9, 1, 1, 3, 1},   {544, 2, 3, 1, 1, 1, 1}, {224, 6, 2, 1, 1, 2, 2},
+        {32, 8, 1, 1, 3, 1, 1},   {192, 3, 7, 1, 1, 1, 1}, {64, 11, 4, 1, 1, 1, 1},
+        {320, 1, 1, 1, 1, 1, 1},  {96, 5, 5, 2, 1, 1, 1},
+    };
+    const layout b_layouts[] = {layout::contiguous,   layout::transposed,    layout::permuted,
+                                layout::strided_rows, layout::strided_elems, layout::offset};
+    for (elem_type ta : real_types)
+        for (elem_type tb : float_types) {
+            const auto& shapes = is_quantized(ta) ? blocks : plain;
+            for (std::size_t s = 0; s < shapes.size(); ++s) {
+                const mm_shape& c = shapes[s];
+                // a must not be transposed (the builder's rule); every other layout is fine
+                layout la = nth_layout(s, ta);
+                if (la == layout::transposed)
+                    la = layout::strided_elems;
+                tensor* a = h.input(ta, {c.k, c.m, c.a2, c.a3}, la);
+                tensor* b =
+                    h.input(tb, {c.k, c.n, c.a2 * c.r2, c.a3 * c.r3}, b_layouts[(s + 1) % 6]);
+                // f32 accumulation over K; the oracle sums exactly in double
+                const double nmse = ta == f32 && tb == f32 ? 1e-7 : 5e-4;
+                // and no single value off by more than 1e-5 of the largest
+                h.check(mul_mat(h.ctx, a, b), {.max_nmse = nmse, .max_rel = 1e-5, .rel_floor = 1.0},
+                        describe("mul_mat", {{"a", a}, {"b", b}}));
+            }
+        }
+    SECTION("K = 0 gives zeros") {
+        // views with a non-zero row stride: a fresh [0, 3] tensor has nb1 = 0 < nb0 and
+        // counts as transposed for the builder
+        tensor* a = view_2d(h.ctx, h.leaf(f32, {1, 3, 1, 1}), 0, 3, sizeof(float), 0);
+        tensor* b = view_2d(h.ctx, h.leaf(f32, {1, 2, 1, 1}), 0, 2, sizeof(float), 0);
+        tensor* out = mul_mat(h.ctx, a, b);
+        std::memset(out->data, 0x7f, out->nbytes());
+        h.check(out, {.max_nmse = 0.0, .exact = true}, "mul_mat K=0");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// get_rows
+
+TEST_CASE("cpu: get_rows from every type, indices in any layout", "[cpu][get_rows]") {
+    harness h(8008);
+    const std::vector<elem_type> types = {f32, f16, bf16, q8_0, q4_0, i32};
+    for (elem_type t : types) {
+        const auto& shapes = shapes_for(t);
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            const extents ne = shapes[s]; // a: [E, R, A2, A3]
+            const i64 n = 1 + static_cast<i64>(s % 5);
+            tensor* a = h.input(t, ne, nth_layout(s, t), -4.0, 4.0);
+            const extents ine = {n, ne[2], ne[3], 1};
+            tensor* idx = h.input(i32, ine, s % 2 ? layout::strided_elems : layout::permuted);
+            bt::for_each_index(idx->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+                bt::set(*idx, i0, i1, i2, i3,
+                        static_cast<double>(h.rng() % static_cast<std::uint32_t>(ne[1])));
+            });
+            // dequantized values are exact in f32: every type is bit-exact
+            h.check(get_rows(h.ctx, a, idx), {.max_nmse = 0.0, .exact = true},
+                    describe("get_rows", {{"a", a}, {"idx", idx}}));
+        }
+    }
+    SECTION("an index out of range is reported, and never read") {
+        tensor* a = h.leaf(f32, {4, 3, 1, 1});
+        tensor* idx = h.leaf(i32, {3, 1, 1, 1});
+        bt::set(*idx, 0, 0, 0, 0, 1);
+        bt::set(*idx, 1, 0, 0, 0, 3);
+        bt::set(*idx, 2, 0, 0, 0, -1);
+        tensor* out = get_rows(h.ctx, a, idx);
+        out->name = "picked";
+        cpu_backend backend;
+        const status st = backend.compute(graph(out));
+        CHECK(st.code() == errc::out_of_range);
+        CHECK_THAT(st.message(), Catch::Contains("get_rows") && Catch::Contains("picked"));
+        // the rows that could be read are there; the others are zeros, not stray memory
+        for (i64 i0 = 0; i0 < 4; ++i0) {
+            CHECK(bt::get(*out, i0, 0) == bt::get(*a, i0, 1));
+            CHECK(bt::get(*out, i0, 1) == 0.0);
+            CHECK(bt::get(*out, i0, 2) == 0.0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// rope
+
+TEST_CASE("cpu: rope normal and neox in f32 and f16", "[cpu][rope]") {
+    harness h(9009);
+    const std::vector<extents> shapes = {
+        {2, 1, 1, 1},  {4, 1, 3, 1},  {8, 2, 5, 1},  {6, 3, 1, 1},  {16, 4, 7, 1},
+        {10, 1, 1, 2}, {32, 2, 3, 1}, {64, 2, 2, 1}, {12, 5, 4, 1}, {128, 1, 2, 1},
+        {18, 3, 3, 2}, {2, 7, 2, 1},  {24, 2, 9, 1}, {8, 1, 1, 1},  {40, 2, 1, 3},
+        {14, 4, 2, 1}, {80, 1, 3, 1}, {4, 4, 4, 4},  {96, 2, 2, 1}, {20, 1, 6, 1},
+    };
+    const rope_mode modes[] = {rope_mode::normal, rope_mode::neox};
+    for (elem_type t : {f32, f16})
+        for (rope_mode mode : modes)
+            for (std::size_t s = 0; s < shapes.size(); ++s) {
+                const extents ne = shapes[s];
+                // all dims rotated, or a part with the rest copied
+                const int n_dims = s % 3 == 0 ? static_cast<int>(ne[0])
+                                              : std::max(2, static_cast<int>(ne[0] / 2) & ~1);
+                const float base = s % 2 ? 10000.0f : 500000.0f;
+                const float fscale = s % 4 == 3 ? 0.25f : 1.0f;
+                tensor* a = h.input(t, ne, nth_layout(s, t));
+                tensor* pos = h.input(i32, {ne[2], 1, 1, 1},
+                                      s % 2 ? layout::strided_elems : layout::contiguous);
+                bt::for_each_index(pos->ne, [&](i64 i0, i64, i64, i64) {
+                    bt::set(*pos, i0, 0, 0, 0,
+                            static_cast<double>(static_cast<i64>(h.rng() % 8192) - 64));
+                });
+                // x0 cos - x1 sin cancels: bound each error against the largest value
+                const tolerance tol =
+                    t == f32 ? tolerance{.max_nmse = 1e-7, .max_rel = 1e-6, .rel_floor = 1.0}
+                             : tolerance{.max_nmse = 5e-4, .max_rel = ulp(f16), .rel_floor = 1.0};
+                h.check(rope(h.ctx, a, pos, n_dims, mode, base, fscale), tol,
+                        describe(mode == rope_mode::neox ? "rope neox" : "rope normal",
+                                 {{"a", a}, {"pos", pos}}) +
+                            " n_dims " + std::to_string(n_dims));
+            }
+}
+
+// ---------------------------------------------------------------------------------------
+// concat
+
+TEST_CASE("cpu: concat along every dimension", "[cpu][concat]") {
+    harness h(10010);
+    for (elem_type t : {f32, f16, bf16, i32}) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            const int dim = static_cast<int>(s % 4);
+            const extents na = shapes[s];
+            extents nb = na;
+            nb[static_cast<std::size_t>(dim)] = 1 + static_cast<i64>(h.rng() % 4);
+            tensor* a = h.input(t, na, nth_layout(s, t), -100, 100);
+            tensor* b = h.input(t, nb, nth_layout(s + 1, t), -100, 100);
+            h.check(concat(h.ctx, a, b, dim), {.max_nmse = 0.0, .exact = true},
+                    describe("concat dim " + std::to_string(dim), {{"a", a}, {"b", b}}));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// In place: the graph allocator gives a node its src[0]'s memory when the layouts match.
+
+TEST_CASE("cpu: in-place ops are correct when dst aliases src[0]", "[cpu][inplace]") {
+    harness h(11011);
+    const std::vector<extents> shapes = {
+        {1, 1, 1, 1}, {7, 3, 1, 1}, {32, 4, 2, 1}, {65, 2, 3, 2}, {16, 1, 1, 5}};
+    auto run_inplace = [&](tensor* out, const tolerance& tol, const std::string& what) {
+        tensor* src = out->src[0];
+        REQUIRE(same_layout(*out, *src));
+        const bt::ref_tensor expected = bt::ref_forward(*out); // before src is overwritten
+        out->data = src->data;
+        graph g(out);
+        cpu_backend backend;
+        const status st = backend.compute(g);
+        INFO(what << ' ' << str(out->ne) << ": " << st.describe());
+        REQUIRE(st.ok());
+        const bt::comparison c =
+            bt::compare(expected, *src, tol.rel_floor); // read through src's memory
+        INFO("nmse " << c.nmse << " mismatches " << c.mismatches << " max rel " << c.max_rel_err);
+        CHECK(c.nans == 0);
+        CHECK(c.nmse <= tol.max_nmse);
+        if (tol.exact)
+            CHECK(c.mismatches == 0);
+        if (tol.max_rel >= 0)
+            CHECK(c.max_rel_err <= tol.max_rel);
+    };
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        const extents ne = shapes[s];
+        for (elem_type t : float_types) {
+            const tolerance exact{.max_nmse = 0.0, .exact = true};
+            auto b_of = [&](double lo, double hi) {
+                extents nb = ne;
+                for (auto& n : nb)
+                    n = random_divisor(h.rng, n);
+                return h.input(t, nb, layout::strided_rows, lo, hi);
+            };
+            run_inplace(add(h.ctx, h.leaf(t, ne), b_of(-1, 1)), exact, "add");
+            run_inplace(sub(h.ctx, h.leaf(t, ne), b_of(-1, 1)), exact, "sub");
+            run_inplace(mul(h.ctx, h.leaf(t, ne), b_of(-1, 1)), exact, "mul");
+            run_inplace(div(h.ctx, h.leaf(t, ne), b_of(0.5, 2)), exact, "div");
+            run_inplace(scale(h.ctx, h.leaf(t, ne), 0.75f, 0.25f),
+                        {.max_nmse = 1e-7, .max_rel = 2 * ulp(t), .rel_floor = 1.0}, "scale");
+            run_inplace(sqr(h.ctx, h.leaf(t, ne)), exact, "sqr");
+            run_inplace(backplane::sqrt(h.ctx, h.leaf(t, ne, 0, 4)), exact, "sqrt");
+            run_inplace(silu(h.ctx, h.leaf(t, ne, -6, 6)),
+                        {.max_nmse = 1e-7, .max_rel = 4 * ulp(t)}, "silu");
+            run_inplace(gelu(h.ctx, h.leaf(t, ne, -6, 6)),
+                        {.max_nmse = 1e-7, .max_rel = 32 * ulp(f32) + ulp(t)}, "gelu");
+            run_inplace(relu(h.ctx, h.leaf(t, ne)), exact, "relu");
+        }
+        for (elem_type t : {f32, f16}) {
+            tensor* pos = h.leaf(i32, {ne[2], 1, 1, 1}, 0, 4096);
+            const int n_dims = static_cast<int>(ne[0] >= 2 ? (ne[0] & ~i64{1}) : 0);
+            if (n_dims == 0)
+                continue;
+            const tolerance tol =
+                t == f32 ? tolerance{.max_nmse = 1e-7, .max_rel = 1e-6, .rel_floor = 1.0}
+                         : tolerance{.max_nmse = 5e-4, .max_rel = ulp(f16), .rel_floor = 1.0};
+            run_inplace(rope(h.ctx, h.leaf(t, ne), pos, n_dims, rope_mode::normal), tol,
+                        "rope normal");
+            run_inplace(rope(h.ctx, h.leaf(t, ne), pos, n_dims, rope_mode::neox), tol, "rope neox");
+        }
+        run_inplace(rms_norm(h.ctx, h.leaf(f32, ne), 1e-5f),
+                    {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)}, "rms_norm");
+        run_inplace(norm(h.ctx, h.leaf(f32, ne), 1e-5f),
+                    {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)}, "norm");
+        tensor* mask = h.leaf(f16, {ne[0], ne[1], 1, 1}, -2, 2);
+        run_inplace(soft_max(h.ctx, h.leaf(f32, ne, -3, 3), mask, 0.5f),
+                    {.max_nmse = 1e-6, .max_rel = 32 * ulp(f32)}, "soft_max");
+        run_inplace(soft_max(h.ctx, h.leaf(f32, ne, -3, 3)),
+                    {.max_nmse = 1e-6, .max_rel = 32 * ulp(f32)}, "soft_max no mask");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The work split: thread ith of nth computes its share; together they equal one thread.
+
+TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads]") {
+    harness h(12012);
+    std::vector<tensor*> nodes;
+    const extents ne = {64, 5, 3, 2};
+    tensor* a = h.input(f32, ne, layout::permuted);
+    tensor* b = h.input(f16, {64, 1, 3, 1}, layout::strided_rows);
+    nodes.push_back(add(h.ctx, a, b));
+    nodes.push_back(mul(h.ctx, a, b));
+    nodes.push_back(scale(h.ctx, a, 2.0f, 1.0f));
+    nodes.push_back(gelu(h.ctx, a));
+    nodes.push_back(sum_rows(h.ctx, a));
+    nodes.push_back(argmax(h.ctx, a));
+    nodes.push_back(rms_norm(h.ctx, a));
+    nodes.push_back(norm(h.ctx, a));
+    nodes.push_back(soft_max(h.ctx, a, h.leaf(f32, {64, 7, 1, 2}), 0.3f));
+    nodes.push_back(dup(h.ctx, a));
+    nodes.push_back(cpy(h.ctx, a, h.input(q8_0, {64, 30, 1, 1}, layout::contiguous)));
+    nodes.push_back(cpy(h.ctx, a, h.input(bf16, {30, 64, 1, 1}, layout::transposed)));
+    nodes.push_back(mul_mat(h.ctx, h.input(q4_0, {64, 9, 3, 1}, layout::strided_rows), a));
+    nodes.push_back(get_rows(h.ctx, h.leaf(q8_0, {64, 10, 3, 2}), h.leaf(i32, {4, 3, 2, 1}, 0, 9)));
+    nodes.push_back(rope(h.ctx, a, h.leaf(i32, {3, 1, 1, 1}, 0, 100), 48, rope_mode::neox));
+    nodes.push_back(concat(h.ctx, a, h.input(f32, {64, 5, 3, 1}, layout::offset), 3));
+    for (tensor* node : nodes) {
+        INFO(to_string(node->op));
+        REQUIRE(cpu::supports_op(*node));
+        REQUIRE(cpu::compute_forward(cpu::compute_params{}, *node) == errc::ok);
+        const bt::ref_tensor single = bt::read(*node);
+        for (int nth : {2, 3, 7, 64}) {
+            // scribble over the result, then run the threads' shares in reverse order
+            bt::for_each_index(node->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+                if (i0 % block_size(node->type) != 0)
+                    return;
+                std::memset(static_cast<std::byte*>(node->data) + node->offset_of(i0, i1, i2, i3),
+                            0x5a, type_size(node->type));
+            });
+            for (int ith = nth - 1; ith >= 0; --ith)
+                REQUIRE(cpu::compute_forward(cpu::compute_params{ith, nth}, *node) == errc::ok);
+            INFO("nth " << nth);
+            CHECK(bt::compare(single, *node).mismatches == 0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// supports_op agrees with the builders: every combination the builders accept is claimed
+// and computes correctly.
+
+TEST_CASE("cpu: every type combination the builders accept is supported and correct",
+          "[cpu][supports]") {
+    harness h(13013);
+    const std::vector<elem_type> types(all_elem_types.begin(), all_elem_types.end());
+    int built = 0, refused = 0;
+    // Builds with the given operand types, or returns null when the builder rejects them.
+    auto attempt = [&](auto&& build) -> tensor* {
+        try {
+            return build();
+        } catch (const backplane::error&) {
+            return nullptr;
+        }
+    };
+    auto verify = [&](tensor* out, const std::string& what) {
+        if (out == nullptr)
+            return;
+        ++built;
+        if (!cpu::supports_op(*out)) {
+            ++refused;
+            FAIL_CHECK("the builder accepts but the CPU refuses: " << what);
+            return;
+        }
+        const double nmse = bt::default_max_nmse(*out);
+        h.check(out, {.max_nmse = nmse, .exact = nmse == 0.0}, what);
+    };
+    auto in = [&](elem_type t, extents ne) {
+        if (t == i32)
+            return h.leaf(t, ne, 0, 3);  // valid indices / positions
+        return h.leaf(t, ne, 0.25, 2.0); // positive: sqrt is defined
+    };
+    const extents ne = {64, 4, 3, 1};
+    for (elem_type ta : types) {
+        const std::string a_name{to_string(ta)};
+        for (auto [name, f] :
+             std::initializer_list<std::pair<const char*, tensor* (*)(context&, tensor*)>>{
+                 {"dup", &dup},
+                 {"cont", &cont},
+                 {"sqr", &sqr},
+                 {"sqrt", &backplane::sqrt},
+                 {"silu", &silu},
+                 {"gelu", &gelu},
+                 {"relu", &relu},
+                 {"sum_rows", &sum_rows},
+                 {"argmax", &argmax}}) {
+            verify(attempt([&] { return f(h.ctx, in(ta, ne)); }), std::string(name) + " " + a_name);
+        }
+        verify(attempt([&] { return scale(h.ctx, in(ta, ne), 0.5f, 1.0f); }), "scale " + a_name);
+        verify(attempt([&] { return rms_norm(h.ctx, in(ta, ne)); }), "rms_norm " + a_name);
+        verify(attempt([&] { return norm(h.ctx, in(ta, ne)); }), "norm " + a_name);
+        verify(attempt([&] { return soft_max(h.ctx, in(ta, ne)); }), "soft_max " + a_name);
+        for (elem_type tb : types) {
+            const std::string ab = a_name + " x " + std::string(to_string(tb));
+            verify(attempt([&] {
+                       return add(h.ctx, in(ta, ne), in(tb, {64, 1, 3, 1}));
+                   }),
+                   "add " + ab);
+            verify(attempt([&] { return sub(h.ctx, in(ta, ne), in(tb, ne)); }), "sub " + ab);
+            verify(attempt([&] {
+                       return mul(h.ctx, in(ta, ne), in(tb, {1, 4, 1, 1}));
+                   }),
+                   "mul " + ab);
+            verify(attempt([&] { return div(h.ctx, in(ta, ne), h.leaf(tb, ne, 1, 2)); }),
+                   "div " + ab);
+            verify(attempt([&] {
+                       return cpy(h.ctx, in(ta, ne), in(tb, {64, 3, 4, 1}));
+                   }),
+                   "cpy " + ab);
+            verify(attempt([&] {
+                       return mul_mat(h.ctx, in(ta, ne), in(tb, {64, 5, 3, 2}));
+                   }),
+                   "mul_mat " + ab);
+            verify(attempt([&] {
+                       return get_rows(h.ctx, in(ta, ne), in(tb, {2, 3, 1, 1}));
+                   }),
+                   "get_rows " + ab);
+            verify(attempt([&] {
+                       return concat(h.ctx, in(ta, ne), in(tb, {64, 2, 3, 1}), 1);
+                   }),
+                   "concat " + ab);
+            verify(attempt([&] {
+                       return soft_max(h.ctx, in(ta, ne), in(tb, {64, 4, 1, 1}), 0.5f);
+                   }),
+                   "soft_max mask " + ab);
+            verify(attempt([&] {
+                       return rope(h.ctx, in(ta, ne), in(tb, {3, 1, 1, 1}), 32, rope_mode::neox);
+                   }),
+                   "rope " + ab);
+        }
+    }
+    INFO(built << " combinations built, " << refused << " refused");
+    CHECK(refused == 0);
+    CHECK(built >= 130); // grows when the builders accept more; never shrinks silently
+}
+
+// ---------------------------------------------------------------------------------------
+// Statuses of the backend
+
+TEST_CASE("cpu: unsupported nodes, missing data and the abort callback are statuses",
+          "[cpu][status]") {
+    harness h(14014);
+    cpu_backend backend;
+
+    SECTION("a node supports_op refuses is errc::not_supported and is not computed") {
+        tensor* a = h.leaf(f32, {8, 2, 1, 1});
+        tensor* out = add(h.ctx, a, h.leaf(f32, {8, 1, 1, 1}));
+        out->src[1]->type = i32; // an i32 operand: no kernel
+        std::memset(out->data, 0, out->nbytes());
+        CHECK_FALSE(cpu::supports_op(*out));
+        const status st = backend.compute(graph(out));
+        CHECK(st.code() == errc::not_supported);
+        CHECK(bt::get(*out, 3, 1) == 0.0);
+
+        tensor* mm = mul_mat(h.ctx, h.leaf(q8_0, {32, 2, 1, 1}), h.leaf(f32, {32, 3, 1, 1}));
+        mm->type = f16; // mul_mat writes f32 only
+        CHECK_FALSE(cpu::supports_op(*mm));
+        CHECK(backend.compute(graph(mm)).code() == errc::not_supported);
+
+        tensor* odd = relu(h.ctx, h.leaf(f32, {4, 1, 1, 1}));
+        odd->op = static_cast<op_kind>(200); // not an op at all
+        CHECK_FALSE(cpu::supports_op(*odd));
+        CHECK(backend.compute(graph(odd)).code() == errc::not_supported);
+    }
+    SECTION("a node or source without data is errc::invalid_argument") {
+        tensor* out = relu(h.ctx, h.leaf(f32, {4, 1, 1, 1}));
+        out->data = nullptr;
+        CHECK(backend.compute(graph(out)).code() == errc::invalid_argument);
+
+        context meta{context_params{.no_alloc = true}};
+        tensor* x = meta.new_tensor(f32, {4, 4});
+        tensor* y = silu(meta, x);
+        CHECK(backend.compute(graph(y)).code() == errc::invalid_argument);
+    }
+    SECTION("the abort callback stops the compute with errc::aborted") {
+        tensor* a = h.leaf(f32, {4, 1, 1, 1});
+        tensor* n1 = scale(h.ctx, a, 2.0f);
+        tensor* n2 = scale(h.ctx, n1, 3.0f);
+        std::memset(n2->data, 0, n2->nbytes());
+        int calls = 0;
+        backend.set_abort_callback([&] { return ++calls > 1; }); // let the first node run
+        const status st = backend.compute(graph(n2));
+        CHECK(st.code() == errc::aborted);
+        CHECK(bt::get(*n1, 2) == static_cast<float>(bt::get(*a, 2) * 2.0));
+        CHECK(bt::get(*n2, 2) == 0.0);
+
+        backend.set_abort_callback([] { return false; });
+        CHECK(backend.compute(graph(n2)).ok());
+        CHECK(bt::get(*n2, 2) ==
+              static_cast<float>(static_cast<float>(bt::get(*a, 2) * 2.0) * 3.0));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A graph of many nodes (a small attention block), checked node by node against the
+// oracle applied to the kernels' own inputs, as ggml compares backends.
+
+TEST_CASE("cpu: an attention block computes node by node like the oracle", "[cpu][graph]") {
+    harness h(15015);
+    const i64 d_model = 64, n_head = 4, head_dim = 16, n_tok = 5;
+    tensor* x = h.leaf(f32, {d_model, n_tok, 1, 1});
+    tensor* norm_w = h.leaf(f32, {d_model, 1, 1, 1});
+    tensor* wq = h.leaf(q8_0, {d_model, d_model, 1, 1});
+    tensor* wk = h.leaf(q4_0, {d_model, d_model, 1, 1});
+    tensor* wv = h.leaf(f16, {d_model, d_model, 1, 1});
+    tensor* pos = h.leaf(i32, {n_tok, 1, 1, 1}, 0, 50);
+    tensor* mask = h.leaf(f16, {n_tok, n_tok, 1, 1}, -1, 1);
+    for (i64 i = 0; i < n_tok; ++i)
+        for (i64 j = i + 1; j < n_tok; ++j)
+            bt::set(*mask, j, i, 0, 0, -std::numeric_limits<double>::infinity());
+
+    tensor* hn = mul(h.ctx, rms_norm(h.ctx, x, 1e-5f), norm_w);
+    tensor* q = rope(h.ctx, reshape(h.ctx, mul_mat(h.ctx, wq, hn), {head_dim, n_head, n_tok}), pos,
+                     static_cast<int>(head_dim), rope_mode::neox);
+    tensor* k = rope(h.ctx, reshape(h.ctx, mul_mat(h.ctx, wk, hn), {head_dim, n_head, n_tok}), pos,
+                     static_cast<int>(head_dim), rope_mode::normal);
+    tensor* v = reshape(h.ctx, mul_mat(h.ctx, wv, hn), {head_dim, n_head, n_tok});
+    tensor* qp = permute(h.ctx, q, 0, 2, 1, 3); // [head_dim, n_tok, n_head]
+    tensor* kp = permute(h.ctx, k, 0, 2, 1, 3);
+    tensor* kq =
+        soft_max(h.ctx, mul_mat(h.ctx, kp, qp), mask, 0.25f);      // [n_tok(k), n_tok(q), n_head]
+    tensor* vt = cont(h.ctx, permute(h.ctx, v, 1, 2, 0, 3));       // [n_tok, head_dim, n_head]
+    tensor* kqv = mul_mat(h.ctx, vt, kq);                          // [head_dim, n_tok(q), n_head]
+    tensor* merged = cont(h.ctx, permute(h.ctx, kqv, 0, 2, 1, 3)); // [head_dim, n_head, n_tok]
+    tensor* out = add(h.ctx, gelu(h.ctx, reshape(h.ctx, merged, {d_model, n_tok})), x);
+    tensor* top = argmax(h.ctx, out);
+
+    graph g(top);
+    cpu_backend backend;
+    REQUIRE(backend.compute(g).ok());
+    int checked = 0;
+    for (tensor* node : g.nodes()) {
+        if (is_view_op(node->op))
+            continue;
+        const bt::ref_tensor expected = bt::ref_forward(*node);
+        const bt::comparison c = bt::compare(expected, *node);
+        INFO(to_string(node->op) << ' ' << str(node->ne) << " nmse " << c.nmse);
+        CHECK(c.nans == 0);
+        CHECK(c.nmse <= bt::default_max_nmse(*node));
+        ++checked;
+    }
+    CHECK(checked == 15);
+}

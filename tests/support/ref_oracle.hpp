@@ -1,0 +1,655 @@
+#pragma once
+// Reference oracle for backend op tests: what every op must produce, computed in double
+// precision from the op's definition, independently of any backend's kernels.
+//
+//   get(t, i0, i1, i2, i3)       one element of any type (blocks dequantized), read through
+//                                t's own strides: views, permutations, any offsets
+//   set(t, ..., v)               store one element (f32, f16, bf16, i32)
+//   read(t)                      every element as a ref_tensor (doubles, dim 0 fastest)
+//   ref_forward(node)            the expected result of a node from its sources' data
+//   fill_random(t, rng, lo, hi)  reproducible uniform values (platform-independent)
+//   nmse / compare               ggml's error metric and friends
+//   default_max_nmse(node)       ggml's test-backend-ops thresholds for a node
+//
+// ref_forward returns the values a perfect implementation stores in the node's type:
+// the exact result rounded once to f32 / f16 / bf16, or, for a quantized destination,
+// quantized block by block with the q8_0 / q4_0 rules (written out here, not core's
+// functions). Storage formats (f16, bf16, the block layouts) are decoded through
+// core/types.hpp; none of the arithmetic is.
+//
+// Call ref_forward before computing an in-place node: it reads the sources' memory.
+
+#include <backplane/core.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace backplane::test {
+
+using i64 = std::int64_t;
+using extents = std::array<i64, max_dims>;
+
+// ---------------------------------------------------------------------------------------
+// Element access
+
+namespace ref_detail {
+
+inline const std::byte* element_row(const tensor& t, i64 i1, i64 i2, i64 i3) {
+    return static_cast<const std::byte*>(t.data) + static_cast<std::size_t>(i1) * t.nb[1] +
+           static_cast<std::size_t>(i2) * t.nb[2] + static_cast<std::size_t>(i3) * t.nb[3];
+}
+
+template <class T> T load(const std::byte* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+} // namespace ref_detail
+
+/// Element (i0, i1, i2, i3) of t as a double, whatever its type and layout.
+inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
+    using namespace ref_detail;
+    const std::byte* row = element_row(t, i1, i2, i3);
+    switch (t.type) {
+    case elem_type::f32:
+        return load<float>(row + static_cast<std::size_t>(i0) * t.nb[0]);
+    case elem_type::f16:
+        return f16_to_f32(load<f16_t>(row + static_cast<std::size_t>(i0) * t.nb[0]));
+    case elem_type::bf16:
+        return bf16_to_f32(load<bf16_t>(row + static_cast<std::size_t>(i0) * t.nb[0]));
+    case elem_type::i32:
+        return load<std::int32_t>(row + static_cast<std::size_t>(i0) * t.nb[0]);
+    case elem_type::q8_0: {
+        // value = d * qs[j]
+        const auto b = load<block_q8_0>(row + static_cast<std::size_t>(i0 / qk8_0) * t.nb[0]);
+        return static_cast<double>(f16_to_f32(b.d)) * b.qs[i0 % qk8_0];
+    }
+    case elem_type::q4_0: {
+        // value j sits in the low nibble of byte j (j < 16) or the high nibble of byte j - 16
+        const auto b = load<block_q4_0>(row + static_cast<std::size_t>(i0 / qk4_0) * t.nb[0]);
+        const i64 j = i0 % qk4_0;
+        const int byte = b.qs[j % (qk4_0 / 2)];
+        const int nibble = j < qk4_0 / 2 ? (byte & 0x0f) : (byte >> 4);
+        return static_cast<double>(f16_to_f32(b.d)) * (nibble - 8);
+    }
+    }
+    throw std::logic_error("ref_oracle::get: unknown element type");
+}
+
+/// Stores v (rounded to the type) as element (i0, i1, i2, i3); f32, f16, bf16 or i32.
+inline void set(tensor& t, i64 i0, i64 i1, i64 i2, i64 i3, double v) {
+    std::byte* p = static_cast<std::byte*>(t.data) + static_cast<std::size_t>(i0) * t.nb[0] +
+                   static_cast<std::size_t>(i1) * t.nb[1] + static_cast<std::size_t>(i2) * t.nb[2] +
+                   static_cast<std::size_t>(i3) * t.nb[3];
+    switch (t.type) {
+    case elem_type::f32: {
+        const auto f = static_cast<float>(v);
+        std::memcpy(p, &f, sizeof f);
+        return;
+    }
+    case elem_type::f16: {
+        const f16_t h = f32_to_f16(static_cast<float>(v));
+        std::memcpy(p, &h, sizeof h);
+        return;
+    }
+    case elem_type::bf16: {
+        const bf16_t h = f32_to_bf16(static_cast<float>(v));
+        std::memcpy(p, &h, sizeof h);
+        return;
+    }
+    case elem_type::i32: {
+        const auto i = static_cast<std::int32_t>(v);
+        std::memcpy(p, &i, sizeof i);
+        return;
+    }
+    default:
+        throw std::logic_error(
+            "ref_oracle::set: quantized tensors are written block-wise (fill_random)");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Dense double tensors
+
+/// Values of a tensor as doubles, dim 0 fastest, with the element type they represent.
+struct ref_tensor {
+    elem_type type = elem_type::f32;
+    extents ne{1, 1, 1, 1};
+    std::vector<double> v;
+
+    ref_tensor() = default;
+    ref_tensor(elem_type t, const extents& n)
+        : type(t), ne(n),
+          v(static_cast<std::size_t>(std::max<i64>(n[0] * n[1] * n[2] * n[3], 0)), 0.0) {}
+
+    [[nodiscard]] i64 size() const { return static_cast<i64>(v.size()); }
+    [[nodiscard]] std::size_t index(i64 i0, i64 i1, i64 i2, i64 i3) const {
+        return static_cast<std::size_t>(((i3 * ne[2] + i2) * ne[1] + i1) * ne[0] + i0);
+    }
+    double& at(i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) { return v[index(i0, i1, i2, i3)]; }
+    [[nodiscard]] double at(i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) const {
+        return v[index(i0, i1, i2, i3)];
+    }
+};
+
+/// f(i0, i1, i2, i3) for every index of extents ne, dim 0 fastest.
+template <class F> void for_each_index(const extents& ne, F&& f) {
+    for (i64 i3 = 0; i3 < ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < ne[1]; ++i1)
+                for (i64 i0 = 0; i0 < ne[0]; ++i0)
+                    f(i0, i1, i2, i3);
+}
+
+/// Every element of t.
+inline ref_tensor read(const tensor& t) {
+    ref_tensor r(t.type, t.ne);
+    for_each_index(t.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        r.at(i0, i1, i2, i3) = get(t, i0, i1, i2, i3);
+    });
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Rounding to storage types
+
+/// x rounded to the nearest value of type t (f32, f16, bf16; i32 truncates).
+inline double round_to(elem_type t, double x) {
+    switch (t) {
+    case elem_type::f32:
+        return static_cast<float>(x);
+    case elem_type::f16:
+        return f16_to_f32(f32_to_f16(static_cast<float>(x)));
+    case elem_type::bf16:
+        return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
+    case elem_type::i32:
+        return static_cast<double>(static_cast<std::int32_t>(x));
+    default:
+        throw std::logic_error("ref_oracle::round_to: quantized values are rounded block-wise");
+    }
+}
+
+/// One block of 32 values replaced by what q8_0 / q4_0 stores for them (dequantized).
+/// q8_0: d = max|x| / 127, q = round-half-even(x / d), value = f16(d) * q.
+/// q4_0: m = the value of largest magnitude (first one), d = m / -8,
+///       q = min(15, floor(x / d + 8.5)), value = f16(d) * (q - 8).
+inline void quantize_block_ref(elem_type t, double* x) {
+    constexpr int n = 32;
+    auto scale16 = [](double d) {
+        return static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(d))));
+    };
+    if (t == elem_type::q8_0) {
+        double amax = 0.0;
+        for (int j = 0; j < n; ++j)
+            amax = std::max(amax, std::fabs(x[j]));
+        const double d = amax / 127.0;
+        const double ds = scale16(d);
+        for (int j = 0; j < n; ++j)
+            x[j] = d == 0.0 ? 0.0 : ds * std::nearbyint(x[j] / d);
+        return;
+    }
+    if (t == elem_type::q4_0) {
+        double amax = 0.0, m = 0.0;
+        for (int j = 0; j < n; ++j)
+            if (std::fabs(x[j]) > amax) {
+                amax = std::fabs(x[j]);
+                m = x[j];
+            }
+        const double d = m / -8.0;
+        const double ds = scale16(d);
+        for (int j = 0; j < n; ++j) {
+            const double q = d == 0.0 ? 8.0 : std::min(15.0, std::floor(x[j] / d + 8.5));
+            x[j] = ds * (q - 8.0);
+        }
+        return;
+    }
+    throw std::logic_error("ref_oracle::quantize_block_ref: not a quantized type");
+}
+
+/// r's values replaced by what its type stores for them.
+inline void round_to_type(ref_tensor& r) {
+    if (is_quantized(r.type)) {
+        for (std::size_t b = 0; b + 32 <= r.v.size(); b += 32)
+            quantize_block_ref(r.type, r.v.data() + b);
+        return;
+    }
+    for (double& x : r.v)
+        x = round_to(r.type, x);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference ops
+
+namespace ref_detail {
+
+inline ref_tensor binary(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const double x = get(a, i0, i1, i2, i3);
+        const double y = get(b, i0 % b.ne[0], i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
+        double z = 0.0;
+        switch (node.op) {
+        case op_kind::add:
+            z = x + y;
+            break;
+        case op_kind::sub:
+            z = x - y;
+            break;
+        case op_kind::mul:
+            z = x * y;
+            break;
+        default:
+            z = x / y;
+            break;
+        }
+        r.at(i0, i1, i2, i3) = z;
+    });
+    return r;
+}
+
+inline ref_tensor unary(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    const double s = node.param<float>(0);
+    const double bias = node.param<float>(1);
+    const double pi = std::acos(-1.0);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const double x = get(a, i0, i1, i2, i3);
+        double y = 0.0;
+        switch (node.op) {
+        case op_kind::scale:
+            y = x * s + bias;
+            break;
+        case op_kind::sqr:
+            y = x * x;
+            break;
+        case op_kind::sqrt:
+            y = std::sqrt(x);
+            break;
+        case op_kind::silu:
+            y = x / (1.0 + std::exp(-x));
+            break;
+        case op_kind::gelu:
+            y = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+            break;
+        default:
+            y = x > 0.0 ? x : 0.0;
+            break; // relu
+        }
+        r.at(i0, i1, i2, i3) = y;
+    });
+    return r;
+}
+
+inline ref_tensor sum_rows(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(a.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        r.at(0, i1, i2, i3) += get(a, i0, i1, i2, i3);
+    });
+    return r;
+}
+
+inline ref_tensor argmax(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < a.ne[1]; ++i1) {
+                i64 best = 0;
+                double best_v = -std::numeric_limits<double>::infinity();
+                for (i64 i0 = 0; i0 < a.ne[0]; ++i0) {
+                    const double v = get(a, i0, i1, i2, i3);
+                    if (v > best_v) { // strictly greater: the first maximum wins, NaN never
+                        best_v = v;
+                        best = i0;
+                    }
+                }
+                r.at(i1, i2, i3) = static_cast<double>(best);
+            }
+    return r;
+}
+
+inline ref_tensor norm(const tensor& node, bool rms) {
+    const tensor& a = *node.src[0];
+    const double eps = node.param<float>(0);
+    ref_tensor r(node.type, node.ne);
+    const i64 n = a.ne[0];
+    for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < a.ne[1]; ++i1) {
+                double mean = 0.0;
+                if (!rms) {
+                    for (i64 i0 = 0; i0 < n; ++i0)
+                        mean += get(a, i0, i1, i2, i3);
+                    mean /= static_cast<double>(n);
+                }
+                double var = 0.0;
+                for (i64 i0 = 0; i0 < n; ++i0) {
+                    const double d = get(a, i0, i1, i2, i3) - mean;
+                    var += d * d;
+                }
+                var /= static_cast<double>(n);
+                for (i64 i0 = 0; i0 < n; ++i0)
+                    r.at(i0, i1, i2, i3) = (get(a, i0, i1, i2, i3) - mean) / std::sqrt(var + eps);
+            }
+    return r;
+}
+
+inline ref_tensor soft_max(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor* mask = node.src[1];
+    const double scale = node.param<float>(0);
+    ref_tensor r(node.type, node.ne);
+    const i64 n = a.ne[0];
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < a.ne[1]; ++i1) {
+                double max = -std::numeric_limits<double>::infinity();
+                for (i64 i0 = 0; i0 < n; ++i0) {
+                    double x = get(a, i0, i1, i2, i3) * scale;
+                    if (mask)
+                        x += get(*mask, i0, i1, i2 % mask->ne[2], i3 % mask->ne[3]);
+                    v[static_cast<std::size_t>(i0)] = x;
+                    max = std::max(max, x);
+                }
+                double sum = 0.0;
+                for (double x : v)
+                    sum += std::exp(x - max);
+                for (i64 i0 = 0; i0 < n; ++i0)
+                    r.at(i0, i1, i2, i3) =
+                        max == -std::numeric_limits<double>::infinity()
+                            ? 0.0 // every position masked
+                            : std::exp(v[static_cast<std::size_t>(i0)] - max) / sum;
+            }
+    return r;
+}
+
+inline ref_tensor mul_mat(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    ref_tensor r(node.type, node.ne);
+    const i64 r2 = b.ne[2] / a.ne[2];
+    const i64 r3 = b.ne[3] / a.ne[3];
+    for_each_index(node.ne, [&](i64 m, i64 n, i64 i2, i64 i3) {
+        double sum = 0.0;
+        for (i64 k = 0; k < a.ne[0]; ++k)
+            sum += get(a, k, m, i2 / r2, i3 / r3) * get(b, k, n, i2, i3);
+        r.at(m, n, i2, i3) = sum;
+    });
+    return r;
+}
+
+inline ref_tensor get_rows(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& idx = *node.src[1];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 n, i64 j, i64 k) {
+        const auto row = static_cast<i64>(get(idx, n, j, k));
+        r.at(i0, n, j, k) = row >= 0 && row < a.ne[1] ? get(a, i0, row, j, k) : 0.0;
+    });
+    return r;
+}
+
+inline ref_tensor rope(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& pos = *node.src[1];
+    const i64 n_dims = node.param<std::int32_t>(0);
+    const bool neox = node.param<std::int32_t>(1) == static_cast<std::int32_t>(rope_mode::neox);
+    const double base = node.param<float>(2);
+    const double fscale = node.param<float>(3);
+    ref_tensor r = read(a);
+    r.type = node.type;
+    for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < a.ne[1]; ++i1)
+                for (i64 i = 0; i < n_dims / 2; ++i) {
+                    const double theta =
+                        get(pos, i2) * fscale *
+                        std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_dims));
+                    const i64 j0 = neox ? i : 2 * i;
+                    const i64 j1 = neox ? i + n_dims / 2 : 2 * i + 1;
+                    const double x0 = get(a, j0, i1, i2, i3);
+                    const double x1 = get(a, j1, i1, i2, i3);
+                    r.at(j0, i1, i2, i3) = x0 * std::cos(theta) - x1 * std::sin(theta);
+                    r.at(j1, i1, i2, i3) = x0 * std::sin(theta) + x1 * std::cos(theta);
+                }
+    return r;
+}
+
+inline ref_tensor concat(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    const auto dim = static_cast<std::size_t>(node.param<std::int32_t>(0));
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        extents i{i0, i1, i2, i3};
+        if (i[dim] < a.ne[dim]) {
+            r.at(i0, i1, i2, i3) = get(a, i0, i1, i2, i3);
+        } else {
+            i[dim] -= a.ne[dim];
+            r.at(i0, i1, i2, i3) = get(b, i[0], i[1], i[2], i[3]);
+        }
+    });
+    return r;
+}
+
+/// dup / cont / cpy: element k of the source (row-major, dim 0 fastest) becomes element k
+/// of the destination, then takes the destination's type.
+inline ref_tensor copy(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    i64 k = 0;
+    for_each_index(a.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        r.v[static_cast<std::size_t>(k++)] = get(a, i0, i1, i2, i3);
+    });
+    return r;
+}
+
+} // namespace ref_detail
+
+/// The expected value of `node` computed from its sources' current data, rounded to the
+/// node's type (see the header comment). View ops give the viewed values.
+inline ref_tensor ref_forward(const tensor& node) {
+    ref_tensor r;
+    switch (node.op) {
+    case op_kind::none:
+    case op_kind::view:
+    case op_kind::reshape:
+    case op_kind::permute:
+    case op_kind::transpose:
+        return read(node);
+    case op_kind::dup:
+    case op_kind::cont:
+    case op_kind::cpy:
+        r = ref_detail::copy(node);
+        break;
+    case op_kind::add:
+    case op_kind::sub:
+    case op_kind::mul:
+    case op_kind::div:
+        r = ref_detail::binary(node);
+        break;
+    case op_kind::scale:
+    case op_kind::sqr:
+    case op_kind::sqrt:
+    case op_kind::silu:
+    case op_kind::gelu:
+    case op_kind::relu:
+        r = ref_detail::unary(node);
+        break;
+    case op_kind::sum_rows:
+        r = ref_detail::sum_rows(node);
+        break;
+    case op_kind::argmax:
+        r = ref_detail::argmax(node);
+        break;
+    case op_kind::norm:
+        r = ref_detail::norm(node, false);
+        break;
+    case op_kind::rms_norm:
+        r = ref_detail::norm(node, true);
+        break;
+    case op_kind::soft_max:
+        r = ref_detail::soft_max(node);
+        break;
+    case op_kind::mul_mat:
+        r = ref_detail::mul_mat(node);
+        break;
+    case op_kind::get_rows:
+        r = ref_detail::get_rows(node);
+        break;
+    case op_kind::rope:
+        r = ref_detail::rope(node);
+        break;
+    case op_kind::concat:
+        r = ref_detail::concat(node);
+        break;
+    default:
+        throw std::logic_error("ref_oracle::ref_forward: unknown op");
+    }
+    round_to_type(r);
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Random data
+
+/// Uniform in [0, 1) from one 32-bit draw: std::mt19937's output is fully specified, the
+/// standard distributions are not, so this is the same on every platform.
+inline double uniform01(std::mt19937& rng) {
+    return static_cast<double>(rng()) * (1.0 / 4294967296.0);
+}
+
+/// Every element of t uniform in [lo, hi) (integers lo..hi inclusive for i32). Quantized
+/// tensors get random values quantized block by block.
+inline void fill_random(tensor& t, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
+    if (t.type == elem_type::i32) {
+        const auto span =
+            static_cast<std::uint32_t>(static_cast<i64>(hi) - static_cast<i64>(lo) + 1);
+        for_each_index(t.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+            set(t, i0, i1, i2, i3,
+                static_cast<double>(static_cast<i64>(lo) + static_cast<i64>(rng() % span)));
+        });
+        return;
+    }
+    if (is_quantized(t.type)) {
+        const std::size_t ts = type_size(t.type);
+        for (i64 i3 = 0; i3 < t.ne[3]; ++i3)
+            for (i64 i2 = 0; i2 < t.ne[2]; ++i2)
+                for (i64 i1 = 0; i1 < t.ne[1]; ++i1)
+                    for (i64 b = 0; b < t.ne[0] / 32; ++b) {
+                        float vals[32];
+                        for (float& v : vals)
+                            v = static_cast<float>(lo + (hi - lo) * uniform01(rng));
+                        std::byte block[sizeof vals]; // room for any type's encoding of 32 values
+                        from_float_row(t.type, vals, block, 32);
+                        std::memcpy(static_cast<std::byte*>(t.data) +
+                                        t.offset_of(b * 32, i1, i2, i3),
+                                    block, ts);
+                    }
+        return;
+    }
+    for_each_index(t.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        set(t, i0, i1, i2, i3, lo + (hi - lo) * uniform01(rng));
+    });
+}
+
+// ---------------------------------------------------------------------------------------
+// Error metrics
+
+/// Normalised mean squared error sum((a - e)^2) / sum(e^2) (ggml's metric); the plain
+/// sum of squares when e is all zeros; NaN when any value is NaN; infinite when the
+/// shapes differ.
+inline double nmse(const ref_tensor& expected, const ref_tensor& actual) {
+    if (expected.ne != actual.ne)
+        return std::numeric_limits<double>::infinity();
+    double err = 0.0, ref = 0.0;
+    for (std::size_t i = 0; i < expected.v.size(); ++i) {
+        const double d = actual.v[i] - expected.v[i];
+        err += d * d;
+        ref += expected.v[i] * expected.v[i];
+    }
+    return ref > 0.0 ? err / ref : err;
+}
+inline double nmse(const ref_tensor& expected, const tensor& actual) {
+    return nmse(expected, read(actual));
+}
+
+/// Everything a test wants to know about actual vs expected.
+struct comparison {
+    double nmse = 0.0;
+    double max_abs_err = 0.0;
+    /// max |a - e| / (|e| + floor), floor = rel_floor * max|e| (so tiny values near a
+    /// cancellation do not dominate)
+    double max_rel_err = 0.0;
+    i64 mismatches = 0; ///< values not bit-equal
+    i64 nans = 0;       ///< NaN in actual where expected has none
+    i64 worst = -1;     ///< flat index of the largest relative error
+};
+
+inline comparison compare(const ref_tensor& expected, const ref_tensor& actual,
+                          double rel_floor = 1e-6) {
+    comparison c;
+    c.nmse = nmse(expected, actual);
+    if (expected.ne != actual.ne) {
+        c.mismatches = std::max<i64>(expected.size(), 1);
+        return c;
+    }
+    double emax = 0.0;
+    for (double e : expected.v)
+        emax = std::max(emax, std::fabs(e));
+    const double floor = rel_floor * emax;
+    for (std::size_t i = 0; i < expected.v.size(); ++i) {
+        const double e = expected.v[i], a = actual.v[i];
+        if (std::isnan(a) && !std::isnan(e))
+            ++c.nans;
+        if (a != e && !(std::isnan(a) && std::isnan(e)))
+            ++c.mismatches;
+        const double abs_err = std::fabs(a - e);
+        const double rel = std::isnan(abs_err)
+                               ? std::numeric_limits<double>::infinity()
+                               : (abs_err == 0.0 ? 0.0 : abs_err / (std::fabs(e) + floor));
+        c.max_abs_err = std::max(c.max_abs_err, abs_err);
+        if (rel > c.max_rel_err) {
+            c.max_rel_err = rel;
+            c.worst = static_cast<i64>(i);
+        }
+    }
+    return c;
+}
+inline comparison compare(const ref_tensor& expected, const tensor& actual,
+                          double rel_floor = 1e-6) {
+    return compare(expected, read(actual), rel_floor);
+}
+
+/// ggml test-backend-ops' NMSE threshold for a node: 0 (exact) for argmax, 5e-4 when a
+/// non-f32 value type (f16, bf16, quantized) takes part, 1e-6 for soft_max, 1e-7 else.
+inline double default_max_nmse(const tensor& node) {
+    if (node.op == op_kind::argmax)
+        return 0.0;
+    bool low_precision = node.type != elem_type::f32 && node.type != elem_type::i32;
+    for (const tensor* s : node.src)
+        if (s != nullptr && s->type != elem_type::f32 && s->type != elem_type::i32)
+            low_precision = true;
+    if (low_precision)
+        return 5e-4;
+    if (node.op == op_kind::soft_max)
+        return 1e-6;
+    return 1e-7;
+}
+
+} // namespace backplane::test
