@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <new>
 #include <span>
@@ -59,6 +60,20 @@ public:
         if (ne[0] % block_size(type) != 0)
             throw error("new_tensor: a row of " + std::string(to_string(type)) + " must be a multiple of " +
                         std::to_string(block_size(type)) + " values, got ne0 = " + std::to_string(ne[0]));
+        // contiguous strides are products of extents: check the element and byte counts
+        // before computing them (nbytes() would wrap around to a few bytes)
+        constexpr auto max_bytes = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+        std::size_t bytes = type_size(type);
+        bool fits = checked_nelements(ne).has_value();
+        for (std::size_t i = 0; i < max_dims && fits; ++i) {
+            const auto n = static_cast<std::size_t>(i == 0 ? ne[0] / block_size(type) : ne[i]);
+            fits = n == 0 || bytes <= max_bytes / n;
+            bytes *= n;
+        }
+        if (!fits)
+            throw error("new_tensor: " + std::string(to_string(type)) + " [" + std::to_string(ne[0]) + ", " +
+                        std::to_string(ne[1]) + ", " + std::to_string(ne[2]) + ", " + std::to_string(ne[3]) +
+                        "] is too large: its size overflows");
         tensor& t = tensors_.emplace_back();
         t.type = type;
         t.ne = ne;

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -184,6 +186,44 @@ inline std::array<std::size_t, max_dims> contiguous_strides(elem_type t,
     return nb;
 }
 
+/// Bytes spanned by a tensor of this type, extents and strides (what tensor::nbytes()
+/// computes), or nullopt when an extent is negative or the count exceeds PTRDIFF_MAX.
+/// nbytes() itself wraps around for absurd extents; validation uses this first.
+/// ne[0] must be a multiple of the type's block size.
+inline std::optional<std::size_t> checked_nbytes(elem_type t, const std::array<std::int64_t, max_dims>& ne,
+                                                 const std::array<std::size_t, max_dims>& nb) noexcept {
+    constexpr auto limit = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+    for (auto n : ne) {
+        if (n < 0) return std::nullopt;
+        if (n == 0) return std::size_t{0};
+    }
+    const auto mul = [](std::size_t a, std::size_t b, std::size_t& r) {
+        if (b != 0 && a > limit / b) return false;
+        r = a * b;
+        return true;
+    };
+    std::size_t bytes = 0;
+    if (!mul(static_cast<std::size_t>(ne[0] / block_size(t)), nb[0], bytes)) return std::nullopt;
+    for (std::size_t i = 1; i < max_dims; ++i) {
+        std::size_t step = 0;
+        if (!mul(static_cast<std::size_t>(ne[i] - 1), nb[i], step) || step > limit - bytes) return std::nullopt;
+        bytes += step;
+    }
+    return bytes;
+}
+
+/// ne[0] * ne[1] * ne[2] * ne[3], or nullopt when an extent is negative or the product
+/// overflows int64.
+inline std::optional<std::int64_t> checked_nelements(const std::array<std::int64_t, max_dims>& ne) noexcept {
+    std::int64_t n = 1;
+    for (auto e : ne) {
+        if (e < 0) return std::nullopt;
+        if (e != 0 && n > std::numeric_limits<std::int64_t>::max() / e) return std::nullopt;
+        n *= e;
+    }
+    return n;
+}
+
 /// Same type, shape and strides: one can take over the other's memory element for element.
 inline bool same_layout(const tensor& a, const tensor& b) noexcept {
     return a.type == b.type && a.ne == b.ne && a.nb == b.nb;
@@ -192,6 +232,7 @@ inline bool same_shape(const tensor& a, const tensor& b) noexcept { return a.ne 
 
 /// b can be repeated (broadcast) to a's shape: each of a's extents is a multiple of b's.
 inline bool can_repeat(const tensor& b, const tensor& a) noexcept {
+    if (b.nelements() == 0) return a.nelements() == 0; // empty broadcasts only to empty
     for (std::size_t i = 0; i < max_dims; ++i)
         if (b.ne[i] <= 0 || a.ne[i] % b.ne[i] != 0) return false;
     return true;

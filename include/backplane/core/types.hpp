@@ -107,8 +107,8 @@ constexpr float f16_to_f32(f16_t h) noexcept {
     std::uint32_t exp = (h.bits >> 10) & 0x1fu;
     std::uint32_t mant = h.bits & 0x3ffu;
     std::uint32_t bits;
-    if (exp == 0x1f) { // inf / nan
-        bits = sign | 0x7f800000u | (mant << 13);
+    if (exp == 0x1f) { // inf / nan (a nan comes out quiet, as F16C's conversion does)
+        bits = sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x400000u : 0u);
     } else if (exp == 0) {
         if (mant == 0) {
             bits = sign;

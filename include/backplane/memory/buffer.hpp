@@ -254,7 +254,8 @@ inline constexpr buffer_vtable buffer_vtable_for = {
 
 /// Wraps a concrete buffer into an owning handle of buffer type `type`. Allocation
 /// failure of the handle itself is a status.
-template <buffer B>
+template <class B>
+    requires(!std::is_lvalue_reference_v<B> && buffer<B>) // takes ownership: pass an rvalue
 [[nodiscard]] result<buffer_ptr> make_buffer(B&& b, buffer_type_ref type) {
     using holder = detail::buffer_holder<std::remove_cvref_t<B>>;
     holder* h = new (std::nothrow) holder(std::move(b), &detail::buffer_vtable_for<std::remove_cvref_t<B>>, type);

@@ -5,8 +5,11 @@
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
 
+#include <array>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace backplane::detail {
 

@@ -25,9 +25,9 @@ inline tensor* rope(context& ctx, tensor* a, tensor* pos, int n_dims, rope_mode 
         detail::op_error("rope", "n_dims must be even, positive and at most a.ne0; got " + std::to_string(n_dims),
                          {{"a", a}, {"pos", pos}});
     if (mode != rope_mode::normal && mode != rope_mode::neox)
-        detail::op_error("rope", "unknown mode " + std::to_string(static_cast<int>(mode)), {{"a", a}});
+        detail::op_error("rope", "unknown mode " + std::to_string(static_cast<int>(mode)), {{"a", a}, {"pos", pos}});
     if (!(freq_base > 0.0f) || !std::isfinite(freq_base) || !std::isfinite(freq_scale))
-        detail::op_error("rope", "freq_base must be positive and finite, freq_scale finite", {{"a", a}});
+        detail::op_error("rope", "freq_base must be positive and finite, freq_scale finite", {{"a", a}, {"pos", pos}});
     tensor* r = ctx.new_result(a->type, a->ne);
     r->op = op_kind::rope;
     r->src[0] = a;

@@ -57,7 +57,7 @@ inline tensor* norm(context& ctx, tensor* a, float eps = 1e-5f) { return detail:
 inline tensor* soft_max(context& ctx, tensor* a, tensor* mask = nullptr, float scale = 1.0f) {
     detail::require_tensor("soft_max", "a", a);
     if (a->type != elem_type::f32) detail::op_error("soft_max", "operand must be f32", {{"a", a}, {"mask", mask}});
-    if (!std::isfinite(scale)) detail::op_error("soft_max", "scale must be finite", {{"a", a}});
+    if (!std::isfinite(scale)) detail::op_error("soft_max", "scale must be finite", {{"a", a}, {"mask", mask}});
     if (mask != nullptr) {
         if (mask->type != elem_type::f32 && mask->type != elem_type::f16)
             detail::op_error("soft_max", "mask must be f32 or f16", {{"a", a}, {"mask", mask}});

@@ -31,14 +31,14 @@ inline tensor* view(context& ctx, tensor* a, const std::array<std::int64_t, max_
     if (ne[0] % block_size(a->type) != 0)
         detail::op_error("view", "row length " + std::to_string(ne[0]) + " is not a multiple of the block size",
                          {{"a", a}});
-    tensor probe;
-    probe.type = a->type;
-    probe.ne = ne;
-    probe.nb = nb;
-    const std::size_t span = probe.nbytes();
-    if (offset + span > a->nbytes())
+    const auto span = checked_nbytes(a->type, ne, nb);
+    if (!span)
+        detail::op_error("view", "view " + detail::shape_string(ne) + " spans more bytes than a size_t holds",
+                         {{"a", a}});
+    // written so that a huge offset cannot wrap around: offset + span <= a's bytes
+    if (*span > a->nbytes() || offset > a->nbytes() - *span)
         detail::op_error("view",
-                         "view of " + std::to_string(span) + " bytes at offset " + std::to_string(offset) +
+                         "view of " + std::to_string(*span) + " bytes at offset " + std::to_string(offset) +
                              " " + detail::shape_string(ne) + " exceeds the source's " +
                              std::to_string(a->nbytes()) + " bytes",
                          {{"a", a}});
@@ -87,7 +87,8 @@ inline tensor* reshape(context& ctx, tensor* a, std::initializer_list<std::int64
     std::size_t i = 0;
     for (auto n : shape) ne[i++] = n;
     if (!a->is_contiguous()) detail::op_error("reshape", "the source must be contiguous (use cont first)", {{"a", a}});
-    if (ne[0] * ne[1] * ne[2] * ne[3] != a->nelements() || ne[0] < 0 || ne[1] < 0 || ne[2] < 0 || ne[3] < 0)
+    const auto n = checked_nelements(ne); // no signed overflow on absurd extents
+    if (!n || *n != a->nelements())
         detail::op_error("reshape", "cannot reshape " + std::to_string(a->nelements()) + " elements to " +
                                         detail::shape_string(ne), {{"a", a}});
     if (ne[0] % block_size(a->type) != 0)

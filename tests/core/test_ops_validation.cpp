@@ -1,0 +1,770 @@
+// Every op builder: the result's type, shape, strides and parameters for valid operands,
+// and for every invalid case a backplane::error (never an abort) whose message names the
+// op and the shapes and types of the operands.
+//
+// Expected shapes and strides are derived by hand from the op definitions (ggml's, see
+// DESIGN.md section 2) and written out as literals; each comment says how.
+
+#include <backplane/core/context.hpp>
+#include <backplane/core/error.hpp>
+#include <backplane/core/ops.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace backplane;
+using Catch::Matchers::Contains;
+using Catch::Matchers::Matches;
+
+namespace {
+
+using ne_t = std::array<std::int64_t, 4>;
+using nb_t = std::array<std::size_t, 4>;
+
+/// "[4, 3, 1, 1]": the shape as a message should show it (written here, not taken from
+/// the library, so that the test does not agree with the library by construction).
+std::string shape_text(const tensor* t) {
+    return "[" + std::to_string(t->ne[0]) + ", " + std::to_string(t->ne[1]) + ", " + std::to_string(t->ne[2]) + ", " +
+           std::to_string(t->ne[3]) + "]";
+}
+
+std::string type_text(const tensor* t) {
+    switch (t->type) {
+    case elem_type::f32: return "f32";
+    case elem_type::f16: return "f16";
+    case elem_type::bf16: return "bf16";
+    case elem_type::q8_0: return "q8_0";
+    case elem_type::q4_0: return "q4_0";
+    case elem_type::i32: return "i32";
+    }
+    return "?";
+}
+
+std::vector<const tensor*> operands(std::initializer_list<const tensor*> ts) { return ts; }
+
+/// Runs f, which must throw backplane::error (invalid_argument) naming `op` and, for each
+/// non-null operand, its shape and its type.
+void check_op_error(const std::string& op, const std::vector<const tensor*>& ops, const std::function<void()>& f) {
+    std::string msg;
+    try {
+        f();
+        FAIL_CHECK("no error was thrown");
+        return;
+    } catch (const error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        msg = e.what();
+    } catch (const std::exception& e) {
+        FAIL_CHECK("an exception other than backplane::error: " << e.what());
+        return;
+    }
+    CHECK_THAT(msg, Matches(op + ": .+"));
+    for (const tensor* t : ops) {
+        if (t == nullptr) continue;
+        CHECK_THAT(msg, Contains(shape_text(t)));
+        CHECK_THAT(msg, Contains(type_text(t)));
+    }
+}
+
+/// Runs f, which must throw backplane::error naming `op` and saying an operand is null.
+void check_null_error(const std::string& op, const std::function<void()>& f) {
+    try {
+        f();
+        FAIL_CHECK("no error was thrown");
+    } catch (const error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK_THAT(e.what(), Matches(op + ": .+"));
+        CHECK_THAT(e.what(), Contains("null"));
+    }
+}
+
+#define CHECK_OP_ERROR(op, ops, expr)                                                                                  \
+    do {                                                                                                               \
+        INFO("line " << __LINE__ << ": " #expr);                                                                       \
+        check_op_error(op, ops, [&] { (void)(expr); });                                                                \
+    } while (0)
+
+#define CHECK_NULL_ERROR(op, expr)                                                                                     \
+    do {                                                                                                               \
+        INFO("line " << __LINE__ << ": " #expr);                                                                       \
+        check_null_error(op, [&] { (void)(expr); });                                                                   \
+    } while (0)
+
+/// A computed (non-view) result: type, shape, contiguous strides, op and sources.
+void check_result(const tensor* r, elem_type type, const ne_t& ne, op_kind op, const tensor* src0,
+                  const tensor* src1 = nullptr) {
+    REQUIRE(r != nullptr);
+    CHECK(r->type == type);
+    CHECK(r->ne == ne);
+    CHECK(r->is_contiguous());
+    CHECK(r->op == op);
+    CHECK(r->src[0] == src0);
+    CHECK(r->src[1] == src1);
+    CHECK(r->view_src == nullptr);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------
+// element-wise
+
+TEST_CASE("add, sub, mul, div: broadcasting b over a", "[ops][binary]") {
+    context ctx({.no_alloc = true});
+    using builder = tensor* (*)(context&, tensor*, tensor*);
+    const std::pair<builder, op_kind> builders[] = {
+        {&backplane::add, op_kind::add},
+        {&backplane::sub, op_kind::sub},
+        {&backplane::mul, op_kind::mul},
+        {&backplane::div, op_kind::div}};
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 4, 3, 2, 5);
+    for (auto [fn, op] : builders) {
+        INFO(to_string(op));
+        // ggml's repeat rule: each extent of a is a multiple of b's
+        for (const ne_t bne : {ne_t{4, 3, 2, 5}, ne_t{4, 1, 1, 1}, ne_t{1, 1, 1, 1}, ne_t{4, 3, 1, 1},
+                               ne_t{1, 3, 1, 5}, ne_t{2, 3, 2, 5}, ne_t{1, 1, 2, 1}}) {
+            tensor* b = ctx.new_tensor(elem_type::f32, bne);
+            tensor* r = fn(ctx, a, b);
+            check_result(r, elem_type::f32, {4, 3, 2, 5}, op, a, b);
+            CHECK(r->nb == nb_t{4, 16, 48, 96}); // 4 bytes, rows of 4, then 3 rows, then 2
+        }
+        // mixed float types: the result has a's type
+        tensor* h = ctx.new_tensor_2d(elem_type::f16, 4, 3);
+        tensor* bf = ctx.new_tensor_2d(elem_type::bf16, 4, 1);
+        tensor* f = ctx.new_tensor_1d(elem_type::f32, 4);
+        check_result(fn(ctx, h, f), elem_type::f16, {4, 3, 1, 1}, op, h, f);
+        check_result(fn(ctx, h, bf), elem_type::f16, {4, 3, 1, 1}, op, h, bf);
+        tensor* abf = ctx.new_tensor_2d(elem_type::bf16, 4, 3);
+        check_result(fn(ctx, abf, f), elem_type::bf16, {4, 3, 1, 1}, op, abf, f);
+    }
+}
+
+TEST_CASE("add, sub, mul, div: invalid operands", "[ops][binary]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 4, 3);
+    tensor* b33 = ctx.new_tensor_2d(elem_type::f32, 3, 3);    // 4 % 3 != 0
+    tensor* big = ctx.new_tensor_2d(elem_type::f32, 4, 6);    // larger than a
+    tensor* empty = ctx.new_tensor_2d(elem_type::f32, 0, 3);  // cannot be repeated to 4
+    tensor* i = ctx.new_tensor_2d(elem_type::i32, 4, 3);
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 32, 3);
+    tensor* qa = ctx.new_tensor_2d(elem_type::f32, 32, 3);
+    for (auto [fn, name] : {std::pair{&backplane::add, "add"}, {&backplane::sub, "sub"}, {&backplane::mul, "mul"},
+                              {&backplane::div, "div"}}) {
+        CHECK_OP_ERROR(name, operands({a, b33}), fn(ctx, a, b33));
+        CHECK_OP_ERROR(name, operands({a, big}), fn(ctx, a, big));
+        CHECK_OP_ERROR(name, operands({a, empty}), fn(ctx, a, empty));
+        CHECK_OP_ERROR(name, operands({i, a}), fn(ctx, i, a));
+        CHECK_OP_ERROR(name, operands({a, i}), fn(ctx, a, i));
+        CHECK_OP_ERROR(name, operands({q, qa}), fn(ctx, q, qa));
+        CHECK_OP_ERROR(name, operands({qa, q}), fn(ctx, qa, q));
+        CHECK_NULL_ERROR(name, fn(ctx, nullptr, a));
+        CHECK_NULL_ERROR(name, fn(ctx, a, nullptr));
+    }
+}
+
+TEST_CASE("an op error message shows shapes and types as written by hand", "[ops][binary]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 4, 3);
+    tensor* b = ctx.new_tensor_2d(elem_type::f16, 3, 3);
+    a->name = "lhs";
+    try {
+        add(ctx, a, b);
+        FAIL("no error");
+    } catch (const error& e) {
+        CHECK_THAT(e.what(), Matches("add: .*"));
+        CHECK_THAT(e.what(), Contains("[4, 3, 1, 1]"));
+        CHECK_THAT(e.what(), Contains("[3, 3, 1, 1]"));
+        CHECK_THAT(e.what(), Contains("f32"));
+        CHECK_THAT(e.what(), Contains("f16"));
+        CHECK_THAT(e.what(), Contains("lhs")); // a named operand is named
+    }
+}
+
+TEST_CASE("unary ops and scale", "[ops][unary]") {
+    context ctx({.no_alloc = true});
+    using builder = tensor* (*)(context&, tensor*);
+    const std::pair<builder, op_kind> builders[] = {{&sqr, op_kind::sqr},
+                                                    {&backplane::sqrt, op_kind::sqrt},
+                                                    {&silu, op_kind::silu},
+                                                    {&gelu, op_kind::gelu},
+                                                    {&relu, op_kind::relu}};
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16}) {
+        tensor* a = ctx.new_tensor_3d(t, 5, 4, 3);
+        for (auto [fn, op] : builders) check_result(fn(ctx, a), t, {5, 4, 3, 1}, op, a);
+        tensor* s = scale(ctx, a, 2.5f, -1.0f);
+        check_result(s, t, {5, 4, 3, 1}, op_kind::scale, a);
+        CHECK(s->param<float>(0) == 2.5f);
+        CHECK(s->param<float>(1) == -1.0f);
+        CHECK(scale(ctx, a, 3.0f)->param<float>(1) == 0.0f); // bias defaults to 0
+    }
+
+    tensor* i = ctx.new_tensor_2d(elem_type::i32, 5, 4);
+    tensor* q = ctx.new_tensor_2d(elem_type::q4_0, 32, 4);
+    const std::pair<builder, const char*> named[] = {
+        {&sqr, "sqr"}, {&backplane::sqrt, "sqrt"}, {&silu, "silu"}, {&gelu, "gelu"}, {&relu, "relu"}};
+    for (auto [fn, name] : named) {
+        CHECK_OP_ERROR(name, operands({i}), fn(ctx, i));
+        CHECK_OP_ERROR(name, operands({q}), fn(ctx, q));
+        CHECK_NULL_ERROR(name, fn(ctx, nullptr));
+    }
+    CHECK_OP_ERROR("scale", operands({i}), scale(ctx, i, 2.0f));
+    CHECK_OP_ERROR("scale", operands({q}), scale(ctx, q, 2.0f));
+    CHECK_NULL_ERROR("scale", scale(ctx, nullptr, 2.0f));
+}
+
+TEST_CASE("concat", "[ops][concat]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 4, 3, 2, 5);
+    // joining along d adds the extents of d; the others must agree
+    const std::pair<int, ne_t> cases[] = {{0, {6, 3, 2, 5}}, {1, {4, 4, 2, 5}}, {2, {4, 3, 9, 5}}, {3, {4, 3, 2, 6}}};
+    const ne_t want[] = {{10, 3, 2, 5}, {4, 7, 2, 5}, {4, 3, 11, 5}, {4, 3, 2, 11}};
+    for (std::size_t k = 0; k < 4; ++k) {
+        auto [dim, bne] = cases[k];
+        tensor* b = ctx.new_tensor(elem_type::f32, bne);
+        tensor* r = concat(ctx, a, b, dim);
+        check_result(r, elem_type::f32, want[k], op_kind::concat, a, b);
+        CHECK(r->param<std::int32_t>(0) == dim);
+    }
+    tensor* ia = ctx.new_tensor_2d(elem_type::i32, 4, 3);
+    tensor* ib = ctx.new_tensor_2d(elem_type::i32, 4, 2);
+    check_result(concat(ctx, ia, ib, 1), elem_type::i32, {4, 5, 1, 1}, op_kind::concat, ia, ib);
+
+    tensor* b = ctx.new_tensor_4d(elem_type::f32, 4, 3, 2, 5);
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 4, 3, 2, 5);
+    tensor* q1 = ctx.new_tensor_2d(elem_type::q8_0, 32, 2);
+    tensor* q2 = ctx.new_tensor_2d(elem_type::q8_0, 32, 3);
+    tensor* wrong = ctx.new_tensor_4d(elem_type::f32, 4, 4, 2, 5);
+    CHECK_OP_ERROR("concat", operands({a, b}), concat(ctx, a, b, -1));
+    CHECK_OP_ERROR("concat", operands({a, b}), concat(ctx, a, b, 4));
+    CHECK_OP_ERROR("concat", operands({a, h}), concat(ctx, a, h, 0));
+    CHECK_OP_ERROR("concat", operands({q1, q2}), concat(ctx, q1, q2, 1));
+    CHECK_OP_ERROR("concat", operands({a, wrong}), concat(ctx, a, wrong, 0)); // dim 1 differs
+    CHECK_OP_ERROR("concat", operands({a, wrong}), concat(ctx, a, wrong, 2));
+    CHECK_NULL_ERROR("concat", concat(ctx, nullptr, b, 0));
+    CHECK_NULL_ERROR("concat", concat(ctx, a, nullptr, 0));
+}
+
+// ---------------------------------------------------------------------------------------
+// mul_mat, get_rows
+
+TEST_CASE("mul_mat: shapes, types and broadcasting", "[ops][mul_mat]") {
+    context ctx({.no_alloc = true});
+    // a [K, M] x b [K, N] -> f32 [M, N]
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 8, 4);
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 8, 3);
+    tensor* r = mul_mat(ctx, a, b);
+    check_result(r, elem_type::f32, {4, 3, 1, 1}, op_kind::mul_mat, a, b);
+    CHECK(r->nb == nb_t{4, 16, 48, 48});
+
+    // f16 and bf16 operands, quantized a: the result is f32
+    tensor* ah = ctx.new_tensor_2d(elem_type::f16, 8, 4);
+    tensor* bh = ctx.new_tensor_2d(elem_type::f16, 8, 3);
+    check_result(mul_mat(ctx, ah, bh), elem_type::f32, {4, 3, 1, 1}, op_kind::mul_mat, ah, bh);
+    tensor* bb = ctx.new_tensor_2d(elem_type::bf16, 8, 3);
+    check_result(mul_mat(ctx, a, bb), elem_type::f32, {4, 3, 1, 1}, op_kind::mul_mat, a, bb);
+    for (const elem_type qt : {elem_type::q8_0, elem_type::q4_0}) {
+        tensor* aq = ctx.new_tensor_2d(qt, 64, 4);
+        tensor* bq = ctx.new_tensor_2d(elem_type::f32, 64, 3);
+        check_result(mul_mat(ctx, aq, bq), elem_type::f32, {4, 3, 1, 1}, op_kind::mul_mat, aq, bq);
+    }
+
+    // a broadcast over dims 2 and 3: b's extents there are multiples of a's
+    tensor* a4 = ctx.new_tensor_4d(elem_type::f32, 8, 4, 2, 3);
+    tensor* b4 = ctx.new_tensor_4d(elem_type::f32, 8, 5, 4, 6);
+    check_result(mul_mat(ctx, a4, b4), elem_type::f32, {4, 5, 4, 6}, op_kind::mul_mat, a4, b4);
+    tensor* b5 = ctx.new_tensor_4d(elem_type::f32, 8, 5, 3, 2);
+    check_result(mul_mat(ctx, a, b5), elem_type::f32, {4, 5, 3, 2}, op_kind::mul_mat, a, b5);
+
+    // a non-contiguous b is fine; a transposed a made contiguous is fine
+    tensor* bt = transpose(ctx, ctx.new_tensor_2d(elem_type::f32, 3, 8)); // [8, 3], strides swapped
+    check_result(mul_mat(ctx, a, bt), elem_type::f32, {4, 3, 1, 1}, op_kind::mul_mat, a, bt);
+    tensor* ac = cont(ctx, transpose(ctx, ctx.new_tensor_2d(elem_type::f32, 4, 8)));
+    check_result(mul_mat(ctx, ac, b), elem_type::f32, {4, 3, 1, 1}, op_kind::mul_mat, ac, b);
+}
+
+TEST_CASE("mul_mat: invalid operands", "[ops][mul_mat]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 8, 4);
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 8, 3);
+    tensor* b6 = ctx.new_tensor_2d(elem_type::f32, 6, 3);
+    CHECK_OP_ERROR("mul_mat", operands({a, b6}), mul_mat(ctx, a, b6)); // K differs
+
+    tensor* ai = ctx.new_tensor_2d(elem_type::i32, 8, 4);
+    tensor* bi = ctx.new_tensor_2d(elem_type::i32, 8, 3);
+    CHECK_OP_ERROR("mul_mat", operands({ai, b}), mul_mat(ctx, ai, b));
+    CHECK_OP_ERROR("mul_mat", operands({a, bi}), mul_mat(ctx, a, bi));
+    tensor* a32 = ctx.new_tensor_2d(elem_type::f32, 32, 4);
+    tensor* bq = ctx.new_tensor_2d(elem_type::q8_0, 32, 3);
+    CHECK_OP_ERROR("mul_mat", operands({a32, bq}), mul_mat(ctx, a32, bq)); // b quantized
+
+    // broadcast: b's dims 2, 3 not multiples of a's
+    tensor* a3 = ctx.new_tensor_3d(elem_type::f32, 8, 4, 2);
+    tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 8, 5, 3);
+    CHECK_OP_ERROR("mul_mat", operands({a3, b3}), mul_mat(ctx, a3, b3));
+    tensor* a43 = ctx.new_tensor_4d(elem_type::f32, 8, 4, 1, 2);
+    tensor* b43 = ctx.new_tensor_4d(elem_type::f32, 8, 5, 1, 3);
+    CHECK_OP_ERROR("mul_mat", operands({a43, b43}), mul_mat(ctx, a43, b43));
+    CHECK_OP_ERROR("mul_mat", operands({b3, a3}), mul_mat(ctx, b3, a3)); // a larger than b in dim 2
+
+    // a transposed (dim 0 stride larger than dim 1's)
+    tensor* at = transpose(ctx, ctx.new_tensor_2d(elem_type::f32, 4, 8)); // [8, 4]
+    REQUIRE(at->is_transposed());
+    CHECK_OP_ERROR("mul_mat", operands({at, b}), mul_mat(ctx, at, b));
+
+    // quantized a whose blocks are not adjacent (every other block of each row)
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 64, 4);
+    tensor* gaps = view(ctx, q, {32, 2, 1, 1}, {68, 68, 136, 136}, 0);
+    tensor* b32 = ctx.new_tensor_2d(elem_type::f32, 32, 3);
+    CHECK_OP_ERROR("mul_mat", operands({gaps, b32}), mul_mat(ctx, gaps, b32));
+
+    CHECK_NULL_ERROR("mul_mat", mul_mat(ctx, nullptr, b));
+    CHECK_NULL_ERROR("mul_mat", mul_mat(ctx, a, nullptr));
+}
+
+TEST_CASE("get_rows", "[ops][get_rows]") {
+    context ctx({.no_alloc = true});
+    // a [E, R, A2, A3], idx i32 [N, A2, A3] -> [E, N, A2, A3]; f32 unless a is i32
+    tensor* idx = ctx.new_tensor_1d(elem_type::i32, 4);
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0}) {
+        tensor* a = ctx.new_tensor_2d(t, 32, 10);
+        check_result(get_rows(ctx, a, idx), elem_type::f32, {32, 4, 1, 1}, op_kind::get_rows, a, idx);
+    }
+    tensor* ai = ctx.new_tensor_2d(elem_type::i32, 6, 10);
+    check_result(get_rows(ctx, ai, idx), elem_type::i32, {6, 4, 1, 1}, op_kind::get_rows, ai, idx);
+    tensor* a3 = ctx.new_tensor_3d(elem_type::f32, 6, 10, 3);
+    tensor* idx3 = ctx.new_tensor_2d(elem_type::i32, 4, 3);
+    check_result(get_rows(ctx, a3, idx3), elem_type::f32, {6, 4, 3, 1}, op_kind::get_rows, a3, idx3);
+    tensor* a4 = ctx.new_tensor_4d(elem_type::f32, 6, 10, 3, 2);
+    tensor* idx4 = ctx.new_tensor_3d(elem_type::i32, 4, 3, 2);
+    check_result(get_rows(ctx, a4, idx4), elem_type::f32, {6, 4, 3, 2}, op_kind::get_rows, a4, idx4);
+
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 6, 10);
+    tensor* fidx = ctx.new_tensor_1d(elem_type::f32, 4);
+    CHECK_OP_ERROR("get_rows", operands({a, fidx}), get_rows(ctx, a, fidx));
+    CHECK_OP_ERROR("get_rows", operands({a3, idx}), get_rows(ctx, a3, idx));   // idx.ne1 1 != a.ne2 3
+    CHECK_OP_ERROR("get_rows", operands({a, idx3}), get_rows(ctx, a, idx3));   // idx.ne1 3 != a.ne2 1
+    CHECK_OP_ERROR("get_rows", operands({a4, idx3}), get_rows(ctx, a4, idx3)); // idx.ne2 1 != a.ne3 2
+    tensor* idx_ne3 = ctx.new_tensor_4d(elem_type::i32, 4, 1, 1, 2);
+    CHECK_OP_ERROR("get_rows", operands({a, idx_ne3}), get_rows(ctx, a, idx_ne3));
+    tensor* q = ctx.new_tensor_2d(elem_type::q4_0, 64, 4);
+    tensor* gaps = view(ctx, q, {32, 4, 1, 1}, {36, 36, 144, 144}, 0);
+    CHECK_OP_ERROR("get_rows", operands({gaps, idx}), get_rows(ctx, gaps, idx));
+    CHECK_NULL_ERROR("get_rows", get_rows(ctx, nullptr, idx));
+    CHECK_NULL_ERROR("get_rows", get_rows(ctx, a, nullptr));
+}
+
+// ---------------------------------------------------------------------------------------
+// row ops
+
+TEST_CASE("sum_rows and argmax", "[ops][rows]") {
+    context ctx({.no_alloc = true});
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16}) {
+        tensor* a = ctx.new_tensor_4d(t, 5, 4, 3, 2);
+        // one value per row, in f32
+        check_result(sum_rows(ctx, a), elem_type::f32, {1, 4, 3, 2}, op_kind::sum_rows, a);
+        // one index per row, rows' dims shifted down
+        tensor* m = argmax(ctx, a);
+        check_result(m, elem_type::i32, {4, 3, 2, 1}, op_kind::argmax, a);
+        CHECK(m->nb == nb_t{4, 16, 48, 96});
+    }
+    tensor* v = ctx.new_tensor_1d(elem_type::f32, 7);
+    check_result(argmax(ctx, v), elem_type::i32, {1, 1, 1, 1}, op_kind::argmax, v);
+
+    tensor* i = ctx.new_tensor_2d(elem_type::i32, 5, 4);
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 32, 4);
+    tensor* empty_rows = ctx.new_tensor_2d(elem_type::f32, 0, 4);
+    CHECK_OP_ERROR("sum_rows", operands({i}), sum_rows(ctx, i));
+    CHECK_OP_ERROR("sum_rows", operands({q}), sum_rows(ctx, q));
+    CHECK_OP_ERROR("argmax", operands({i}), argmax(ctx, i));
+    CHECK_OP_ERROR("argmax", operands({q}), argmax(ctx, q));
+    CHECK_OP_ERROR("argmax", operands({empty_rows}), argmax(ctx, empty_rows));
+    CHECK_NULL_ERROR("sum_rows", sum_rows(ctx, nullptr));
+    CHECK_NULL_ERROR("argmax", argmax(ctx, nullptr));
+}
+
+TEST_CASE("rms_norm and norm", "[ops][rows]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::f32, 8, 3, 2);
+    tensor* r = rms_norm(ctx, a, 1e-5f);
+    check_result(r, elem_type::f32, {8, 3, 2, 1}, op_kind::rms_norm, a);
+    CHECK(r->param<float>(0) == 1e-5f);
+    CHECK(rms_norm(ctx, a)->param<float>(0) == 1e-6f);
+    tensor* n = norm(ctx, a, 0.0f);
+    check_result(n, elem_type::f32, {8, 3, 2, 1}, op_kind::norm, a);
+    CHECK(n->param<float>(0) == 0.0f);
+    CHECK(norm(ctx, a)->param<float>(0) == 1e-5f);
+
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (auto [fn, name] : {std::pair{&rms_norm, "rms_norm"}, {&norm, "norm"}}) {
+        for (const elem_type t : {elem_type::f16, elem_type::bf16, elem_type::i32}) {
+            tensor* x = ctx.new_tensor_2d(t, 8, 3);
+            CHECK_OP_ERROR(name, operands({x}), fn(ctx, x, 1e-5f));
+        }
+        tensor* q = ctx.new_tensor_2d(elem_type::q4_0, 32, 3);
+        CHECK_OP_ERROR(name, operands({q}), fn(ctx, q, 1e-5f));
+        for (const float eps : {-1.0f, nan, inf}) CHECK_OP_ERROR(name, operands({a}), fn(ctx, a, eps));
+        CHECK_NULL_ERROR(name, fn(ctx, nullptr, 1e-5f));
+    }
+}
+
+TEST_CASE("soft_max: mask rules", "[ops][soft_max]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 8, 4, 6, 2);
+    tensor* r = soft_max(ctx, a);
+    check_result(r, elem_type::f32, {8, 4, 6, 2}, op_kind::soft_max, a);
+    CHECK(r->param<float>(0) == 1.0f);
+    CHECK(soft_max(ctx, a, nullptr, 0.125f)->param<float>(0) == 0.125f);
+
+    // the mask has a's row length, at least a's rows, and divides a's dims 2 and 3
+    for (const auto& [t, mne] : {std::pair{elem_type::f32, ne_t{8, 4, 1, 1}}, {elem_type::f16, ne_t{8, 4, 1, 1}},
+                                 {elem_type::f32, ne_t{8, 7, 1, 1}}, {elem_type::f32, ne_t{8, 4, 6, 2}},
+                                 {elem_type::f16, ne_t{8, 4, 3, 1}}, {elem_type::f32, ne_t{8, 4, 1, 2}}}) {
+        tensor* mask = ctx.new_tensor(t, mne);
+        check_result(soft_max(ctx, a, mask, 0.5f), elem_type::f32, {8, 4, 6, 2}, op_kind::soft_max, a, mask);
+    }
+
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const ne_t mne : {ne_t{7, 4, 1, 1}, ne_t{9, 4, 1, 1}, ne_t{8, 3, 1, 1}, ne_t{8, 4, 4, 1}, ne_t{8, 4, 1, 3},
+                           ne_t{8, 4, 12, 2}, ne_t{8, 4, 0, 1}}) {
+        tensor* mask = ctx.new_tensor(elem_type::f32, mne);
+        CHECK_OP_ERROR("soft_max", operands({a, mask}), soft_max(ctx, a, mask));
+    }
+    tensor* mi = ctx.new_tensor_2d(elem_type::i32, 8, 4);
+    CHECK_OP_ERROR("soft_max", operands({a, mi}), soft_max(ctx, a, mi));
+    tensor* mb = ctx.new_tensor_2d(elem_type::bf16, 8, 4);
+    CHECK_OP_ERROR("soft_max", operands({a, mb}), soft_max(ctx, a, mb));
+    tensor* a32 = ctx.new_tensor_2d(elem_type::f32, 32, 4);
+    tensor* mq = ctx.new_tensor_2d(elem_type::q8_0, 32, 4);
+    CHECK_OP_ERROR("soft_max", operands({a32, mq}), soft_max(ctx, a32, mq));
+    for (const elem_type t : {elem_type::f16, elem_type::bf16, elem_type::i32}) {
+        tensor* x = ctx.new_tensor_2d(t, 8, 4);
+        CHECK_OP_ERROR("soft_max", operands({x}), soft_max(ctx, x));
+    }
+    tensor* mask = ctx.new_tensor_2d(elem_type::f32, 8, 4);
+    for (const float s : {nan, inf, -inf}) {
+        CHECK_OP_ERROR("soft_max", operands({a}), soft_max(ctx, a, nullptr, s));
+        CHECK_OP_ERROR("soft_max", operands({a, mask}), soft_max(ctx, a, mask, s));
+    }
+    CHECK_NULL_ERROR("soft_max", soft_max(ctx, nullptr, mask));
+}
+
+TEST_CASE("rope: positions, n_dims, mode, frequencies", "[ops][rope]") {
+    context ctx({.no_alloc = true});
+    // a [head_dim, n_head, n_tokens], pos i32 [n_tokens]
+    tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 8, 5);
+    tensor* pos = ctx.new_tensor_1d(elem_type::i32, 5);
+    tensor* r = rope(ctx, a, pos, 64);
+    check_result(r, elem_type::f32, {64, 8, 5, 1}, op_kind::rope, a, pos);
+    CHECK(r->param<std::int32_t>(0) == 64);
+    CHECK(r->param<std::int32_t>(1) == 0); // normal
+    CHECK(r->param<float>(2) == 10000.0f);
+    CHECK(r->param<float>(3) == 1.0f);
+    tensor* h = ctx.new_tensor_3d(elem_type::f16, 64, 8, 5);
+    tensor* rn = rope(ctx, h, pos, 32, rope_mode::neox, 500000.0f, 0.25f);
+    check_result(rn, elem_type::f16, {64, 8, 5, 1}, op_kind::rope, h, pos);
+    CHECK(rn->param<std::int32_t>(0) == 32);
+    CHECK(rn->param<std::int32_t>(1) == 2); // ggml's neox bit
+    CHECK(rn->param<float>(2) == 500000.0f);
+    CHECK(rn->param<float>(3) == 0.25f);
+    tensor* a4 = ctx.new_tensor_4d(elem_type::f32, 16, 2, 5, 3); // ne3 is free
+    check_result(rope(ctx, a4, pos, 2), elem_type::f32, {16, 2, 5, 3}, op_kind::rope, a4, pos);
+
+    for (const elem_type t : {elem_type::bf16, elem_type::i32}) {
+        tensor* x = ctx.new_tensor_3d(t, 64, 8, 5);
+        CHECK_OP_ERROR("rope", operands({x, pos}), rope(ctx, x, pos, 64));
+    }
+    tensor* q = ctx.new_tensor_3d(elem_type::q8_0, 64, 8, 5);
+    CHECK_OP_ERROR("rope", operands({q, pos}), rope(ctx, q, pos, 64));
+    tensor* fpos = ctx.new_tensor_1d(elem_type::f32, 5);
+    CHECK_OP_ERROR("rope", operands({a, fpos}), rope(ctx, a, fpos, 64));
+    tensor* short_pos = ctx.new_tensor_1d(elem_type::i32, 4);
+    CHECK_OP_ERROR("rope", operands({a, short_pos}), rope(ctx, a, short_pos, 64));
+    tensor* pos2d = ctx.new_tensor_2d(elem_type::i32, 5, 2);
+    CHECK_OP_ERROR("rope", operands({a, pos2d}), rope(ctx, a, pos2d, 64));
+    for (const int n_dims : {0, -2, 3, 63, 66})
+        CHECK_OP_ERROR("rope", operands({a, pos}), rope(ctx, a, pos, n_dims));
+    for (const int mode : {1, 3, -1})
+        CHECK_OP_ERROR("rope", operands({a, pos}), rope(ctx, a, pos, 64, static_cast<rope_mode>(mode)));
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const float base : {0.0f, -1.0f, nan, inf})
+        CHECK_OP_ERROR("rope", operands({a, pos}), rope(ctx, a, pos, 64, rope_mode::normal, base));
+    for (const float fs : {nan, inf})
+        CHECK_OP_ERROR("rope", operands({a, pos}), rope(ctx, a, pos, 64, rope_mode::normal, 10000.0f, fs));
+    CHECK_NULL_ERROR("rope", rope(ctx, nullptr, pos, 64));
+    CHECK_NULL_ERROR("rope", rope(ctx, a, nullptr, 64));
+}
+
+// ---------------------------------------------------------------------------------------
+// views
+
+TEST_CASE("view_1d .. view_4d: shape, strides, offsets, data", "[ops][view]") {
+    context ctx; // with host data: views point into their source's data
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 10, 6); // nb {4, 40, 240, 240}, 240 bytes
+    auto* base = static_cast<std::byte*>(a->data);
+
+    tensor* v1 = view_1d(ctx, a, 5, 8);
+    CHECK(v1->op == op_kind::view);
+    CHECK(v1->type == elem_type::f32);
+    CHECK(v1->ne == ne_t{5, 1, 1, 1});
+    CHECK(v1->nb == nb_t{4, 20, 20, 20});
+    CHECK(v1->view_src == a);
+    CHECK(v1->view_offs == 8);
+    CHECK(v1->data == base + 8);
+    CHECK(v1->src[0] == a);
+    CHECK(view_1d(ctx, a, 60, 0)->nbytes() == 240); // exactly the whole source
+
+    // rows 4 values long taken from every other row, starting at value 1
+    tensor* v2 = view_2d(ctx, a, 4, 3, 80, 4);
+    CHECK(v2->ne == ne_t{4, 3, 1, 1});
+    CHECK(v2->nb == nb_t{4, 80, 240, 240});
+    CHECK(v2->view_offs == 4);
+    CHECK(v2->data == base + 4);
+    CHECK_FALSE(v2->is_contiguous());
+
+    tensor* b = ctx.new_tensor_3d(elem_type::f32, 4, 3, 2); // nb {4, 16, 48, 96}
+    tensor* v3 = view_3d(ctx, b, 2, 3, 2, 16, 48, 8);
+    CHECK(v3->ne == ne_t{2, 3, 2, 1});
+    CHECK(v3->nb == nb_t{4, 16, 48, 96});
+    CHECK(v3->view_offs == 8);
+
+    tensor* c = ctx.new_tensor_4d(elem_type::f32, 2, 3, 4, 5); // nb {4, 8, 24, 96}
+    tensor* v4 = view_4d(ctx, c, 2, 3, 2, 5, 8, 48, 96, 24);
+    CHECK(v4->ne == ne_t{2, 3, 2, 5});
+    CHECK(v4->nb == nb_t{4, 8, 48, 96});
+    CHECK(v4->view_offs == 24);
+    CHECK(v4->data == static_cast<std::byte*>(c->data) + 24);
+
+    // a view of a view: offsets add up, view_src is the tensor that owns the memory
+    tensor* outer = view_1d(ctx, a, 20, 40);
+    tensor* inner = view_1d(ctx, outer, 5, 8);
+    CHECK(inner->view_src == a);
+    CHECK(inner->view_offs == 48);
+    CHECK(inner->data == base + 48);
+    CHECK(inner->src[0] == outer);
+
+    // general view of a quantized tensor: the second block of each row
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 64, 4); // rows of 68 bytes
+    tensor* vq = view(ctx, q, {32, 4, 1, 1}, {34, 68, 272, 272}, 34);
+    CHECK(vq->type == elem_type::q8_0);
+    CHECK(vq->ne == ne_t{32, 4, 1, 1});
+    CHECK(vq->view_offs == 34);
+}
+
+TEST_CASE("views: invalid extents and out-of-bounds views", "[ops][view]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 10, 6); // 240 bytes
+    CHECK_OP_ERROR("view", operands({a}), view_1d(ctx, a, 60, 4));        // 244 > 240
+    CHECK_OP_ERROR("view", operands({a}), view_1d(ctx, a, 61, 0));
+    CHECK_OP_ERROR("view", operands({a}), view_1d(ctx, a, 1, 240));       // one past the end
+    CHECK_OP_ERROR("view", operands({a}), view_2d(ctx, a, 10, 6, 44, 0)); // 40 + 5 * 44 = 260
+    CHECK_OP_ERROR("view", operands({a}), view_3d(ctx, a, 10, 3, 3, 40, 80, 0));
+    CHECK_OP_ERROR("view", operands({a}), view_4d(ctx, a, 10, 3, 1, 3, 40, 120, 80, 4));
+    CHECK_OP_ERROR("view", operands({a}), view(ctx, a, {-1, 1, 1, 1}, {4, 4, 4, 4}, 0));
+    CHECK_OP_ERROR("view", operands({a}), view(ctx, a, {4, 1, 1, -2}, {4, 16, 16, 16}, 0));
+    // offsets and extents so large that a byte count wraps around must still be refused
+    const auto huge = std::numeric_limits<std::size_t>::max();
+    CHECK_OP_ERROR("view", operands({a}), view_1d(ctx, a, 4, huge - 7));
+    CHECK_OP_ERROR("view", operands({a}), view_1d(ctx, a, std::int64_t{1} << 62, 0));
+    CHECK_OP_ERROR("view", operands({a}), view_2d(ctx, a, 1, std::int64_t{1} << 62, 4, 0));
+    // a view of a view is bounded by the inner view, not by the source
+    tensor* part = view_1d(ctx, a, 20, 40);
+    CHECK_OP_ERROR("view", operands({part}), view_1d(ctx, part, 20, 4));
+    // quantized rows are whole blocks
+    tensor* q = ctx.new_tensor_2d(elem_type::q4_0, 64, 2);
+    CHECK_OP_ERROR("view", operands({q}), view_1d(ctx, q, 16, 0));
+    CHECK_NULL_ERROR("view", view_1d(ctx, nullptr, 4, 0));
+    CHECK_NULL_ERROR("view", view_2d(ctx, nullptr, 4, 1, 16, 0));
+    CHECK_NULL_ERROR("view", view_3d(ctx, nullptr, 4, 1, 1, 16, 16, 0));
+    CHECK_NULL_ERROR("view", view_4d(ctx, nullptr, 4, 1, 1, 1, 16, 16, 16, 0));
+    CHECK_NULL_ERROR("view", view(ctx, nullptr, {4, 1, 1, 1}, {4, 16, 16, 16}, 0));
+}
+
+TEST_CASE("reshape", "[ops][view]") {
+    context ctx;
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 4, 6);
+    tensor* r = reshape(ctx, a, {24});
+    CHECK(r->op == op_kind::reshape);
+    CHECK(r->ne == ne_t{24, 1, 1, 1});
+    CHECK(r->nb == nb_t{4, 96, 96, 96});
+    CHECK(r->view_src == a);
+    CHECK(r->view_offs == 0);
+    CHECK(r->data == a->data);
+    CHECK(r->src[0] == a);
+    tensor* r3 = reshape(ctx, a, {2, 3, 4});
+    CHECK(r3->ne == ne_t{2, 3, 4, 1});
+    CHECK(r3->nb == nb_t{4, 8, 24, 96});
+    // a contiguous view keeps its offset
+    tensor* part = view_1d(ctx, a, 12, 48);
+    tensor* rp = reshape(ctx, part, {3, 4});
+    CHECK(rp->view_src == a);
+    CHECK(rp->view_offs == 48);
+    CHECK(rp->data == static_cast<std::byte*>(a->data) + 48);
+    // quantized: rows of whole blocks, strides in blocks (q4_0 rows of 32 are 18 bytes)
+    tensor* q = ctx.new_tensor_2d(elem_type::q4_0, 64, 2);
+    tensor* rq = reshape(ctx, q, {32, 4});
+    CHECK(rq->ne == ne_t{32, 4, 1, 1});
+    CHECK(rq->nb == nb_t{18, 18, 72, 72});
+    tensor* like = ctx.new_tensor_2d(elem_type::f16, 6, 4);
+    tensor* ra = reshape_as(ctx, a, like);
+    CHECK(ra->ne == ne_t{6, 4, 1, 1});
+    CHECK(ra->type == elem_type::f32); // the shape of like, not its type
+
+    CHECK_OP_ERROR("reshape", operands({a}), reshape(ctx, a, {5, 5}));
+    CHECK_OP_ERROR("reshape", operands({a}), reshape(ctx, a, {25}));
+    CHECK_OP_ERROR("reshape", operands({a}), reshape(ctx, a, {}));
+    CHECK_OP_ERROR("reshape", operands({a}), reshape(ctx, a, {1, 2, 3, 4, 1}));
+    CHECK_OP_ERROR("reshape", operands({a}), reshape(ctx, a, {-4, -6}));
+    CHECK_OP_ERROR("reshape", operands({a}), reshape(ctx, a, {-1, 24}));
+    // extents whose product overflows int64 must be an error, not undefined behaviour
+    CHECK_OP_ERROR("reshape", operands({a}), reshape(ctx, a, {std::int64_t{1} << 32, std::int64_t{1} << 32}));
+    tensor* t = transpose(ctx, a);
+    CHECK_OP_ERROR("reshape", operands({t}), reshape(ctx, t, {24}));
+    CHECK_OP_ERROR("reshape", operands({q}), reshape(ctx, q, {16, 8}));
+    tensor* like25 = ctx.new_tensor_2d(elem_type::f32, 5, 5);
+    CHECK_OP_ERROR("reshape", operands({a, like25}), reshape_as(ctx, a, like25));
+    CHECK_NULL_ERROR("reshape", reshape(ctx, nullptr, {4}));
+    CHECK_NULL_ERROR("reshape", reshape_as(ctx, a, nullptr));
+    CHECK_NULL_ERROR("reshape", reshape_as(ctx, nullptr, a));
+}
+
+TEST_CASE("permute and transpose: ggml's axis rule", "[ops][view]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 2, 3, 4, 5); // nb {4, 8, 24, 96}
+
+    // source dim i becomes result dim axes[i]: ne[axes[i]] = a.ne[i], nb[axes[i]] = a.nb[i]
+    tensor* p = permute(ctx, a, 1, 2, 0, 3);
+    CHECK(p->op == op_kind::permute);
+    CHECK(p->ne == ne_t{4, 2, 3, 5});
+    CHECK(p->nb == nb_t{24, 4, 8, 96});
+    CHECK(p->view_src == a);
+    CHECK(p->src[0] == a);
+    CHECK(p->param<std::int32_t>(0) == 1);
+    CHECK(p->param<std::int32_t>(1) == 2);
+    CHECK(p->param<std::int32_t>(2) == 0);
+    CHECK(p->param<std::int32_t>(3) == 3);
+    CHECK_FALSE(p->is_contiguous());
+
+    tensor* rev = permute(ctx, a, 3, 2, 1, 0);
+    CHECK(rev->ne == ne_t{5, 4, 3, 2});
+    CHECK(rev->nb == nb_t{96, 24, 8, 4});
+
+    tensor* id = permute(ctx, a, 0, 1, 2, 3);
+    CHECK(id->ne == a->ne);
+    CHECK(id->nb == a->nb);
+    CHECK(id->is_contiguous());
+
+    // a permute of a permute composes: (1,2,0,3) then (2,0,1,3) is the identity
+    tensor* back = permute(ctx, p, 2, 0, 1, 3);
+    CHECK(back->ne == a->ne);
+    CHECK(back->nb == a->nb);
+    CHECK(back->view_src == a);
+
+    // quantized: allowed while dim 0 (the blocks) stays first
+    tensor* q = ctx.new_tensor_3d(elem_type::q8_0, 32, 3, 2); // nb {34, 34, 102, 204}
+    tensor* pq = permute(ctx, q, 0, 2, 1, 3);
+    CHECK(pq->ne == ne_t{32, 2, 3, 1});
+    CHECK(pq->nb == nb_t{34, 102, 34, 204});
+
+    // transpose swaps dims 0 and 1
+    tensor* m = ctx.new_tensor_2d(elem_type::f32, 4, 6); // nb {4, 16, 96, 96}
+    tensor* t = transpose(ctx, m);
+    CHECK(t->op == op_kind::transpose);
+    CHECK(t->ne == ne_t{6, 4, 1, 1});
+    CHECK(t->nb == nb_t{16, 4, 96, 96});
+    CHECK(t->view_src == m);
+    CHECK(t->src[0] == m);
+    CHECK(t->is_transposed());
+    CHECK_FALSE(t->is_contiguous());
+    tensor* tt = transpose(ctx, t);
+    CHECK(tt->ne == m->ne);
+    CHECK(tt->nb == m->nb);
+    CHECK(tt->is_contiguous());
+
+    for (auto [x0, x1, x2, x3] : {std::array{0, 0, 1, 2}, std::array{0, 1, 2, 4}, std::array{-1, 0, 1, 2},
+                                  std::array{3, 3, 3, 3}, std::array{0, 1, 2, 2}})
+        CHECK_OP_ERROR("permute", operands({a}), permute(ctx, a, x0, x1, x2, x3));
+    CHECK_OP_ERROR("permute", operands({q}), permute(ctx, q, 1, 0, 2, 3));
+    CHECK_OP_ERROR("permute", operands({q}), permute(ctx, q, 2, 1, 0, 3));
+    tensor* q4 = ctx.new_tensor_2d(elem_type::q4_0, 32, 4);
+    CHECK_OP_ERROR("transpose", operands({q4}), transpose(ctx, q4));
+    CHECK_OP_ERROR("transpose", operands({q}), transpose(ctx, q));
+    CHECK_NULL_ERROR("permute", permute(ctx, nullptr, 0, 1, 2, 3));
+    CHECK_NULL_ERROR("transpose", transpose(ctx, nullptr));
+}
+
+// ---------------------------------------------------------------------------------------
+// copies
+
+TEST_CASE("dup and cont", "[ops][copy]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_2d(elem_type::f16, 4, 6);
+    tensor* d = dup(ctx, a);
+    check_result(d, elem_type::f16, {4, 6, 1, 1}, op_kind::dup, a);
+    CHECK(d->nb == nb_t{2, 8, 48, 48});
+    tensor* t = transpose(ctx, a);
+    tensor* c = cont(ctx, t);
+    check_result(c, elem_type::f16, {6, 4, 1, 1}, op_kind::cont, t);
+    CHECK(c->nb == nb_t{2, 12, 48, 48}); // packed again
+    tensor* q = ctx.new_tensor_2d(elem_type::q4_0, 64, 3);
+    check_result(dup(ctx, q), elem_type::q4_0, {64, 3, 1, 1}, op_kind::dup, q);
+    CHECK_NULL_ERROR("dup", dup(ctx, nullptr));
+    CHECK_NULL_ERROR("cont", cont(ctx, nullptr));
+}
+
+TEST_CASE("cpy: converts and aliases its destination", "[ops][copy]") {
+    context ctx; // with data: the result's data is b's
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 4, 6);
+    tensor* b = ctx.new_tensor_1d(elem_type::f16, 24);
+    tensor* r = cpy(ctx, a, b);
+    CHECK(r->op == op_kind::cpy);
+    CHECK(r->type == elem_type::f16);
+    CHECK(r->ne == b->ne);
+    CHECK(r->nb == b->nb);
+    CHECK(r->view_src == b);
+    CHECK(r->view_offs == 0);
+    CHECK(r->data == b->data);
+    CHECK(r->src[0] == a);
+    CHECK(r->src[1] == b);
+
+    // into a view: the result aliases the view's memory in the owner
+    tensor* big = ctx.new_tensor_1d(elem_type::f32, 64);
+    tensor* part = view_1d(ctx, big, 24, 16);
+    tensor* rv = cpy(ctx, a, part);
+    CHECK(rv->view_src == big);
+    CHECK(rv->view_offs == 16);
+    CHECK(rv->data == static_cast<std::byte*>(big->data) + 16);
+
+    // to and from quantized types, and i32 to i32
+    tensor* f = ctx.new_tensor_2d(elem_type::f32, 64, 2);
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 64, 2);
+    CHECK(cpy(ctx, f, q)->type == elem_type::q8_0);
+    CHECK(cpy(ctx, q, f)->type == elem_type::f32);
+    tensor* i1 = ctx.new_tensor_1d(elem_type::i32, 6);
+    tensor* i2 = ctx.new_tensor_2d(elem_type::i32, 3, 2);
+    CHECK(cpy(ctx, i1, i2)->ne == ne_t{3, 2, 1, 1});
+    // a non-contiguous f32 source is fine
+    CHECK(cpy(ctx, transpose(ctx, a), b)->src[0]->op == op_kind::transpose);
+
+    tensor* b25 = ctx.new_tensor_1d(elem_type::f32, 25);
+    CHECK_OP_ERROR("cpy", operands({a, b25}), cpy(ctx, a, b25));
+    tensor* bi = ctx.new_tensor_1d(elem_type::i32, 24);
+    CHECK_OP_ERROR("cpy", operands({a, bi}), cpy(ctx, a, bi));
+    CHECK_OP_ERROR("cpy", operands({bi, b}), cpy(ctx, bi, b));
+    // quantized source with gaps between blocks; quantized destination not contiguous
+    tensor* qsrc = view(ctx, q, {32, 2, 1, 1}, {68, 68, 136, 136}, 0);
+    tensor* f64 = ctx.new_tensor_1d(elem_type::f32, 64);
+    CHECK_OP_ERROR("cpy", operands({qsrc, f64}), cpy(ctx, qsrc, f64));
+    tensor* q4 = ctx.new_tensor_2d(elem_type::q8_0, 32, 4);
+    tensor* qdst = view_2d(ctx, q4, 32, 2, 68, 0); // every other row
+    CHECK_FALSE(qdst->is_contiguous());
+    tensor* f2 = ctx.new_tensor_2d(elem_type::f32, 32, 2);
+    CHECK_OP_ERROR("cpy", operands({f2, qdst}), cpy(ctx, f2, qdst));
+    CHECK_NULL_ERROR("cpy", cpy(ctx, nullptr, b));
+    CHECK_NULL_ERROR("cpy", cpy(ctx, a, nullptr));
+}
