@@ -3,4 +3,7 @@
 
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/host_buffer.hpp>
+#include <backplane/memory/alloc_tensors.hpp>
+#include <backplane/memory/graph_alloc.hpp>
+#include <backplane/memory/tensor_alloc.hpp>
 #include <backplane/memory/tensor_io.hpp>

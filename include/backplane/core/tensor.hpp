@@ -122,8 +122,10 @@ struct tensor {
     [[nodiscard]] std::size_t nbytes() const noexcept {
         for (auto n : ne)
             if (n <= 0) return 0;
-        const auto bs = static_cast<std::size_t>(block_size(type));
-        std::size_t bytes = static_cast<std::size_t>(ne[0]) * nb[0] / bs;
+        // the last element of each dimension lies (ne - 1) strides past the first, for any
+        // strides (a transposed view's dim 0 is not its fastest); blocks count as elements
+        const auto blocks0 = static_cast<std::size_t>(ne[0] / block_size(type));
+        std::size_t bytes = type_size(type) + (blocks0 - 1) * nb[0];
         for (std::size_t i = 1; i < max_dims; ++i) bytes += static_cast<std::size_t>(ne[i] - 1) * nb[i];
         return bytes;
     }
@@ -202,8 +204,10 @@ inline std::optional<std::size_t> checked_nbytes(elem_type t, const std::array<s
         r = a * b;
         return true;
     };
-    std::size_t bytes = 0;
-    if (!mul(static_cast<std::size_t>(ne[0] / block_size(t)), nb[0], bytes)) return std::nullopt;
+    std::size_t bytes = 0; // as tensor::nbytes(): first block plus (blocks - 1) strides
+    if (!mul(static_cast<std::size_t>(ne[0] / block_size(t) - 1), nb[0], bytes) || bytes > limit - type_size(t))
+        return std::nullopt;
+    bytes += type_size(t);
     for (std::size_t i = 1; i < max_dims; ++i) {
         std::size_t step = 0;
         if (!mul(static_cast<std::size_t>(ne[i] - 1), nb[i], step) || step > limit - bytes) return std::nullopt;
