@@ -97,3 +97,17 @@ inline void clear_isa_override() noexcept { detail::isa_override().store(-1, std
 #define BACKPLANE_TARGET_AVX512
 #define BACKPLANE_HAS_X86_KERNELS 0
 #endif
+
+// Brackets code that uses AVX-512 intrinsics: GCC 12's own intrinsic headers trigger
+// -Wmaybe-uninitialized / -Wuninitialized when _mm512_sqrt_ps, _mm512_max_ps and others are inlined (they
+// start from an "undefined" vector), a false positive that would otherwise reach every
+// user's build.
+#if defined(__GNUC__) && !defined(__clang__)
+#define BACKPLANE_X86_KERNELS_BEGIN \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+        _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#define BACKPLANE_X86_KERNELS_END _Pragma("GCC diagnostic pop")
+#else
+#define BACKPLANE_X86_KERNELS_BEGIN
+#define BACKPLANE_X86_KERNELS_END
+#endif
