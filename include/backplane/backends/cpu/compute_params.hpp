@@ -22,6 +22,7 @@ struct compute_params {
     isa level = isa::portable;   ///< instruction set the kernel may use
     void (*barrier_fn)(void*) noexcept = nullptr; ///< waits for the node's nth threads
     void* barrier_ctx = nullptr;
+    bool reference = false;      ///< run the reference kernels only (no fast paths)
 
     /// Waits until every thread of the node has reached this point (no-op for nth == 1).
     void barrier() const noexcept {

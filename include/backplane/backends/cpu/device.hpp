@@ -17,6 +17,16 @@ namespace backplane {
 
 class cpu_backend;
 
+/// How a cpu_backend starts (both settings can be changed later on the backend).
+struct cpu_backend_params {
+    /// Threads computing a graph, the calling thread included; 0 (or less): one per
+    /// hardware thread.
+    int n_threads = 0;
+    /// Reference kernels only, no fast paths: the oracle other backends are tested
+    /// against (still multi-threaded).
+    bool reference = false;
+};
+
 class cpu_device {
 public:
     /// The process-wide CPU device.
@@ -51,7 +61,7 @@ public:
     }
 
     /// A new CPU backend (defined in backends/cpu/backend.hpp).
-    [[nodiscard]] cpu_backend make_backend() const;
+    [[nodiscard]] cpu_backend make_backend(const cpu_backend_params& params = {}) const;
 
 private:
     cpu_device() {

@@ -35,7 +35,12 @@ namespace detail {
 inline isa detect_isa() noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#if defined(__clang__) // clang's __builtin_cpu_supports does not know "f16c"; every AVX2 CPU has it
+    const bool f16c = true;
+#else
+    const bool f16c = __builtin_cpu_supports("f16c");
+#endif
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                         __builtin_cpu_supports("avx512vnni");

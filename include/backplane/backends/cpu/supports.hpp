@@ -44,6 +44,11 @@ constexpr bool is_real(elem_type t) noexcept {
     return is_f32_f16_bf16(t) || is_quantized(t);
 }
 
+/// Equal extents (std::array's == calls memcmp, which shows when checking big graphs).
+constexpr bool same_ne(const tensor& x, const tensor& y) noexcept {
+    return x.ne[0] == y.ne[0] && x.ne[1] == y.ne[1] && x.ne[2] == y.ne[2] && x.ne[3] == y.ne[3];
+}
+
 /// Quantized rows hold whole blocks.
 inline bool whole_blocks(const tensor& t) noexcept {
     return t.ne[0] % block_size(t.type) == 0;
@@ -58,9 +63,22 @@ inline bool supports_copy(const tensor& t, const tensor& src) noexcept {
     return src.nelements() == t.nelements() && whole_blocks(t) && whole_blocks(src);
 }
 
+/// can_repeat(b, a) (core/tensor.hpp), without a division for the usual extents (equal
+/// or 1): checking a graph of many small nodes is dominated by those divisions.
+inline bool repeats(const tensor& b, const tensor& a) noexcept {
+    if (b.nelements() == 0) return a.nelements() == 0; // empty broadcasts only to empty
+    for (std::size_t i = 0; i < max_dims; ++i) {
+        const std::int64_t nb = b.ne[i];
+        const std::int64_t na = a.ne[i];
+        if (nb == 1 || (nb == na && nb > 0)) continue;
+        if (nb <= 0 || na % nb != 0) return false;
+    }
+    return true;
+}
+
 inline bool supports_binary(const tensor& t, const tensor& a, const tensor& b) noexcept {
-    return is_f32_f16_bf16(a.type) && is_f32_f16_bf16(b.type) && t.type == a.type && t.ne == a.ne &&
-           can_repeat(b, a);
+    return is_f32_f16_bf16(a.type) && is_f32_f16_bf16(b.type) && t.type == a.type && same_ne(t, a) &&
+           repeats(b, a);
 }
 
 inline bool supports_mul_mat(const tensor& t, const tensor& a, const tensor& b) noexcept {
@@ -92,7 +110,7 @@ inline bool supports_rope(const tensor& t, const tensor& a, const tensor& pos) n
     const std::int32_t n_dims = t.param<std::int32_t>(0);
     const std::int32_t mode = t.param<std::int32_t>(1);
     return (a.type == elem_type::f32 || a.type == elem_type::f16) && t.type == a.type &&
-           t.ne == a.ne && pos.type == elem_type::i32 && pos.ne[0] >= a.ne[2] && n_dims > 0 &&
+           same_ne(t, a) && pos.type == elem_type::i32 && pos.ne[0] >= a.ne[2] && n_dims > 0 &&
            n_dims % 2 == 0 && n_dims <= a.ne[0] &&
            (mode == static_cast<std::int32_t>(rope_mode::normal) ||
             mode == static_cast<std::int32_t>(rope_mode::neox));
@@ -141,7 +159,7 @@ inline bool supports_op(const tensor& t) noexcept {
     case op_kind::gelu:
     case op_kind::relu:
         return a != nullptr && detail::is_f32_f16_bf16(a->type) && t.type == a->type &&
-               t.ne == a->ne;
+               detail::same_ne(t, *a);
     case op_kind::sum_rows:
         return a != nullptr && detail::is_f32_f16_bf16(a->type) && t.type == elem_type::f32 &&
                t.ne == std::array<std::int64_t, max_dims>{1, a->ne[1], a->ne[2], a->ne[3]};
@@ -151,7 +169,7 @@ inline bool supports_op(const tensor& t) noexcept {
     case op_kind::norm:
     case op_kind::rms_norm:
         return a != nullptr && a->type == elem_type::f32 && t.type == elem_type::f32 &&
-               t.ne == a->ne;
+               detail::same_ne(t, *a);
     case op_kind::soft_max:
         return a != nullptr && detail::supports_soft_max(t, *a, b);
     case op_kind::mul_mat:

@@ -576,7 +576,10 @@ errc run(const compute_params& p, tensor& dst) noexcept {
 }
 
 inline bool f32_rows(const tensor* t) noexcept {
-    return t != nullptr && t->type == elem_type::f32 && t->nb[0] == sizeof(float);
+    // rows read through float pointers: the data and every row step must be float-aligned
+    return t != nullptr && t->type == elem_type::f32 && t->nb[0] == sizeof(float) &&
+           reinterpret_cast<std::uintptr_t>(t->data) % alignof(float) == 0 && t->nb[1] % alignof(float) == 0 &&
+           t->nb[2] % alignof(float) == 0 && t->nb[3] % alignof(float) == 0;
 }
 
 } // namespace rowwise_detail

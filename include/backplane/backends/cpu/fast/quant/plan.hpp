@@ -1,0 +1,251 @@
+#pragma once
+// Geometry of a quantized mul_mat: which nodes the fast path takes, the layout of the
+// work buffer, and how the node is cut into jobs for the threads.
+//
+// Work buffer (64-byte aligned, shared by the node's threads):
+//
+//   [ quantized b | panel scratch of thread 0 | ... of thread nth-1 ]
+//
+// Quantized b: every column n of b (a row of the tensor, K values) becomes K/32 blocks of
+// q8_0, 40 bytes each: int8 qs[32], float d and int32 corr, where d is the f16 scale of
+// core's quantize_row_q8_0 widened to f32, and corr = -c * sum(qs) with c = 128 for q8_0
+// weights and 8 for q4_0 weights: the constant a kernel adds to an unsigned-times-signed
+// byte dot product (u8 = weight + c) to get the signed one. Two arrangements, chosen by
+// the tile width `nr` of the kernel that reads them:
+//
+//   nr = 1 (column by column):  qs[nblk][32] | d[nblk] | corr[nblk]      per column
+//   nr = 7 (AVX-512 microkernel), tiles of w = 7 columns (the last may be narrower),
+//          block by block:      qs[w][32] | d[w] | corr[w]               per tile block
+//
+// so that the column kernels load 16 consecutive scales at once and the microkernel walks
+// one pointer with constant displacements. Either way a column takes nblk * 40 bytes and
+// columns follow each other in order (matrix by matrix).
+//
+// Panel scratch: the AVX-512 kernels repack 32 weight rows, kc_blocks blocks of K at a
+// time (see avx512.hpp).
+//
+// Jobs: (matrix of b, chunk of columns, panel of rows), panel fastest. A chunk holds as
+// many columns as keep their quantized b within a cache budget; when there are fewer jobs
+// than threads, chunks are made smaller, so that a single row panel (small M, large N)
+// or a mat-vec (N = 1, many panels) both split across threads.
+
+#include <backplane/backends/cpu/compute_params.hpp>
+#include <backplane/backends/cpu/isa.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace backplane::cpu::fast::quant {
+
+using i64 = std::int64_t;
+
+inline constexpr i64 qk = 32;           ///< values per block (q8_0 and q4_0)
+inline constexpr i64 rec_bytes = 40;    ///< bytes of one quantized b block record
+inline constexpr i64 panel_rows = 32;   ///< weight rows per job (and per AVX-512 panel)
+inline constexpr i64 panel_block_bytes = 32 * 32 + 32 * 4; ///< packed bytes + f32 scales
+inline constexpr int nr_avx512 = 7;     ///< b tile width of the AVX-512 microkernel
+inline constexpr i64 kc_blocks = 16;    ///< K blocks per packed AVX-512 panel chunk
+inline constexpr i64 gemv_max_cols = 1; ///< up to this N, AVX-512 streams unpacked weights (mat-vec)
+inline constexpr std::size_t chunk_budget = std::size_t{1} << 20; ///< quantized b per job
+
+/// The instruction set a node is computed with: the requested level, never above what
+/// the CPU has, and portable where no x86 kernels are compiled.
+inline isa effective_level(isa requested) noexcept {
+#if BACKPLANE_HAS_X86_KERNELS
+    const isa hw = detected_isa();
+    return static_cast<int>(requested) < static_cast<int>(hw) ? requested : hw;
+#else
+    (void)requested;
+    return isa::portable;
+#endif
+}
+
+/// Tile width (columns of b per tile) of the kernel a level runs for N columns: the
+/// AVX-512 microkernel's 7, or 1 for the kernels that read b column by column.
+constexpr int tile_width(isa level, i64 N) noexcept {
+    return level == isa::avx512 && N > gemv_max_cols ? nr_avx512 : 1;
+}
+
+/// Where a column's blocks live in the quantized b (see the header comment): block kb's
+/// values at qs + kb * step, its scale at d + kb * dstep, its corr at corr + kb * dstep.
+struct column_ref {
+    std::byte* qs;
+    std::byte* d;
+    std::byte* corr;
+    i64 step;
+    i64 dstep;
+
+    /// The same column starting at block kb.
+    [[nodiscard]] column_ref from_block(i64 kb) const noexcept {
+        return {qs + kb * step, d + kb * dstep, corr + kb * dstep, step, dstep};
+    }
+};
+
+/// Everything derived from the node's shape that the kernels need.
+struct plan {
+    elem_type wtype{};  ///< q8_0 or q4_0
+    i64 K = 0, nblk = 0, M = 0, N = 0, B2 = 1, B3 = 1, r2 = 1, r3 = 1;
+    std::size_t wbytes = 0;  ///< bytes of one weight block (34 or 18)
+    std::size_t b_bytes = 0; ///< quantized b, rounded up to 64
+    std::size_t panel_bytes = 0; ///< one thread's panel scratch, rounded up to 64
+    std::int32_t corr_c = 0; ///< 128 (q8_0) or 8 (q4_0)
+
+    [[nodiscard]] i64 matrices() const noexcept { return B2 * B3; }
+    [[nodiscard]] i64 col_bytes() const noexcept { return nblk * rec_bytes; }
+
+    /// Column n of matrix bi in the arrangement for tile width nr.
+    [[nodiscard]] column_ref column(std::byte* qb, i64 bi, i64 n, int nr) const noexcept {
+        if (nr == 1) {
+            std::byte* c = qb + static_cast<std::size_t>((bi * N + n) * col_bytes());
+            return {c, c + nblk * qk, c + nblk * (qk + 4), qk, 4};
+        }
+        const i64 t = n / nr;
+        const i64 s = n % nr;
+        const i64 w = std::min<i64>(nr, N - t * nr);
+        std::byte* base = qb + static_cast<std::size_t>((bi * N + t * nr) * col_bytes());
+        return {base + s * qk, base + w * qk + s * 4, base + w * (qk + 4) + s * 4, w * rec_bytes, w * rec_bytes};
+    }
+    /// Start of tile t of matrix bi (of column t when nr = 1).
+    [[nodiscard]] const std::byte* tile(const std::byte* qb, i64 bi, i64 t, int nr) const noexcept {
+        return qb + static_cast<std::size_t>((bi * N + t * nr) * col_bytes());
+    }
+};
+
+inline std::size_t round64(std::size_t n) noexcept { return (n + 63) / 64 * 64; }
+
+/// True when the fast kernels compute this node; fills *out when given.
+/// A pure function of the node (types, extents, strides).
+inline bool make_plan(const tensor& dst, plan* out) noexcept {
+    if (dst.op != op_kind::mul_mat) return false;
+    const tensor* a = dst.src[0];
+    const tensor* b = dst.src[1];
+    if (a == nullptr || b == nullptr) return false;
+    if (a->type != elem_type::q8_0 && a->type != elem_type::q4_0) return false;
+    if (b->type != elem_type::f32 && b->type != elem_type::f16 && b->type != elem_type::bf16) return false;
+    if (dst.type != elem_type::f32 || dst.nb[0] != sizeof(float)) return false;
+    if (!a->rows_contiguous()) return false;
+    const i64 K = a->ne[0];
+    if (K <= 0 || K % qk != 0 || b->ne[0] != K) return false;
+    for (std::size_t i = 0; i < max_dims; ++i)
+        if (a->ne[i] <= 0 || b->ne[i] <= 0 || dst.ne[i] <= 0) return false;
+    if (dst.ne[0] != a->ne[1] || dst.ne[1] != b->ne[1] || dst.ne[2] != b->ne[2] || dst.ne[3] != b->ne[3])
+        return false;
+    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return false;
+
+    plan p;
+    p.wtype = a->type;
+    p.K = K;
+    p.nblk = K / qk;
+    p.M = a->ne[1];
+    p.N = b->ne[1];
+    p.B2 = b->ne[2];
+    p.B3 = b->ne[3];
+    p.r2 = b->ne[2] / a->ne[2];
+    p.r3 = b->ne[3] / a->ne[3];
+    p.wbytes = type_size(a->type);
+    p.corr_c = a->type == elem_type::q8_0 ? 128 : 8;
+
+    // sizes, refusing anything whose byte counts would overflow (the reference kernel
+    // then runs and reports whatever it reports)
+    constexpr auto lim = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 4);
+    const auto cols = static_cast<std::uint64_t>(p.N) * static_cast<std::uint64_t>(p.B2);
+    if (p.B3 != 0 && cols > lim / static_cast<std::uint64_t>(p.B3)) return false;
+    const std::uint64_t all_cols = cols * static_cast<std::uint64_t>(p.B3);
+    const auto cb = static_cast<std::uint64_t>(p.nblk) * rec_bytes;
+    if (all_cols > lim / cb) return false;
+    p.b_bytes = round64(static_cast<std::size_t>(all_cols * cb));
+    if (static_cast<std::uint64_t>(p.nblk) > lim / (panel_block_bytes * 64)) return false;
+    p.panel_bytes = round64(static_cast<std::size_t>(std::min(p.nblk, kc_blocks) * panel_block_bytes));
+    if (out != nullptr) *out = p;
+    return true;
+}
+
+/// Bytes of the work buffer for nth threads.
+inline std::size_t work_bytes(const plan& p, int nth) noexcept {
+#if BACKPLANE_HAS_X86_KERNELS
+    return p.b_bytes + static_cast<std::size_t>(nth > 0 ? nth : 1) * p.panel_bytes;
+#else
+    (void)nth;
+    return p.b_bytes;
+#endif
+}
+
+/// How the node is cut into jobs for a level (see the header comment).
+struct job_grid {
+    i64 panels = 0;      ///< row panels per matrix (panel_rows rows each)
+    i64 chunks = 0;      ///< column chunks per matrix
+    i64 chunk_cols = 0;  ///< columns per chunk (a multiple of the tile width)
+    [[nodiscard]] i64 jobs(const plan& p) const noexcept { return p.matrices() * chunks * panels; }
+};
+
+inline job_grid make_grid(const plan& p, int nth, int nr) noexcept {
+    job_grid g;
+    g.panels = (p.M + panel_rows - 1) / panel_rows;
+    const i64 tiles = (p.N + nr - 1) / nr;
+    const i64 tile_bytes = nr * p.col_bytes();
+    i64 per = std::max<i64>(1, static_cast<i64>(chunk_budget) / tile_bytes); // tiles per chunk
+    i64 chunks = (tiles + per - 1) / per;
+    const i64 have = p.matrices() * g.panels;
+    if (have * chunks < nth) chunks = std::min<i64>(tiles, (nth + have - 1) / have);
+    per = (tiles + chunks - 1) / chunks;
+    g.chunks = (tiles + per - 1) / per;
+    g.chunk_cols = per * nr;
+    return g;
+}
+
+/// Job j of the grid: matrix bi (of b), columns [n0, n1), rows [m0, m1).
+struct job {
+    i64 bi, n0, n1, m0, m1;
+};
+inline job job_at(const plan& p, const job_grid& g, i64 j) noexcept {
+    const i64 panel = j % g.panels;
+    j /= g.panels;
+    const i64 chunk = j % g.chunks;
+    const i64 bi = j / g.chunks;
+    const i64 n0 = chunk * g.chunk_cols;
+    const i64 m0 = panel * panel_rows;
+    return {bi, n0, std::min(p.N, n0 + g.chunk_cols), m0, std::min(p.M, m0 + panel_rows)};
+}
+
+// -- small helpers shared by the kernels -----------------------------------------------
+
+inline std::int32_t load_i32(const void* p) noexcept {
+    std::int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline float load_f32(const void* p) noexcept {
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline f16_t load_f16(const void* p) noexcept {
+    f16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/// Row (m) of the weight matrix that meets matrix bi of b.
+inline const std::byte* weight_row(const tensor& a, const plan& p, i64 bi, i64 m) noexcept {
+    const i64 i2 = bi % p.B2;
+    const i64 i3 = bi / p.B2;
+    return static_cast<const std::byte*>(a.data) + static_cast<std::size_t>(m) * a.nb[1] +
+           static_cast<std::size_t>(i2 / p.r2) * a.nb[2] + static_cast<std::size_t>(i3 / p.r3) * a.nb[3];
+}
+/// Address of dst[m, n] of matrix bi (any alignment: stores go through memcpy or
+/// unaligned vector stores).
+inline std::byte* dst_at(tensor& dst, const plan& p, i64 bi, i64 m, i64 n) noexcept {
+    const i64 i2 = bi % p.B2;
+    const i64 i3 = bi / p.B2;
+    return static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(m) * sizeof(float) +
+           static_cast<std::size_t>(n) * dst.nb[1] + static_cast<std::size_t>(i2) * dst.nb[2] +
+           static_cast<std::size_t>(i3) * dst.nb[3];
+}
+inline void store_f32(std::byte* p, float v) noexcept { std::memcpy(p, &v, sizeof v); }
+
+} // namespace backplane::cpu::fast::quant

@@ -1,0 +1,321 @@
+#pragma once
+// cpu_plan: a graph checked once and scheduled for the thread pool, computed many times
+// (the plan_backend refinement); and the executor that runs a plan on a pool.
+//
+// Scheduling. Every node that computes something becomes a step with nth =
+// n_tasks(node, n_threads) threads (view ops and leafs are dropped). All threads walk
+// the steps together; a thread whose index is nth or more skips the step. A barrier
+// separates step k-1 from step k unless both run on thread 0 alone: a chain of small
+// nodes runs on the calling thread with no synchronisation at all, and a graph whose
+// every node is small does not wake the workers. Kernels may also wait inside a node
+// (compute_params::barrier) for that node's nth threads.
+//
+// Stopping. Thread 0 asks the abort callback before each step; a node that fails (a
+// get_rows index out of range) stops the graph too. Either records the step before
+// which to stop; every thread reads it after each barrier and leaves at the first
+// barrier at or past that step, so all threads leave at the same barrier and none is
+// left waiting; the thread that stopped computes nothing more meanwhile.
+
+#include <backplane/backends/cpu/compute.hpp>
+#include <backplane/backends/cpu/detail/work_buffer.hpp>
+#include <backplane/backends/cpu/isa.hpp>
+#include <backplane/backends/cpu/supports.hpp>
+#include <backplane/backends/cpu/thread_pool.hpp>
+#include <backplane/core/error.hpp>
+#include <backplane/core/graph.hpp>
+#include <backplane/memory/buffer.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace backplane {
+
+namespace cpu {
+
+namespace detail {
+struct plan_access;
+}
+
+/// One node of a plan and how it runs.
+struct plan_step {
+    tensor* node = nullptr;
+    std::size_t wsize = 0;       ///< work buffer bytes it uses (work_size)
+    int nth = 1;                 ///< threads that compute it (n_tasks), 0..nth-1
+    bool barrier_before = false; ///< all threads meet before it
+};
+
+} // namespace cpu
+
+/// A graph prepared for cpu_backend::compute(cpu_plan&): checked (every node supported,
+/// every tensor with host data), scheduled (threads per node, barriers) and given its
+/// work buffer, which it keeps. The plan refers to the graph's tensors: they must
+/// outlive it and keep their ops, types, shapes and memory; the values in them may
+/// change freely between computes (that is the point). A plan made for one thread count
+/// or mode is re-scheduled when computed by a backend set differently (no new checks).
+class cpu_plan {
+public:
+    cpu_plan() = default; ///< an empty plan: computes nothing
+    cpu_plan(cpu_plan&&) noexcept = default;
+    cpu_plan& operator=(cpu_plan&&) noexcept = default;
+    cpu_plan(const cpu_plan&) = delete;
+    cpu_plan& operator=(const cpu_plan&) = delete;
+
+    /// The nodes that compute something, in order, with their threads and barriers.
+    [[nodiscard]] std::span<const cpu::plan_step> steps() const noexcept { return steps_; }
+    [[nodiscard]] std::size_t size() const noexcept { return steps_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return steps_.empty(); }
+    /// The thread count and mode it is scheduled for.
+    [[nodiscard]] int n_threads() const noexcept { return n_threads_; }
+    [[nodiscard]] bool reference() const noexcept { return reference_; }
+    /// The most threads any step uses (1: the plan runs on the calling thread alone).
+    [[nodiscard]] int max_nth() const noexcept { return max_nth_; }
+    /// Barriers between steps per compute.
+    [[nodiscard]] std::size_t n_barriers() const noexcept { return n_barriers_; }
+    /// Bytes of work buffer it holds.
+    [[nodiscard]] std::size_t work_size() const noexcept { return work_.size(); }
+
+private:
+    friend struct cpu::detail::plan_access;
+
+    std::vector<cpu::plan_step> steps_;
+    int n_threads_ = 0; ///< 0: not scheduled yet
+    bool reference_ = false;
+    int max_nth_ = 0;
+    std::size_t n_barriers_ = 0;
+    cpu::detail::work_buffer work_;
+};
+
+namespace cpu::detail {
+
+/// Places steps one after another: threads, work size, barrier before.
+struct scheduler {
+    int n_threads;
+    bool reference;
+    int prev = 0; ///< nth of the previous step, 0 before the first
+    int max_nth = 0;
+    std::size_t barriers = 0;
+    std::size_t wmax = 0;
+
+    void place(plan_step& s) noexcept {
+        s.nth = n_tasks(*s.node, n_threads);
+        s.wsize = work_size(*s.node, s.nth, reference);
+        s.barrier_before = prev != 0 && !(prev == 1 && s.nth == 1);
+        barriers += s.barrier_before ? 1 : 0;
+        max_nth = std::max(max_nth, s.nth);
+        wmax = std::max(wmax, s.wsize);
+        prev = s.nth;
+    }
+};
+
+/// What the backend and the executor need of a plan (private to users).
+struct plan_access {
+    static std::vector<plan_step>& steps(cpu_plan& p) noexcept { return p.steps_; }
+    static detail::work_buffer& work(cpu_plan& p) noexcept { return p.work_; }
+
+    /// Takes the schedule of p's steps placed by `s`, with a work buffer big enough.
+    /// Out of memory is a status.
+    static status commit(cpu_plan& p, const scheduler& s) noexcept {
+        if (auto st = p.work_.reserve(s.wmax); !st) return st;
+        p.n_threads_ = s.n_threads;
+        p.reference_ = s.reference;
+        p.max_nth_ = s.max_nth;
+        p.n_barriers_ = s.barriers;
+        return {};
+    }
+
+    /// Re-schedules p's steps for n_threads in this mode. Cheap (one pass, no checks).
+    static status schedule(cpu_plan& p, int n_threads, bool reference) noexcept {
+        scheduler s{n_threads, reference};
+        for (plan_step& step : p.steps_) s.place(step);
+        return commit(p, s);
+    }
+};
+
+inline status host_data(const tensor& t, const tensor& node, const char* role) {
+    if (t.data == nullptr)
+        return {errc::invalid_argument, "cpu: " + std::string(role) + " '" + t.name + "' of node '" + node.name +
+                                            "' (" + std::string(to_string(node.op)) +
+                                            ") has no data; allocate the graph first"};
+    if (t.buffer != nullptr && !t.buffer->is_host())
+        return {errc::invalid_argument, "cpu: " + std::string(role) + " '" + t.name + "' of node '" + node.name +
+                                            "' lives in a non-host buffer (" + std::string(t.buffer->type().name()) +
+                                            ")"};
+    return {};
+}
+
+inline bool has_host_data(const tensor& t) noexcept {
+    return t.data != nullptr && (t.buffer == nullptr || t.buffer->is_host());
+}
+
+/// The node can be computed here: a kernel for it, host data for it and its sources.
+inline status check_node(const tensor& node) {
+    bool fine = supports_op(node) && has_host_data(node);
+    for (const tensor* s : node.src) fine = fine && (s == nullptr || has_host_data(*s));
+    if (fine) return {}; // the common case, without building any message
+    if (!supports_op(node))
+        return {errc::not_supported, "cpu: op " + std::string(to_string(node.op)) + " on node '" + node.name +
+                                         "' with these types or layouts is not supported"};
+    if (auto s = host_data(node, node, "output"); !s) return s;
+    for (const tensor* s : node.src)
+        if (s != nullptr)
+            if (auto st = host_data(*s, node, "source"); !st) return st;
+    return {};
+}
+
+/// Checks every node of g and fills p with its steps, scheduled for n_threads. On
+/// failure p holds no steps.
+inline status build_plan(cpu_plan& p, graph_view g, int n_threads, bool reference) {
+    auto& steps = plan_access::steps(p);
+    steps.clear();
+    scheduler sched{n_threads, reference};
+    for (tensor* node : g) {
+        if (node == nullptr) {
+            steps.clear();
+            return {errc::invalid_argument, "cpu: a graph node is null"};
+        }
+        if (node->op == op_kind::none || is_view_op(node->op)) continue;
+        if (auto s = check_node(*node); !s) {
+            steps.clear();
+            return s;
+        }
+        sched.place(steps.emplace_back(plan_step{node}));
+    }
+    if (auto s = plan_access::commit(p, sched); !s) {
+        steps.clear();
+        return s;
+    }
+    return {};
+}
+
+/// Shared by the threads running one plan; lives on the calling thread's stack.
+struct exec_state {
+    const plan_step* steps = nullptr;
+    std::size_t n = 0;
+    std::byte* wdata = nullptr;
+    isa level = isa::portable;
+    bool reference = false;
+    thread_pool* pool = nullptr;                      ///< null: thread 0 alone
+    const std::function<bool()>* abort = nullptr;     ///< asked by thread 0 only
+    bool aborted = false;                             ///< thread 0 only
+
+    /// The step before which every thread stops (none: SIZE_MAX). It names a step, not
+    /// just "stop", because threads read it after different barriers: a thread still
+    /// reading it after an earlier barrier must not stop before the others do.
+    alignas(cache_line) std::atomic<std::size_t> stop_at{static_cast<std::size_t>(-1)};
+    alignas(cache_line) std::atomic<std::uint64_t> first_error{~std::uint64_t{0}}; ///< step << 8 | errc
+
+    template <class T> static void lower(std::atomic<T>& a, T v) noexcept {
+        T cur = a.load(std::memory_order_relaxed);
+        while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+        }
+    }
+    /// Stops every thread at the first barrier before a step >= k (published by that
+    /// barrier's release).
+    void stop_before(std::size_t k) noexcept { lower(stop_at, k); }
+    void fail(std::size_t step, errc e) noexcept {
+        lower(first_error, (static_cast<std::uint64_t>(step) << 8) | static_cast<std::uint8_t>(e));
+        stop_before(step + 1);
+    }
+};
+
+/// The context of compute_params::barrier for one thread: the node's thread count.
+struct node_sync {
+    thread_pool* pool;
+    int n;
+};
+inline void node_barrier(void* ctx) noexcept {
+    auto* s = static_cast<node_sync*>(ctx);
+    s->pool->barrier(s->n);
+}
+
+/// True when the user's callback asks to stop (an exception counts as a stop: it
+/// cannot travel through the worker threads).
+inline bool ask_abort(const std::function<bool()>& f) noexcept {
+    try {
+        return f();
+    } catch (...) {
+        return true;
+    }
+}
+
+/// Thread ith's walk over the steps (see the header comment).
+inline void run_steps(exec_state& st, int ith) noexcept {
+    node_sync sync{st.pool, 1};
+    compute_params p;
+    p.ith = ith;
+    p.wdata = st.wdata;
+    p.level = st.level;
+    p.reference = st.reference;
+    if (st.pool != nullptr) {
+        p.barrier_fn = &node_barrier;
+        p.barrier_ctx = &sync;
+    }
+    bool halted = false; // this thread computes nothing more
+    for (std::size_t k = 0; k < st.n; ++k) {
+        const plan_step& s = st.steps[k];
+        if (ith == 0 && k != 0 && st.abort != nullptr && !halted && ask_abort(*st.abort)) {
+            st.aborted = true;
+            halted = true;
+            st.stop_before(k);
+        }
+        if (s.barrier_before) {
+            st.pool->barrier();
+            if (st.stop_at.load(std::memory_order_relaxed) <= k) return;
+        }
+        if (halted || ith >= s.nth) continue;
+        p.nth = s.nth;
+        p.wsize = s.wsize;
+        sync.n = s.nth;
+        if (const errc e = compute_forward(p, *s.node); e != errc::ok) {
+            st.fail(k, e);
+            halted = true;
+        }
+    }
+}
+
+inline void run_steps_job(void* ctx, int ith) noexcept { run_steps(*static_cast<exec_state*>(ctx), ith); }
+
+inline status failure(const tensor& node, errc e) {
+    if (e == errc::out_of_range && node.op == op_kind::get_rows)
+        return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name +
+                       "' reads outside a source (a get_rows index beyond the rows of '" +
+                       (node.src[0] ? node.src[0]->name : std::string()) + "')"};
+    return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name + "' failed (" +
+                   std::string(to_string(e)) + ")"};
+}
+
+/// Computes a scheduled plan on `pool` (which must have plan.n_threads() threads), or
+/// on the calling thread alone when no step needs more.
+inline status execute(cpu_plan& plan, thread_pool& pool, const std::function<bool()>* abort) {
+    const auto& steps = plan_access::steps(plan);
+    if (steps.empty()) return {};
+    if (abort != nullptr && ask_abort(*abort)) return {errc::aborted, "cpu: compute aborted by the abort callback"};
+    exec_state st;
+    st.steps = steps.data();
+    st.n = steps.size();
+    st.wdata = plan_access::work(plan).data();
+    st.reference = plan.reference();
+    st.level = plan.reference() ? isa::portable : active_isa();
+    st.abort = abort;
+    if (plan.max_nth() <= 1) {
+        run_steps(st, 0);
+    } else {
+        st.pool = &pool;
+        if (auto s = pool.run(&run_steps_job, &st); !s) return s;
+    }
+    if (const std::uint64_t e = st.first_error.load(std::memory_order_relaxed); e != ~std::uint64_t{0})
+        return failure(*steps[static_cast<std::size_t>(e >> 8)].node, static_cast<errc>(e & 0xff));
+    if (st.aborted) return {errc::aborted, "cpu: compute aborted by the abort callback"};
+    return {};
+}
+
+} // namespace cpu::detail
+
+} // namespace backplane
