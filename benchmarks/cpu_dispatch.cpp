@@ -21,10 +21,8 @@ constexpr std::int64_t width = 16;
 void add_chain(benchmark::State& state) {
     const int n_threads = static_cast<int>(state.range(0));
     cpu_backend backend;
-    if (!set_threads(backend, n_threads)) {
-        state.SkipWithError(no_thread_pool_message);
+    if (!set_threads(backend, n_threads, state))
         return;
-    }
     context ctx(context_params{.no_alloc = false});
     tensor* t0 = ctx.new_tensor_1d(elem_type::f32, width);
     tensor* c = ctx.new_tensor_1d(elem_type::f32, width);

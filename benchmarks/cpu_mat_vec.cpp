@@ -67,10 +67,8 @@ std::shared_ptr<weight_set> make_weight_set(elem_type type) {
 void mat_vec_bench(benchmark::State& state, elem_type type) {
     const int n_threads = static_cast<int>(state.range(0));
     cpu_backend backend;
-    if (!set_threads(backend, n_threads)) {
-        state.SkipWithError(no_thread_pool_message);
+    if (!set_threads(backend, n_threads, state))
         return;
-    }
     weight_set& set = dataset_cache<weight_set>("cpu/mat_vec/" + std::string(to_string(type)),
                                                 [type] { return make_weight_set(type); });
     const std::size_t count = set.graphs.size();

@@ -20,10 +20,8 @@ constexpr std::int64_t dim = 1024;
 void mul_mat_bench(benchmark::State& state, elem_type weights) {
     const int n_threads = static_cast<int>(state.range(0));
     cpu_backend backend;
-    if (!set_threads(backend, n_threads)) {
-        state.SkipWithError(no_thread_pool_message);
+    if (!set_threads(backend, n_threads, state))
         return;
-    }
     context ctx(context_params{.no_alloc = false});
     tensor* a = ctx.new_tensor_2d(weights, dim, dim);
     tensor* b = ctx.new_tensor_2d(elem_type::f32, dim, dim);

@@ -110,30 +110,15 @@ inline benchmark::internal::Benchmark* per_thread_count(benchmark::internal::Ben
 
 // -- thread counts of the CPU backend -----------------------------------------------------
 
-/// The CPU backend's thread count is settable (the thread pool has landed).
-template <class Backend>
-concept settable_threads = requires(Backend& b) {
-    b.set_n_threads(2);
-};
-
-/// Makes `b` compute with n threads. Returns false when it cannot (a backend without
-/// set_n_threads and n != 1, or a refused count): the caller then skips the benchmark
-/// rather than report a figure under the wrong thread count.
-template <class Backend> bool set_threads(Backend& b, int n) {
-    if constexpr (settable_threads<Backend>) {
-        if constexpr (std::is_void_v<decltype(b.set_n_threads(n))>) {
-            b.set_n_threads(n);
-            return true;
-        } else {
-            return static_cast<bool>(b.set_n_threads(n)); // a status
-        }
-    } else {
-        return n == 1;
+/// Makes `b` compute with n threads; on a refused count, says why (the caller then
+/// skips the benchmark rather than report a figure under the wrong thread count).
+inline bool set_threads(cpu_backend& b, int n, benchmark::State& state) {
+    if (status s = b.set_n_threads(n); !s) {
+        state.SkipWithError(s.describe().c_str());
+        return false;
     }
+    return true;
 }
-
-inline constexpr const char* no_thread_pool_message =
-    "cpu_backend cannot run at this thread count (no set_n_threads, or it refused the count)";
 
 // -- random data ------------------------------------------------------------------------
 

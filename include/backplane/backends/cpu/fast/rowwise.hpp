@@ -18,6 +18,7 @@
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/isa.hpp>
+#include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -473,19 +474,13 @@ BACKPLANE_X86_KERNELS_END
 // ---------------------------------------------------------------------------------------
 // drivers: the thread's share of rows, one row function call per row (or segment)
 
+// rows are addressed with the reference kernels' helpers (kernels/common.hpp)
+using kernels::row_of;
 inline const float* frow(const tensor& t, i64 i1, i64 i2, i64 i3) noexcept {
-    return reinterpret_cast<const float*>(static_cast<const std::byte*>(t.data) + static_cast<std::size_t>(i1) * t.nb[1] +
-                                          static_cast<std::size_t>(i2) * t.nb[2] + static_cast<std::size_t>(i3) * t.nb[3]);
+    return reinterpret_cast<const float*>(kernels::row_ptr(t, i1, i2, i3));
 }
-inline float* frow_mut(tensor& t, i64 i1, i64 i2, i64 i3) noexcept { return const_cast<float*>(frow(t, i1, i2, i3)); }
-
-struct row_index {
-    i64 i1, i2, i3;
-};
-inline row_index row_of(i64 r, const std::array<i64, max_dims>& ne) noexcept {
-    const i64 i1 = r % ne[1];
-    const i64 q = r / ne[1];
-    return {i1, q % ne[2], q / ne[2]};
+inline float* frow_mut(tensor& t, i64 i1, i64 i2, i64 i3) noexcept {
+    return reinterpret_cast<float*>(kernels::row_ptr(t, i1, i2, i3));
 }
 
 template <class V>
