@@ -29,7 +29,12 @@
 
 namespace backplane {
 
-class cpu_backend {
+/// The CPU backend; use it as `cpu_backend` (= basic_cpu_backend<>). It is a class
+/// template only so that its compute members, and through them every kernel, are
+/// instantiated in the translation units that call them and nowhere else: including
+/// <backplane/backplane.hpp> costs no kernel instantiation (docs/benchmarks.md).
+template <class Tag>
+class basic_cpu_backend {
 public:
     /// Asked by the calling thread before each node that computes something (view ops
     /// and leafs do not count); returning true stops the compute, which then returns
@@ -38,15 +43,15 @@ public:
     using abort_callback = std::function<bool()>;
     using plan_t = cpu_plan;
 
-    cpu_backend() : cpu_backend(cpu_backend_params{}) {}
-    explicit cpu_backend(const cpu_backend_params& params)
+    basic_cpu_backend() : basic_cpu_backend(cpu_backend_params{}) {}
+    explicit basic_cpu_backend(const cpu_backend_params& params)
         : n_threads_(params.n_threads > 0 ? params.n_threads : cpu::hardware_threads()),
           reference_(params.reference), pool_(std::make_unique<cpu::thread_pool>(n_threads_)) {}
 
     /// Movable (the pool stays where it is, on the heap). A moved-from backend can be
     /// assigned to, destroyed, or used again (it starts a new pool).
-    cpu_backend(cpu_backend&&) noexcept = default;
-    cpu_backend& operator=(cpu_backend&&) noexcept = default;
+    basic_cpu_backend(basic_cpu_backend&&) noexcept = default;
+    basic_cpu_backend& operator=(basic_cpu_backend&&) noexcept = default;
 
     [[nodiscard]] std::string_view name() const noexcept { return "CPU"; }
     [[nodiscard]] const cpu_device& device() const noexcept { return cpu_device::instance(); }

@@ -16,6 +16,15 @@
 // The caller has checked supports_op and that every tensor has host data; each kernel
 // computes only the share of the work that p assigns to thread p.ith of p.nth, so the
 // same call serves one thread or a pool.
+//
+// Lazy instantiation: every function on the path from the backend's compute down to the
+// kernels (compute_forward, the kernel entry points, fast::mul_mat, fast::rowwise, the
+// plan executor, and basic_cpu_backend itself) is a template, most of them with a
+// defaulted dummy parameter (`template <class = void>`; callers write the plain call).
+// A template's body instantiates nothing until it is used, so the hundreds of kernel
+// specialisations (types x instruction sets x tile sizes) are built only in the
+// translation units that call compute, and a file that merely includes
+// <backplane/backplane.hpp> stays cheap (docs/benchmarks.md, compile time).
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/mul_mat.hpp>
@@ -173,6 +182,7 @@ inline void reset_min_work_per_thread() noexcept {
 /// Returns errc::ok, or errc::out_of_range when the data asks for a read outside a
 /// tensor (a get_rows index beyond the rows): such reads are never made; a fast kernel
 /// may report its own failure.
+template <class = void>
 [[nodiscard]] inline errc compute_forward(const compute_params& p, tensor& node) noexcept {
     const bool fast = !p.reference;
     switch (node.op) {

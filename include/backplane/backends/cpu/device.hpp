@@ -15,7 +15,9 @@
 
 namespace backplane {
 
-class cpu_backend;
+template <class Tag = void>
+class basic_cpu_backend;
+using cpu_backend = basic_cpu_backend<>;
 
 /// How a cpu_backend starts (both settings can be changed later on the backend).
 struct cpu_backend_params {

@@ -246,6 +246,7 @@ inline bool ask_abort(const std::function<bool()>& f) noexcept {
 }
 
 /// Thread ith's walk over the steps (see the header comment).
+template <class = void>
 inline void run_steps(exec_state& st, int ith) noexcept {
     node_sync sync{st.pool, 1};
     compute_params p;
@@ -280,6 +281,7 @@ inline void run_steps(exec_state& st, int ith) noexcept {
     }
 }
 
+template <class = void>
 inline void run_steps_job(void* ctx, int ith) noexcept { run_steps(*static_cast<exec_state*>(ctx), ith); }
 
 inline status failure(const tensor& node, errc e) {
@@ -293,6 +295,7 @@ inline status failure(const tensor& node, errc e) {
 
 /// Computes a scheduled plan on `pool` (which must have plan.n_threads() threads), or
 /// on the calling thread alone when no step needs more.
+template <class = void>
 inline status execute(cpu_plan& plan, thread_pool& pool, const std::function<bool()>* abort) {
     const auto& steps = plan_access::steps(plan);
     if (steps.empty()) return {};
@@ -308,7 +311,7 @@ inline status execute(cpu_plan& plan, thread_pool& pool, const std::function<boo
         run_steps(st, 0);
     } else {
         st.pool = &pool;
-        if (auto s = pool.run(&run_steps_job, &st); !s) return s;
+        if (auto s = pool.run(&run_steps_job<>, &st); !s) return s;
     }
     if (const std::uint64_t e = st.first_error.load(std::memory_order_relaxed); e != ~std::uint64_t{0})
         return failure(*steps[static_cast<std::size_t>(e >> 8)].node, static_cast<errc>(e & 0xff));

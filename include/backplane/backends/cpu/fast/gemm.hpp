@@ -54,6 +54,7 @@ inline std::size_t gemm_work_size(const tensor& dst, int nth) noexcept {
 /// Thread p.ith's share of dst = a^T b. Returns errc::invalid_argument (every thread
 /// alike, before any barrier) when the node is not one gemm_applies() accepts or the
 /// work buffer is smaller than gemm_work_size().
+template <class = void>
 inline errc gemm(const compute_params& p, tensor& dst) noexcept {
     namespace g = gemm_detail;
     if (!g::applies(dst) || p.nth < 1 || p.ith < 0 || p.ith >= p.nth) return errc::invalid_argument;

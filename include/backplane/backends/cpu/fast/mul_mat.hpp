@@ -24,6 +24,7 @@ inline std::size_t mul_mat_work_size(const tensor& dst, int nth) noexcept {
 }
 
 /// Thread p.ith's share of the node. Call only when mul_mat_applies(dst).
+template <class = void>
 inline errc mul_mat(const compute_params& p, tensor& dst) noexcept {
     return is_quantized(dst.src[0]->type) ? quant_mul_mat(p, dst) : gemm(p, dst);
 }

@@ -47,6 +47,7 @@ inline std::size_t quant_work_size(const tensor& dst, int nth) noexcept {
 /// quant_applies(dst) is false, and invalid_argument when p.wdata is missing or smaller
 /// than quant_work_size(dst, p.nth) or several threads have no barrier; every thread then
 /// returns the same, before the barrier.
+template <class = void>
 inline errc quant_mul_mat(const compute_params& p, tensor& dst) noexcept {
     quant::plan pl;
     if (!quant::make_plan(dst, &pl)) return errc::not_supported;

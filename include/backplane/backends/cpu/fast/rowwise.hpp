@@ -604,6 +604,7 @@ inline bool rowwise_applies(const tensor& dst) noexcept {
 
 /// Thread p.ith's share of the node at instruction-set level p.level. Call only when
 /// rowwise_applies(dst).
+template <class = void>
 inline errc rowwise(const compute_params& p, tensor& dst) noexcept {
 #if BACKPLANE_HAS_X86_KERNELS
     if (p.level == isa::avx512) return rowwise_detail::run<rowwise_detail::avx512>(p, dst);

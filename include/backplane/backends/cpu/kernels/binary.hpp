@@ -43,6 +43,7 @@ template <class Op> void binary(const compute_params& p, tensor& dst, Op op) noe
 } // namespace detail
 
 /// add / sub / mul / div, chosen by dst.op.
+template <class = void>
 inline void binary(const compute_params& p, tensor& dst) noexcept {
     if (dst.nelements() == 0)
         return;

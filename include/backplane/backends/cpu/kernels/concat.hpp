@@ -10,6 +10,7 @@
 
 namespace backplane::cpu::kernels {
 
+template <class = void>
 inline void concat(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const tensor& b = *dst.src[1];

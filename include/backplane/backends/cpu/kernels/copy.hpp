@@ -86,6 +86,7 @@ inline void gather_f32(const tensor& t, i64 first, i64 n, float* out) noexcept {
 } // namespace detail
 
 /// dup / cont / cpy of dst.src[0] into dst.
+template <class = void>
 inline void copy(const compute_params& p, tensor& dst) noexcept {
     const tensor& src = *dst.src[0];
     if (dst.nelements() == 0)

@@ -35,6 +35,7 @@ inline float dot_f32(const float* x, const float* y, i64 n) noexcept {
 } // namespace detail
 
 /// mul_mat (see the header comment).
+template <class = void>
 inline void mul_mat(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const tensor& b = *dst.src[1];
@@ -72,6 +73,7 @@ inline void mul_mat(const compute_params& p, tensor& dst) noexcept {
 /// (n, j, k) is row idx[n, j, k] of matrix (j, k) of a. An index outside [0, R) is never
 /// read: its row is written as zeros and the kernel returns false so that the backend
 /// reports errc::out_of_range.
+template <class = void>
 inline bool get_rows(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const tensor& idx = *dst.src[1];

@@ -54,6 +54,7 @@ template <class T> void rope_rows(const compute_params& p, tensor& dst) noexcept
 
 } // namespace detail
 
+template <class = void>
 inline void rope(const compute_params& p, tensor& dst) noexcept {
     if (dst.nelements() == 0)
         return;

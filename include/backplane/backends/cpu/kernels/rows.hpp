@@ -14,9 +14,11 @@
 namespace backplane::cpu::kernels {
 
 /// sum_rows: dst f32 [1, ne1, ne2, ne3] = sum of each row of a (f32, f16, bf16).
+template <class = void>
 inline void sum_rows(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
-    const auto [r0, r1] = split_work(a.nrows(), p);
+    const work_range rows = split_work(a.nrows(), p); // clang < 16 cannot capture bindings
+    const i64 r0 = rows.begin, r1 = rows.end;
     visit_float(a.type, [&]<class T>() {
         for (i64 r = r0; r < r1; ++r) {
             const auto [i1, i2, i3] = row_of(r, a.ne);
@@ -31,9 +33,11 @@ inline void sum_rows(const compute_params& p, tensor& dst) noexcept {
 
 /// argmax: dst i32 [ne1, ne2, ne3] = index of the largest value of each row of a, the
 /// first one on ties; NaNs never win (0 for a row of NaNs).
+template <class = void>
 inline void argmax(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
-    const auto [r0, r1] = split_work(a.nrows(), p);
+    const work_range rows = split_work(a.nrows(), p); // clang < 16 cannot capture bindings
+    const i64 r0 = rows.begin, r1 = rows.end;
     visit_float(a.type, [&]<class T>() {
         for (i64 r = r0; r < r1; ++r) {
             const auto [i1, i2, i3] = row_of(r, a.ne);
@@ -57,6 +61,7 @@ inline void argmax(const compute_params& p, tensor& dst) noexcept {
 }
 
 /// norm: (x - mean) / sqrt(var + eps) per row; rms_norm: x / sqrt(mean(x^2) + eps). f32.
+template <class = void>
 inline void norm(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const i64 ne0 = a.ne[0];
@@ -136,6 +141,7 @@ template <class TM> void soft_max_rows(const compute_params& p, tensor& dst) noe
 } // namespace detail
 
 /// soft_max: f32 a, optional f32 or f16 mask.
+template <class = void>
 inline void soft_max(const compute_params& p, tensor& dst) noexcept {
     const tensor* mask = dst.src[1];
     if (mask == nullptr)

@@ -45,6 +45,7 @@ inline float gelu(float x) noexcept {
 } // namespace detail
 
 /// scale / sqr / sqrt / silu / gelu / relu, chosen by dst.op.
+template <class = void>
 inline void unary(const compute_params& p, tensor& dst) noexcept {
     if (dst.nelements() == 0)
         return;
