@@ -64,16 +64,28 @@ inline errc quant_mul_mat(const compute_params& p, tensor& dst) noexcept {
     const quant::job_grid grid = quant::make_grid(pl, p.nth, quant::tile_width(level, pl.N));
     const auto [j0, j1] = split_work(grid.jobs(pl), p);
     const bool q8 = pl.wtype == elem_type::q8_0;
+#if BACKPLANE_HAS_X86_KERNELS
+    if (level == isa::avx512 && pl.N <= quant::gemv_max_cols) {
+        // the thread's jobs, merged where they are consecutive row panels of one matrix and
+        // column chunk: each run of rows streams as one (see avx512_gemv.hpp)
+        for (auto j = j0; j < j1;) {
+            quant::job run = quant::job_at(pl, grid, j);
+            for (++j; j < j1; ++j) {
+                const quant::job next = quant::job_at(pl, grid, j);
+                if (next.bi != run.bi || next.n0 != run.n0 || next.n1 != run.n1 || next.m0 != run.m1) break;
+                run.m1 = next.m1;
+            }
+            if (q8)
+                quant::gemv_job_avx512<elem_type::q8_0>(pl, a, dst, qb, run);
+            else
+                quant::gemv_job_avx512<elem_type::q4_0>(pl, a, dst, qb, run);
+        }
+        return errc::ok;
+    }
+#endif
     for (auto j = j0; j < j1; ++j) {
         const quant::job jb = quant::job_at(pl, grid, j);
 #if BACKPLANE_HAS_X86_KERNELS
-        if (level == isa::avx512 && pl.N <= quant::gemv_max_cols) {
-            if (q8)
-                quant::gemv_job_avx512<elem_type::q8_0>(pl, a, dst, qb, jb);
-            else
-                quant::gemv_job_avx512<elem_type::q4_0>(pl, a, dst, qb, jb);
-            continue;
-        }
         if (level == isa::avx512) {
             std::byte* panel = qb + pl.b_bytes + static_cast<std::size_t>(p.ith) * pl.panel_bytes;
             if (q8)

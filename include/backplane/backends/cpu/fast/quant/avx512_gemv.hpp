@@ -18,12 +18,20 @@
 //  * q4_0 needs two more operations per block to split the nibbles, which would leave
 //    the 256-bit loop bound by the two ports that shift, multiply-add and convert; it
 //    works on four blocks per 512-bit operation instead (see gemv_q4_avx512).
-//  * Each row prefetches the place of the row 4 below that the next tile reads: the
-//    hardware prefetchers do not keep up with four interleaved row streams.
+//  * Streams (gemv_rows_avx512): a job's rows are cut into 4 contiguous parts and a tile
+//    takes row t of each, so the weights are read as 4 sequential streams, like
+//    ref/read_bandwidth, rather than as one front of 4 adjacent short rows. Each row
+//    prefetches (T0), block by block, the next row of its part, the job's last tile the
+//    parts of the job after it (the next 32 rows, which this thread computes next in the
+//    one-thread case): without that, every job would start its 4 streams cold. The
+//    hardware prefetchers alone reach only ~0.65-0.8 of the read loop here.
 //
-// Measured on the 2-core AVX-512 VM (4096 x 4096, weights streamed from DRAM): q8_0 at
-// 0.93-0.98 of a plain streaming read loop's bandwidth, q4_0 at 0.85-0.88 (its loop runs
-// at only ~1.3x the per-core DRAM rate in cache, so the overlap is not perfect).
+// Measured on the 2-core AVX-512 VM (4096 x 4096, weights streamed from DRAM, 1 thread,
+// ratio to ref/read_bandwidth of the same run): q8_0 0.87 (backplane_bench) to 0.91 (the
+// kernel alone), q4_0 0.84 to 0.88 (before the streams and the cross-job prefetch: 0.82
+// and 0.73). In L1 the loops run at ~2.1x (q8_0) and ~1.3x (q4_0) the DRAM rate; about a
+// third of the compute time stays exposed, which is q4_0's remaining gap. Jobs of more
+// than 32 rows (longer streams) measured 0.91 for both in the kernel alone.
 
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
 #include <backplane/backends/cpu/isa.hpp>
@@ -33,6 +41,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #if BACKPLANE_HAS_X86_KERNELS
 #include <immintrin.h>
@@ -43,16 +52,18 @@ namespace backplane::cpu::fast::quant {
 
 inline constexpr int gemv_rows = 4; ///< weight rows per mat-vec tile
 
-BACKPLANE_TARGET_AVX512 inline void prefetch_ahead(const std::byte* p, std::ptrdiff_t ahead) noexcept {
-    // through an integer: the address may lie past the tensor (a prefetch never faults)
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + ahead), _MM_HINT_T0);
+/// A prefetch of an address held as an integer: it may lie past the tensor (a prefetch
+/// never faults, but pointer arithmetic there would be undefined).
+BACKPLANE_TARGET_AVX512 inline void prefetch_at(std::uintptr_t p) noexcept {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }
 
 /// q8_0: R rows times one b column (tile-width-1 arrangement: qs[nblk][32] | d[nblk] |
-/// corr[nblk]) over all blocks; out[r] = dst value of row r.
+/// corr[nblk]) over all blocks; out[r] = dst value of row r. Row r's block kb prefetches
+/// the line at prow[r] + kb * 34 (prow: see gemv_rows_avx512).
 template <int R>
 BACKPLANE_TARGET_AVX512 inline void gemv_q8_avx512(const std::byte* const* arow, const std::byte* bcol, i64 nblk,
-                                                   std::ptrdiff_t pf, float* out) noexcept {
+                                                   const std::uintptr_t* prow, float* out) noexcept {
     constexpr i64 wb = static_cast<i64>(sizeof(block_q8_0));
     constexpr i64 group = 16;
     const std::byte* bd = bcol + nblk * qk;       // b's f32 scales
@@ -92,7 +103,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q8_avx512(const std::byte* const* arow,
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const std::byte* blk = arow[r] + kb * wb + 2;
-                prefetch_ahead(blk, pf);
+                prefetch_at(prow[r] + static_cast<std::uintptr_t>(kb * wb));
                 const __m256i ua = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)), bias);
                 const __m256i dot = _mm256_dpbusd_epi32(corr, ua, bq);
                 f[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(sg[r][kb - g0]), f[r]);
@@ -122,7 +133,7 @@ BACKPLANE_TARGET_AVX512 inline __m512i q4_pack_index() noexcept {
 /// their scales at sc[r * 16 ...], accumulated into f[r].
 template <int R, bool Full>
 BACKPLANE_TARGET_AVX512 inline void gemv_q4_step(const std::byte* const* arow, const std::byte* bcol, i64 kb, i64 nq,
-                                                 const float* sc, std::ptrdiff_t pf, __m512* f) noexcept {
+                                                 const float* sc, const std::uintptr_t* prow, __m512* f) noexcept {
     constexpr i64 wb = static_cast<i64>(sizeof(block_q4_0));
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
@@ -142,8 +153,9 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q4_step(const std::byte* const* arow, c
         const std::byte* blk = arow[r] + kb * wb + 2;
         __m512i x;
         if constexpr (Full) {
-            prefetch_ahead(blk, pf); // a step reads 72 bytes: two lines to cover every line
-            prefetch_ahead(blk + 64, pf);
+            const std::uintptr_t pa = prow[r] + static_cast<std::uintptr_t>(kb * wb);
+            prefetch_at(pa); // a step reads 72 bytes: two lines to cover every line
+            prefetch_at(pa + 64);
             x = _mm512_permutex2var_epi16(
                 _mm512_loadu_si512(blk), q4_pack_index(),
                 _mm512_zextsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 62))));
@@ -168,7 +180,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q4_step(const std::byte* const* arow, c
 /// the 4 scales spread to match adds them. b's corr enters once per group, in f32.
 template <int R>
 BACKPLANE_TARGET_AVX512 inline void gemv_q4_avx512(const std::byte* const* arow, const std::byte* bcol, i64 nblk,
-                                                   std::ptrdiff_t pf, float* out) noexcept {
+                                                   const std::uintptr_t* prow, float* out) noexcept {
     constexpr i64 wb = static_cast<i64>(sizeof(block_q4_0));
     constexpr i64 group = 16;
     static_assert(group % 4 == 0);
@@ -201,34 +213,66 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q4_avx512(const std::byte* const* arow,
         const i64 g0 = g * group;
         const i64 nb = std::min(group, nblk - g0);
         i64 j = 0;
-        for (; j + 4 <= nb; j += 4) gemv_q4_step<R, true>(arow, bcol, g0 + j, 4, &s[g & 1][0][j], pf, f);
-        if (j < nb) gemv_q4_step<R, false>(arow, bcol, g0 + j, nb - j, &s[g & 1][0][j], pf, f);
+        for (; j + 4 <= nb; j += 4) gemv_q4_step<R, true>(arow, bcol, g0 + j, 4, &s[g & 1][0][j], prow, f);
+        if (j < nb) gemv_q4_step<R, false>(arow, bcol, g0 + j, nb - j, &s[g & 1][0][j], prow, f);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(f[r], fc[r]));
 }
 
-/// One job (matrix bi, columns [n0, n1), rows [m0, m1)) with b in the tile-width-1 layout.
+/// Rows [0, nrow) of a (lda bytes apart) times one b column into the floats at out (any
+/// alignment): the rows
+/// are cut into R contiguous parts read side by side; each row prefetches the row after
+/// it in its part, the last tile the parts of the next nrow rows.
+template <elem_type T>
+BACKPLANE_TARGET_AVX512 inline void gemv_rows_avx512(const std::byte* a, std::size_t lda, i64 nrow, const std::byte* bcol,
+                                                    i64 nblk, std::byte* out) noexcept {
+    constexpr int R = gemv_rows;
+    const auto put = [out](i64 m, float v) { std::memcpy(out + static_cast<std::size_t>(m) * sizeof(float), &v, sizeof v); };
+    const i64 q = nrow / R;
+    const auto base = reinterpret_cast<std::uintptr_t>(a);
+    const auto row_at = [&](i64 m) { return base + static_cast<std::uintptr_t>(m) * lda; };
+    float o[R];
+    const auto run = [&](const std::byte* const* arow, const std::uintptr_t* prow) BACKPLANE_TARGET_AVX512 {
+        if constexpr (T == elem_type::q8_0)
+            gemv_q8_avx512<R>(arow, bcol, nblk, prow, o);
+        else
+            gemv_q4_avx512<R>(arow, bcol, nblk, prow, o);
+    };
+    for (i64 t = 0; t < q; ++t) {
+        const std::byte* arow[R];
+        std::uintptr_t prow[R];
+        for (int r = 0; r < R; ++r) {
+            arow[r] = a + static_cast<std::size_t>(t + r * q) * lda;
+            prow[r] = t + 1 < q ? row_at(t + 1 + r * q) : row_at(nrow + r * q);
+        }
+        run(arow, prow);
+        for (int r = 0; r < R; ++r) put(t + r * q, o[r]);
+    }
+    const i64 rest = nrow - R * q;
+    if (rest > 0) {
+        const std::byte* arow[R];
+        std::uintptr_t prow[R];
+        for (int r = 0; r < R; ++r) {
+            arow[r] = a + static_cast<std::size_t>(R * q + std::min<i64>(r, rest - 1)) * lda;
+            prow[r] = row_at(nrow + r);
+        }
+        run(arow, prow);
+        for (int r = 0; r < rest; ++r) put(R * q + r, o[r]);
+    }
+}
+
+/// A run of rows (matrix bi, columns [n0, n1), rows [m0, m1): the caller merges a
+/// thread's consecutive jobs into one, so its rows stream as 4 long sequential parts)
+/// with b in the tile-width-1 layout. dst's rows are consecutive floats (make_plan checks
+/// dst.nb[0]), so the results go straight to dst.
 template <elem_type T>
 BACKPLANE_TARGET_AVX512 inline void gemv_job_avx512(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb,
                                                     const job& jb) noexcept {
-    constexpr int R = gemv_rows;
-    const auto pf = static_cast<std::ptrdiff_t>(R * a.nb[1]);
-    float out[R];
-    for (i64 m = jb.m0; m < jb.m1; m += R) {
-        const int nrow = static_cast<int>(std::min<i64>(R, jb.m1 - m));
-        // a partial tile repeats its last row; only nrow rows are stored
-        const std::byte* arow[R];
-        for (int r = 0; r < R; ++r) arow[r] = weight_row(a, pl, jb.bi, m + std::min(r, nrow - 1));
-        for (i64 n = jb.n0; n < jb.n1; ++n) {
-            const std::byte* bcol = pl.tile(qb, jb.bi, n, 1);
-            if constexpr (T == elem_type::q8_0)
-                gemv_q8_avx512<R>(arow, bcol, pl.nblk, pf, out);
-            else
-                gemv_q4_avx512<R>(arow, bcol, pl.nblk, pf, out);
-            for (int r = 0; r < nrow; ++r) store_f32(dst_at(dst, pl, jb.bi, m + r, n), out[r]);
-        }
-    }
+    const std::byte* am = weight_row(a, pl, jb.bi, jb.m0);
+    for (i64 n = jb.n0; n < jb.n1; ++n)
+        gemv_rows_avx512<T>(am, a.nb[1], jb.m1 - jb.m0, pl.tile(qb, jb.bi, n, 1), pl.nblk,
+                            dst_at(dst, pl, jb.bi, jb.m0, n));
 }
 
 } // namespace backplane::cpu::fast::quant
