@@ -20,7 +20,20 @@ function(backplane_add_backend_target component backend)
     set(BACKPLANE_COMPONENTS ${BACKPLANE_COMPONENTS} ${component} PARENT_SCOPE)
 endfunction()
 
-backplane_add_backend_target(blas BLAS BLAS::BLAS)
+# BLAS links the library files FindBLAS chose (absolute paths) rather than BLAS::BLAS:
+# an installed package then links the same library whose cblas.h it was built against,
+# even where a consumer's own find_package(BLAS) would pick another vendor.
+backplane_add_backend_target(blas BLAS ${BACKPLANE_BLAS_LIBRARIES})
+if(TARGET backplane_blas)
+    # SYSTEM: a vendor header, not ours to keep free of warnings.
+    target_include_directories(backplane_blas SYSTEM INTERFACE "${BACKPLANE_BLAS_INCLUDE_DIR}")
+    if(BACKPLANE_BLAS_DEFINITIONS)
+        target_compile_definitions(backplane_blas INTERFACE ${BACKPLANE_BLAS_DEFINITIONS})
+    endif()
+    if(BACKPLANE_BLAS_LINKER_FLAGS)
+        target_link_options(backplane_blas INTERFACE ${BACKPLANE_BLAS_LINKER_FLAGS})
+    endif()
+endif()
 backplane_add_backend_target(vulkan VULKAN Vulkan::Vulkan)
 backplane_add_backend_target(cuda CUDA CUDA::cudart)
 

@@ -1,0 +1,1143 @@
+#pragma once
+// The scheduler: splits one graph across several backends, allocates it, copies tensors
+// between the backends and computes it (DESIGN.md section 5; docs/scheduler.md).
+//
+//     vulkan_backend gpu(...);  cpu_backend cpu;
+//     scheduler sched(gpu, cpu);            // priority order; the last one uses host memory
+//     if (auto s = sched.reserve(worst_case); !s) return s;   // optional: size buffers once
+//     graph g = build(ctx);                 // a no_alloc context; weights already allocated
+//     if (auto s = sched.alloc_graph(g); !s) return s;
+//     ...write the inputs...
+//     if (auto s = sched.compute(g); !s) return s;
+//     ...read the outputs...
+//
+// Placement, as ggml's scheduler does it (each node records why; placement_cause):
+//  1. from the tensor itself: a tensor that already has memory runs on the highest-priority
+//     backend that can use that memory and compute its op (buffer); graph inputs go to the
+//     last backend (input); an op that reads weights runs where the weights are (weights),
+//     unless the weights are in host memory and a higher-priority backend asks to offload
+//     the op (offload; switchable). rope's small position tensor never steers. User
+//     assignments (set_backend) are never changed (user).
+//  2. expansion: the assignments of backends other than the last spread down and then up
+//     the node list over unassigned nodes they support, then every assignment does (expand).
+//  3. a node moves to a higher-priority backend that has the same buffer type and can read
+//     all its sources (upgrade: BLAS and CPU share host memory); a node still unassigned
+//     goes to the backend that supports it and can read the most of its sources (best).
+//  4. views take their source's backend, sources left unassigned their consumer's (source);
+//     anything still unassigned goes to the first backend that supports it (fallback).
+//  5. splits: runs of consecutive nodes on one backend (view ops never start one). A
+//     source the split's backend cannot read in place becomes a split input: copied into a
+//     tensor of that backend's buffer type, once per graph and backend. A node reading
+//     weights that live on another backend it cannot read starts a new split (so that the
+//     copied weights' memory can be reused). No limit on splits, inputs or copies.
+//  6. allocation: one graph_allocator over the backends' buffer types gives every node,
+//     leaf and copy an address; it replays its plan while the graph keeps its structure.
+//  7. compute: per split, wait for the previous split's backend (device-side with events,
+//     else on the host), copy the inputs (user inputs synchronously, others with the
+//     destination backend's asynchronous copy when it has one), compute, record an event.
+//     With n_copies > 1 (pipeline parallelism), every copy and every graph input has
+//     n_copies slots used in rotation, so one run's inputs can be written while earlier
+//     runs are still in flight on other backends.
+//
+// The user's graph is not left modified: a node reading a copy points to it only while
+// the scheduler works on it (allocating, and computing that node's split); a backend's
+// compute must take what it needs from the nodes before it returns (the backend contract).
+// Errors are statuses on the runtime paths (alloc, compute) and backplane::error from
+// the constructors; nothing aborts.
+
+#include <backplane/core/concepts.hpp>
+#include <backplane/core/error.hpp>
+#include <backplane/core/graph.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/memory/buffer.hpp>
+#include <backplane/memory/detail/tensor_map.hpp>
+#include <backplane/memory/graph_alloc.hpp>
+#include <backplane/memory/host_buffer.hpp>
+#include <backplane/memory/tensor_io.hpp>
+#include <backplane/sched/backend_set.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace backplane {
+
+/// Why a tensor runs on its backend (see the header comment, passes 1-4).
+enum class placement_cause : std::uint8_t {
+    none,     ///< not placed (not part of the last graph)
+    user,     ///< set_backend
+    buffer,   ///< it already has memory that backend uses
+    input,    ///< a graph input: the last backend
+    weights,  ///< it reads weights held there
+    offload,  ///< it reads host weights and that backend asked to run it
+    expand,   ///< next to nodes on that backend
+    upgrade,  ///< moved up to a backend sharing the buffer type
+    best,     ///< the supporting backend that reads most of its sources in place
+    source,   ///< a view takes its source's backend, a source its consumer's
+    fallback, ///< the first backend that supports it
+};
+
+constexpr std::string_view to_string(placement_cause c) noexcept {
+    switch (c) {
+    case placement_cause::none: return "none";
+    case placement_cause::user: return "user";
+    case placement_cause::buffer: return "buffer";
+    case placement_cause::input: return "input";
+    case placement_cause::weights: return "weights";
+    case placement_cause::offload: return "offload";
+    case placement_cause::expand: return "expand";
+    case placement_cause::upgrade: return "upgrade";
+    case placement_cause::best: return "best";
+    case placement_cause::source: return "source";
+    case placement_cause::fallback: return "fallback";
+    }
+    return "?";
+}
+
+struct scheduler_params {
+    /// Pipeline copies: slots per split input and graph input, used in rotation by
+    /// successive alloc_graph calls (1: no pipeline parallelism). Any value >= 1.
+    int n_copies = 1;
+    /// Let a higher-priority backend take ops on host weights it asks for (offload_op).
+    bool op_offload = true;
+};
+
+/// The eval callback: asked for each node of a split in order with ask = true ("will you
+/// look at this node?"); nodes up to the first `true` are computed in one call; then it is
+/// called again for that node with ask = false, its result computed and readable (the
+/// backend synchronized). Returning false then cancels the compute: nothing after that
+/// node runs, and compute returns errc::aborted.
+using eval_callback = std::function<bool(tensor& node, bool ask)>;
+
+/// One split of the last graph: nodes [first, last) of it on `backend`, reading `inputs`
+/// (tensors of other backends copied in before it runs).
+struct split_info {
+    std::size_t backend = 0;
+    std::size_t first = 0;
+    std::size_t last = 0;
+    std::span<tensor* const> inputs;
+};
+
+namespace detail {
+
+/// The host-side copy of one tensor's bytes into another of the same layout, wherever
+/// both live: a device-side copy where the destination's buffer can do it, else through
+/// host memory (directly when one side is host memory, through a staging vector when
+/// neither is).
+inline status copy_tensor_blocking(const tensor& src, tensor& dst, std::vector<std::byte>& staging) {
+    const std::size_t n = src.nbytes();
+    if (dst.buffer != nullptr && dst.buffer->copy_tensor(src, dst)) return {};
+    const bool src_host = src.buffer == nullptr ? src.data != nullptr : src.buffer->is_host();
+    const bool dst_host = dst.buffer == nullptr ? dst.data != nullptr : dst.buffer->is_host();
+    if (src_host) return tensor_set(dst, src.data, 0, n);
+    if (dst_host) return tensor_get(src, dst.data, 0, n);
+    try {
+        if (staging.size() < n) staging.resize(n);
+    } catch (const std::bad_alloc&) {
+        return {errc::alloc_failed, "scheduler: out of host memory staging a copy of '" + src.name + "'"};
+    }
+    if (auto s = tensor_get(src, staging.data(), 0, n); !s) return s;
+    return tensor_set(dst, staging.data(), 0, n);
+}
+
+inline bool has_memory(const tensor& t) noexcept {
+    return t.data != nullptr || (t.view_src != nullptr && t.view_src->data != nullptr);
+}
+
+} // namespace detail
+
+/// The scheduler over a backend set (see the header comment). scheduler<B0, ..., Bn> is
+/// this over a tuple of backend references; dynamic_scheduler over a run-time list.
+/// Not thread-safe: one thread drives a scheduler.
+template <backend_set Set>
+class basic_scheduler {
+public:
+    /// Throws backplane::error for an empty set, n_copies < 1, or a last backend whose
+    /// buffer type is not host memory.
+    explicit basic_scheduler(Set backends, scheduler_params params = {})
+        : set_(std::move(backends)), params_(params), nb_(set_.size()), galloc_(make_allocator(set_)) {
+        if (params_.n_copies < 1)
+            throw error("scheduler: n_copies must be at least 1, got " + std::to_string(params_.n_copies),
+                        errc::invalid_argument);
+        if (!set_.buffer_type(nb_ - 1).is_host())
+            throw error("scheduler: the last backend ('" + std::string(set_.name(nb_ - 1)) +
+                            "') must use host memory (it runs graph inputs and whatever no other backend supports)",
+                        errc::invalid_argument);
+        if (auto s = set_.init_events(params_.n_copies); !s) throw error(s.message(), s.code());
+        if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
+        pending_readers_.resize(nb_);
+    }
+
+    basic_scheduler(const basic_scheduler&) = delete;
+    basic_scheduler& operator=(const basic_scheduler&) = delete;
+
+    [[nodiscard]] Set& backends() noexcept { return set_; }
+    [[nodiscard]] std::size_t n_backends() const noexcept { return nb_; }
+
+    // -- assignments ---------------------------------------------------------------------
+
+    /// Runs `t` on backend `i` in every graph until reset(). errc::invalid_argument when
+    /// there is no backend i.
+    status set_backend(const tensor& t, std::size_t i) {
+        if (i >= nb_)
+            return {errc::invalid_argument, "scheduler::set_backend: no backend " + std::to_string(i) + " (it has " +
+                                                std::to_string(nb_) + ")"};
+        user_[&t] = static_cast<std::int32_t>(i);
+        return {};
+    }
+    /// set_backend by backend object: errc::invalid_argument when b is not one of this
+    /// scheduler's backends.
+    template <class B>
+        requires(!std::is_integral_v<B>)
+    status set_backend(const tensor& t, const B& b) {
+        const std::size_t i = set_.index_of(b);
+        if (i >= nb_)
+            return {errc::invalid_argument, "scheduler::set_backend: that backend is not one of this scheduler's"};
+        return set_backend(t, i);
+    }
+    /// The backend of `t` in the last graph (or set by the user), -1 when none.
+    [[nodiscard]] int backend_of(const tensor& t) const {
+        if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos && graph_nodes_ != nullptr)
+            return bid_[id];
+        if (auto it = user_.find(&t); it != user_.end()) return it->second;
+        return -1;
+    }
+    /// Why `t` runs where it does in the last graph (none when it was not in it).
+    [[nodiscard]] placement_cause cause_of(const tensor& t) const {
+        if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos && graph_nodes_ != nullptr)
+            return cause_[id];
+        return user_.contains(&t) ? placement_cause::user : placement_cause::none;
+    }
+
+    void set_eval_callback(eval_callback cb) { eval_ = std::move(cb); }
+    void set_op_offload(bool on) noexcept { params_.op_offload = on; }
+    [[nodiscard]] bool op_offload() const noexcept { return params_.op_offload; }
+
+    // -- the graph -----------------------------------------------------------------------
+
+    /// Places and splits `g` without allocating anything: the accessors, describe() and
+    /// to_dot() then show its plan (until the next call that takes a graph, or reset()).
+    /// g is left as it was.
+    [[nodiscard]] status plan(const graph& g) {
+        return guarded([&]() -> status { return split(g); });
+    }
+
+    /// Sizes the backends' buffers for `g` (a worst-case graph) without placing its
+    /// tensors, so that later graphs up to its size allocate without growing. g is left
+    /// as it was and forgotten.
+    [[nodiscard]] status reserve(const graph& g) {
+        return guarded([&]() -> status {
+            if (status s = split(g); !s) return s;
+            apply_all(cur_copy_);
+            status s = galloc_.reserve(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_);
+            restore_all();
+            forget_graph();
+            return s;
+        });
+    }
+
+    /// Places every node of `g` on a backend, splits it and gives every tensor without
+    /// memory an address (see the header comment). With pipeline copies, waits until the
+    /// run that last used this alloc's slot is done, so inputs can be written right away.
+    [[nodiscard]] status alloc_graph(const graph& g) {
+        return guarded([&]() -> status {
+            cur_copy_ = next_copy_;
+            next_copy_ = (next_copy_ + 1) % params_.n_copies;
+            if (status s = wait_slot(cur_copy_); !s) return s;
+            if (status s = split(g); !s) return s;
+            apply_all(cur_copy_);
+            status s = galloc_.alloc_graph(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_);
+            restore_all();
+            if (!s) {
+                forget_graph();
+                return s;
+            }
+            allocated_ = &g;
+            if (debug_ > 0) std::fputs(describe(debug_).c_str(), stderr);
+            return {};
+        });
+    }
+
+    /// compute_async, then synchronize every backend.
+    [[nodiscard]] status compute(const graph& g) {
+        if (status s = compute_async(g); !s) {
+            (void)synchronize();
+            return s;
+        }
+        return synchronize();
+    }
+
+    /// Allocates g unless it is the graph allocated last, then runs its splits; returns
+    /// when everything is queued (backends may still be running: synchronize()).
+    [[nodiscard]] status compute_async(const graph& g) {
+        if (allocated_ != &g || graph_nodes_ != g.nodes().data() || n_nodes_ != g.n_nodes())
+            if (status s = alloc_graph(g); !s) return s;
+        return guarded([&]() -> status { return run_splits(g); });
+    }
+
+    /// Waits for every backend.
+    [[nodiscard]] status synchronize() {
+        status first;
+        for (std::size_t i = 0; i < nb_; ++i)
+            if (status s = set_.synchronize(i); !s && first) first = std::move(s);
+        if (allocated_ == nullptr) next_copy_ = 0; // a stable slot while no graph is held
+        return first;
+    }
+
+    /// Forgets the last graph and every set_backend assignment. Buffers are kept (the
+    /// tensors placed in them keep dangling addresses: allocate their graph again).
+    void reset() {
+        forget_graph();
+        user_.clear();
+    }
+
+    // -- what the last graph became --------------------------------------------------------
+
+    [[nodiscard]] std::size_t n_splits() const noexcept { return graph_nodes_ ? splits_.size() : 0; }
+    /// Pipeline copies (scheduler_params::n_copies).
+    [[nodiscard]] int n_copies() const noexcept { return params_.n_copies; }
+    /// Tensors copied between backends per run of the last graph.
+    [[nodiscard]] std::size_t n_split_inputs() const noexcept { return graph_nodes_ ? split_inputs_.size() : 0; }
+    [[nodiscard]] split_info split_at(std::size_t k) const {
+        if (k >= n_splits())
+            throw error("scheduler::split_at: no split " + std::to_string(k) + " (the last graph has " +
+                            std::to_string(n_splits()) + ")",
+                        errc::out_of_range);
+        const split_rec& s = splits_[k];
+        return {static_cast<std::size_t>(s.backend), s.first, s.last,
+                std::span<tensor* const>(split_input_ptrs_).subspan(s.in0, s.in1 - s.in0)};
+    }
+    /// Bytes of compute buffers held for backend i (backends sharing a buffer type report
+    /// it under the first of them).
+    [[nodiscard]] std::size_t buffer_size(std::size_t i) const noexcept {
+        return i < nb_ ? galloc_.buffer_size(static_cast<int>(i)) : 0;
+    }
+    [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const { return set_.buffer_type(i); }
+    [[nodiscard]] std::string_view backend_name(std::size_t i) const { return set_.name(i); }
+
+    /// The plan in words: level 1 the splits with their inputs and bytes, level 2 also
+    /// every node with its backend and cause (what BACKPLANE_SCHED_DEBUG prints).
+    [[nodiscard]] std::string describe(int level = 1) const;
+    /// The last graph in Graphviz DOT: nodes coloured by backend, splits as clusters,
+    /// copies as labelled edges.
+    [[nodiscard]] std::string to_dot() const;
+
+private:
+    struct split_rec {
+        std::int32_t backend;
+        std::uint32_t first, last; // nodes of the graph
+        std::uint32_t in0, in1;    // its inputs in split_inputs_
+        std::uint32_t rw0, rw1;    // its rewrites in rewrites_
+    };
+    struct rewrite {
+        tensor* node;
+        tensor* original;        // the source the user's graph has
+        std::uint32_t j;         // source slot
+        std::uint32_t copy_base; // first of its n_copies slots in copies_
+    };
+
+    static graph_allocator make_allocator(const Set& s) {
+        if (s.size() == 0) throw error("scheduler: needs at least one backend", errc::invalid_argument);
+        std::vector<buffer_type_ref> types;
+        types.reserve(s.size());
+        for (std::size_t i = 0; i < s.size(); ++i) types.push_back(s.buffer_type(i));
+        return graph_allocator(std::move(types));
+    }
+
+    template <class F>
+    status guarded(F&& f) {
+        try {
+            return f();
+        } catch (const std::bad_alloc&) {
+            restore_all();
+            forget_graph();
+            return {errc::alloc_failed, "scheduler: out of host memory"};
+        } catch (const error& e) {
+            restore_all();
+            forget_graph();
+            return {e.code(), e.what()};
+        }
+    }
+
+    void forget_graph() noexcept {
+        graph_nodes_ = nullptr;
+        allocated_ = nullptr;
+    }
+
+    // -- numbering ---------------------------------------------------------------------------
+
+    std::int32_t index_of(const tensor* t) {
+        const auto next = static_cast<std::uint32_t>(ts_.size());
+        const std::uint32_t id = map_.insert(t, next);
+        if (id == next) {
+            ts_.push_back(const_cast<tensor*>(t));
+            bid_.push_back(-1);
+            cause_.push_back(placement_cause::none);
+            vsrc_.push_back(-1);
+        }
+        return static_cast<std::int32_t>(id);
+    }
+
+    // Numbers nodes [0, n_nodes), leafs next, then tensors reached only as sources or view
+    // sources; records each node's source indices.
+    void number(const graph& g) {
+        const auto nodes = g.nodes();
+        const auto leafs = g.leafs();
+        n_nodes_ = nodes.size();
+        n_leafs_ = leafs.size();
+        map_.clear(n_nodes_ + n_leafs_ + 16);
+        ts_.clear();
+        bid_.clear();
+        cause_.clear();
+        vsrc_.clear();
+        for (tensor* t : nodes) index_of(t);
+        for (tensor* t : leafs) index_of(t);
+        srcs_.resize(n_nodes_);
+        for (std::size_t i = 0; i < n_nodes_; ++i) {
+            const tensor& n = *nodes[i];
+            for (std::size_t j = 0; j < max_srcs; ++j) srcs_[i][j] = n.src[j] ? index_of(n.src[j]) : -1;
+        }
+        for (std::size_t i = 0; i < ts_.size(); ++i) // grows while it runs
+            if (ts_[i]->view_src != nullptr) {
+                const std::int32_t v = index_of(ts_[i]->view_src);
+                vsrc_[i] = v;
+            }
+        sup_.assign(n_nodes_ * nb_, -1);
+    }
+
+    // -- the passes ----------------------------------------------------------------------------
+
+    bool supports(std::size_t node, std::size_t b) {
+        std::int8_t& c = sup_[node * nb_ + b];
+        if (c < 0) c = set_.supports_op(b, *ts_[node]) ? 1 : 0;
+        return c != 0;
+    }
+
+    static buffer_handle* buffer_of(const tensor& t) noexcept {
+        return t.view_src != nullptr ? t.view_src->buffer : t.buffer;
+    }
+    // The buffer type of t's memory: its buffer's, or host memory for context host data;
+    // empty (id() null) without memory.
+    static bool memory_type(const tensor& t, buffer_type_ref& out) {
+        if (buffer_handle* b = buffer_of(t)) {
+            out = b->type();
+            return true;
+        }
+        if (detail::has_memory(t)) {
+            out = buffer_type_ref(cpu_buffer_type::instance());
+            return true;
+        }
+        return false;
+    }
+
+    // The highest-priority backend that can use t's memory and compute `op` (a node index
+    // or -1 for a tensor that computes nothing); -1 when t has no memory, -2 when no
+    // backend can.
+    std::int32_t backend_from_memory(const tensor& t, std::int32_t op_node) {
+        buffer_type_ref bt(cpu_buffer_type::instance());
+        if (!memory_type(t, bt)) return -1;
+        for (std::size_t b = 0; b < nb_; ++b)
+            if (set_.supports_buffer_type(b, bt) && (op_node < 0 || supports(static_cast<std::size_t>(op_node), b)))
+                return static_cast<std::int32_t>(b);
+        return -2;
+    }
+
+    // Whether backend b can read tensor index s in place (ggml's buffer_supported).
+    bool readable(std::int32_t s, std::size_t b) {
+        const tensor& t = *ts_[static_cast<std::size_t>(s)];
+        buffer_type_ref bt(cpu_buffer_type::instance());
+        if (!memory_type(t, bt)) {
+            std::int32_t owner = bid_[static_cast<std::size_t>(s)];
+            if (owner < 0 && vsrc_[static_cast<std::size_t>(s)] >= 0) owner = bid_[static_cast<std::size_t>(vsrc_[static_cast<std::size_t>(s)])];
+            if (owner < 0) return false;
+            bt = bt_[static_cast<std::size_t>(owner)];
+        }
+        return set_.supports_buffer_type(b, bt);
+    }
+
+    static bool computes(op_kind op) noexcept { return op != op_kind::none && !is_view_op(op); }
+
+    status pass_from_tensors() {
+        const std::size_t n = n_nodes_ + n_leafs_;
+        // leafs first, then nodes, as ggml
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::size_t i = k < n_leafs_ ? n_nodes_ + k : k - n_leafs_;
+            if (bid_[i] >= 0) continue; // the user's
+            const tensor& t = *ts_[i];
+            const bool is_node = i < n_nodes_;
+            const std::int32_t op_node = is_node && computes(t.op) ? static_cast<std::int32_t>(i) : -1;
+            const std::int32_t from = backend_from_memory(t, op_node);
+            if (from >= 0) {
+                set(i, from, placement_cause::buffer);
+                continue;
+            }
+            if (from == -2) return no_backend_for_memory(t);
+            if (t.has_flag(tensor_flag::input)) {
+                set(i, static_cast<std::int32_t>(nb_ - 1), placement_cause::input);
+                continue;
+            }
+            if (!is_node || t.op == op_kind::rope) continue;
+            for (std::size_t j = 0; j < max_srcs; ++j) {
+                const std::int32_t s = srcs_[i][j];
+                if (s < 0) continue;
+                const tensor& src = *ts_[static_cast<std::size_t>(s)];
+                const buffer_handle* buf = buffer_of(src);
+                if (buf == nullptr || buf->usage() != buffer_usage::weights) continue;
+                const std::int32_t w = backend_from_memory(src, op_node);
+                if (params_.op_offload && w == static_cast<std::int32_t>(nb_ - 1) && buf->is_host()) {
+                    bool offloaded = false;
+                    for (std::size_t b = 0; b + 1 < nb_ && !offloaded; ++b)
+                        if (supports(i, b) && set_.offload_op(b, t)) {
+                            set(i, static_cast<std::int32_t>(b), placement_cause::offload);
+                            offloaded = true;
+                        }
+                    if (offloaded) break;
+                }
+                if (w >= 0) set(i, w, placement_cause::weights);
+                break;
+            }
+        }
+        return {};
+    }
+
+    status no_backend_for_memory(const tensor& t) const {
+        const buffer_handle* buf = buffer_of(t);
+        const std::string where = buf ? "a buffer of type '" + std::string(buf->type().name()) + "'" : "host memory";
+        std::string msg = "scheduler: tensor '" + t.name + "' (" + std::string(to_string(t.op)) + ") lives in " + where;
+        bool any_reads = false;
+        buffer_type_ref bt(cpu_buffer_type::instance());
+        (void)memory_type(t, bt);
+        for (std::size_t b = 0; b < nb_; ++b) any_reads = any_reads || set_.supports_buffer_type(b, bt);
+        msg += any_reads ? ", and no backend that can use that memory supports its op"
+                         : ", which none of the scheduler's backends can use";
+        return {errc::not_supported, msg};
+    }
+
+    void set(std::size_t i, std::int32_t b, placement_cause c) noexcept {
+        bid_[i] = b;
+        cause_[i] = c;
+    }
+
+    void expand_sweep(bool down, bool include_last) {
+        std::int32_t cur = -1;
+        const auto last = static_cast<std::int32_t>(nb_ - 1);
+        for (std::size_t k = 0; k < n_nodes_; ++k) {
+            const std::size_t i = down ? k : n_nodes_ - 1 - k;
+            if (is_view_op(ts_[i]->op)) continue;
+            const std::int32_t b = bid_[i];
+            if (b >= 0) {
+                cur = (!include_last && b == last) ? -1 : b;
+            } else if (cur >= 0 && supports(i, static_cast<std::size_t>(cur))) {
+                set(i, cur, placement_cause::expand);
+            }
+        }
+    }
+
+    void pass_upgrade_and_best() {
+        for (std::size_t i = 0; i < n_nodes_; ++i) {
+            if (is_view_op(ts_[i]->op)) continue;
+            const std::int32_t cur = bid_[i];
+            if (cur < 0) {
+                int best_count = -1;
+                for (std::size_t b = 0; b < nb_; ++b) {
+                    if (!supports(i, b)) continue;
+                    int count = 0;
+                    for (std::int32_t s : srcs_[i]) {
+                        if (s < 0) continue;
+                        const auto su = static_cast<std::size_t>(s);
+                        const bool placed = bid_[su] >= 0 || (vsrc_[su] >= 0 && bid_[static_cast<std::size_t>(vsrc_[su])] >= 0);
+                        if (placed && readable(s, b)) ++count;
+                    }
+                    if (count > best_count) {
+                        best_count = count;
+                        set(i, static_cast<std::int32_t>(b), placement_cause::best);
+                    }
+                }
+            } else if (cause_[i] != placement_cause::user) {
+                for (std::size_t b = 0; b < static_cast<std::size_t>(cur); ++b) {
+                    if (!(bt_[b] == bt_[static_cast<std::size_t>(cur)]) || !supports(i, b)) continue;
+                    bool all = true;
+                    for (std::int32_t s : srcs_[i])
+                        if (s >= 0 && !readable(s, b)) {
+                            all = false;
+                            break;
+                        }
+                    if (all) {
+                        set(i, static_cast<std::int32_t>(b), placement_cause::upgrade);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    status pass_sources() {
+        for (std::size_t i = 0; i < n_nodes_; ++i) {
+            if (bid_[i] < 0 && vsrc_[i] >= 0 && bid_[static_cast<std::size_t>(vsrc_[i])] >= 0)
+                set(i, bid_[static_cast<std::size_t>(vsrc_[i])], placement_cause::source);
+            for (std::int32_t s : srcs_[i]) {
+                if (s < 0) continue;
+                const auto su = static_cast<std::size_t>(s);
+                if (bid_[su] >= 0) continue;
+                const std::int32_t v = vsrc_[su];
+                if (v >= 0 && bid_[static_cast<std::size_t>(v)] >= 0)
+                    set(su, bid_[static_cast<std::size_t>(v)], placement_cause::source);
+                else if (bid_[i] >= 0)
+                    set(su, bid_[i], placement_cause::source);
+            }
+            for (std::size_t b = 0; b < nb_ && bid_[i] < 0; ++b)
+                if (!computes(ts_[i]->op) || supports(i, b)) set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
+            if (bid_[i] < 0) {
+                const tensor& t = *ts_[i];
+                return {errc::not_supported, "scheduler: no backend supports node '" + t.name + "' (" +
+                                                 std::string(to_string(t.op)) + ", " + std::string(to_string(t.type)) +
+                                                 ")"};
+            }
+        }
+        // what is still unplaced (views of views whose root was placed after them, sources
+        // of such views): their consumer's backend, backwards
+        for (std::size_t k = n_nodes_; k-- > 0;)
+            for (std::int32_t s : srcs_[k])
+                if (s >= 0 && bid_[static_cast<std::size_t>(s)] < 0) set(static_cast<std::size_t>(s), bid_[k], placement_cause::source);
+        for (std::size_t i = 0; i < ts_.size(); ++i)
+            if (bid_[i] < 0) {
+                const std::int32_t v = vsrc_[i];
+                set(i, v >= 0 && bid_[static_cast<std::size_t>(v)] >= 0 ? bid_[static_cast<std::size_t>(v)]
+                                                                        : static_cast<std::int32_t>(nb_ - 1),
+                    placement_cause::source);
+            }
+        return {};
+    }
+
+    // -- splits and copies ---------------------------------------------------------------------
+
+    tensor& new_pool_tensor() {
+        if (pool_used_ == pool_.size()) pool_.emplace_back();
+        tensor& t = pool_[pool_used_++];
+        t = tensor{};
+        return t;
+    }
+
+    // The n_copies slots of tensor index s on backend b, made on first use.
+    std::uint32_t copies_of(std::int32_t s, std::size_t b, bool& made) {
+        std::int32_t& slot = copy_of_[static_cast<std::size_t>(s) * nb_ + b];
+        made = slot < 0;
+        if (!made) return static_cast<std::uint32_t>(slot);
+        const tensor& src = *ts_[static_cast<std::size_t>(s)];
+        slot = static_cast<std::int32_t>(copies_.size());
+        for (int c = 0; c < params_.n_copies; ++c) {
+            tensor& t = new_pool_tensor();
+            t.type = src.type;
+            t.ne = src.ne;
+            t.nb = src.nb;
+            t.name.reserve(src.name.size() + 16);
+            t.name.append(set_.name(b)).append("#").append(src.name).append("#").append(std::to_string(c));
+            if (params_.n_copies > 1) {
+                t.set_input();
+                t.set_output();
+            }
+            copies_.push_back(&t);
+        }
+        return static_cast<std::uint32_t>(slot);
+    }
+
+    void pass_splits() {
+        splits_.clear();
+        split_inputs_.clear();
+        split_input_ptrs_.clear();
+        copies_.clear();
+        rewrites_.clear();
+        graph_inputs_.clear();
+        pool_used_ = 0;
+        cross_inplace_ = false;
+        copy_of_.assign(ts_.size() * nb_, -1);
+
+        std::size_t i = 0;
+        while (i < n_nodes_ && is_view_op(ts_[i]->op)) ++i;
+        std::int32_t cur = i < n_nodes_ ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
+        splits_.push_back(split_rec{cur, 0, 0, 0, 0, 0, 0});
+        for (; i < n_nodes_; ++i) {
+            const tensor& node = *ts_[i];
+            if (is_view_op(node.op)) continue;
+            const std::int32_t b = bid_[i];
+            bool new_split = b != cur;
+            split_rec* sp = &splits_.back();
+            if (!new_split && sp->in1 > sp->in0) {
+                for (std::int32_t s : srcs_[i]) {
+                    if (s < 0) continue;
+                    const buffer_handle* buf = ts_[static_cast<std::size_t>(s)]->buffer;
+                    if (buf != nullptr && buf->usage() == buffer_usage::weights && bid_[static_cast<std::size_t>(s)] != cur &&
+                        !readable(s, static_cast<std::size_t>(cur))) {
+                        new_split = true;
+                        break;
+                    }
+                }
+            }
+            if (new_split) {
+                sp->last = static_cast<std::uint32_t>(i);
+                const auto in = static_cast<std::uint32_t>(split_inputs_.size());
+                const auto rw = static_cast<std::uint32_t>(rewrites_.size());
+                splits_.push_back(split_rec{b, static_cast<std::uint32_t>(i), 0, in, in, rw, rw});
+                sp = &splits_.back();
+                cur = b;
+            }
+            const auto cb = static_cast<std::size_t>(cur);
+            for (std::size_t j = 0; j < max_srcs; ++j) {
+                const std::int32_t s = srcs_[i][j];
+                if (s < 0) continue;
+                const auto su = static_cast<std::size_t>(s);
+                const tensor& src = *ts_[su];
+                if (params_.n_copies > 1 && src.has_flag(tensor_flag::input)) {
+                    bool made = false;
+                    (void)copies_of(s, static_cast<std::size_t>(bid_[su]), made);
+                    if (made) graph_inputs_.push_back(s);
+                }
+                if (bid_[su] == cur) continue;
+                if (readable(s, cb)) {
+                    const buffer_handle* buf = buffer_of(src);
+                    if (buf == nullptr || buf->usage() != buffer_usage::weights) cross_inplace_ = true;
+                    continue;
+                }
+                bool made = false;
+                const std::uint32_t base = copies_of(s, cb, made);
+                if (made) {
+                    split_inputs_.push_back(s);
+                    split_input_ptrs_.push_back(ts_[su]);
+                    sp->in1 = static_cast<std::uint32_t>(split_inputs_.size());
+                }
+                rewrites_.push_back(rewrite{ts_[i], ts_[su], static_cast<std::uint32_t>(j), base});
+                sp->rw1 = static_cast<std::uint32_t>(rewrites_.size());
+            }
+        }
+        splits_.back().last = static_cast<std::uint32_t>(n_nodes_);
+    }
+
+    // The allocator's view of the graph. Nodes: per split, each input's copy, then the
+    // split's nodes. Without pipeline copies the copy is itself a node reading the input
+    // (so the input lives until it is copied). With n_copies > 1 every slot of every copy,
+    // and of every rotated graph input, is a leaf, in slot order, so that each slot keeps
+    // its own memory from one run to the next (input-flagged tensors are placed first, in
+    // list order, and never freed); the rotated input itself stands at the position of the
+    // current slot, and a view node keeps each split input alive until its copy.
+    void build_alloc_lists(const graph& g) {
+        alloc_nodes_.clear();
+        alloc_node_ids_.clear();
+        alloc_leafs_.clear();
+        alloc_leaf_ids_.clear();
+        const bool pipeline = params_.n_copies > 1;
+        const auto nodes = g.nodes();
+        for (const split_rec& sp : splits_) {
+            for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
+                const std::int32_t s = split_inputs_[k];
+                tensor* in = ts_[static_cast<std::size_t>(s)];
+                if (pipeline) {
+                    tensor& dep = new_pool_tensor(); // reads the input here; computes nothing
+                    dep.type = in->type;
+                    dep.ne = in->ne;
+                    dep.nb = in->nb;
+                    dep.op = op_kind::view;
+                    dep.src[0] = in;
+                    dep.view_src = in->view_src != nullptr ? in->view_src : in;
+                    dep.view_offs = in->view_src != nullptr ? in->view_offs : 0;
+                    dep.name = in->name + " (kept for its copy)";
+                    alloc_nodes_.push_back(&dep);
+                    alloc_node_ids_.push_back(bid_[static_cast<std::size_t>(s)]);
+                } else {
+                    tensor* cp = copies_[copy_base(s, sp.backend)];
+                    cp->src[0] = in;
+                    alloc_nodes_.push_back(cp);
+                    alloc_node_ids_.push_back(sp.backend);
+                }
+            }
+            for (std::uint32_t i = sp.first; i < sp.last; ++i) {
+                alloc_nodes_.push_back(nodes[i]);
+                alloc_node_ids_.push_back(bid_[i]);
+            }
+        }
+        for (std::size_t k = 0; k < n_leafs_; ++k) {
+            const std::size_t i = n_nodes_ + k;
+            if (pipeline && rotated(i)) continue; // placed with its slots below
+            alloc_leafs_.push_back(ts_[i]);
+            alloc_leaf_ids_.push_back(bid_[i]);
+        }
+        if (!pipeline) return;
+        for (std::int32_t s : graph_inputs_) {
+            const auto su = static_cast<std::size_t>(s);
+            if (!rotated(su)) continue;
+            const std::uint32_t base = copy_base(s, bid_[su]);
+            for (int c = 0; c < params_.n_copies; ++c) {
+                alloc_leafs_.push_back(c == cur_copy_ ? ts_[su] : copies_[base + static_cast<std::uint32_t>(c)]);
+                alloc_leaf_ids_.push_back(bid_[su]);
+            }
+        }
+        for (const split_rec& sp : splits_)
+            for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
+                const std::uint32_t base = copy_base(split_inputs_[k], sp.backend);
+                for (int c = 0; c < params_.n_copies; ++c) {
+                    alloc_leafs_.push_back(copies_[base + static_cast<std::uint32_t>(c)]);
+                    alloc_leaf_ids_.push_back(sp.backend);
+                }
+            }
+    }
+
+    // A graph input that gets pipeline slots: an input-flagged leaf without memory of its
+    // own (one the user placed keeps its place).
+    bool rotated(std::size_t i) const noexcept {
+        const tensor& t = *ts_[i];
+        return i >= n_nodes_ && i < n_nodes_ + n_leafs_ && t.has_flag(tensor_flag::input) && !detail::has_memory(t) &&
+               copy_of_[i * nb_ + static_cast<std::size_t>(bid_[i])] >= 0;
+    }
+
+    std::uint32_t copy_base(std::int32_t s, std::int32_t b) const noexcept {
+        return static_cast<std::uint32_t>(copy_of_[static_cast<std::size_t>(s) * nb_ + static_cast<std::size_t>(b)]);
+    }
+
+    status split(const graph& g) {
+        forget_graph();
+        number(g);
+        bt_.clear();
+        for (std::size_t b = 0; b < nb_; ++b) bt_.push_back(set_.buffer_type(b));
+        for (const auto& [t, b] : user_)
+            if (const std::uint32_t id = map_.find(t); id != detail::tensor_map::npos) set(id, b, placement_cause::user);
+        if (status s = pass_from_tensors(); !s) return s;
+        if (nb_ > 1) {
+            expand_sweep(true, false);
+            expand_sweep(false, false);
+        }
+        expand_sweep(true, true);
+        expand_sweep(false, true);
+        pass_upgrade_and_best();
+        if (status s = pass_sources(); !s) return s;
+        pass_splits();
+        build_alloc_lists(g);
+        graph_nodes_ = g.nodes().data();
+        return {};
+    }
+
+    // -- rewrites ------------------------------------------------------------------------------
+
+    void apply(std::uint32_t rw0, std::uint32_t rw1, int c) noexcept {
+        for (std::uint32_t k = rw0; k < rw1; ++k) {
+            const rewrite& r = rewrites_[k];
+            r.node->src[r.j] = copies_[r.copy_base + static_cast<std::uint32_t>(c)];
+        }
+    }
+    void restore(std::uint32_t rw0, std::uint32_t rw1) noexcept {
+        for (std::uint32_t k = rw0; k < rw1; ++k) rewrites_[k].node->src[rewrites_[k].j] = rewrites_[k].original;
+    }
+    void apply_all(int c) noexcept {
+        apply(0, static_cast<std::uint32_t>(rewrites_.size()), c);
+        applied_ = true;
+    }
+    void restore_all() noexcept {
+        if (!applied_) return;
+        restore(0, static_cast<std::uint32_t>(rewrites_.size()));
+        applied_ = false;
+    }
+
+    // -- compute ---------------------------------------------------------------------------------
+
+    status wait_slot(int c) {
+        for (std::size_t b = 0; b < nb_; ++b)
+            if (status s = set_.event_sync(b, c); !s) return s;
+        return {};
+    }
+
+    status copy_inputs(const split_rec& sp) {
+        const auto b = static_cast<std::size_t>(sp.backend);
+        for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
+            const std::int32_t s = split_inputs_[k];
+            const auto su = static_cast<std::size_t>(s);
+            tensor& in = *ts_[su];
+            tensor& cp = *copies_[static_cast<std::size_t>(copy_of_[su * nb_ + b]) + static_cast<std::size_t>(cur_copy_)];
+            if (in.has_flag(tensor_flag::input)) {
+                // the user may overwrite the input as soon as compute returns: copy now,
+                // once the backend no longer reads this slot
+                if (status st = set_.event_sync(b, cur_copy_); !st) return st;
+                if (status st = detail::copy_tensor_blocking(in, cp, staging_); !st) return st;
+                continue;
+            }
+            // device memory: the destination's stream copies it when it gets there; the
+            // source backend must not rewrite it before then (pending_readers_). Host
+            // memory is copied at once, as the host may rewrite it right after (ggml too).
+            const auto a = static_cast<std::size_t>(bid_[su]);
+            if (!is_host_memory(in) && set_.copy_async(b, in, cp)) {
+                if (a != b) pending_readers_[a].emplace_back(sp.backend, cur_copy_);
+                continue;
+            }
+            if (status st = set_.synchronize(a); !st) return st;
+            if (status st = set_.event_sync(b, cur_copy_); !st) return st;
+            if (status st = detail::copy_tensor_blocking(in, cp, staging_); !st) return st;
+        }
+        return {};
+    }
+
+    static bool is_host_memory(const tensor& t) noexcept {
+        const buffer_handle* buf = buffer_of(t);
+        return buf == nullptr ? detail::has_memory(t) : buf->is_host();
+    }
+
+    status compute_split(const graph& g, const split_rec& sp) {
+        const auto b = static_cast<std::size_t>(sp.backend);
+        const graph_view all = g.view();
+        if (!eval_) return set_.compute(b, all.subview(sp.first, sp.last));
+        for (std::size_t j0 = sp.first; j0 < sp.last;) {
+            std::size_t j1 = j0;
+            bool need = eval_(*all[j1], true);
+            while (!need && j1 + 1 < sp.last) need = eval_(*all[++j1], true);
+            if (status s = set_.compute(b, all.subview(j0, j1 + 1)); !s) return s;
+            if (status s = set_.synchronize(b); !s) return s;
+            if (need && !eval_(*all[j1], false))
+                return {errc::aborted, "scheduler: compute cancelled by the eval callback after node '" + all[j1]->name + "'"};
+            j0 = j1 + 1;
+        }
+        return {};
+    }
+
+    status run_splits(const graph& g) {
+        // a backend reading another's memory in place could see it rewritten by this run
+        // while an earlier run is still in flight: with pipeline copies, start from idle
+        if (params_.n_copies > 1 && cross_inplace_)
+            for (std::size_t b = 0; b < nb_; ++b)
+                if (status s = set_.synchronize(b); !s) return s;
+        std::int32_t prev = -1;
+        for (const split_rec& sp : splits_) {
+            if (sp.first == sp.last) continue;
+            const auto b = static_cast<std::size_t>(sp.backend);
+            // splits run in order: a backend starts after the previous split's backend
+            if (prev >= 0 && prev != sp.backend)
+                if (status s = set_.wait(b, static_cast<std::size_t>(prev), cur_copy_); !s) return s;
+            // and after every queued copy that reads its memory (from earlier runs too)
+            for (const auto& [reader, c] : pending_readers_[b])
+                if (status s = set_.wait(b, static_cast<std::size_t>(reader), c); !s) return s;
+            pending_readers_[b].clear();
+            if (status s = copy_inputs(sp); !s) return s;
+            apply(sp.rw0, sp.rw1, cur_copy_);
+            status s;
+            try {
+                s = compute_split(g, sp);
+            } catch (...) { // an eval callback that throws: the graph is restored first
+                restore(sp.rw0, sp.rw1);
+                throw;
+            }
+            restore(sp.rw0, sp.rw1);
+            if (!s) return s;
+            if (status r = set_.record(b, cur_copy_); !r) return r;
+            prev = sp.backend;
+        }
+        return {};
+    }
+
+    Set set_;
+    scheduler_params params_;
+    std::size_t nb_;
+    graph_allocator galloc_;
+    eval_callback eval_;
+    int debug_ = 0;
+    std::unordered_map<const tensor*, std::int32_t> user_;
+
+    // the last graph
+    const graph* allocated_ = nullptr;
+    tensor* const* graph_nodes_ = nullptr;
+    int cur_copy_ = 0;
+    int next_copy_ = 0;
+    std::size_t n_nodes_ = 0;
+    std::size_t n_leafs_ = 0;
+    detail::tensor_map map_;
+    std::vector<tensor*> ts_;
+    std::vector<std::int32_t> bid_;
+    std::vector<placement_cause> cause_;
+    std::vector<std::int32_t> vsrc_;
+    std::vector<std::array<std::int32_t, max_srcs>> srcs_;
+    std::vector<std::int8_t> sup_;
+    std::vector<buffer_type_ref> bt_;
+
+    std::vector<split_rec> splits_;
+    std::vector<std::int32_t> split_inputs_;
+    std::vector<tensor*> split_input_ptrs_;
+    std::vector<std::int32_t> copy_of_;
+    std::vector<tensor*> copies_;
+    std::vector<std::int32_t> graph_inputs_;
+    std::vector<rewrite> rewrites_;
+    bool applied_ = false;
+    bool cross_inplace_ = false; // a split reads another backend's compute memory in place
+    /// Per backend: (reader backend, slot) of asynchronous copies queued from its memory
+    /// that it has not waited for yet.
+    std::vector<std::vector<std::pair<std::int32_t, int>>> pending_readers_;
+    std::deque<tensor> pool_;
+    std::size_t pool_used_ = 0;
+    std::vector<std::byte> staging_;
+
+    std::vector<tensor*> alloc_nodes_;
+    std::vector<tensor*> alloc_leafs_;
+    std::vector<int> alloc_node_ids_;
+    std::vector<int> alloc_leaf_ids_;
+};
+
+// -- explaining the plan ---------------------------------------------------------------------
+
+namespace detail {
+
+inline std::string human_bytes(std::size_t n) {
+    static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(n);
+    std::size_t u = 0;
+    while (v >= 1024.0 && u + 1 < std::size(units)) {
+        v /= 1024.0;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+    return buf;
+}
+
+inline std::string shape_text(const tensor& t) {
+    std::string s = std::string(to_string(t.type)) + " [";
+    for (int d = 0; d < t.n_dims(); ++d) {
+        if (d) s += ", ";
+        s += std::to_string(t.ne[static_cast<std::size_t>(d)]);
+    }
+    return s + "]";
+}
+
+/// A DOT string literal (line breaks become DOT's \n).
+inline std::string dot_quote(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + '"';
+}
+
+} // namespace detail
+
+template <backend_set Set>
+std::string basic_scheduler<Set>::describe(int level) const {
+    std::string out = "scheduler: " + std::to_string(nb_) + " backend(s) (";
+    for (std::size_t b = 0; b < nb_; ++b) out += (b ? ", " : "") + std::string(set_.name(b));
+    out += ")";
+    if (graph_nodes_ == nullptr) return out + ", no graph\n";
+    std::size_t copied = 0;
+    for (std::int32_t s : split_inputs_) copied += ts_[static_cast<std::size_t>(s)]->nbytes();
+    out += ", " + std::to_string(n_nodes_) + " nodes, " + std::to_string(splits_.size()) + " split(s), " +
+           std::to_string(split_inputs_.size()) + " input(s) copied per run (" + detail::human_bytes(copied) +
+           "), pipeline copies " + std::to_string(params_.n_copies) + "\n";
+    for (std::size_t k = 0; k < splits_.size(); ++k) {
+        const split_rec& sp = splits_[k];
+        const auto b = static_cast<std::size_t>(sp.backend);
+        std::size_t computing = 0;
+        for (std::uint32_t i = sp.first; i < sp.last; ++i) computing += is_view_op(ts_[i]->op) ? 0 : 1;
+        out += "split " + std::to_string(k) + ": " + std::string(set_.name(b)) + ", nodes " + std::to_string(sp.first) +
+               ".." + std::to_string(sp.last == 0 ? 0 : sp.last - 1) + " (" + std::to_string(computing) + " computing)";
+        if (sp.in1 > sp.in0) {
+            out += ", inputs:";
+            for (std::uint32_t j = sp.in0; j < sp.in1; ++j) {
+                const auto s = static_cast<std::size_t>(split_inputs_[j]);
+                const tensor& t = *ts_[s];
+                out += " '" + t.name + "' (" + std::string(set_.name(static_cast<std::size_t>(bid_[s]))) + " -> " +
+                       std::string(set_.name(b)) + ", " + detail::human_bytes(t.nbytes()) +
+                       (t.has_flag(tensor_flag::input) ? ", user input" : "") + ")";
+            }
+        }
+        out += "\n";
+        if (level < 2) continue;
+        for (std::uint32_t i = sp.first; i < sp.last; ++i) {
+            const tensor& t = *ts_[i];
+            out += "  node " + std::to_string(i) + " '" + t.name + "' " + std::string(to_string(t.op)) + " " +
+                   detail::shape_text(t) + " -> " + std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
+                   std::string(to_string(cause_[i])) + ")\n";
+        }
+    }
+    out += "buffers:";
+    for (std::size_t b = 0; b < nb_; ++b)
+        out += " " + std::string(set_.name(b)) + " " + detail::human_bytes(galloc_.buffer_size(static_cast<int>(b))) +
+               (b + 1 < nb_ ? "," : "");
+    return out + "\n";
+}
+
+template <backend_set Set>
+std::string basic_scheduler<Set>::to_dot() const {
+    static constexpr const char* palette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072",
+                                              "#80b1d3", "#fdb462", "#b3de69", "#fccde5"};
+    const auto colour = [](std::int32_t b) { return palette[static_cast<std::size_t>(b) % std::size(palette)]; };
+    std::string out = "digraph backplane {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n";
+    if (graph_nodes_ == nullptr) return out + "}\n";
+    const auto label = [&](std::size_t i) {
+        const tensor& t = *ts_[i];
+        return detail::dot_quote((t.name.empty() ? "#" + std::to_string(i) : t.name) + "\n" +
+                                 std::string(to_string(t.op)) + " " + detail::shape_text(t) + "\n" +
+                                 std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
+                                 std::string(to_string(cause_[i])) + ")");
+    };
+    for (std::size_t k = 0; k < splits_.size(); ++k) {
+        const split_rec& sp = splits_[k];
+        out += "  subgraph cluster_" + std::to_string(k) + " {\n    label=" +
+               detail::dot_quote("split " + std::to_string(k) + ": " +
+                                 std::string(set_.name(static_cast<std::size_t>(sp.backend)))) +
+               ";\n    style=rounded;\n";
+        for (std::uint32_t i = sp.first; i < sp.last; ++i)
+            out += "    t" + std::to_string(i) + " [label=" + label(i) + ", fillcolor=\"" + colour(bid_[i]) + "\"];\n";
+        out += "  }\n";
+    }
+    for (std::size_t i = n_nodes_; i < ts_.size(); ++i)
+        out += "  t" + std::to_string(i) + " [shape=ellipse, label=" + label(i) + ", fillcolor=\"" + colour(bid_[i]) +
+               "\"];\n";
+    for (std::size_t i = 0; i < n_nodes_; ++i)
+        for (std::int32_t s : srcs_[i]) {
+            if (s < 0) continue;
+            const auto su = static_cast<std::size_t>(s);
+            out += "  t" + std::to_string(su) + " -> t" + std::to_string(i);
+            const std::int32_t cp = copy_of_.empty() ? -1 : copy_of_[su * nb_ + static_cast<std::size_t>(bid_[i])];
+            if (cp >= 0 && bid_[su] != bid_[i])
+                out += " [style=dashed, color=\"#d62728\", label=" +
+                       detail::dot_quote("copy " + detail::human_bytes(ts_[su]->nbytes())) + "]";
+            out += ";\n";
+        }
+    return out + "}\n";
+}
+
+/// A scheduler over backends known at compile time, in priority order; the last must be a
+/// host backend. Holds references: the backends must outlive it.
+///
+///     scheduler sched(blas, cpu);                       // or scheduler<blas_backend, cpu_backend>
+///     scheduler sched2(scheduler_params{.n_copies = 2}, gpu, cpu);
+template <backend... Bs>
+class scheduler : public basic_scheduler<tuple_backend_set<Bs...>> {
+    static_assert(sizeof...(Bs) > 0, "a scheduler needs at least one backend");
+    static_assert(host_backend<std::tuple_element_t<sizeof...(Bs) - 1, std::tuple<Bs...>>>,
+                  "the last backend of a scheduler must be a host backend (its buffer type is host memory): it "
+                  "runs graph inputs and every op no other backend supports");
+    using base = basic_scheduler<tuple_backend_set<Bs...>>;
+
+public:
+    explicit scheduler(Bs&... backends) : base(tuple_backend_set<Bs...>(backends...)) {}
+    scheduler(scheduler_params params, Bs&... backends) : base(tuple_backend_set<Bs...>(backends...), params) {}
+};
+
+template <backend... Bs>
+scheduler(Bs&...) -> scheduler<Bs...>;
+template <backend... Bs>
+scheduler(scheduler_params, Bs&...) -> scheduler<Bs...>;
+
+/// A scheduler over backends chosen at run time.
+using dynamic_scheduler = basic_scheduler<dynamic_backend_set>;
+
+} // namespace backplane

@@ -1,0 +1,155 @@
+// Property tests of the scheduler on seeded random graphs (tests/sched/sched_fixtures.hpp):
+// random op-support masks of the test devices and random weight placement, over
+// {test, CPU} and {test, test, CPU}. For every graph: the scheduled result equals the
+// CPU-only result, every node runs on a backend that supports it, no split input is
+// copied to a backend that could read it in place, and the tuple and vector backend sets
+// make identical plans.
+
+#include "sched_fixtures.hpp"
+
+#include <array>
+#include <deque>
+#include <memory>
+
+using namespace backplane;
+using namespace backplane::test;
+
+namespace {
+
+constexpr int graphs_per_set = 100; // x 2 sets = 200 graphs
+
+/// The reference: the same graph, everything in host memory, computed by the CPU
+/// backend's reference kernels.
+std::vector<std::vector<float>> reference_outputs(std::uint32_t seed, int n_homes) {
+    context ctx(context_params{.no_alloc = false});
+    random_graph r = make_random_graph(ctx, seed, n_homes, [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int) {
+        return ctx.new_tensor_2d(type, ne0, ne1);
+    });
+    fill_weights(r, seed);
+    fill_inputs(r, seed);
+    cpu_backend cpu(cpu_backend_params{.n_threads = 1, .reference = true});
+    REQUIRE(cpu.compute(r.g));
+    std::vector<std::vector<float>> out;
+    for (tensor* o : r.outputs) out.push_back(read_f32(*o));
+    return out;
+}
+
+template <class Sched>
+void check_plan_invariants(Sched& sched, const random_graph& r) {
+    auto& set = sched.backends();
+    for (tensor* n : r.g.nodes()) {
+        const int b = sched.backend_of(*n);
+        REQUIRE(b >= 0);
+        REQUIRE(sched.cause_of(*n) != placement_cause::none);
+        if (n->op != op_kind::none && !is_view_op(n->op)) {
+            INFO("node " << n->name << " (" << to_string(n->op) << ") on backend " << set.name(static_cast<std::size_t>(b)));
+            CHECK(set.supports_op(static_cast<std::size_t>(b), *n));
+        }
+    }
+    for (std::size_t k = 0; k < sched.n_splits(); ++k) {
+        const split_info sp = sched.split_at(k);
+        for (tensor* in : sp.inputs) {
+            const int owner = sched.backend_of(*in);
+            REQUIRE(owner >= 0);
+            CHECK(owner != static_cast<int>(sp.backend));
+            // copied: the split's backend cannot read the memory the input lives in
+            const tensor* root = in->view_src ? in->view_src : in;
+            const buffer_type_ref bt =
+                root->buffer ? root->buffer->type() : set.buffer_type(static_cast<std::size_t>(owner));
+            INFO("input " << in->name << " of split " << k);
+            CHECK_FALSE(set.supports_buffer_type(sp.backend, bt));
+        }
+    }
+}
+
+/// The same plan: every tensor on the same backend for the same reason, the same splits.
+template <class A, class B>
+void check_same_plan(A& a, B& b, const random_graph& r) {
+    REQUIRE(a.n_splits() == b.n_splits());
+    REQUIRE(a.n_split_inputs() == b.n_split_inputs());
+    for (tensor* n : r.g.nodes()) {
+        CHECK(a.backend_of(*n) == b.backend_of(*n));
+        CHECK(a.cause_of(*n) == b.cause_of(*n));
+    }
+    for (tensor* l : r.g.leafs()) CHECK(a.backend_of(*l) == b.backend_of(*l));
+    for (std::size_t k = 0; k < a.n_splits(); ++k) {
+        const split_info x = a.split_at(k), y = b.split_at(k);
+        CHECK(x.backend == y.backend);
+        CHECK(x.first == y.first);
+        CHECK(x.last == y.last);
+        REQUIRE(x.inputs.size() == y.inputs.size());
+        for (std::size_t i = 0; i < x.inputs.size(); ++i) CHECK(x.inputs[i] == y.inputs[i]);
+    }
+}
+
+/// Builds graph `seed` with weights placed on the devices of `homes` (index n_homes - 1
+/// is host memory), schedules it over the tuple set and the vector set, checks the plans
+/// and the result.
+template <class... Bs>
+void run_case(std::uint32_t seed, std::vector<buffer_type_ref> homes, Bs&... backends) {
+    const int n_homes = static_cast<int>(homes.size());
+    context graph_ctx(context_params{.no_alloc = true});
+    std::deque<context> weight_ctxs; // one per weight, so each is allocated on its own
+    std::vector<buffer_list> weight_bufs;
+    random_graph r = make_random_graph(graph_ctx, seed, n_homes, [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int home) {
+        context& wc = weight_ctxs.emplace_back(context_params{.no_alloc = true});
+        tensor* w = wc.new_tensor_2d(type, ne0, ne1);
+        auto bufs = alloc_tensors(wc, homes[static_cast<std::size_t>(home)], buffer_usage::weights);
+        REQUIRE(bufs);
+        weight_bufs.push_back(std::move(*bufs));
+        return w;
+    });
+    fill_weights(r, seed); // inputs once allocated, below
+    INFO("seed " << seed << ", " << r.g.n_nodes() << " nodes");
+
+    scheduler sched(backends...);
+    dynamic_scheduler dyn(dynamic_backend_set({backend_ref(backends)...}));
+    REQUIRE(sched.plan(r.g));
+    REQUIRE(dyn.plan(r.g));
+    check_same_plan(sched, dyn, r);
+    check_plan_invariants(sched, r);
+
+    REQUIRE(sched.alloc_graph(r.g));
+    fill_inputs(r, seed);
+    const status s = sched.compute(r.g);
+    INFO(sched.describe(2));
+    REQUIRE(s);
+    check_plan_invariants(sched, r);
+
+    const auto expected = reference_outputs(seed, n_homes);
+    REQUIRE(expected.size() == r.outputs.size());
+    const double limit = r.has_f16 ? 5e-4 : 1e-6;
+    for (std::size_t i = 0; i < r.outputs.size(); ++i) {
+        INFO("output " << r.outputs[i]->name);
+        CHECK(nmse_of(expected[i], read_f32(*r.outputs[i])) <= limit);
+    }
+}
+
+} // namespace
+
+TEST_CASE("random graphs over {test, CPU}: CPU results, supported placement, minimal copies, same plan for both sets",
+          "[sched][random]") {
+    for (int i = 0; i < graphs_per_set; ++i) {
+        const auto seed = static_cast<std::uint32_t>(1000 + i);
+        test_device dev(random_support("TEST0", seed));
+        test_backend tb = dev.make_backend();
+        cpu_backend cpu(cpu_backend_params{.n_threads = 2});
+        run_case(seed, {buffer_type_ref(dev.buffer_type()), buffer_type_ref(cpu.buffer_type())}, tb, cpu);
+    }
+}
+
+TEST_CASE("random graphs over {test, test, CPU}: CPU results, supported placement, minimal copies, same plan",
+          "[sched][random]") {
+    for (int i = 0; i < graphs_per_set; ++i) {
+        const auto seed = static_cast<std::uint32_t>(5000 + i);
+        test_device dev0(random_support("TEST0", seed));
+        test_device dev1(random_support("TEST1", seed + 1));
+        test_backend t0 = dev0.make_backend();
+        test_backend t1 = dev1.make_backend();
+        cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+        run_case(seed,
+                 {buffer_type_ref(dev0.buffer_type()), buffer_type_ref(dev1.buffer_type()),
+                  buffer_type_ref(cpu.buffer_type())},
+                 t0, t1, cpu);
+    }
+}
