@@ -1,11 +1,15 @@
 // Property tests of the scheduler on seeded random graphs (tests/sched/sched_fixtures.hpp):
 // random op-support masks of the test devices and random weight placement, over
-// {test, CPU} and {test, test, CPU}. For every graph: the scheduled result equals the
+// {test, CPU}, {test, test, CPU} and (with BLAS) {BLAS, CPU}. For every graph: the scheduled result equals the
 // CPU-only result, every node runs on a backend that supports it, no split input is
 // copied to a backend that could read it in place, and the tuple and vector backend sets
 // make identical plans.
 
 #include "sched_fixtures.hpp"
+
+#if BACKPLANE_TEST_HAVE_BLAS
+#include <backplane/backends/blas.hpp>
+#endif
 
 #include <array>
 #include <deque>
@@ -153,3 +157,14 @@ TEST_CASE("random graphs over {test, test, CPU}: CPU results, supported placemen
                  t0, t1, cpu);
     }
 }
+
+#if BACKPLANE_TEST_HAVE_BLAS
+TEST_CASE("random graphs over {BLAS, CPU}: the same checks, BLAS taking the products it supports", "[sched][random]") {
+    for (int i = 0; i < graphs_per_set / 2; ++i) {
+        const auto seed = static_cast<std::uint32_t>(9000 + i);
+        blas_backend blas(blas_backend_params{.n_threads = 1, .min_batch = 0});
+        cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+        run_case(seed, {buffer_type_ref(cpu.buffer_type())}, blas, cpu);
+    }
+}
+#endif

@@ -222,6 +222,9 @@ public:
     /// How many alloc_graph() calls had to allocate or grow a buffer. After a reserve()
     /// of the largest graph, it stays constant.
     [[nodiscard]] std::size_t n_reallocs() const noexcept { return n_reallocs_; }
+    /// True when t's data lies in this allocator's buffers (placed by an earlier call, and
+    /// placed again by the next one).
+    [[nodiscard]] bool holds(const tensor& t) const noexcept { return t.data != nullptr && !is_external(t); }
 
 private:
     // -- per-graph facts --------------------------------------------------------------------

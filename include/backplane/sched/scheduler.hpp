@@ -429,18 +429,22 @@ private:
     static buffer_handle* buffer_of(const tensor& t) noexcept {
         return t.view_src != nullptr ? t.view_src->buffer : t.buffer;
     }
-    // The buffer type of t's memory: its buffer's, or host memory for context host data;
-    // empty (id() null) without memory.
-    static bool memory_type(const tensor& t, buffer_type_ref& out) {
+    // Memory of t's own that placement must respect: not none, and not this scheduler's
+    // compute buffers (a tensor placed by an earlier alloc_graph is placed again).
+    bool has_own_memory(const tensor& t) const noexcept {
+        const tensor& root = t.view_src != nullptr ? *t.view_src : t;
+        return detail::has_memory(t) && !galloc_.holds(root);
+    }
+    // The buffer type of t's own memory: its buffer's, or host memory for context host
+    // data; false without memory of its own.
+    bool memory_type(const tensor& t, buffer_type_ref& out) const {
+        if (!has_own_memory(t)) return false;
         if (buffer_handle* b = buffer_of(t)) {
             out = b->type();
             return true;
         }
-        if (detail::has_memory(t)) {
-            out = buffer_type_ref(cpu_buffer_type::instance());
-            return true;
-        }
-        return false;
+        out = buffer_type_ref(cpu_buffer_type::instance());
+        return true;
     }
 
     // The highest-priority backend that can use t's memory and compute `op` (a node index
@@ -727,11 +731,12 @@ private:
 
     // The allocator's view of the graph. Nodes: per split, each input's copy, then the
     // split's nodes. Without pipeline copies the copy is itself a node reading the input
-    // (so the input lives until it is copied). With n_copies > 1 every slot of every copy,
-    // and of every rotated graph input, is a leaf, in slot order, so that each slot keeps
-    // its own memory from one run to the next (input-flagged tensors are placed first, in
-    // list order, and never freed); the rotated input itself stands at the position of the
-    // current slot, and a view node keeps each split input alive until its copy.
+    // (so the input lives until it is copied). With n_copies > 1, every slot of every
+    // rotated graph input and of every copy comes first, in slot order: input-flagged
+    // tensors are placed first, in node order, and never freed, so each slot keeps its
+    // own memory from one run to the next; the rotated input itself stands at the
+    // position of the current slot; and a view node keeps each split input alive until it
+    // is copied.
     void build_alloc_lists(const graph& g) {
         alloc_nodes_.clear();
         alloc_node_ids_.clear();
@@ -739,6 +744,27 @@ private:
         alloc_leaf_ids_.clear();
         const bool pipeline = params_.n_copies > 1;
         const auto nodes = g.nodes();
+        if (pipeline) {
+            for (std::int32_t s : graph_inputs_) {
+                const auto su = static_cast<std::size_t>(s);
+                if (!rotated(su)) continue;
+                const std::uint32_t base = copy_base(s, bid_[su]);
+                for (int c = 0; c < params_.n_copies; ++c) {
+                    tensor* slot = c == cur_copy_ ? ts_[su] : copies_[base + static_cast<std::uint32_t>(c)];
+                    slot->flags = ts_[su]->flags; // the same key in every rotation
+                    alloc_nodes_.push_back(slot);
+                    alloc_node_ids_.push_back(bid_[su]);
+                }
+            }
+            for (const split_rec& sp : splits_)
+                for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
+                    const std::uint32_t base = copy_base(split_inputs_[k], sp.backend);
+                    for (int c = 0; c < params_.n_copies; ++c) {
+                        alloc_nodes_.push_back(copies_[base + static_cast<std::uint32_t>(c)]);
+                        alloc_node_ids_.push_back(sp.backend);
+                    }
+                }
+        }
         for (const split_rec& sp : splits_) {
             for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
                 const std::int32_t s = split_inputs_[k];
@@ -769,35 +795,17 @@ private:
         }
         for (std::size_t k = 0; k < n_leafs_; ++k) {
             const std::size_t i = n_nodes_ + k;
-            if (pipeline && rotated(i)) continue; // placed with its slots below
+            if (pipeline && rotated(i)) continue; // placed with its slots above
             alloc_leafs_.push_back(ts_[i]);
             alloc_leaf_ids_.push_back(bid_[i]);
         }
-        if (!pipeline) return;
-        for (std::int32_t s : graph_inputs_) {
-            const auto su = static_cast<std::size_t>(s);
-            if (!rotated(su)) continue;
-            const std::uint32_t base = copy_base(s, bid_[su]);
-            for (int c = 0; c < params_.n_copies; ++c) {
-                alloc_leafs_.push_back(c == cur_copy_ ? ts_[su] : copies_[base + static_cast<std::uint32_t>(c)]);
-                alloc_leaf_ids_.push_back(bid_[su]);
-            }
-        }
-        for (const split_rec& sp : splits_)
-            for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
-                const std::uint32_t base = copy_base(split_inputs_[k], sp.backend);
-                for (int c = 0; c < params_.n_copies; ++c) {
-                    alloc_leafs_.push_back(copies_[base + static_cast<std::uint32_t>(c)]);
-                    alloc_leaf_ids_.push_back(sp.backend);
-                }
-            }
     }
 
     // A graph input that gets pipeline slots: an input-flagged leaf without memory of its
     // own (one the user placed keeps its place).
     bool rotated(std::size_t i) const noexcept {
         const tensor& t = *ts_[i];
-        return i >= n_nodes_ && i < n_nodes_ + n_leafs_ && t.has_flag(tensor_flag::input) && !detail::has_memory(t) &&
+        return i >= n_nodes_ && i < n_nodes_ + n_leafs_ && t.has_flag(tensor_flag::input) && !has_own_memory(t) &&
                copy_of_[i * nb_ + static_cast<std::size_t>(bid_[i])] >= 0;
     }
 

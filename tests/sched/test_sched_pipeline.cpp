@@ -1,0 +1,127 @@
+// Pipeline parallelism: with 2, 3 and 4 copies, repeated computes with changing inputs
+// give the same results as 1 copy, while the test device really runs behind the host
+// (its worker sleeps before each work item).
+
+#include "sched_fixtures.hpp"
+
+#include <chrono>
+#include <vector>
+
+using namespace backplane;
+using namespace backplane::test;
+
+namespace {
+
+constexpr int n_runs = 6;
+
+/// x (user input, host) -> scale on the CPU -> two products on the test device (weights
+/// there) -> add on the CPU (host weights) -> out. Results of every run with `copies`,
+/// each read after its run; and the last output of runs queued back to back.
+struct pipeline_result {
+    std::vector<std::vector<float>> per_run;
+    std::vector<float> back_to_back;
+    std::size_t splits = 0;
+};
+
+pipeline_result run_pipeline(int copies) {
+    // the CPU scales the input and adds the bias; the device does the rest
+    test_device dev({.name = "TEST0",
+                     .supports = [](const tensor& t) { return t.op != op_kind::scale && t.op != op_kind::add; },
+                     .delay = std::chrono::microseconds(200)});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+
+    context wctx(context_params{.no_alloc = true});
+    tensor* w1 = wctx.new_tensor_2d(elem_type::f32, 16, 16);
+    tensor* w2 = wctx.new_tensor_2d(elem_type::f32, 16, 16);
+    auto wbufs = alloc_tensors(wctx, dev.buffer_type(), buffer_usage::weights);
+    REQUIRE(wbufs);
+    fill_seeded(*w1, 21);
+    fill_seeded(*w2, 22);
+    context hctx(context_params{.no_alloc = false});
+    tensor* bias = hctx.new_tensor_2d(elem_type::f32, 16, 1);
+    fill_seeded(*bias, 23);
+
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 16, 4);
+    x->name = "x";
+    x->set_input();
+    tensor* h = scale(ctx, x, 0.5f, 0.25f);
+    tensor* y = mul_mat(ctx, w2, silu(ctx, mul_mat(ctx, w1, h)));
+    tensor* out = add(ctx, y, bias);
+    out->name = "out";
+    out->set_output();
+    graph g(out);
+
+    scheduler sched(scheduler_params{.n_copies = copies}, tb, cpu);
+    pipeline_result r;
+    for (int run = 0; run < n_runs; ++run) {
+        REQUIRE(sched.alloc_graph(g));
+        fill_seeded(*x, 100u + static_cast<std::uint32_t>(run));
+        REQUIRE(sched.compute(g));
+        r.per_run.push_back(read_f32(*out));
+    }
+    r.splits = sched.n_splits();
+    // queued back to back: each run's input is written while earlier runs may still be
+    // on the device
+    for (int run = 0; run < n_runs; ++run) {
+        REQUIRE(sched.alloc_graph(g));
+        fill_seeded(*x, 200u + static_cast<std::uint32_t>(run));
+        REQUIRE(sched.compute_async(g));
+    }
+    REQUIRE(sched.synchronize());
+    r.back_to_back = read_f32(*out);
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("pipeline copies: 2, 3 and 4 copies compute what 1 copy does", "[sched][pipeline]") {
+    const pipeline_result one = run_pipeline(1);
+    REQUIRE(one.splits == 3);
+    for (int copies : {2, 3, 4}) {
+        INFO(copies << " copies");
+        const pipeline_result many = run_pipeline(copies);
+        CHECK(many.splits == one.splits);
+        REQUIRE(many.per_run.size() == one.per_run.size());
+        for (std::size_t i = 0; i < one.per_run.size(); ++i) CHECK(many.per_run[i] == one.per_run[i]);
+        CHECK(many.back_to_back == one.back_to_back);
+    }
+    // the runs differ from each other (the inputs changed), so equality means something
+    CHECK(one.per_run[0] != one.per_run[1]);
+}
+
+TEST_CASE("pipeline copies hold separate memory per slot, and grow the buffers accordingly", "[sched][pipeline]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+    context wctx(context_params{.no_alloc = true});
+    tensor* w = wctx.new_tensor_2d(elem_type::f32, 32, 32);
+    auto wbufs = alloc_tensors(wctx, dev.buffer_type(), buffer_usage::weights);
+    REQUIRE(wbufs);
+    std::size_t one_copy = 0;
+    for (int copies : {1, 3}) {
+        // a graph of its own: tensors placed by a scheduler point into its buffers
+        context ctx(context_params{.no_alloc = true});
+        tensor* x = ctx.new_tensor_2d(elem_type::f32, 32, 8);
+        x->set_input();
+        graph g(scale(ctx, mul_mat(ctx, w, x), 2.0f));
+        scheduler sched(scheduler_params{.n_copies = copies}, tb, cpu);
+        std::vector<const void*> x_addresses;
+        for (int run = 0; run < copies * 2; ++run) {
+            REQUIRE(sched.alloc_graph(g));
+            x_addresses.push_back(x->data);
+        }
+        CHECK(sched.n_copies() == copies);
+        if (copies == 1) {
+            one_copy = sched.buffer_size(0);
+            CHECK(x_addresses[0] == x_addresses[1]);
+        } else {
+            // x rotates through `copies` places, and the device holds `copies` copies of it
+            CHECK(x_addresses[0] != x_addresses[1]);
+            CHECK(x_addresses[1] != x_addresses[2]);
+            CHECK(x_addresses[0] == x_addresses[3]);
+            CHECK(sched.buffer_size(0) >= one_copy + 2 * x->nbytes());
+        }
+    }
+}

@@ -1,0 +1,435 @@
+// Each placement rule of the scheduler on a small hand-built graph, the splits and copies
+// it makes, the eval callback, the plan printers, and bad use.
+
+#include "sched_fixtures.hpp"
+
+#if BACKPLANE_TEST_HAVE_BLAS
+#include <backplane/backends/blas.hpp>
+#endif
+
+#include <string>
+#include <vector>
+
+using namespace backplane;
+using namespace backplane::test;
+
+namespace {
+
+/// Weights [d, d] of `type` allocated on `bt` (weights usage), filled from `seed`.
+struct weight_holder {
+    context ctx{context_params{.no_alloc = true}};
+    buffer_list bufs;
+    tensor* w = nullptr;
+    weight_holder(buffer_type_ref bt, std::int64_t ne0, std::int64_t ne1, std::uint32_t seed,
+                  buffer_usage usage = buffer_usage::weights) {
+        w = ctx.new_tensor_2d(elem_type::f32, ne0, ne1);
+        w->name = "w" + std::to_string(seed);
+        auto r = alloc_tensors(ctx, bt, usage);
+        REQUIRE(r);
+        bufs = std::move(*r);
+        fill_seeded(*w, seed);
+    }
+};
+
+bool supports_all_but(const tensor& t, op_kind op) { return t.op != op; }
+
+} // namespace
+
+TEST_CASE("graph inputs go to the last backend; ops on weights go where the weights are", "[sched][rules]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder wt(dev.buffer_type(), 16, 16, 1);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 16, 4);
+    x->name = "x";
+    x->set_input();
+    tensor* y = mul_mat(ctx, wt.w, x);
+    y->name = "y";
+    tensor* z = silu(ctx, y);
+    z->name = "z";
+    z->set_output();
+    graph g(z);
+
+    scheduler sched(tb, cpu);
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*x) == 1);
+    CHECK(sched.cause_of(*x) == placement_cause::input);
+    CHECK(sched.backend_of(*wt.w) == 0);
+    CHECK(sched.cause_of(*wt.w) == placement_cause::buffer);
+    CHECK(sched.backend_of(*y) == 0);
+    CHECK(sched.cause_of(*y) == placement_cause::weights);
+    CHECK(sched.backend_of(*z) == 0);
+    CHECK(sched.cause_of(*z) == placement_cause::expand);
+    REQUIRE(sched.n_splits() == 1);
+    const split_info sp = sched.split_at(0);
+    CHECK(sp.backend == 0);
+    REQUIRE(sp.inputs.size() == 1);
+    CHECK(sp.inputs[0] == x); // the user input is copied to the test device
+
+    // and it computes: the result equals the CPU's
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*x, 2);
+    REQUIRE(sched.compute(g));
+    CHECK(tb.n_nodes_computed() == 2);
+    const auto got = read_f32(*z);
+
+    context host(context_params{.no_alloc = false});
+    tensor* hw = host.new_tensor_2d(elem_type::f32, 16, 16);
+    tensor* hx = host.new_tensor_2d(elem_type::f32, 16, 4);
+    fill_seeded(*hw, 1);
+    fill_seeded(*hx, 2);
+    tensor* hz = silu(host, mul_mat(host, hw, hx));
+    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
+    REQUIRE(ref.compute(graph(hz)));
+    CHECK(nmse_of(read_f32(*hz), got) < 1e-10);
+}
+
+TEST_CASE("op offload: a higher-priority backend takes ops on host weights it asks for, unless switched off",
+          "[sched][rules]") {
+    test_device dev({.name = "TEST0", .offload = true, .offload_min_batch = 8});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder wc(cpu.buffer_type(), 16, 16, 3);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x_small = ctx.new_tensor_2d(elem_type::f32, 16, 4);
+    tensor* x_big = ctx.new_tensor_2d(elem_type::f32, 16, 8);
+    x_small->set_input();
+    x_big->set_input();
+    tensor* small = mul_mat(ctx, wc.w, x_small);
+    tensor* big = mul_mat(ctx, wc.w, x_big);
+    graph g{small, big};
+
+    scheduler sched(tb, cpu);
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*small) == 1);
+    CHECK(sched.cause_of(*small) == placement_cause::weights);
+    CHECK(sched.backend_of(*big) == 0);
+    CHECK(sched.cause_of(*big) == placement_cause::offload);
+
+    sched.set_op_offload(false);
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*big) == 1);
+    CHECK(sched.cause_of(*big) == placement_cause::weights);
+}
+
+TEST_CASE("user assignments are kept; set_backend refuses a backend the scheduler does not have", "[sched][rules]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu, other_cpu;
+    weight_holder wt(dev.buffer_type(), 8, 8, 4);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+    x->set_input();
+    tensor* y = mul_mat(ctx, wt.w, x);
+    tensor* z = scale(ctx, y, 2.0f);
+    graph g(z);
+
+    scheduler sched(tb, cpu);
+    REQUIRE(sched.set_backend(*y, cpu));
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*y) == 1);
+    CHECK(sched.cause_of(*y) == placement_cause::user);
+    CHECK(sched.n_split_inputs() == 1); // the weight, copied to the CPU
+
+    const status bad_index = sched.set_backend(*y, 2);
+    CHECK(bad_index.code() == errc::invalid_argument);
+    CHECK(bad_index.message().find("no backend 2") != std::string::npos);
+    const status bad_object = sched.set_backend(*y, other_cpu);
+    CHECK(bad_object.code() == errc::invalid_argument);
+    CHECK(bad_object.message().find("not one of this scheduler's") != std::string::npos);
+
+    sched.reset(); // forgets user assignments
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*y) == 0);
+}
+
+TEST_CASE("expansion passes over an op the backend does not support; that node goes to the best backend",
+          "[sched][rules]") {
+    test_device dev({.name = "TEST0", .supports = [](const tensor& t) { return supports_all_but(t, op_kind::soft_max); }});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder wt(dev.buffer_type(), 8, 8, 5);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 3);
+    x->set_input();
+    tensor* a = mul_mat(ctx, wt.w, x); // weights -> TEST
+    tensor* b = silu(ctx, a);          // expands down from a
+    tensor* c = soft_max(ctx, b);      // not on TEST: skipped by the sweeps, then best = CPU
+    tensor* d = scale(ctx, c, 3.0f);   // the down sweep goes on past c (as ggml's does)
+    tensor* e = add(ctx, d, b);
+    graph g(e);
+
+    scheduler sched(tb, cpu);
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*a) == 0);
+    CHECK(sched.cause_of(*a) == placement_cause::weights);
+    CHECK(sched.backend_of(*b) == 0);
+    CHECK(sched.cause_of(*b) == placement_cause::expand);
+    CHECK(sched.backend_of(*c) == 1);
+    CHECK(sched.cause_of(*c) == placement_cause::best);
+    CHECK(sched.backend_of(*d) == 0);
+    CHECK(sched.cause_of(*d) == placement_cause::expand);
+    CHECK(sched.backend_of(*e) == 0);
+    REQUIRE(sched.n_splits() == 3);
+    // the CPU split reads b (copied from TEST), the last TEST split reads c (copied back);
+    // e reads b in place on TEST
+    REQUIRE(sched.split_at(1).inputs.size() == 1);
+    CHECK(sched.split_at(1).inputs[0] == b);
+    REQUIRE(sched.split_at(2).inputs.size() == 1);
+    CHECK(sched.split_at(2).inputs[0] == c);
+
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*x, 6);
+    REQUIRE(sched.compute(g));
+    context host(context_params{.no_alloc = false});
+    tensor* hw = host.new_tensor_2d(elem_type::f32, 8, 8);
+    tensor* hx = host.new_tensor_2d(elem_type::f32, 8, 3);
+    fill_seeded(*hw, 5);
+    fill_seeded(*hx, 6);
+    tensor* hb = silu(host, mul_mat(host, hw, hx));
+    tensor* he = add(host, scale(host, soft_max(host, hb), 3.0f), hb);
+    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
+    REQUIRE(ref.compute(graph(he)));
+    CHECK(nmse_of(read_f32(*he), read_f32(*e)) < 1e-10);
+}
+
+#if BACKPLANE_TEST_HAVE_BLAS
+TEST_CASE("upgrade: a node moves to a higher-priority backend that shares the buffer type", "[sched][rules]") {
+    blas_backend blas(blas_backend_params{.n_threads = 1, .min_batch = 8});
+    cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+    weight_holder wn(cpu.buffer_type(), 32, 1, 30);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 32, 16);
+    tensor* w = ctx.new_tensor_2d(elem_type::f32, 32, 32);
+    x->set_input();
+    w->set_input();
+    tensor* h = mul(ctx, x, wn.w);        // host weights, an op BLAS cannot run: the CPU
+    tensor* y = mul_mat(ctx, w, h);       // expanded onto the CPU, then upgraded to BLAS
+    tensor* small = mul_mat(ctx, w, view_2d(ctx, h, 32, 4, h->nb[1], 0)); // below min_batch: stays
+    graph g{y, small};
+
+    scheduler sched(blas, cpu);
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*h) == 1);
+    CHECK(sched.backend_of(*y) == 0);
+    CHECK(sched.cause_of(*y) == placement_cause::upgrade);
+    CHECK(sched.backend_of(*small) == 1);
+    CHECK(sched.n_split_inputs() == 0); // they share host memory: nothing is copied
+
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*x, 7);
+    fill_seeded(*w, 8);
+    REQUIRE(sched.compute(g));
+    // the same products on the CPU alone
+    context host(context_params{.no_alloc = false});
+    tensor* hx = host.new_tensor_2d(elem_type::f32, 32, 16);
+    tensor* hw = host.new_tensor_2d(elem_type::f32, 32, 32);
+    fill_seeded(*hx, 7);
+    fill_seeded(*hw, 8);
+    tensor* hn = host.new_tensor_2d(elem_type::f32, 32, 1);
+    fill_seeded(*hn, 30);
+    tensor* hy = mul_mat(host, hw, mul(host, hx, hn));
+    REQUIRE(cpu.compute(graph(hy)));
+    CHECK(nmse_of(read_f32(*hy), read_f32(*y)) < 1e-10);
+}
+#endif
+
+TEST_CASE("views follow their source; unassigned sources follow their consumer", "[sched][rules]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder wt(dev.buffer_type(), 8, 8, 9);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 4);
+    x->set_input();
+    tensor* a = mul_mat(ctx, wt.w, x);
+    tensor* t = transpose(ctx, a); // a view
+    tensor* c = cont(ctx, t);
+    tensor* k = ctx.new_tensor_1d(elem_type::f32, 4); // a constant nobody placed
+    tensor* m = mul(ctx, c, k);
+    graph g(m);
+
+    scheduler sched(tb, cpu);
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*t) == sched.backend_of(*a));
+    CHECK(sched.cause_of(*t) == placement_cause::source);
+    CHECK(sched.backend_of(*k) == sched.backend_of(*m));
+    CHECK(sched.cause_of(*k) == placement_cause::source);
+}
+
+TEST_CASE("weights on another backend start a new split; split inputs are copied once per backend", "[sched][rules]") {
+    test_device dev0({.name = "TEST0"}), dev1({.name = "TEST1"});
+    test_backend t0 = dev0.make_backend(), t1 = dev1.make_backend();
+    cpu_backend cpu;
+    weight_holder w0(dev0.buffer_type(), 8, 8, 10), w1(dev1.buffer_type(), 8, 8, 11);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+    x->set_input();
+    tensor* a = mul_mat(ctx, w0.w, x); // TEST0
+    tensor* b = mul_mat(ctx, w1.w, a); // TEST1
+    tensor* c = add(ctx, b, a);        // TEST1 (expand), reads a from TEST0: the same copy
+    tensor* d = mul_mat(ctx, w0.w, c); // TEST0 again
+    graph g(d);
+
+    scheduler sched(t0, t1, cpu);
+    REQUIRE(sched.plan(g));
+    REQUIRE(sched.n_splits() == 3);
+    CHECK(sched.split_at(0).backend == 0);
+    CHECK(sched.split_at(1).backend == 1);
+    CHECK(sched.split_at(2).backend == 0);
+    REQUIRE(sched.split_at(1).inputs.size() == 1); // a, once, though b and c read it
+    CHECK(sched.split_at(1).inputs[0] == a);
+    CHECK(sched.n_split_inputs() == 3); // x -> TEST0, a -> TEST1, c -> TEST0
+
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*x, 12);
+    REQUIRE(sched.compute(g));
+    CHECK(t0.n_nodes_computed() == 2);
+    CHECK(t1.n_nodes_computed() == 2);
+    // the copies between devices went through host memory (no peer copy) and the result
+    // is the CPU's
+    context host(context_params{.no_alloc = false});
+    tensor* hw0 = host.new_tensor_2d(elem_type::f32, 8, 8);
+    tensor* hw1 = host.new_tensor_2d(elem_type::f32, 8, 8);
+    tensor* hx = host.new_tensor_2d(elem_type::f32, 8, 2);
+    fill_seeded(*hw0, 10);
+    fill_seeded(*hw1, 11);
+    fill_seeded(*hx, 12);
+    tensor* ha = mul_mat(host, hw0, hx);
+    tensor* hd = mul_mat(host, hw0, add(host, mul_mat(host, hw1, ha), ha));
+    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
+    REQUIRE(ref.compute(graph(hd)));
+    CHECK(nmse_of(read_f32(*hd), read_f32(*d)) < 1e-10);
+    // the user's graph is left as it was
+    CHECK(c->src[1] == a);
+    CHECK(d->src[1] == c);
+}
+
+TEST_CASE("the eval callback sees nodes in order, batches unobserved runs and cancels cleanly", "[sched][eval]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder wt(dev.buffer_type(), 8, 8, 13);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+    x->set_input();
+    std::vector<tensor*> chain{mul_mat(ctx, wt.w, x)};
+    for (int i = 0; i < 6; ++i) chain.push_back(scale(ctx, chain.back(), 1.0f + static_cast<float>(i)));
+    for (std::size_t i = 0; i < chain.size(); ++i) chain[i]->name = "c" + std::to_string(i);
+    graph g(chain.back());
+
+    scheduler sched(tb, cpu);
+    std::vector<std::string> asked, observed;
+    std::vector<float> seen;
+    sched.set_eval_callback([&](tensor& t, bool ask) {
+        if (ask) {
+            asked.push_back(t.name);
+            return t.name == "c2" || t.name == "c5";
+        }
+        observed.push_back(t.name);
+        seen.push_back(read_f32(t)[0]); // computed and readable now
+        return true;
+    });
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*x, 14);
+    REQUIRE(sched.compute(g));
+    CHECK(asked == std::vector<std::string>{"c0", "c1", "c2", "c3", "c4", "c5", "c6"});
+    CHECK(observed == std::vector<std::string>{"c2", "c5"});
+    CHECK(tb.n_computes() == 3); // c0..c2, c3..c5, c6
+    CHECK(seen[1] == Approx(seen[0] * 4.0f * 5.0f * 3.0f).epsilon(1e-5));
+
+    // cancel at c2: nothing after it runs, compute says so
+    const std::uint64_t before = tb.n_nodes_computed();
+    sched.set_eval_callback([&](tensor& t, bool ask) { return ask ? t.name == "c2" : false; });
+    const status s = sched.compute(g);
+    CHECK(s.code() == errc::aborted);
+    CHECK(s.message().find("c2") != std::string::npos);
+    CHECK(tb.n_nodes_computed() - before == 3);
+    // and the scheduler is still usable
+    sched.set_eval_callback({});
+    REQUIRE(sched.compute(g));
+}
+
+TEST_CASE("bad use is a clear error, never an abort", "[sched][errors]") {
+    test_device dev({.name = "TEST0"}), stranger({.name = "STRANGER"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+
+    SECTION("a pre-allocated tensor in a buffer no backend of the scheduler can use") {
+        weight_holder ws(stranger.buffer_type(), 8, 8, 15);
+        context ctx(context_params{.no_alloc = true});
+        tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+        x->set_input();
+        graph g(mul_mat(ctx, ws.w, x));
+        scheduler sched(tb, cpu);
+        const status s = sched.alloc_graph(g);
+        CHECK(s.code() == errc::not_supported);
+        CHECK(s.message().find("STRANGER") != std::string::npos);
+        CHECK(sched.n_splits() == 0);
+    }
+    SECTION("a node no backend supports") {
+        context ctx(context_params{.no_alloc = true});
+        tensor* a = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+        tensor* b = ctx.new_tensor_2d(elem_type::f32, 3, 2);
+        tensor* bad = ctx.new_tensor_2d(elem_type::f32, 8, 2); // an add assembled by hand
+        bad->op = op_kind::add;
+        bad->src[0] = a;
+        bad->src[1] = b; // that cannot broadcast
+        bad->name = "bad";
+        graph g(bad);
+        scheduler sched(tb, cpu);
+        const status s = sched.alloc_graph(g);
+        CHECK(s.code() == errc::not_supported);
+        CHECK(s.message().find("'bad'") != std::string::npos);
+    }
+    SECTION("compute after reset allocates the graph again") {
+        context ctx(context_params{.no_alloc = true});
+        tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+        x->set_input();
+        tensor* y = scale(ctx, x, 2.0f);
+        graph g(y);
+        scheduler sched(tb, cpu);
+        REQUIRE(sched.alloc_graph(g));
+        sched.reset();
+        CHECK(sched.n_splits() == 0);
+        REQUIRE(sched.compute(g)); // allocates again; x holds whatever its new memory has
+        CHECK(sched.n_splits() == 1);
+    }
+    SECTION("constructor arguments") {
+        CHECK_THROWS_AS(scheduler(scheduler_params{.n_copies = 0}, tb, cpu), backplane::error);
+        CHECK_THROWS_AS(dynamic_scheduler(dynamic_backend_set({backend_ref(cpu), backend_ref(tb)})), backplane::error);
+        CHECK_THROWS_AS(dynamic_scheduler(dynamic_backend_set{}), backplane::error);
+        CHECK_THROWS_AS(scheduler(tb, cpu).split_at(0), backplane::error);
+    }
+}
+
+TEST_CASE("describe and to_dot explain the plan", "[sched][explain]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder wt(dev.buffer_type(), 8, 8, 16);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+    x->name = "x";
+    x->set_input();
+    tensor* y = mul_mat(ctx, wt.w, x);
+    y->name = "y";
+    tensor* z = soft_max(ctx, y);
+    z->name = "z";
+    graph g(z);
+    dynamic_scheduler sched(dynamic_backend_set({backend_ref(tb), backend_ref(cpu)}));
+    CHECK(sched.describe().find("no graph") != std::string::npos);
+    REQUIRE(sched.alloc_graph(g));
+    const std::string one = sched.describe(1);
+    CHECK(one.find("split 0: TEST0") != std::string::npos);
+    CHECK(one.find("'x' (CPU -> TEST0, 64 B, user input)") != std::string::npos);
+    CHECK(one.find("node 0") == std::string::npos);
+    const std::string two = sched.describe(2);
+    CHECK(two.find("'y' mul_mat f32 [8, 2] -> TEST0 (weights)") != std::string::npos);
+    const std::string dot = sched.to_dot();
+    CHECK(dot.rfind("digraph backplane {", 0) == 0);
+    CHECK(dot.find("subgraph cluster_0") != std::string::npos);
+    CHECK(dot.find("label=\"copy 64 B\"") != std::string::npos);
+    CHECK(dot.back() == '\n');
+}
