@@ -10,7 +10,9 @@
 #include <initializer_list>
 #include <span>
 #include <string>
-#include <unordered_set>
+#include <array>
+#include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -62,20 +64,30 @@ public:
         };
         std::vector<frame> stack;
         stack.push_back({t, 0});
-        visited_.insert(t);
+        visited_.emplace(t, unplaced);
         while (!stack.empty()) {
             frame& f = stack.back();
             if (f.next_src < max_srcs) {
                 tensor* s = f.t->src[static_cast<std::size_t>(f.next_src++)];
-                if (s != nullptr && visited_.insert(s).second) stack.push_back({s, 0});
+                if (s != nullptr && visited_.emplace(s, unplaced).second) stack.push_back({s, 0});
                 continue;
             }
             tensor* done = f.t;
             stack.pop_back();
-            if (done->op == op_kind::none)
+            if (done->op == op_kind::none) {
+                visited_[done] = leaf_id(leafs_.size());
                 leafs_.push_back(done);
-            else
+            } else {
+                // every source is placed by now (depth first): record where
+                std::array<std::int32_t, max_srcs> ids{};
+                for (std::size_t j = 0; j < max_srcs; ++j)
+                    ids[j] = done->src[j] != nullptr ? visited_.find(done->src[j])->second : no_id;
+                const auto vs = done->view_src != nullptr ? visited_.find(done->view_src) : visited_.end();
+                visited_[done] = static_cast<std::int32_t>(nodes_.size());
                 nodes_.push_back(done);
+                src_ids_.push_back(ids);
+                view_src_ids_.push_back(vs != visited_.end() ? vs->second : no_id);
+            }
         }
     }
 
@@ -94,6 +106,28 @@ public:
     [[nodiscard]] tensor* back() const noexcept { return nodes_.empty() ? nullptr : nodes_.back(); }
     [[nodiscard]] bool contains(const tensor* t) const { return visited_.contains(t); }
 
+    // -- topology, as recorded while building (for schedulers: no hashing per call) ------
+    //
+    // An id names a tensor of the graph: i >= 0 is node i, i <= -2 is leaf (-2 - i), and
+    // no_id (-1) none. They describe the sources as they were when each node was added;
+    // a caller that may see rewired nodes checks nodes()[i]->src[j] against them.
+
+    static constexpr std::int32_t no_id = -1;
+    [[nodiscard]] static constexpr std::int32_t leaf_id(std::size_t k) noexcept {
+        return -2 - static_cast<std::int32_t>(k);
+    }
+    /// The ids of node i's sources.
+    [[nodiscard]] std::span<const std::array<std::int32_t, max_srcs>> src_ids() const noexcept { return src_ids_; }
+    /// The id of each node's view_src (no_id for a node that is not a view, or whose
+    /// view_src was not reached from its sources).
+    [[nodiscard]] std::span<const std::int32_t> view_src_ids() const noexcept { return view_src_ids_; }
+    /// The tensor an id names (null for no_id).
+    [[nodiscard]] tensor* by_id(std::int32_t id) const noexcept {
+        if (id >= 0) return nodes_[static_cast<std::size_t>(id)];
+        if (id == no_id) return nullptr;
+        return leafs_[static_cast<std::size_t>(-2 - id)];
+    }
+
     /// All nodes as a computable view.
     [[nodiscard]] graph_view view() const noexcept { return graph_view(nodes_); }
     /// Nodes [i0, i1) as a computable view.
@@ -104,12 +138,17 @@ public:
         nodes_.clear();
         leafs_.clear();
         visited_.clear();
+        src_ids_.clear();
+        view_src_ids_.clear();
     }
 
 private:
     std::vector<tensor*> nodes_;
     std::vector<tensor*> leafs_;
-    std::unordered_set<const tensor*> visited_;
+    static constexpr std::int32_t unplaced = -1; // visited, not yet a node or leaf
+    std::unordered_map<const tensor*, std::int32_t> visited_; // tensor -> id
+    std::vector<std::array<std::int32_t, max_srcs>> src_ids_;
+    std::vector<std::int32_t> view_src_ids_;
 };
 
 } // namespace backplane

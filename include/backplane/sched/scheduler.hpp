@@ -210,15 +210,19 @@ public:
     }
     /// The backend of `t` in the last graph (or set by the user), -1 when none.
     [[nodiscard]] int backend_of(const tensor& t) const {
-        if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos && graph_nodes_ != nullptr)
-            return bid_[id];
+        if (graph_nodes_ != nullptr) {
+            ensure_map();
+            if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos) return bid_[id];
+        }
         if (auto it = user_.find(&t); it != user_.end()) return it->second;
         return -1;
     }
     /// Why `t` runs where it does in the last graph (none when it was not in it).
     [[nodiscard]] placement_cause cause_of(const tensor& t) const {
-        if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos && graph_nodes_ != nullptr)
-            return cause_[id];
+        if (graph_nodes_ != nullptr) {
+            ensure_map();
+            if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos) return cause_[id];
+        }
         return user_.contains(&t) ? placement_cause::user : placement_cause::none;
     }
 
@@ -378,42 +382,106 @@ private:
     }
 
     // -- numbering ---------------------------------------------------------------------------
+    //
+    // Tensors are numbered nodes [0, n_nodes), leafs next, then anything reached only as a
+    // source or view source. The graph recorded its topology when it was built, so this
+    // needs no hashing unless a node was rewired since (checked per source) or a tensor
+    // outside the graph is read; map_ (tensor -> number) is built only then, or when a
+    // query or a user assignment needs it.
 
-    std::int32_t index_of(const tensor* t) {
+    void ensure_map() const {
+        if (map_size_ == ts_.size()) return;
+        if (map_size_ == 0) map_.clear(ts_.size() + 16);
+        for (std::size_t i = map_size_; i < ts_.size(); ++i) map_.insert(ts_[i], static_cast<std::uint32_t>(i));
+        map_size_ = ts_.size();
+    }
+
+    // What the passes ask of each tensor, read once per graph: tensors are large and
+    // scattered, these arrays small and dense.
+    struct tensor_info {
+        op_kind op;
+        std::uint8_t bits;
+    };
+    static constexpr std::uint8_t info_input = 1;     // flagged input
+    static constexpr std::uint8_t info_memory = 2;    // has memory of its own (has_own_memory)
+    static constexpr std::uint8_t info_weights = 4;   // lives in a weights buffer
+    static constexpr std::uint8_t info_view_op = 8;   // a view op (computes nothing)
+    static constexpr std::uint8_t info_computes = 16; // an op with a kernel (not none, not a view)
+
+    tensor_info info_of(const tensor& t) const noexcept {
+        std::uint8_t bits = 0;
+        if (t.has_flag(tensor_flag::input)) bits |= info_input;
+        if ((t.data != nullptr || t.view_src != nullptr) && has_own_memory(t)) bits |= info_memory;
+        if (const buffer_handle* b = buffer_of(t); b != nullptr && b->usage() == buffer_usage::weights)
+            bits |= info_weights;
+        if (is_view_op(t.op)) bits |= info_view_op;
+        if (computes(t.op)) bits |= info_computes;
+        return {t.op, bits};
+    }
+    bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info_[i].bits & bit) != 0; }
+
+    std::int32_t slow_index(const tensor* t) {
+        ensure_map();
         const auto next = static_cast<std::uint32_t>(ts_.size());
         const std::uint32_t id = map_.insert(t, next);
         if (id == next) {
             ts_.push_back(const_cast<tensor*>(t));
             bid_.push_back(-1);
+            ++unassigned_;
             cause_.push_back(placement_cause::none);
             vsrc_.push_back(-1);
+            info_.push_back(info_of(*t));
+            map_size_ = ts_.size();
         }
         return static_cast<std::int32_t>(id);
     }
 
-    // Numbers nodes [0, n_nodes), leafs next, then tensors reached only as sources or view
-    // sources; records each node's source indices.
     void number(const graph& g) {
         const auto nodes = g.nodes();
         const auto leafs = g.leafs();
         n_nodes_ = nodes.size();
         n_leafs_ = leafs.size();
-        map_.clear(n_nodes_ + n_leafs_ + 16);
-        ts_.clear();
-        bid_.clear();
-        cause_.clear();
-        vsrc_.clear();
-        for (tensor* t : nodes) index_of(t);
-        for (tensor* t : leafs) index_of(t);
+        const std::size_t n = n_nodes_ + n_leafs_;
+        map_size_ = 0;
+        ts_.resize(n);
+        std::copy(nodes.begin(), nodes.end(), ts_.begin());
+        std::copy(leafs.begin(), leafs.end(), ts_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
+        bid_.assign(n, -1);
+        cause_.assign(n, placement_cause::none);
+        vsrc_.assign(n, -1);
+        info_.resize(n);
+        unassigned_ = n;
         srcs_.resize(n_nodes_);
+        const auto ids = g.src_ids();
+        const auto vids = g.view_src_ids();
+        const bool recorded = ids.size() == n_nodes_ && vids.size() == n_nodes_;
+        const auto index = [&](std::int32_t id) -> std::int32_t {
+            if (id >= 0) return id;
+            if (id == graph::no_id) return -1;
+            return static_cast<std::int32_t>(n_nodes_) + (-2 - id);
+        };
+        for (std::size_t i = 0; i < n; ++i) info_[i] = info_of(*ts_[i]);
         for (std::size_t i = 0; i < n_nodes_; ++i) {
-            const tensor& n = *nodes[i];
-            for (std::size_t j = 0; j < max_srcs; ++j) srcs_[i][j] = n.src[j] ? index_of(n.src[j]) : -1;
+            const tensor& node = *nodes[i];
+            for (std::size_t j = 0; j < max_srcs; ++j) {
+                const tensor* src = node.src[j];
+                std::int32_t k = -1;
+                if (src != nullptr) {
+                    k = recorded ? index(ids[i][j]) : -1;
+                    if (k < 0 || ts_[static_cast<std::size_t>(k)] != src) k = slow_index(src);
+                }
+                srcs_[i][j] = k;
+            }
+            if (const tensor* v = node.view_src) {
+                std::int32_t k = recorded ? index(vids[i]) : -1;
+                if (k < 0 || ts_[static_cast<std::size_t>(k)] != v) k = slow_index(v);
+                vsrc_[i] = k;
+            }
         }
-        for (std::size_t i = 0; i < ts_.size(); ++i) // grows while it runs
-            if (ts_[i]->view_src != nullptr) {
-                const std::int32_t v = index_of(ts_[i]->view_src);
-                vsrc_[i] = v;
+        for (std::size_t i = n_nodes_; i < ts_.size(); ++i) // leafs and extras (grows)
+            if (const tensor* v = ts_[i]->view_src) {
+                const std::int32_t k = slow_index(v);
+                vsrc_[i] = k;
             }
         sup_.assign(n_nodes_ * nb_, -1);
     }
@@ -480,31 +548,30 @@ private:
         for (std::size_t k = 0; k < n; ++k) {
             const std::size_t i = k < n_leafs_ ? n_nodes_ + k : k - n_leafs_;
             if (bid_[i] >= 0) continue; // the user's
-            const tensor& t = *ts_[i];
             const bool is_node = i < n_nodes_;
-            const std::int32_t op_node = is_node && computes(t.op) ? static_cast<std::int32_t>(i) : -1;
-            const std::int32_t from = backend_from_memory(t, op_node);
-            if (from >= 0) {
-                set(i, from, placement_cause::buffer);
-                continue;
+            const std::int32_t op_node = is_node && has(i, info_computes) ? static_cast<std::int32_t>(i) : -1;
+            if (has(i, info_memory)) {
+                const std::int32_t from = backend_from_memory(*ts_[i], op_node);
+                if (from >= 0) {
+                    set(i, from, placement_cause::buffer);
+                    continue;
+                }
+                if (from == -2) return no_backend_for_memory(*ts_[i]);
             }
-            if (from == -2) return no_backend_for_memory(t);
-            if (t.has_flag(tensor_flag::input)) {
+            if (has(i, info_input)) {
                 set(i, static_cast<std::int32_t>(nb_ - 1), placement_cause::input);
                 continue;
             }
-            if (!is_node || t.op == op_kind::rope) continue;
+            if (!is_node || info_[i].op == op_kind::rope) continue;
             for (std::size_t j = 0; j < max_srcs; ++j) {
                 const std::int32_t s = srcs_[i][j];
-                if (s < 0) continue;
+                if (s < 0 || !has(static_cast<std::size_t>(s), info_weights)) continue;
                 const tensor& src = *ts_[static_cast<std::size_t>(s)];
-                const buffer_handle* buf = buffer_of(src);
-                if (buf == nullptr || buf->usage() != buffer_usage::weights) continue;
                 const std::int32_t w = backend_from_memory(src, op_node);
-                if (params_.op_offload && w == static_cast<std::int32_t>(nb_ - 1) && buf->is_host()) {
+                if (params_.op_offload && w == static_cast<std::int32_t>(nb_ - 1) && buffer_of(src)->is_host()) {
                     bool offloaded = false;
                     for (std::size_t b = 0; b + 1 < nb_ && !offloaded; ++b)
-                        if (supports(i, b) && set_.offload_op(b, t)) {
+                        if (supports(i, b) && set_.offload_op(b, *ts_[i])) {
                             set(i, static_cast<std::int32_t>(b), placement_cause::offload);
                             offloaded = true;
                         }
@@ -531,6 +598,7 @@ private:
     }
 
     void set(std::size_t i, std::int32_t b, placement_cause c) noexcept {
+        if (bid_[i] < 0) --unassigned_;
         bid_[i] = b;
         cause_[i] = c;
     }
@@ -540,7 +608,7 @@ private:
         const auto last = static_cast<std::int32_t>(nb_ - 1);
         for (std::size_t k = 0; k < n_nodes_; ++k) {
             const std::size_t i = down ? k : n_nodes_ - 1 - k;
-            if (is_view_op(ts_[i]->op)) continue;
+            if (has(i, info_view_op)) continue;
             const std::int32_t b = bid_[i];
             if (b >= 0) {
                 cur = (!include_last && b == last) ? -1 : b;
@@ -552,7 +620,7 @@ private:
 
     void pass_upgrade_and_best() {
         for (std::size_t i = 0; i < n_nodes_; ++i) {
-            if (is_view_op(ts_[i]->op)) continue;
+            if (has(i, info_view_op)) continue;
             const std::int32_t cur = bid_[i];
             if (cur < 0) {
                 int best_count = -1;
@@ -603,7 +671,7 @@ private:
                     set(su, bid_[i], placement_cause::source);
             }
             for (std::size_t b = 0; b < nb_ && bid_[i] < 0; ++b)
-                if (!computes(ts_[i]->op) || supports(i, b)) set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
+                if (!has(i, info_computes) || supports(i, b)) set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
             if (bid_[i] < 0) {
                 const tensor& t = *ts_[i];
                 return {errc::not_supported, "scheduler: no backend supports node '" + t.name + "' (" +
@@ -611,6 +679,7 @@ private:
                                                  ")"};
             }
         }
+        if (unassigned_ == 0) return {};
         // what is still unplaced (views of views whose root was placed after them, sources
         // of such views): their consumer's backend, backwards
         for (std::size_t k = n_nodes_; k-- > 0;)
@@ -670,20 +739,18 @@ private:
         copy_of_.assign(ts_.size() * nb_, -1);
 
         std::size_t i = 0;
-        while (i < n_nodes_ && is_view_op(ts_[i]->op)) ++i;
+        while (i < n_nodes_ && has(i, info_view_op)) ++i;
         std::int32_t cur = i < n_nodes_ ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
         splits_.push_back(split_rec{cur, 0, 0, 0, 0, 0, 0});
         for (; i < n_nodes_; ++i) {
-            const tensor& node = *ts_[i];
-            if (is_view_op(node.op)) continue;
+            if (has(i, info_view_op)) continue;
             const std::int32_t b = bid_[i];
             bool new_split = b != cur;
             split_rec* sp = &splits_.back();
             if (!new_split && sp->in1 > sp->in0) {
                 for (std::int32_t s : srcs_[i]) {
                     if (s < 0) continue;
-                    const buffer_handle* buf = ts_[static_cast<std::size_t>(s)]->buffer;
-                    if (buf != nullptr && buf->usage() == buffer_usage::weights && bid_[static_cast<std::size_t>(s)] != cur &&
+                    if (has(static_cast<std::size_t>(s), info_weights) && bid_[static_cast<std::size_t>(s)] != cur &&
                         !readable(s, static_cast<std::size_t>(cur))) {
                         new_split = true;
                         break;
@@ -703,16 +770,14 @@ private:
                 const std::int32_t s = srcs_[i][j];
                 if (s < 0) continue;
                 const auto su = static_cast<std::size_t>(s);
-                const tensor& src = *ts_[su];
-                if (params_.n_copies > 1 && src.has_flag(tensor_flag::input)) {
+                if (params_.n_copies > 1 && has(su, info_input)) {
                     bool made = false;
                     (void)copies_of(s, static_cast<std::size_t>(bid_[su]), made);
                     if (made) graph_inputs_.push_back(s);
                 }
                 if (bid_[su] == cur) continue;
                 if (readable(s, cb)) {
-                    const buffer_handle* buf = buffer_of(src);
-                    if (buf == nullptr || buf->usage() != buffer_usage::weights) cross_inplace_ = true;
+                    if (!has(su, info_weights)) cross_inplace_ = true;
                     continue;
                 }
                 bool made = false;
@@ -818,8 +883,11 @@ private:
         number(g);
         bt_.clear();
         for (std::size_t b = 0; b < nb_; ++b) bt_.push_back(set_.buffer_type(b));
-        for (const auto& [t, b] : user_)
-            if (const std::uint32_t id = map_.find(t); id != detail::tensor_map::npos) set(id, b, placement_cause::user);
+        if (!user_.empty()) {
+            ensure_map();
+            for (const auto& [t, b] : user_)
+                if (const std::uint32_t id = map_.find(t); id != detail::tensor_map::npos) set(id, b, placement_cause::user);
+        }
         if (status s = pass_from_tensors(); !s) return s;
         if (nb_ > 1) {
             expand_sweep(true, false);
@@ -964,11 +1032,14 @@ private:
     int next_copy_ = 0;
     std::size_t n_nodes_ = 0;
     std::size_t n_leafs_ = 0;
-    detail::tensor_map map_;
+    mutable detail::tensor_map map_;
+    mutable std::size_t map_size_ = 0; // ts_[0, map_size_) are in map_
+    std::size_t unassigned_ = 0;       // tensors without a backend yet
     std::vector<tensor*> ts_;
     std::vector<std::int32_t> bid_;
     std::vector<placement_cause> cause_;
     std::vector<std::int32_t> vsrc_;
+    std::vector<tensor_info> info_;
     std::vector<std::array<std::int32_t, max_srcs>> srcs_;
     std::vector<std::int8_t> sup_;
     std::vector<buffer_type_ref> bt_;

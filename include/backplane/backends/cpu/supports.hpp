@@ -49,6 +49,11 @@ constexpr bool same_ne(const tensor& x, const tensor& y) noexcept {
     return x.ne[0] == y.ne[0] && x.ne[1] == y.ne[1] && x.ne[2] == y.ne[2] && x.ne[3] == y.ne[3];
 }
 
+/// t's extents are (n0, n1, n2, n3) (no memcmp: this runs per node of big graphs).
+constexpr bool ne_is(const tensor& t, std::int64_t n0, std::int64_t n1, std::int64_t n2, std::int64_t n3) noexcept {
+    return t.ne[0] == n0 && t.ne[1] == n1 && t.ne[2] == n2 && t.ne[3] == n3;
+}
+
 /// Quantized rows hold whole blocks.
 inline bool whole_blocks(const tensor& t) noexcept {
     return t.ne[0] % block_size(t.type) == 0;
@@ -85,7 +90,7 @@ inline bool supports_mul_mat(const tensor& t, const tensor& a, const tensor& b) 
     return is_real(a.type) && whole_blocks(a) && is_f32_f16_bf16(b.type) &&
            t.type == elem_type::f32 && a.ne[0] == b.ne[0] && a.ne[2] > 0 && a.ne[3] > 0 &&
            b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0 &&
-           t.ne == std::array<std::int64_t, max_dims>{a.ne[1], b.ne[1], b.ne[2], b.ne[3]};
+           ne_is(t, a.ne[1], b.ne[1], b.ne[2], b.ne[3]);
 }
 
 inline bool supports_get_rows(const tensor& t, const tensor& a, const tensor& idx) noexcept {
@@ -93,11 +98,11 @@ inline bool supports_get_rows(const tensor& t, const tensor& a, const tensor& id
     return (ints || is_real(a.type)) && whole_blocks(a) && idx.type == elem_type::i32 &&
            t.type == (ints ? elem_type::i32 : elem_type::f32) && idx.ne[1] == a.ne[2] &&
            idx.ne[2] == a.ne[3] && idx.ne[3] == 1 &&
-           t.ne == std::array<std::int64_t, max_dims>{a.ne[0], idx.ne[0], idx.ne[1], idx.ne[2]};
+           ne_is(t, a.ne[0], idx.ne[0], idx.ne[1], idx.ne[2]);
 }
 
 inline bool supports_soft_max(const tensor& t, const tensor& a, const tensor* mask) noexcept {
-    if (a.type != elem_type::f32 || t.type != elem_type::f32 || t.ne != a.ne)
+    if (a.type != elem_type::f32 || t.type != elem_type::f32 || !same_ne(t, a))
         return false;
     if (mask == nullptr)
         return true;
@@ -162,10 +167,10 @@ inline bool supports_op(const tensor& t) noexcept {
                detail::same_ne(t, *a);
     case op_kind::sum_rows:
         return a != nullptr && detail::is_f32_f16_bf16(a->type) && t.type == elem_type::f32 &&
-               t.ne == std::array<std::int64_t, max_dims>{1, a->ne[1], a->ne[2], a->ne[3]};
+               detail::ne_is(t, 1, a->ne[1], a->ne[2], a->ne[3]);
     case op_kind::argmax:
         return a != nullptr && detail::is_f32_f16_bf16(a->type) && t.type == elem_type::i32 &&
-               t.ne == std::array<std::int64_t, max_dims>{a->ne[1], a->ne[2], a->ne[3], 1};
+               detail::ne_is(t, a->ne[1], a->ne[2], a->ne[3], 1);
     case op_kind::norm:
     case op_kind::rms_norm:
         return a != nullptr && a->type == elem_type::f32 && t.type == elem_type::f32 &&
