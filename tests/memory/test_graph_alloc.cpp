@@ -1271,3 +1271,63 @@ TEST_CASE("a failed growth keeps the allocator usable", "[alloc][graph_alloc]") 
     ck2.check_all(small2);
     CHECK(bt.live_buffers() == ga.n_chunks(0));
 }
+
+TEST_CASE("a topology saves lookups and never changes the result: right, wrong or missing positions",
+          "[alloc][graph_alloc][topology]") {
+    // a small graph with a view and a transposed copy
+    context ctx(context_params{.no_alloc = true});
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 16, 4);
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 16, 4);
+    a->set_input();
+    tensor* c = add(ctx, a, b);
+    tensor* t = transpose(ctx, c);
+    tensor* d = cont(ctx, t);
+    tensor* e = scale(ctx, mul(ctx, c, c), 2.0f);
+    graph g{d, e};
+    const auto nodes = g.nodes();
+    const auto leafs = g.leafs();
+    const std::size_t n = nodes.size() + leafs.size();
+    // positions: nodes, then leafs
+    const auto position = [&](const tensor* x) -> std::int32_t {
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i] == x) return static_cast<std::int32_t>(i);
+        for (std::size_t i = 0; i < leafs.size(); ++i)
+            if (leafs[i] == x) return static_cast<std::int32_t>(nodes.size() + i);
+        return -1;
+    };
+    std::vector<std::array<std::int32_t, max_srcs>> srcs(nodes.size());
+    std::vector<std::int32_t> vsrcs(n, -1);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        for (std::size_t j = 0; j < max_srcs; ++j) srcs[i][j] = nodes[i]->src[j] ? position(nodes[i]->src[j]) : -1;
+        if (nodes[i]->view_src) vsrcs[i] = position(nodes[i]->view_src);
+    }
+
+    const auto offsets = [&](const alloc_topology* topo) {
+        for (tensor* x : nodes) x->data = nullptr, x->buffer = nullptr; // the last allocator is gone
+        for (tensor* x : leafs) x->data = nullptr, x->buffer = nullptr;
+        graph_allocator ga(cpu_buffer_type::instance());
+        REQUIRE(ga.alloc_graph(nodes, leafs, {}, {}, topo));
+        std::vector<std::ptrdiff_t> out;
+        const auto* base = static_cast<const std::byte*>(ga.buffer(0)->base());
+        for (tensor* x : nodes) out.push_back(static_cast<const std::byte*>(x->data) - base);
+        for (tensor* x : leafs) out.push_back(static_cast<const std::byte*>(x->data) - base);
+        CHECK(ga.holds(*c));
+        return out;
+    };
+    const auto plain = offsets(nullptr);
+    const alloc_topology right{srcs, vsrcs};
+    CHECK(offsets(&right) == plain);
+
+    // every position off by one: each is checked and looked up instead
+    auto wrong_srcs = srcs;
+    for (auto& row : wrong_srcs)
+        for (auto& k : row)
+            if (k >= 0) k = (k + 1) % static_cast<std::int32_t>(n);
+    std::vector<std::int32_t> wrong_vsrcs(n, 0);
+    const alloc_topology wrong{wrong_srcs, wrong_vsrcs};
+    CHECK(offsets(&wrong) == plain);
+
+    // a topology of the wrong size is ignored
+    const alloc_topology short_one{std::span(srcs).first(1), vsrcs};
+    CHECK(offsets(&short_one) == plain);
+}

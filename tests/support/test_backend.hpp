@@ -237,7 +237,7 @@ void for_each_byte_run(const tensor& t, F&& f) {
 /// Copies the element bytes of a tensor with t's layout from `from` to `to` (both point
 /// at element 0).
 inline void copy_elements(const tensor& t, std::byte* to, const std::byte* from) {
-    for_each_byte_run(t, [&](std::size_t off, std::size_t n) { std::memcpy(to + off, from + off, n); });
+    for_each_byte_run(t, [&](std::size_t off, std::size_t n) { std::memmove(to + off, from + off, n); });
 }
 
 /// How src's bytes can be copied into dst: element by element when the layouts match,
@@ -252,7 +252,7 @@ inline void copy_tensor_bytes(copy_shape how, const tensor& dst, std::byte* to, 
     if (how == copy_shape::same_layout)
         copy_elements(dst, to, from);
     else if (dst.nbytes() != 0)
-        std::memcpy(to, from, dst.nbytes());
+        std::memmove(to, from, dst.nbytes());
 }
 
 inline std::string device_prefix(std::string_view name) { return "test device '" + std::string(name) + "': "; }

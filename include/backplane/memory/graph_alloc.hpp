@@ -83,6 +83,18 @@ constexpr bool can_inplace(op_kind op) noexcept {
     }
 }
 
+/// What a caller may already know of the topology of the lists it passes to
+/// graph_allocator (a scheduler numbers the graph anyway): positions in the list of nodes
+/// followed by the list of leafs. `srcs[k][j]` is where node k's source j is listed and
+/// `view_srcs[s]` where entry s's view source is (-1: none, or not known). Each position
+/// is checked against the tensor it names; a wrong or unknown one is looked up instead.
+/// With a topology the caller also promises that no tensor is listed twice (that check
+/// needs the lookup this saves).
+struct alloc_topology {
+    std::span<const std::array<std::int32_t, max_srcs>> srcs;
+    std::span<const std::int32_t> view_srcs;
+};
+
 /// Assigns addresses to the tensors of compute graphs, reusing memory by liveness.
 ///
 /// The algorithm (DESIGN.md section 4, reproducing ggml's gallocr), run by reserve() and
@@ -153,9 +165,10 @@ public:
     }
     /// reserve() for a graph given as its node and leaf lists (topological node order).
     [[nodiscard]] status reserve(std::span<tensor* const> nodes, std::span<tensor* const> leafs,
-                                 std::span<const int> node_buffer_ids = {}, std::span<const int> leaf_buffer_ids = {}) {
+                                 std::span<const int> node_buffer_ids = {}, std::span<const int> leaf_buffer_ids = {},
+                                 const alloc_topology* topology = nullptr) {
         return guarded([&]() -> status {
-            if (status s = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids); !s) return s;
+            if (status s = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); !s) return s;
             if (status s = plan(); !s) return s;
             bool grew = false;
             return ensure_buffers(grew);
@@ -171,11 +184,14 @@ public:
         return alloc_graph(g.nodes(), g.leafs(), node_buffer_ids, leaf_buffer_ids);
     }
     /// alloc_graph() for a graph given as its node and leaf lists (topological node order).
+    /// A topology (see alloc_topology) saves the tensor lookups that dominate the cost of
+    /// a replay.
     [[nodiscard]] status alloc_graph(std::span<tensor* const> nodes, std::span<tensor* const> leafs,
                                      std::span<const int> node_buffer_ids = {},
-                                     std::span<const int> leaf_buffer_ids = {}) {
+                                     std::span<const int> leaf_buffer_ids = {},
+                                     const alloc_topology* topology = nullptr) {
         return guarded([&]() -> status {
-            if (status s = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids); !s) return s;
+            if (status s = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); !s) return s;
             if (!plan_matches()) {
                 if (status s = plan(); !s) return s;
                 bool grew = false;
@@ -312,7 +328,7 @@ private:
     // outside both lists) and computes their keys and sizes. Runs on every call, so it
     // reuses its vectors and the hash map, and builds no status until something is wrong.
     status analyze(std::span<tensor* const> nodes, std::span<tensor* const> leafs, std::span<const int> node_ids,
-                   std::span<const int> leaf_ids) {
+                   std::span<const int> leaf_ids, const alloc_topology* topo) {
         if (!node_ids.empty() && node_ids.size() != nodes.size())
             return {errc::invalid_argument, "graph_allocator: " + std::to_string(node_ids.size()) +
                                                 " node buffer ids for " + std::to_string(nodes.size()) + " nodes"};
@@ -324,6 +340,7 @@ private:
         const std::size_t n = n_nodes_ + n_leafs_;
         if (n >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max() / 2))
             return {errc::invalid_argument, "graph_allocator: graph too large"};
+        if (topo != nullptr && (topo->srcs.size() != n_nodes_ || topo->view_srcs.size() != n)) topo = nullptr;
         map_.clear(n + n / 4);
         tensors_.resize(n);
         keys_.resize(n);
@@ -335,16 +352,21 @@ private:
             tensor* t = is_node ? nodes[i] : leafs[i];
             const std::span<const int> ids = is_node ? node_ids : leaf_ids;
             const int id = ids.empty() ? 0 : ids[i];
-            if (t == nullptr || !valid_id(id) || map_.insert(t, static_cast<std::uint32_t>(s)) != s)
+            if (t == nullptr || !valid_id(id) || (topo == nullptr && map_.insert(t, static_cast<std::uint32_t>(s)) != s))
                 return listing_error(t, id, is_node ? "node" : "leaf", i);
             tensors_[s] = t;
             keys_[s] = slot_key{};
             keys_[s].pool = pool_of(id);
         }
+        bool mapped = topo == nullptr; // with a topology, the map is built on first need
 
         // A tensor read but listed nowhere is placed in the buffer of the first tensor that
         // needs it (as ggml places sources in their consumer's buffer).
         auto slot_of = [&](tensor* t, std::uint32_t pool_index) -> std::int32_t {
+            if (!mapped) {
+                for (std::size_t k = 0; k < n; ++k) map_.insert(tensors_[k], static_cast<std::uint32_t>(k));
+                mapped = true;
+            }
             const auto next = static_cast<std::uint32_t>(tensors_.size());
             const std::uint32_t slot = map_.insert(t, next);
             if (slot == next) {
@@ -361,11 +383,20 @@ private:
         for (std::size_t s = 0; s < tensors_.size(); ++s) {
             tensor& t = *tensors_[s];
             const std::uint32_t pool_index = keys_[s].pool;
+            // a listed position when the topology names this tensor there, else a lookup
+            const auto known = [&](std::int32_t k, const tensor* want) {
+                return k >= 0 && static_cast<std::size_t>(k) < n && tensors_[static_cast<std::size_t>(k)] == want;
+            };
             std::array<std::int32_t, max_srcs> src{-1, -1, -1, -1};
             if (s < n_nodes_)
                 for (std::size_t j = 0; j < max_srcs; ++j)
-                    if (t.src[j] != nullptr) src[j] = slot_of(t.src[j], pool_index);
-            const std::int32_t view_src = t.view_src != nullptr ? slot_of(t.view_src, pool_index) : -1;
+                    if (t.src[j] != nullptr)
+                        src[j] = topo != nullptr && known(topo->srcs[s][j], t.src[j]) ? topo->srcs[s][j]
+                                                                                       : slot_of(t.src[j], pool_index);
+            std::int32_t view_src = -1;
+            if (t.view_src != nullptr)
+                view_src = topo != nullptr && s < n && known(topo->view_srcs[s], t.view_src) ? topo->view_srcs[s]
+                                                                                            : slot_of(t.view_src, pool_index);
 
             std::uint32_t bits = 0;
             if (t.has_flag(tensor_flag::input)) bits |= bit_input;

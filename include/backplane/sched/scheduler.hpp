@@ -246,7 +246,7 @@ public:
         return guarded([&]() -> status {
             if (status s = split(g); !s) return s;
             apply_all(cur_copy_);
-            status s = galloc_.reserve(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_);
+            status s = galloc_.reserve(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_, &topology_);
             restore_all();
             forget_graph();
             return s;
@@ -263,7 +263,7 @@ public:
             if (status s = wait_slot(cur_copy_); !s) return s;
             if (status s = split(g); !s) return s;
             apply_all(cur_copy_);
-            status s = galloc_.alloc_graph(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_);
+            status s = galloc_.alloc_graph(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_, &topology_);
             restore_all();
             if (!s) {
                 forget_graph();
@@ -349,6 +349,7 @@ private:
     struct rewrite {
         tensor* node;
         tensor* original;        // the source the user's graph has
+        std::uint32_t node_index;
         std::uint32_t j;         // source slot
         std::uint32_t copy_base; // first of its n_copies slots in copies_
     };
@@ -461,8 +462,12 @@ private:
             return static_cast<std::int32_t>(n_nodes_) + (-2 - id);
         };
         for (std::size_t i = 0; i < n; ++i) info_[i] = info_of(*ts_[i]);
+        sup_.assign(n_nodes_ * nb_, -1);
         for (std::size_t i = 0; i < n_nodes_; ++i) {
             const tensor& node = *nodes[i];
+            // with one backend every node that computes is asked anyway: ask now, while
+            // the node is in cache
+            if (nb_ == 1 && has(i, info_computes)) sup_[i] = set_.supports_op(0, node) ? 1 : 0;
             for (std::size_t j = 0; j < max_srcs; ++j) {
                 const tensor* src = node.src[j];
                 std::int32_t k = -1;
@@ -483,7 +488,6 @@ private:
                 const std::int32_t k = slow_index(v);
                 vsrc_[i] = k;
             }
-        sup_.assign(n_nodes_ * nb_, -1);
     }
 
     // -- the passes ----------------------------------------------------------------------------
@@ -765,6 +769,7 @@ private:
                 sp = &splits_.back();
                 cur = b;
             }
+            if (nb_ == 1 && params_.n_copies == 1) continue; // nothing to copy, no slots
             const auto cb = static_cast<std::size_t>(cur);
             for (std::size_t j = 0; j < max_srcs; ++j) {
                 const std::int32_t s = srcs_[i][j];
@@ -787,7 +792,7 @@ private:
                     split_input_ptrs_.push_back(ts_[su]);
                     sp->in1 = static_cast<std::uint32_t>(split_inputs_.size());
                 }
-                rewrites_.push_back(rewrite{ts_[i], ts_[su], static_cast<std::uint32_t>(j), base});
+                rewrites_.push_back(rewrite{ts_[i], ts_[su], static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
                 sp->rw1 = static_cast<std::uint32_t>(rewrites_.size());
             }
         }
@@ -807,6 +812,15 @@ private:
         alloc_node_ids_.clear();
         alloc_leafs_.clear();
         alloc_leaf_ids_.clear();
+        pos_of_.assign(ts_.size(), -1);
+        copy_pos_.assign(copies_.size(), -1);
+        topo_srcs_.clear();
+        const std::array<std::int32_t, max_srcs> none{-1, -1, -1, -1};
+        const auto push_node = [&](tensor* t, std::int32_t id, const std::array<std::int32_t, max_srcs>& srcs) {
+            alloc_nodes_.push_back(t);
+            alloc_node_ids_.push_back(id);
+            topo_srcs_.push_back(srcs); // ts_ indices for now; positions below
+        };
         const bool pipeline = params_.n_copies > 1;
         const auto nodes = g.nodes();
         if (pipeline) {
@@ -817,19 +831,23 @@ private:
                 for (int c = 0; c < params_.n_copies; ++c) {
                     tensor* slot = c == cur_copy_ ? ts_[su] : copies_[base + static_cast<std::uint32_t>(c)];
                     slot->flags = ts_[su]->flags; // the same key in every rotation
-                    alloc_nodes_.push_back(slot);
-                    alloc_node_ids_.push_back(bid_[su]);
+                    if (c == cur_copy_)
+                        pos_of_[su] = static_cast<std::int32_t>(alloc_nodes_.size());
+                    else
+                        copy_pos_[base + static_cast<std::uint32_t>(c)] = static_cast<std::int32_t>(alloc_nodes_.size());
+                    push_node(slot, bid_[su], none);
                 }
             }
             for (const split_rec& sp : splits_)
                 for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
                     const std::uint32_t base = copy_base(split_inputs_[k], sp.backend);
                     for (int c = 0; c < params_.n_copies; ++c) {
-                        alloc_nodes_.push_back(copies_[base + static_cast<std::uint32_t>(c)]);
-                        alloc_node_ids_.push_back(sp.backend);
+                        copy_pos_[base + static_cast<std::uint32_t>(c)] = static_cast<std::int32_t>(alloc_nodes_.size());
+                        push_node(copies_[base + static_cast<std::uint32_t>(c)], sp.backend, none);
                     }
                 }
         }
+        dep_view_.clear();
         for (const split_rec& sp : splits_) {
             for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
                 const std::int32_t s = split_inputs_[k];
@@ -844,26 +862,41 @@ private:
                     dep.view_src = in->view_src != nullptr ? in->view_src : in;
                     dep.view_offs = in->view_src != nullptr ? in->view_offs : 0;
                     dep.name = in->name + " (kept for its copy)";
-                    alloc_nodes_.push_back(&dep);
-                    alloc_node_ids_.push_back(bid_[static_cast<std::size_t>(s)]);
+                    const std::int32_t root = vsrc_[static_cast<std::size_t>(s)] >= 0 ? vsrc_[static_cast<std::size_t>(s)] : s;
+                    dep_view_.emplace_back(static_cast<std::int32_t>(alloc_nodes_.size()), root);
+                    push_node(&dep, bid_[static_cast<std::size_t>(s)], {s, -1, -1, -1});
                 } else {
-                    tensor* cp = copies_[copy_base(s, sp.backend)];
+                    const std::uint32_t base = copy_base(s, sp.backend);
+                    tensor* cp = copies_[base];
                     cp->src[0] = in;
-                    alloc_nodes_.push_back(cp);
-                    alloc_node_ids_.push_back(sp.backend);
+                    copy_pos_[base] = static_cast<std::int32_t>(alloc_nodes_.size());
+                    push_node(cp, sp.backend, {s, -1, -1, -1});
                 }
             }
             for (std::uint32_t i = sp.first; i < sp.last; ++i) {
-                alloc_nodes_.push_back(nodes[i]);
-                alloc_node_ids_.push_back(bid_[i]);
+                pos_of_[i] = static_cast<std::int32_t>(alloc_nodes_.size());
+                push_node(nodes[i], bid_[i], srcs_[i]);
             }
         }
         for (std::size_t k = 0; k < n_leafs_; ++k) {
             const std::size_t i = n_nodes_ + k;
             if (pipeline && rotated(i)) continue; // placed with its slots above
+            pos_of_[i] = static_cast<std::int32_t>(alloc_nodes_.size() + alloc_leafs_.size());
             alloc_leafs_.push_back(ts_[i]);
             alloc_leaf_ids_.push_back(bid_[i]);
         }
+        // the topology for the allocator: sources and view sources as list positions
+        for (auto& srcs : topo_srcs_)
+            for (std::int32_t& k : srcs) k = k >= 0 ? pos_of_[static_cast<std::size_t>(k)] : -1;
+        for (const rewrite& r : rewrites_) {
+            const std::int32_t p = pos_of_[r.node_index];
+            if (p >= 0) topo_srcs_[static_cast<std::size_t>(p)][r.j] = copy_pos_[r.copy_base + static_cast<std::uint32_t>(cur_copy_)];
+        }
+        topo_vsrcs_.assign(alloc_nodes_.size() + alloc_leafs_.size(), -1);
+        for (std::size_t i = 0; i < ts_.size(); ++i)
+            if (pos_of_[i] >= 0 && vsrc_[i] >= 0) topo_vsrcs_[static_cast<std::size_t>(pos_of_[i])] = pos_of_[static_cast<std::size_t>(vsrc_[i])];
+        for (const auto& [p, root] : dep_view_) topo_vsrcs_[static_cast<std::size_t>(p)] = pos_of_[static_cast<std::size_t>(root)];
+        topology_ = alloc_topology{topo_srcs_, topo_vsrcs_};
     }
 
     // A graph input that gets pipeline slots: an input-flagged leaf without memory of its
@@ -1060,6 +1093,12 @@ private:
     std::size_t pool_used_ = 0;
     std::vector<std::byte> staging_;
 
+    std::vector<std::int32_t> pos_of_;   // list position of each numbered tensor (-1)
+    std::vector<std::int32_t> copy_pos_; // list position of each copy slot (-1)
+    std::vector<std::pair<std::int32_t, std::int32_t>> dep_view_; // (position, root index)
+    std::vector<std::array<std::int32_t, max_srcs>> topo_srcs_;
+    std::vector<std::int32_t> topo_vsrcs_;
+    alloc_topology topology_;
     std::vector<tensor*> alloc_nodes_;
     std::vector<tensor*> alloc_leafs_;
     std::vector<int> alloc_node_ids_;

@@ -48,7 +48,8 @@ BACKPLANE_X86_KERNELS_BEGIN
 
 /// d rounded to f16 and back, as the stored scale (round to nearest even, like f32_to_f16).
 BACKPLANE_TARGET_AVX2 inline float f16_round(float d) noexcept {
-    return _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // (the vector forms: clang's _cvtss_sh macro is a C99 compound literal)
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(d), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
 }
 
 BACKPLANE_TARGET_AVX2 inline void quantize_row_avx2(const float* x, i64 nblk, const column_ref& col,
