@@ -245,8 +245,10 @@ public:
     [[nodiscard]] status reserve(const graph& g) {
         return guarded([&]() -> status {
             if (status s = split(g); !s) return s;
+            build_alloc_lists(g);
             apply_all(cur_copy_);
-            status s = galloc_.reserve(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_, &topology_);
+            status s = galloc_.reserve(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
+                                       &topology_);
             restore_all();
             forget_graph();
             return s;
@@ -262,8 +264,10 @@ public:
             next_copy_ = (next_copy_ + 1) % params_.n_copies;
             if (status s = wait_slot(cur_copy_); !s) return s;
             if (status s = split(g); !s) return s;
+            build_alloc_lists(g);
             apply_all(cur_copy_);
-            status s = galloc_.alloc_graph(alloc_nodes_, alloc_leafs_, alloc_node_ids_, alloc_leaf_ids_, &topology_);
+            status s = galloc_.alloc_graph(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_,
+                                           alloc_leaf_ids_view_, &topology_);
             restore_all();
             if (!s) {
                 forget_graph();
@@ -526,7 +530,7 @@ private:
         buffer_type_ref bt(cpu_buffer_type::instance());
         if (!memory_type(t, bt)) return -1;
         for (std::size_t b = 0; b < nb_; ++b)
-            if (set_.supports_buffer_type(b, bt) && (op_node < 0 || supports(static_cast<std::size_t>(op_node), b)))
+            if (reads(b, bt) && (op_node < 0 || supports(static_cast<std::size_t>(op_node), b)))
                 return static_cast<std::int32_t>(b);
         return -2;
     }
@@ -541,7 +545,20 @@ private:
             if (owner < 0) return false;
             bt = bt_[static_cast<std::size_t>(owner)];
         }
-        return set_.supports_buffer_type(b, bt);
+        return reads(b, bt);
+    }
+
+    // supports_buffer_type(b, bt), asked once per graph for each buffer type met
+    bool reads(std::size_t b, const buffer_type_ref& bt) {
+        std::size_t k = 0;
+        while (k < bt_seen_.size() && bt_seen_[k] != bt.id()) ++k;
+        if (k == bt_seen_.size()) {
+            bt_seen_.push_back(bt.id());
+            bt_reads_.resize(bt_reads_.size() + nb_, -1);
+        }
+        std::int8_t& c = bt_reads_[k * nb_ + b];
+        if (c < 0) c = set_.supports_buffer_type(b, bt) ? 1 : 0;
+        return c != 0;
     }
 
     static bool computes(op_kind op) noexcept { return op != op_kind::none && !is_view_op(op); }
@@ -808,6 +825,16 @@ private:
     // position of the current slot; and a view node keeps each split input alive until it
     // is copied.
     void build_alloc_lists(const graph& g) {
+        const std::size_t n = n_nodes_ + n_leafs_;
+        if (split_inputs_.empty() && params_.n_copies == 1) {
+            // nothing copied: the graph's own lists, numbered as the passes numbered them
+            alloc_nodes_view_ = g.nodes();
+            alloc_leafs_view_ = g.leafs();
+            alloc_node_ids_view_ = std::span<const int>(bid_).first(n_nodes_);
+            alloc_leaf_ids_view_ = std::span<const int>(bid_).subspan(n_nodes_, n_leafs_);
+            topology_ = alloc_topology{srcs_, std::span<const std::int32_t>(vsrc_).first(n)};
+            return;
+        }
         alloc_nodes_.clear();
         alloc_node_ids_.clear();
         alloc_leafs_.clear();
@@ -897,6 +924,10 @@ private:
             if (pos_of_[i] >= 0 && vsrc_[i] >= 0) topo_vsrcs_[static_cast<std::size_t>(pos_of_[i])] = pos_of_[static_cast<std::size_t>(vsrc_[i])];
         for (const auto& [p, root] : dep_view_) topo_vsrcs_[static_cast<std::size_t>(p)] = pos_of_[static_cast<std::size_t>(root)];
         topology_ = alloc_topology{topo_srcs_, topo_vsrcs_};
+        alloc_nodes_view_ = alloc_nodes_;
+        alloc_leafs_view_ = alloc_leafs_;
+        alloc_node_ids_view_ = alloc_node_ids_;
+        alloc_leaf_ids_view_ = alloc_leaf_ids_;
     }
 
     // A graph input that gets pipeline slots: an input-flagged leaf without memory of its
@@ -916,6 +947,8 @@ private:
         number(g);
         bt_.clear();
         for (std::size_t b = 0; b < nb_; ++b) bt_.push_back(set_.buffer_type(b));
+        bt_seen_.clear();
+        bt_reads_.clear();
         if (!user_.empty()) {
             ensure_map();
             for (const auto& [t, b] : user_)
@@ -931,7 +964,6 @@ private:
         pass_upgrade_and_best();
         if (status s = pass_sources(); !s) return s;
         pass_splits();
-        build_alloc_lists(g);
         graph_nodes_ = g.nodes().data();
         return {};
     }
@@ -1076,6 +1108,8 @@ private:
     std::vector<std::array<std::int32_t, max_srcs>> srcs_;
     std::vector<std::int8_t> sup_;
     std::vector<buffer_type_ref> bt_;
+    std::vector<const void*> bt_seen_;   // buffer types met in this graph (reads())
+    std::vector<std::int8_t> bt_reads_;  // [type][backend]: -1 not asked yet
 
     std::vector<split_rec> splits_;
     std::vector<std::int32_t> split_inputs_;
@@ -1099,6 +1133,8 @@ private:
     std::vector<std::array<std::int32_t, max_srcs>> topo_srcs_;
     std::vector<std::int32_t> topo_vsrcs_;
     alloc_topology topology_;
+    std::span<tensor* const> alloc_nodes_view_, alloc_leafs_view_; // what the allocator gets
+    std::span<const int> alloc_node_ids_view_, alloc_leaf_ids_view_;
     std::vector<tensor*> alloc_nodes_;
     std::vector<tensor*> alloc_leafs_;
     std::vector<int> alloc_node_ids_;
