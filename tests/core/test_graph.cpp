@@ -378,3 +378,38 @@ TEST_CASE("context: a tensor whose byte size overflows is rejected", "[context]"
     context meta({.no_alloc = true});
     CHECK_THROWS_AS(meta.new_tensor_4d(elem_type::f16, 1 << 20, 1 << 20, 1 << 20, 1 << 20), error);
 }
+
+TEST_CASE("graph records its topology: source and view-source ids name the right tensors", "[graph][topology]") {
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 4);
+    tensor* w = ctx.new_tensor_2d(elem_type::f32, 8, 8);
+    tensor* y = mul_mat(ctx, w, x);
+    tensor* t = transpose(ctx, y);   // a view of y
+    tensor* v = view_2d(ctx, t, 2, 2, t->nb[1], 0); // a view of a view: view_src is y
+    tensor* z = add(ctx, cont(ctx, v), cont(ctx, v));
+    tensor* out = add(ctx, z, z);    // the same source twice
+    graph g(out);
+    const auto nodes = g.nodes();
+    REQUIRE(g.src_ids().size() == nodes.size());
+    REQUIRE(g.view_src_ids().size() == nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        for (std::size_t j = 0; j < max_srcs; ++j) {
+            const std::int32_t id = g.src_ids()[i][j];
+            CHECK(g.by_id(id) == nodes[i]->src[j]);
+            if (id >= 0) CHECK(static_cast<std::size_t>(id) < i); // sources come first
+        }
+        CHECK(g.by_id(g.view_src_ids()[i]) == nodes[i]->view_src);
+    }
+    CHECK(g.by_id(graph::no_id) == nullptr);
+    CHECK(g.by_id(graph::leaf_id(0)) == g.leafs()[0]);
+    CHECK(g.contains(v));
+    CHECK_FALSE(g.contains(ctx.new_tensor_1d(elem_type::f32, 1)));
+    // extending the graph keeps the ids of what was there
+    tensor* more = scale(ctx, out, 2.0f);
+    g.build_forward(more);
+    REQUIRE(g.src_ids().size() == g.n_nodes());
+    CHECK(g.by_id(g.src_ids().back()[0]) == out);
+    g.clear();
+    CHECK(g.src_ids().empty());
+    CHECK_FALSE(g.contains(out));
+}

@@ -3,6 +3,7 @@
 // (tensors with no op) they read. Built by a forward walk from outputs; no fixed size.
 // A graph_view is a contiguous range of nodes, itself computable (a scheduler split).
 
+#include <backplane/core/detail/tensor_map.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -12,7 +13,6 @@
 #include <string>
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,29 +64,32 @@ public:
         };
         std::vector<frame> stack;
         stack.push_back({t, 0});
-        visited_.emplace(t, unplaced);
+        visited_.insert(t, unplaced);
         while (!stack.empty()) {
             frame& f = stack.back();
             if (f.next_src < max_srcs) {
                 tensor* s = f.t->src[static_cast<std::size_t>(f.next_src++)];
-                if (s != nullptr && visited_.emplace(s, unplaced).second) stack.push_back({s, 0});
+                if (s != nullptr && !visited_.contains(s)) {
+                    visited_.insert(s, unplaced);
+                    stack.push_back({s, 0});
+                }
                 continue;
             }
             tensor* done = f.t;
             stack.pop_back();
             if (done->op == op_kind::none) {
-                visited_[done] = leaf_id(leafs_.size());
+                visited_.assign(done, 2 * static_cast<std::uint32_t>(leafs_.size()) + 1);
                 leafs_.push_back(done);
             } else {
                 // every source is placed by now (depth first): record where
                 std::array<std::int32_t, max_srcs> ids{};
                 for (std::size_t j = 0; j < max_srcs; ++j)
-                    ids[j] = done->src[j] != nullptr ? visited_.find(done->src[j])->second : no_id;
-                const auto vs = done->view_src != nullptr ? visited_.find(done->view_src) : visited_.end();
-                visited_[done] = static_cast<std::int32_t>(nodes_.size());
+                    ids[j] = done->src[j] != nullptr ? id_of(done->src[j]) : no_id;
+                const std::int32_t vs = done->view_src != nullptr ? id_of(done->view_src) : no_id;
+                visited_.assign(done, 2 * static_cast<std::uint32_t>(nodes_.size()));
                 nodes_.push_back(done);
                 src_ids_.push_back(ids);
-                view_src_ids_.push_back(vs != visited_.end() ? vs->second : no_id);
+                view_src_ids_.push_back(vs);
             }
         }
     }
@@ -104,7 +107,7 @@ public:
     }
     /// The last node (the output of the most recent build_forward), or null.
     [[nodiscard]] tensor* back() const noexcept { return nodes_.empty() ? nullptr : nodes_.back(); }
-    [[nodiscard]] bool contains(const tensor* t) const { return visited_.contains(t); }
+    [[nodiscard]] bool contains(const tensor* t) const noexcept { return visited_.contains(t); }
 
     // -- topology, as recorded while building (for schedulers: no hashing per call) ------
     //
@@ -137,7 +140,7 @@ public:
     void clear() noexcept {
         nodes_.clear();
         leafs_.clear();
-        visited_.clear();
+        visited_.clear(0);
         src_ids_.clear();
         view_src_ids_.clear();
     }
@@ -145,8 +148,16 @@ public:
 private:
     std::vector<tensor*> nodes_;
     std::vector<tensor*> leafs_;
-    static constexpr std::int32_t unplaced = -1; // visited, not yet a node or leaf
-    std::unordered_map<const tensor*, std::int32_t> visited_; // tensor -> id
+    // visited_ maps a tensor to 2 k for node k, 2 k + 1 for leaf k, `unplaced` while it
+    // is on the walk's stack
+    static constexpr std::uint32_t unplaced = 0xfffffffeu;
+    // the id of a visited tensor (no_id while it is not yet a node or leaf, or unknown)
+    [[nodiscard]] std::int32_t id_of(const tensor* t) const noexcept {
+        const std::uint32_t v = visited_.find(t);
+        if (v == detail::tensor_map::npos || v == unplaced) return no_id;
+        return (v & 1u) ? leaf_id(v >> 1) : static_cast<std::int32_t>(v >> 1);
+    }
+    detail::tensor_map visited_;
     std::vector<std::array<std::int32_t, max_srcs>> src_ids_;
     std::vector<std::int32_t> view_src_ids_;
 };

@@ -45,7 +45,7 @@
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/detail/align.hpp>
 #include <backplane/memory/detail/dynamic_allocator.hpp>
-#include <backplane/memory/detail/tensor_map.hpp>
+#include <backplane/core/detail/tensor_map.hpp>
 #include <backplane/memory/tensor_alloc.hpp>
 
 #include <array>

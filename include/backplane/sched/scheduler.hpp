@@ -50,7 +50,7 @@
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
-#include <backplane/memory/detail/tensor_map.hpp>
+#include <backplane/core/detail/tensor_map.hpp>
 #include <backplane/memory/graph_alloc.hpp>
 #include <backplane/memory/host_buffer.hpp>
 #include <backplane/memory/tensor_io.hpp>

@@ -1,7 +1,7 @@
 #pragma once
-// A map from tensor addresses to small integer ids, built anew for every graph.
+// A map from tensor addresses to small integer ids.
 //
-// The graph allocator numbers the tensors of each graph it sees (a "slot" per tensor) and
+// Graphs number their tensors with it as they are built, and the graph allocator numbers the tensors of each graph it sees (a "slot" per tensor) and
 // then works on plain vectors indexed by slot. Building that numbering is on the hot path
 // (the scheduler allocates a ~1000-node graph every step), so this is an open-addressing
 // table with linear probing instead of std::unordered_map: one flat array, no node
@@ -60,6 +60,24 @@ public:
         }
     }
 
+    /// Sets t's id (inserting t when absent).
+    void assign(const tensor* t, std::uint32_t id) {
+        if ((size_ + 1) * 2 > entries_.size()) grow();
+        for (std::size_t i = home(t);; i = (i + 1) & mask_) {
+            entry& e = entries_[i];
+            if (e.generation != generation_) {
+                e = entry{t, id, generation_};
+                ++size_;
+                return;
+            }
+            if (e.key == t) {
+                e.id = id;
+                return;
+            }
+        }
+    }
+
+    [[nodiscard]] bool contains(const tensor* t) const noexcept { return find(t) != npos; }
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
 private:
