@@ -60,18 +60,8 @@ inline std::string_view layout_refusal(const tensor& t, std::int64_t row) noexce
 
 /// Why the BLAS backend cannot compute t with this min_batch; empty when it can.
 inline std::string_view refusal(const tensor& t, std::int64_t min_batch) noexcept {
-    switch (t.op) {
-    case op_kind::none:
-    case op_kind::view:
-    case op_kind::reshape:
-    case op_kind::permute:
-    case op_kind::transpose:
-        return {}; // computes nothing
-    case op_kind::mul_mat:
-        break;
-    default:
-        return "the BLAS backend computes mul_mat only";
-    }
+    if (t.op == op_kind::none || is_view_op(t.op)) return {}; // computes nothing
+    if (t.op != op_kind::mul_mat) return "the BLAS backend computes mul_mat only";
     const tensor* a = t.src[0];
     const tensor* b = t.src[1];
     if (a == nullptr || b == nullptr) return "mul_mat needs two sources";

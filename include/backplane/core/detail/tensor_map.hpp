@@ -48,34 +48,12 @@ public:
 
     /// Inserts t -> id unless t is present; returns the id t has afterwards.
     std::uint32_t insert(const tensor* t, std::uint32_t id) {
-        if ((size_ + 1) * 2 > entries_.size()) grow();
-        for (std::size_t i = home(t);; i = (i + 1) & mask_) {
-            entry& e = entries_[i];
-            if (e.generation != generation_) {
-                e = entry{t, id, generation_};
-                ++size_;
-                return id;
-            }
-            if (e.key == t) return e.id;
-        }
+        entry& e = slot(t, id);
+        return e.id;
     }
 
     /// Sets t's id (inserting t when absent).
-    void assign(const tensor* t, std::uint32_t id) {
-        if ((size_ + 1) * 2 > entries_.size()) grow();
-        for (std::size_t i = home(t);; i = (i + 1) & mask_) {
-            entry& e = entries_[i];
-            if (e.generation != generation_) {
-                e = entry{t, id, generation_};
-                ++size_;
-                return;
-            }
-            if (e.key == t) {
-                e.id = id;
-                return;
-            }
-        }
-    }
+    void assign(const tensor* t, std::uint32_t id) { slot(t, id).id = id; }
 
     [[nodiscard]] bool contains(const tensor* t) const noexcept { return find(t) != npos; }
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
@@ -89,6 +67,20 @@ private:
 
     static std::size_t capacity_for(std::size_t n) noexcept {
         return std::bit_ceil(std::max<std::size_t>(16, n * 2)); // load factor <= 1/2
+    }
+
+    // t's entry, made with `id` when t is absent
+    entry& slot(const tensor* t, std::uint32_t id) {
+        if ((size_ + 1) * 2 > entries_.size()) grow();
+        for (std::size_t i = home(t);; i = (i + 1) & mask_) {
+            entry& e = entries_[i];
+            if (e.generation != generation_) {
+                e = entry{t, id, generation_};
+                ++size_;
+                return e;
+            }
+            if (e.key == t) return e;
+        }
     }
 
     std::size_t home(const tensor* t) const noexcept {
