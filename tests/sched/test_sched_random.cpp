@@ -146,8 +146,10 @@ TEST_CASE("random graphs over {test, test, CPU}: CPU results, supported placemen
           "[sched][random]") {
     for (int i = 0; i < graphs_per_set; ++i) {
         const auto seed = static_cast<std::uint32_t>(5000 + i);
+        test_device_params p1 = random_support("TEST1", seed + 1);
+        p1.peer_copy = seed % 2 == 1; // half the graphs copy TEST0 -> TEST1 asynchronously
         test_device dev0(random_support("TEST0", seed));
-        test_device dev1(random_support("TEST1", seed + 1));
+        test_device dev1(std::move(p1));
         test_backend t0 = dev0.make_backend();
         test_backend t1 = dev1.make_backend();
         cpu_backend cpu(cpu_backend_params{.n_threads = 1});

@@ -3,6 +3,8 @@
 
 #include "sched_fixtures.hpp"
 
+#include <backplane/sched/format.hpp>
+
 #if BACKPLANE_TEST_HAVE_BLAS
 #include <backplane/backends/blas.hpp>
 #endif
@@ -432,4 +434,63 @@ TEST_CASE("describe and to_dot explain the plan", "[sched][explain]") {
     CHECK(dot.find("subgraph cluster_0") != std::string::npos);
     CHECK(dot.find("label=\"copy 64 B\"") != std::string::npos);
     CHECK(dot.back() == '\n');
+}
+
+TEST_CASE("the plan prints through fmt", "[sched][explain][format]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder wt(dev.buffer_type(), 8, 8, 17);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+    x->set_input();
+    tensor* y = mul_mat(ctx, wt.w, x);
+    y->name = "y";
+    graph g(y);
+    scheduler sched(tb, cpu);
+    REQUIRE(sched.plan(g));
+    CHECK(fmt::format("{}", sched) == sched.describe(1));
+    CHECK(fmt::format("{:v}", sched) == sched.describe(2));
+    CHECK(fmt::format("{}", sched.cause_of(*y)) == "weights");
+    dynamic_scheduler dyn(dynamic_backend_set({backend_ref(tb), backend_ref(cpu)}));
+    CHECK(fmt::format("{}", dyn).find("no graph") != std::string::npos);
+}
+
+TEST_CASE("device-to-device copies go through the destination's asynchronous copy", "[sched][copies]") {
+    test_device dev0({.name = "TEST0"});
+    test_device dev1({.name = "TEST1", .peer_copy = true}); // reads TEST0's memory
+    test_backend t0 = dev0.make_backend(), t1 = dev1.make_backend();
+    cpu_backend cpu;
+    weight_holder w0(dev0.buffer_type(), 8, 8, 18), w1(dev1.buffer_type(), 8, 8, 19);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+    x->set_input();
+    tensor* a = mul_mat(ctx, w0.w, x);
+    tensor* b = mul_mat(ctx, w1.w, a);  // a: TEST0 -> TEST1, asynchronously
+    tensor* c = mul_mat(ctx, w0.w, b);  // b: TEST1 -> TEST0, through the host
+    tensor* d = add(ctx, mul_mat(ctx, w1.w, c), a); // c again to TEST1; a read from its copy
+    graph g(d);
+    scheduler sched(t0, t1, cpu);
+    REQUIRE(sched.alloc_graph(g));
+    CHECK(sched.n_splits() == 4);
+    for (int run = 0; run < 3; ++run) { // the pending-copy waits across runs too
+        fill_seeded(*x, 20u + static_cast<std::uint32_t>(run));
+        REQUIRE(sched.compute(g));
+    }
+    CHECK(t1.counters().n_copies() >= 3 * 2);  // a and c, each run
+    CHECK(t1.n_copy_async_refused() == 0);
+    CHECK(t0.n_copy_async_refused() >= 3);     // TEST0 cannot read TEST1: the host copies b
+
+    context host(context_params{.no_alloc = false});
+    tensor* h0 = host.new_tensor_2d(elem_type::f32, 8, 8);
+    tensor* h1 = host.new_tensor_2d(elem_type::f32, 8, 8);
+    tensor* hx = host.new_tensor_2d(elem_type::f32, 8, 2);
+    fill_seeded(*h0, 18);
+    fill_seeded(*h1, 19);
+    fill_seeded(*hx, 22);
+    tensor* ha = mul_mat(host, h0, hx);
+    tensor* hd = add(host, mul_mat(host, h1, mul_mat(host, h0, mul_mat(host, h1, ha))), ha);
+    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
+    REQUIRE(ref.compute(graph(hd)));
+    CHECK(nmse_of(read_f32(*hd), read_f32(*d)) < 1e-10);
 }
