@@ -1007,6 +1007,7 @@ private:
             if (in.has_flag(tensor_flag::input)) {
                 // the user may overwrite the input as soon as compute returns: copy now,
                 // once the backend no longer reads this slot
+                if (status st = host_wait_readers(); !st) return st;
                 if (status st = set_.event_sync(b, cur_copy_); !st) return st;
                 if (status st = detail::copy_tensor_blocking(in, cp, staging_); !st) return st;
                 continue;
@@ -1020,9 +1021,19 @@ private:
                 continue;
             }
             if (status st = set_.synchronize(a); !st) return st;
+            if (status st = host_wait_readers(); !st) return st;
             if (status st = set_.event_sync(b, cur_copy_); !st) return st;
             if (status st = detail::copy_tensor_blocking(in, cp, staging_); !st) return st;
         }
+        return {};
+    }
+
+    // The host is about to write the split's backend's memory: wait until the copies
+    // queued on other backends that read that memory are done (their streams' events).
+    status host_wait_readers() {
+        for (const auto& [reader, c] : readers_now_)
+            if (status s = set_.event_sync(static_cast<std::size_t>(reader), c); !s) return s;
+        readers_now_.clear();
         return {};
     }
 
@@ -1061,9 +1072,11 @@ private:
             // splits run in order: a backend starts after the previous split's backend
             if (prev >= 0 && prev != sp.backend)
                 if (status s = set_.wait(b, static_cast<std::size_t>(prev), cur_copy_); !s) return s;
-            // and after every queued copy that reads its memory (from earlier runs too)
+            // and after every queued copy that reads its memory (from earlier runs too); the
+            // host waits for them too before it writes that memory itself (copy_inputs)
             for (const auto& [reader, c] : pending_readers_[b])
                 if (status s = set_.wait(b, static_cast<std::size_t>(reader), c); !s) return s;
+            readers_now_.swap(pending_readers_[b]);
             pending_readers_[b].clear();
             if (status s = copy_inputs(sp); !s) return s;
             apply(sp.rw0, sp.rw1, cur_copy_);
@@ -1123,6 +1136,7 @@ private:
     /// Per backend: (reader backend, slot) of asynchronous copies queued from its memory
     /// that it has not waited for yet.
     std::vector<std::vector<std::pair<std::int32_t, int>>> pending_readers_;
+    std::vector<std::pair<std::int32_t, int>> readers_now_; // those of the split being run
     std::deque<tensor> pool_;
     std::size_t pool_used_ = 0;
     std::vector<std::byte> staging_;
