@@ -337,7 +337,8 @@ public:
     [[nodiscard]] std::string_view backend_name(std::size_t i) const { return set_.name(i); }
 
     /// The plan in words: level 1 the splits with their inputs and bytes, level 2 also
-    /// every node with its backend and cause (what BACKPLANE_SCHED_DEBUG prints).
+    /// every node with its backend and cause (what BACKPLANE_SCHED_DEBUG prints). This
+    /// and to_dot() read the last graph's tensors: call them while that graph lives.
     [[nodiscard]] std::string describe(int level = 1) const;
     /// The last graph in Graphviz DOT: nodes coloured by backend, splits as clusters,
     /// copies as labelled edges.
