@@ -36,12 +36,35 @@ inline void fill_seeded(tensor& t, std::uint32_t seed, float scale = 1.0f) {
     }
 }
 
+/// An f32 graph input [ne0, ne1] (flagged input: the scheduler places it).
+inline tensor* new_input(context& ctx, std::int64_t ne0, std::int64_t ne1, std::string name = "x") {
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, ne0, ne1);
+    x->name = std::move(name);
+    x->set_input();
+    return x;
+}
+
+/// A host f32 tensor [ne0, ne1] filled from `seed` (for references built beside a test).
+inline tensor* host_filled(context& host, std::int64_t ne0, std::int64_t ne1, std::uint32_t seed) {
+    tensor* t = host.new_tensor_2d(elem_type::f32, ne0, ne1);
+    fill_seeded(*t, seed);
+    return t;
+}
+
 /// All values of a contiguous f32 tensor, wherever it lives.
 inline std::vector<float> read_f32(const tensor& t) {
     REQUIRE(t.type == elem_type::f32);
     std::vector<float> v(static_cast<std::size_t>(t.nelements()));
     REQUIRE(tensor_get(t, v.data(), 0, v.size() * sizeof(float)));
     return v;
+}
+
+/// The values of `out`, a node of a graph in host memory, computed by the CPU
+/// backend's reference kernels.
+inline std::vector<float> reference_values(tensor* out) {
+    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
+    REQUIRE(ref.compute(graph(out)));
+    return read_f32(*out);
 }
 
 /// Normalised mean squared error of `actual` against `expected`; infinity on a size

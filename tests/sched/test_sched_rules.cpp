@@ -35,17 +35,22 @@ struct weight_holder {
 
 bool supports_all_but(const tensor& t, op_kind op) { return t.op != op; }
 
+/// A test device with its backend, and a CPU backend.
+struct device_and_cpu {
+    test_device dev;
+    test_backend tb;
+    cpu_backend cpu;
+    explicit device_and_cpu(test_device_params p = {}) : dev(std::move(p)), tb(dev.make_backend()) {}
+};
+
 } // namespace
 
 TEST_CASE("graph inputs go to the last backend; ops on weights go where the weights are", "[sched][rules]") {
-    test_device dev({.name = "TEST0"});
-    test_backend tb = dev.make_backend();
-    cpu_backend cpu;
+    device_and_cpu f;
+    auto& [dev, tb, cpu] = f;
     weight_holder wt(dev.buffer_type(), 16, 16, 1);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 16, 4);
-    x->name = "x";
-    x->set_input();
+    tensor* x = new_input(ctx, 16, 4, "x");
     tensor* y = mul_mat(ctx, wt.w, x);
     y->name = "y";
     tensor* z = silu(ctx, y);
@@ -77,14 +82,10 @@ TEST_CASE("graph inputs go to the last backend; ops on weights go where the weig
     const auto got = read_f32(*z);
 
     context host(context_params{.no_alloc = false});
-    tensor* hw = host.new_tensor_2d(elem_type::f32, 16, 16);
-    tensor* hx = host.new_tensor_2d(elem_type::f32, 16, 4);
-    fill_seeded(*hw, 1);
-    fill_seeded(*hx, 2);
+    tensor* hw = host_filled(host, 16, 16, 1);
+    tensor* hx = host_filled(host, 16, 4, 2);
     tensor* hz = silu(host, mul_mat(host, hw, hx));
-    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
-    REQUIRE(ref.compute(graph(hz)));
-    CHECK(nmse_of(read_f32(*hz), got) < 1e-10);
+    CHECK(nmse_of(reference_values(hz), got) < 1e-10);
 }
 
 TEST_CASE("op offload: a higher-priority backend takes ops on host weights it asks for, unless switched off",
@@ -121,8 +122,7 @@ TEST_CASE("user assignments are kept; set_backend refuses a backend the schedule
     cpu_backend cpu, other_cpu;
     weight_holder wt(dev.buffer_type(), 8, 8, 4);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 2);
     tensor* y = mul_mat(ctx, wt.w, x);
     tensor* z = scale(ctx, y, 2.0f);
     graph g(z);
@@ -153,8 +153,7 @@ TEST_CASE("expansion passes over an op the backend does not support; that node g
     cpu_backend cpu;
     weight_holder wt(dev.buffer_type(), 8, 8, 5);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 3);
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 3);
     tensor* a = mul_mat(ctx, wt.w, x); // weights -> TEST
     tensor* b = silu(ctx, a);          // expands down from a
     tensor* c = soft_max(ctx, b);      // not on TEST: skipped by the sweeps, then best = CPU
@@ -185,15 +184,11 @@ TEST_CASE("expansion passes over an op the backend does not support; that node g
     fill_seeded(*x, 6);
     REQUIRE(sched.compute(g));
     context host(context_params{.no_alloc = false});
-    tensor* hw = host.new_tensor_2d(elem_type::f32, 8, 8);
-    tensor* hx = host.new_tensor_2d(elem_type::f32, 8, 3);
-    fill_seeded(*hw, 5);
-    fill_seeded(*hx, 6);
+    tensor* hw = host_filled(host, 8, 8, 5);
+    tensor* hx = host_filled(host, 8, 3, 6);
     tensor* hb = silu(host, mul_mat(host, hw, hx));
     tensor* he = add(host, scale(host, soft_max(host, hb), 3.0f), hb);
-    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
-    REQUIRE(ref.compute(graph(he)));
-    CHECK(nmse_of(read_f32(*he), read_f32(*e)) < 1e-10);
+    CHECK(nmse_of(reference_values(he), read_f32(*e)) < 1e-10);
 }
 
 #if BACKPLANE_TEST_HAVE_BLAS
@@ -225,12 +220,9 @@ TEST_CASE("upgrade: a node moves to a higher-priority backend that shares the bu
     REQUIRE(sched.compute(g));
     // the same products on the CPU alone
     context host(context_params{.no_alloc = false});
-    tensor* hx = host.new_tensor_2d(elem_type::f32, 32, 16);
-    tensor* hw = host.new_tensor_2d(elem_type::f32, 32, 32);
-    fill_seeded(*hx, 7);
-    fill_seeded(*hw, 8);
-    tensor* hn = host.new_tensor_2d(elem_type::f32, 32, 1);
-    fill_seeded(*hn, 30);
+    tensor* hx = host_filled(host, 32, 16, 7);
+    tensor* hw = host_filled(host, 32, 32, 8);
+    tensor* hn = host_filled(host, 32, 1, 30);
     tensor* hy = mul_mat(host, hw, mul(host, hx, hn));
     REQUIRE(cpu.compute(graph(hy)));
     CHECK(nmse_of(read_f32(*hy), read_f32(*y)) < 1e-10);
@@ -238,13 +230,11 @@ TEST_CASE("upgrade: a node moves to a higher-priority backend that shares the bu
 #endif
 
 TEST_CASE("views follow their source; unassigned sources follow their consumer", "[sched][rules]") {
-    test_device dev({.name = "TEST0"});
-    test_backend tb = dev.make_backend();
-    cpu_backend cpu;
+    device_and_cpu f;
+    auto& [dev, tb, cpu] = f;
     weight_holder wt(dev.buffer_type(), 8, 8, 9);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 4);
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 4);
     tensor* a = mul_mat(ctx, wt.w, x);
     tensor* t = transpose(ctx, a); // a view
     tensor* c = cont(ctx, t);
@@ -266,8 +256,7 @@ TEST_CASE("weights on another backend start a new split; split inputs are copied
     cpu_backend cpu;
     weight_holder w0(dev0.buffer_type(), 8, 8, 10), w1(dev1.buffer_type(), 8, 8, 11);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 2);
     tensor* a = mul_mat(ctx, w0.w, x); // TEST0
     tensor* b = mul_mat(ctx, w1.w, a); // TEST1
     tensor* c = add(ctx, b, a);        // TEST1 (expand), reads a from TEST0: the same copy
@@ -292,30 +281,23 @@ TEST_CASE("weights on another backend start a new split; split inputs are copied
     // the copies between devices went through host memory (no peer copy) and the result
     // is the CPU's
     context host(context_params{.no_alloc = false});
-    tensor* hw0 = host.new_tensor_2d(elem_type::f32, 8, 8);
-    tensor* hw1 = host.new_tensor_2d(elem_type::f32, 8, 8);
-    tensor* hx = host.new_tensor_2d(elem_type::f32, 8, 2);
-    fill_seeded(*hw0, 10);
-    fill_seeded(*hw1, 11);
-    fill_seeded(*hx, 12);
+    tensor* hw0 = host_filled(host, 8, 8, 10);
+    tensor* hw1 = host_filled(host, 8, 8, 11);
+    tensor* hx = host_filled(host, 8, 2, 12);
     tensor* ha = mul_mat(host, hw0, hx);
     tensor* hd = mul_mat(host, hw0, add(host, mul_mat(host, hw1, ha), ha));
-    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
-    REQUIRE(ref.compute(graph(hd)));
-    CHECK(nmse_of(read_f32(*hd), read_f32(*d)) < 1e-10);
+    CHECK(nmse_of(reference_values(hd), read_f32(*d)) < 1e-10);
     // the user's graph is left as it was
     CHECK(c->src[1] == a);
     CHECK(d->src[1] == c);
 }
 
 TEST_CASE("the eval callback sees nodes in order, batches unobserved runs and cancels cleanly", "[sched][eval]") {
-    test_device dev({.name = "TEST0"});
-    test_backend tb = dev.make_backend();
-    cpu_backend cpu;
+    device_and_cpu f;
+    auto& [dev, tb, cpu] = f;
     weight_holder wt(dev.buffer_type(), 8, 8, 13);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 2);
     std::vector<tensor*> chain{mul_mat(ctx, wt.w, x)};
     for (int i = 0; i < 6; ++i) chain.push_back(scale(ctx, chain.back(), 1.0f + static_cast<float>(i)));
     for (std::size_t i = 0; i < chain.size(); ++i) chain[i]->name = "c" + std::to_string(i);
@@ -361,8 +343,7 @@ TEST_CASE("bad use is a clear error, never an abort", "[sched][errors]") {
     SECTION("a pre-allocated tensor in a buffer no backend of the scheduler can use") {
         weight_holder ws(stranger.buffer_type(), 8, 8, 15);
         context ctx(context_params{.no_alloc = true});
-        tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-        x->set_input();
+        tensor* x = new_input(ctx, 8, 2);
         graph g(mul_mat(ctx, ws.w, x));
         scheduler sched(tb, cpu);
         const status s = sched.alloc_graph(g);
@@ -387,8 +368,7 @@ TEST_CASE("bad use is a clear error, never an abort", "[sched][errors]") {
     }
     SECTION("compute after reset allocates the graph again") {
         context ctx(context_params{.no_alloc = true});
-        tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-        x->set_input();
+        tensor* x = new_input(ctx, 8, 2);
         tensor* y = scale(ctx, x, 2.0f);
         graph g(y);
         scheduler sched(tb, cpu);
@@ -407,14 +387,11 @@ TEST_CASE("bad use is a clear error, never an abort", "[sched][errors]") {
 }
 
 TEST_CASE("describe and to_dot explain the plan", "[sched][explain]") {
-    test_device dev({.name = "TEST0"});
-    test_backend tb = dev.make_backend();
-    cpu_backend cpu;
+    device_and_cpu f;
+    auto& [dev, tb, cpu] = f;
     weight_holder wt(dev.buffer_type(), 8, 8, 16);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-    x->name = "x";
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 2, "x");
     tensor* y = mul_mat(ctx, wt.w, x);
     y->name = "y";
     tensor* z = soft_max(ctx, y);
@@ -437,13 +414,11 @@ TEST_CASE("describe and to_dot explain the plan", "[sched][explain]") {
 }
 
 TEST_CASE("the plan prints through fmt", "[sched][explain][format]") {
-    test_device dev({.name = "TEST0"});
-    test_backend tb = dev.make_backend();
-    cpu_backend cpu;
+    device_and_cpu f;
+    auto& [dev, tb, cpu] = f;
     weight_holder wt(dev.buffer_type(), 8, 8, 17);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 2);
     tensor* y = mul_mat(ctx, wt.w, x);
     y->name = "y";
     graph g(y);
@@ -463,8 +438,7 @@ TEST_CASE("device-to-device copies go through the destination's asynchronous cop
     cpu_backend cpu;
     weight_holder w0(dev0.buffer_type(), 8, 8, 18), w1(dev1.buffer_type(), 8, 8, 19);
     context ctx(context_params{.no_alloc = true});
-    tensor* x = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-    x->set_input();
+    tensor* x = new_input(ctx, 8, 2);
     tensor* a = mul_mat(ctx, w0.w, x);
     tensor* b = mul_mat(ctx, w1.w, a);  // a: TEST0 -> TEST1, asynchronously
     tensor* c = mul_mat(ctx, w0.w, b);  // b: TEST1 -> TEST0, through the host
@@ -482,15 +456,10 @@ TEST_CASE("device-to-device copies go through the destination's asynchronous cop
     CHECK(t0.n_copy_async_refused() >= 3);     // TEST0 cannot read TEST1: the host copies b
 
     context host(context_params{.no_alloc = false});
-    tensor* h0 = host.new_tensor_2d(elem_type::f32, 8, 8);
-    tensor* h1 = host.new_tensor_2d(elem_type::f32, 8, 8);
-    tensor* hx = host.new_tensor_2d(elem_type::f32, 8, 2);
-    fill_seeded(*h0, 18);
-    fill_seeded(*h1, 19);
-    fill_seeded(*hx, 22);
+    tensor* h0 = host_filled(host, 8, 8, 18);
+    tensor* h1 = host_filled(host, 8, 8, 19);
+    tensor* hx = host_filled(host, 8, 2, 22);
     tensor* ha = mul_mat(host, h0, hx);
     tensor* hd = add(host, mul_mat(host, h1, mul_mat(host, h0, mul_mat(host, h1, ha))), ha);
-    cpu_backend ref(cpu_backend_params{.n_threads = 1, .reference = true});
-    REQUIRE(ref.compute(graph(hd)));
-    CHECK(nmse_of(read_f32(*hd), read_f32(*d)) < 1e-10);
+    CHECK(nmse_of(reference_values(hd), read_f32(*d)) < 1e-10);
 }
