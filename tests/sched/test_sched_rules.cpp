@@ -405,7 +405,7 @@ TEST_CASE("describe and to_dot explain the plan", "[sched][explain]") {
     CHECK(one.find("'x' (CPU -> TEST0, 64 B, user input)") != std::string::npos);
     CHECK(one.find("node 0") == std::string::npos);
     const std::string two = sched.describe(2);
-    CHECK(two.find("'y' mul_mat f32 [8, 2] -> TEST0 (weights)") != std::string::npos);
+    CHECK(two.find("'y' mul_mat f32 [8, 2, 1, 1] -> TEST0 (weights)") != std::string::npos);
     const std::string dot = sched.to_dot();
     CHECK(dot.rfind("digraph backplane {", 0) == 0);
     CHECK(dot.find("subgraph cluster_0") != std::string::npos);

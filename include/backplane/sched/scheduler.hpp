@@ -46,6 +46,7 @@
 // the constructors; nothing aborts.
 
 #include <backplane/core/concepts.hpp>
+#include <backplane/core/detail/describe.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
@@ -179,6 +180,7 @@ public:
         if (auto s = set_.init_events(params_.n_copies); !s) throw error(s.message(), s.code());
         if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
         pending_readers_.resize(nb_);
+        for (std::size_t b = 0; b < nb_; ++b) bt_.push_back(set_.buffer_type(b)); // fixed for its life
     }
 
     basic_scheduler(const basic_scheduler&) = delete;
@@ -946,8 +948,6 @@ private:
     status split(const graph& g) {
         forget_graph();
         number(g);
-        bt_.clear();
-        for (std::size_t b = 0; b < nb_; ++b) bt_.push_back(set_.buffer_type(b));
         bt_seen_.clear();
         bt_reads_.clear();
         if (!user_.empty()) {
@@ -1173,14 +1173,9 @@ inline std::string human_bytes(std::size_t n) {
     return buf;
 }
 
-inline std::string shape_text(const tensor& t) {
-    std::string s = std::string(to_string(t.type)) + " [";
-    for (int d = 0; d < t.n_dims(); ++d) {
-        if (d) s += ", ";
-        s += std::to_string(t.ne[static_cast<std::size_t>(d)]);
-    }
-    return s + "]";
-}
+
+/// "f32 [8, 2, 1, 1]", as error messages write shapes.
+inline std::string typed_shape(const tensor& t) { return std::string(to_string(t.type)) + " " + shape_string(t.ne); }
 
 /// A DOT string literal (line breaks become DOT's \n).
 inline std::string dot_quote(std::string_view s) {
@@ -1231,7 +1226,7 @@ std::string basic_scheduler<Set>::describe(int level) const {
         for (std::uint32_t i = sp.first; i < sp.last; ++i) {
             const tensor& t = *ts_[i];
             out += "  node " + std::to_string(i) + " '" + t.name + "' " + std::string(to_string(t.op)) + " " +
-                   detail::shape_text(t) + " -> " + std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
+                   detail::typed_shape(t) + " -> " + std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
                    std::string(to_string(cause_[i])) + ")\n";
         }
     }
@@ -1252,7 +1247,7 @@ std::string basic_scheduler<Set>::to_dot() const {
     const auto label = [&](std::size_t i) {
         const tensor& t = *ts_[i];
         return detail::dot_quote((t.name.empty() ? "#" + std::to_string(i) : t.name) + "\n" +
-                                 std::string(to_string(t.op)) + " " + detail::shape_text(t) + "\n" +
+                                 std::string(to_string(t.op)) + " " + detail::typed_shape(t) + "\n" +
                                  std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
                                  std::string(to_string(cause_[i])) + ")");
     };
