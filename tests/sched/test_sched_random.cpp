@@ -170,3 +170,70 @@ TEST_CASE("random graphs over {BLAS, CPU}: the same checks, BLAS taking the prod
     }
 }
 #endif
+
+// One backend takes a shorter road (the expansion and best passes in one, one split
+// without a copy table, the first pass run while numbering). Its plans must be those of
+// the general passes: {a test device that supports no op, CPU} runs them and has to place
+// everything on the CPU for the same reasons; and a user assignment of a tensor outside
+// the graph makes the one-backend scheduler run its first pass on its own.
+TEST_CASE("random graphs over {CPU} alone: the same plans as the general passes", "[sched][random]") {
+    int graphs_expanded = 0; // graphs where the expansion placed a node
+    for (int i = 0; i < graphs_per_set; ++i) {
+        const auto seed = static_cast<std::uint32_t>(12000 + i);
+        // odd seeds: weights and inputs without memory or flag, so that nothing is placed
+        // by the first pass and the best pass decides
+        const bool bare = seed % 2 == 1;
+        context graph_ctx(context_params{.no_alloc = true});
+        context weight_ctx(context_params{.no_alloc = true});
+        random_graph r = make_random_graph(graph_ctx, seed, 1, [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int) {
+            return weight_ctx.new_tensor_2d(type, ne0, ne1);
+        });
+        buffer_list weights;
+        if (bare) {
+            for (tensor* x : r.inputs) x->flags &= ~static_cast<std::uint32_t>(tensor_flag::input);
+        } else {
+            auto bufs = alloc_tensors(weight_ctx, cpu_buffer_type::instance(), buffer_usage::weights);
+            REQUIRE(bufs);
+            weights = std::move(*bufs);
+        }
+        INFO("seed " << seed << ", " << r.g.n_nodes() << " nodes" << (bare ? ", bare" : ""));
+
+        cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+        test_device none({.name = "NONE", .supports = [](const tensor&) { return false; }});
+        test_backend tb = none.make_backend();
+        scheduler one(cpu);
+        scheduler general(tb, cpu);
+        scheduler unfused(cpu);
+        tensor outside;
+        REQUIRE(unfused.set_backend(outside, 0));
+        REQUIRE(one.plan(r.g));
+        REQUIRE(general.plan(r.g));
+        REQUIRE(unfused.plan(r.g));
+        REQUIRE(one.n_splits() == 1);
+        REQUIRE(general.n_splits() == 1);
+        CHECK(one.split_at(0).first == 0);
+        CHECK(one.split_at(0).last == r.g.n_nodes());
+        CHECK(one.n_split_inputs() == 0);
+        bool any_best = false, any_expand = false;
+        const auto same = [&](const tensor& t) {
+            INFO(t.name << " (" << to_string(t.op) << ")");
+            CHECK(one.backend_of(t) == 0);
+            // a view of a tensor nothing placed falls back to the first backend (and its
+            // source follows it): the only thing that may land on the test device
+            if (general.backend_of(t) != 1)
+                CHECK((general.cause_of(t) == placement_cause::fallback || general.cause_of(t) == placement_cause::source));
+            CHECK(unfused.backend_of(t) == 0);
+            CHECK(one.cause_of(t) != placement_cause::none);
+            CHECK(one.cause_of(t) == general.cause_of(t));
+            CHECK(one.cause_of(t) == unfused.cause_of(t));
+            any_best = any_best || one.cause_of(t) == placement_cause::best;
+            any_expand = any_expand || one.cause_of(t) == placement_cause::expand;
+        };
+        for (tensor* n : r.g.nodes()) same(*n);
+        for (tensor* l : r.g.leafs()) same(*l);
+        if (bare) CHECK(any_best); // nothing is placed first: the best pass places the rest
+        CHECK_FALSE((any_best && any_expand)); // one or the other, with one backend
+        graphs_expanded += any_expand ? 1 : 0;
+    }
+    CHECK(graphs_expanded >= graphs_per_set / 4);
+}

@@ -248,6 +248,19 @@ TEST_CASE("views follow their source; unassigned sources follow their consumer",
     CHECK(sched.cause_of(*t) == placement_cause::source);
     CHECK(sched.backend_of(*k) == sched.backend_of(*m));
     CHECK(sched.cause_of(*k) == placement_cause::source);
+
+    SECTION("a source read on two backends follows the first node that reads it") {
+        weight_holder wc(cpu.buffer_type(), 8, 8, 10);
+        tensor* y1 = mul(ctx, a, k);          // on the device, after a
+        tensor* b = mul_mat(ctx, wc.w, y1);   // on the CPU, by its weights
+        tensor* y2 = mul(ctx, b, k);          // on the CPU, after b
+        graph g2(y2);
+        REQUIRE(sched.plan(g2));
+        REQUIRE(sched.backend_of(*y1) == 0);
+        REQUIRE(sched.backend_of(*y2) == 1);
+        CHECK(sched.backend_of(*k) == 0);
+        CHECK(sched.cause_of(*k) == placement_cause::source);
+    }
 }
 
 TEST_CASE("weights on another backend start a new split; split inputs are copied once per backend", "[sched][rules]") {

@@ -88,21 +88,23 @@ struct shape {
     friend constexpr bool operator==(const shape&, const shape&) = default;
 };
 
-struct tensor {
+// The members are ordered for graph walks (the scheduler, the allocator, supports_op
+// checks): what they read of every tensor (type, op, flags, extents, sources, view
+// source, buffer, data) comes first and spans three cache lines.
+struct alignas(64) tensor {
     elem_type type = elem_type::f32;
-    std::array<std::int64_t, max_dims> ne{1, 1, 1, 1}; ///< elements per dimension
-    std::array<std::size_t, max_dims> nb{};            ///< bytes per step in each dimension
-
     op_kind op = op_kind::none;
-    std::array<std::int32_t, max_op_params> op_params{};
+    std::uint32_t flags = 0;
+    std::array<std::int64_t, max_dims> ne{1, 1, 1, 1}; ///< elements per dimension
     std::array<tensor*, max_srcs> src{};
 
     tensor* view_src = nullptr; ///< the tensor whose memory this one aliases (never itself a view)
-    std::size_t view_offs = 0;  ///< byte offset into view_src
-
-    std::uint32_t flags = 0;
     buffer_handle* buffer = nullptr; ///< the buffer holding the data (null for context host data)
     void* data = nullptr;            ///< address of element 0 in that buffer's address space
+    std::size_t view_offs = 0;  ///< byte offset into view_src
+
+    std::array<std::size_t, max_dims> nb{}; ///< bytes per step in each dimension
+    std::array<std::int32_t, max_op_params> op_params{};
 
     std::string name;
 

@@ -69,16 +69,24 @@ struct type_traits {
     bool is_float;            ///< holds real numbers (f32, f16, bf16, quantized)
 };
 
-constexpr type_traits traits(elem_type t) noexcept {
-    switch (t) {
-    case elem_type::f32: return {"f32", 1, 4, false, true};
-    case elem_type::f16: return {"f16", 1, 2, false, true};
-    case elem_type::bf16: return {"bf16", 1, 2, false, true};
-    case elem_type::q8_0: return {"q8_0", qk8_0, sizeof(block_q8_0), true, true};
-    case elem_type::q4_0: return {"q4_0", qk4_0, sizeof(block_q4_0), true, true};
-    case elem_type::i32: return {"i32", 1, 4, false, false};
-    }
-    return {"?", 1, 0, false, false};
+namespace detail {
+/// The traits of each elem_type, indexed by its value (a load, not a branch: these are
+/// asked per tensor by the shape checks).
+inline constexpr std::array<type_traits, elem_type_count + 1> type_table = {{
+    {"f32", 1, 4, false, true},
+    {"f16", 1, 2, false, true},
+    {"bf16", 1, 2, false, true},
+    {"q8_0", qk8_0, sizeof(block_q8_0), true, true},
+    {"q4_0", qk4_0, sizeof(block_q4_0), true, true},
+    {"i32", 1, 4, false, false},
+    {"?", 1, 0, false, false}, // any other value
+}};
+static_assert(static_cast<std::size_t>(elem_type::i32) + 1 == elem_type_count, "type_table follows elem_type");
+} // namespace detail
+
+constexpr const type_traits& traits(elem_type t) noexcept {
+    const auto i = static_cast<std::size_t>(t);
+    return detail::type_table[i < elem_type_count ? i : elem_type_count];
 }
 
 constexpr std::string_view to_string(elem_type t) noexcept { return traits(t).name; }

@@ -241,6 +241,14 @@ public:
     /// True when t's data lies in this allocator's buffers (placed by an earlier call, and
     /// placed again by the next one).
     [[nodiscard]] bool holds(const tensor& t) const noexcept { return t.data != nullptr && !is_external(t); }
+    /// True when b is one of this allocator's buffers.
+    [[nodiscard]] bool owns(const buffer_handle* b) const noexcept {
+        if (b == nullptr) return false;
+        for (const pool& p : pools_)
+            for (const auto& c : p.chunks)
+                if (c.get() == b) return true;
+        return false;
+    }
 
 private:
     // -- per-graph facts --------------------------------------------------------------------
@@ -317,11 +325,7 @@ private:
     /// True when t has data that is not in one of this allocator's buffers.
     [[nodiscard]] bool is_external(const tensor& t) const noexcept {
         if (t.data == nullptr) return false;
-        if (t.buffer == nullptr) return true;
-        for (const pool& p : pools_)
-            for (const auto& c : p.chunks)
-                if (c.get() == t.buffer) return false;
-        return true;
+        return !owns(t.buffer);
     }
 
     // Numbers the graph's tensors (nodes, then leafs, then sources and view sources found

@@ -77,7 +77,9 @@
 namespace backplane {
 
 /// Why a tensor runs on its backend (see the header comment, passes 1-4).
-enum class placement_cause : std::uint8_t {
+// 16 bits: the scheduler's per-tensor arrays of these are written in its hottest loops,
+// and a character-sized type may alias anything (the compiler then reloads every pointer).
+enum class placement_cause : std::uint16_t {
     none,     ///< not placed (not part of the last graph)
     user,     ///< set_backend
     buffer,   ///< it already has memory that backend uses
@@ -409,24 +411,54 @@ private:
     struct tensor_info {
         op_kind op;
         std::uint8_t bits;
+        std::uint8_t nsrc; // a node's src[nsrc, max_srcs) are null (0 for other tensors)
+        std::uint32_t mem; // 0: no memory of its own; else 1 + its buffer type's index in bt_seen_
     };
     static constexpr std::uint8_t info_input = 1;     // flagged input
     static constexpr std::uint8_t info_memory = 2;    // has memory of its own (has_own_memory)
     static constexpr std::uint8_t info_weights = 4;   // lives in a weights buffer
     static constexpr std::uint8_t info_view_op = 8;   // a view op (computes nothing)
     static constexpr std::uint8_t info_computes = 16; // an op with a kernel (not none, not a view)
+    // a node reading a tensor that may still have no backend when pass_sources reaches it:
+    // a leaf the first pass left unplaced, a tensor outside the graph's lists, or a later
+    // node (every earlier node has one by then)
+    static constexpr std::uint8_t info_late_src = 32;
 
-    tensor_info info_of(const tensor& t) const noexcept {
+    // What info_of learnt of the last buffer it met: tensors in a row mostly share one.
+    struct buffer_memo {
+        const buffer_handle* buffer = nullptr;
+        std::uint32_t mem = 0;  // 1 + the index of its type in bt_seen_
+        bool weights = false;   // a weights buffer
+        bool held = false;      // one of the graph allocator's (memory placed again)
+    };
+
+    // Reads t once: what has_own_memory, memory_type and buffer_of would tell.
+    [[gnu::always_inline]] tensor_info info_of(const tensor& t) {
         std::uint8_t bits = 0;
         if (t.has_flag(tensor_flag::input)) bits |= info_input;
-        if ((t.data != nullptr || t.view_src != nullptr) && has_own_memory(t)) bits |= info_memory;
-        if (const buffer_handle* b = buffer_of(t); b != nullptr && b->usage() == buffer_usage::weights)
-            bits |= info_weights;
         if (is_view_op(t.op)) bits |= info_view_op;
         if (computes(t.op)) bits |= info_computes;
-        return {t.op, bits};
+        const tensor& root = t.view_src != nullptr ? *t.view_src : t;
+        const buffer_handle* b = root.buffer;
+        if (b != nullptr && b != memo_.buffer) {
+            memo_.buffer = b;
+            memo_.mem = 1 + type_index(b->type());
+            memo_.weights = b->usage() == buffer_usage::weights;
+            memo_.held = galloc_.owns(b);
+        }
+        if (b != nullptr && memo_.weights) bits |= info_weights;
+        std::uint32_t mem = 0;
+        if (t.data != nullptr || root.data != nullptr) { // has memory; its own unless the allocator's
+            if (b == nullptr)
+                mem = 1 + type_index(buffer_type_ref(cpu_buffer_type::instance()));
+            else if (root.data == nullptr || !memo_.held)
+                mem = memo_.mem;
+        }
+        if (mem != 0) bits |= info_memory;
+        return {t.op, bits, 0, mem};
     }
     bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info_[i].bits & bit) != 0; }
+    std::span<const std::int32_t> srcs_of(std::size_t i) const noexcept { return {srcs_[i].data(), info_[i].nsrc}; }
 
     std::int32_t slow_index(const tensor* t) {
         ensure_map();
@@ -444,19 +476,25 @@ private:
         return static_cast<std::int32_t>(id);
     }
 
-    void number(const graph& g) {
+    // Numbers g's tensors and reads what the passes need of them. With `place` (no user
+    // assignments to apply first) it also runs the first pass, tensor by tensor, while
+    // each is in cache: leafs first, then nodes, as pass_from_tensors does.
+    status number(const graph& g, bool place) {
         const auto nodes = g.nodes();
         const auto leafs = g.leafs();
         n_nodes_ = nodes.size();
         n_leafs_ = leafs.size();
         const std::size_t n = n_nodes_ + n_leafs_;
         map_size_ = 0;
+        bt_seen_.clear();
+        bt_reads_.clear();
+        memo_ = {};
         ts_.resize(n);
         std::copy(nodes.begin(), nodes.end(), ts_.begin());
         std::copy(leafs.begin(), leafs.end(), ts_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
         bid_.assign(n, -1);
         cause_.assign(n, placement_cause::none);
-        vsrc_.assign(n, -1);
+        vsrc_.resize(n); // every entry is written below
         info_.resize(n);
         unassigned_ = n;
         srcs_.resize(n_nodes_);
@@ -468,39 +506,51 @@ private:
             if (id == graph::no_id) return -1;
             return static_cast<std::int32_t>(n_nodes_) + (-2 - id);
         };
-        for (std::size_t i = 0; i < n; ++i) info_[i] = info_of(*ts_[i]);
         sup_.assign(n_nodes_ * nb_, -1);
+        for (std::size_t i = n_nodes_; i < n; ++i) {
+            info_[i] = info_of(*ts_[i]);
+            if (place && !place_from_tensor(i)) return no_backend_for_memory(*ts_[i]);
+        }
+        for (std::size_t i = 0; i < n_nodes_; ++i) info_[i] = info_of(*ts_[i]);
         for (std::size_t i = 0; i < n_nodes_; ++i) {
             const tensor& node = *nodes[i];
             // with one backend every node that computes is asked anyway: ask now, while
             // the node is in cache
             if (nb_ == 1 && has(i, info_computes)) sup_[i] = set_.supports_op(0, node) ? 1 : 0;
+            std::size_t nsrc = 0;
             for (std::size_t j = 0; j < max_srcs; ++j) {
                 const tensor* src = node.src[j];
                 std::int32_t k = -1;
                 if (src != nullptr) {
                     k = recorded ? index(ids[i][j]) : -1;
                     if (k < 0 || ts_[static_cast<std::size_t>(k)] != src) k = slow_index(src);
+                    const auto ku = static_cast<std::size_t>(k);
+                    if (ku >= i && (!place || ku < n_nodes_ || bid_[ku] < 0)) info_[i].bits |= info_late_src;
+                    nsrc = j + 1;
                 }
                 srcs_[i][j] = k;
             }
+            info_[i].nsrc = static_cast<std::uint8_t>(nsrc);
+            std::int32_t vk = -1;
             if (const tensor* v = node.view_src) {
-                std::int32_t k = recorded ? index(vids[i]) : -1;
-                if (k < 0 || ts_[static_cast<std::size_t>(k)] != v) k = slow_index(v);
-                vsrc_[i] = k;
+                vk = recorded ? index(vids[i]) : -1;
+                if (vk < 0 || ts_[static_cast<std::size_t>(vk)] != v) vk = slow_index(v);
             }
+            vsrc_[i] = vk;
+            if (place && !place_from_tensor(i)) return no_backend_for_memory(*ts_[i]);
         }
-        for (std::size_t i = n_nodes_; i < ts_.size(); ++i) // leafs and extras (grows)
-            if (const tensor* v = ts_[i]->view_src) {
-                const std::int32_t k = slow_index(v);
-                vsrc_[i] = k;
-            }
+        for (std::size_t i = n_nodes_; i < ts_.size(); ++i) { // leafs and extras (grows)
+            const tensor* v = ts_[i]->view_src;
+            const std::int32_t k = v != nullptr ? slow_index(v) : -1;
+            vsrc_[i] = k;
+        }
+        return {};
     }
 
     // -- the passes ----------------------------------------------------------------------------
 
-    bool supports(std::size_t node, std::size_t b) {
-        std::int8_t& c = sup_[node * nb_ + b];
+    [[gnu::always_inline]] bool supports(std::size_t node, std::size_t b) {
+        std::int16_t& c = sup_[node * nb_ + b];
         if (c < 0) c = set_.supports_op(b, *ts_[node]) ? 1 : 0;
         return c != 0;
     }
@@ -526,41 +576,43 @@ private:
         return true;
     }
 
-    // The highest-priority backend that can use t's memory and compute `op` (a node index
-    // or -1 for a tensor that computes nothing); -1 when t has no memory, -2 when no
-    // backend can.
-    std::int32_t backend_from_memory(const tensor& t, std::int32_t op_node) {
-        buffer_type_ref bt(cpu_buffer_type::instance());
-        if (!memory_type(t, bt)) return -1;
+    // The highest-priority backend that can use tensor index t's memory and compute `op`
+    // (a node index or -1 for a tensor that computes nothing); -1 when t has no memory,
+    // -2 when no backend can.
+    [[gnu::always_inline]] std::int32_t backend_from_memory(std::size_t t, std::int32_t op_node) {
+        const std::uint32_t m = info_[t].mem;
+        if (m == 0) return -1;
         for (std::size_t b = 0; b < nb_; ++b)
-            if (reads(b, bt) && (op_node < 0 || supports(static_cast<std::size_t>(op_node), b)))
+            if (reads_at(b, m - 1) && (op_node < 0 || supports(static_cast<std::size_t>(op_node), b)))
                 return static_cast<std::int32_t>(b);
         return -2;
     }
 
     // Whether backend b can read tensor index s in place (ggml's buffer_supported).
     bool readable(std::int32_t s, std::size_t b) {
-        const tensor& t = *ts_[static_cast<std::size_t>(s)];
-        buffer_type_ref bt(cpu_buffer_type::instance());
-        if (!memory_type(t, bt)) {
-            std::int32_t owner = bid_[static_cast<std::size_t>(s)];
-            if (owner < 0 && vsrc_[static_cast<std::size_t>(s)] >= 0) owner = bid_[static_cast<std::size_t>(vsrc_[static_cast<std::size_t>(s)])];
-            if (owner < 0) return false;
-            bt = bt_[static_cast<std::size_t>(owner)];
-        }
-        return reads(b, bt);
+        const auto su = static_cast<std::size_t>(s);
+        if (const std::uint32_t m = info_[su].mem; m != 0) return reads_at(b, m - 1);
+        std::int32_t owner = bid_[su];
+        if (owner < 0 && vsrc_[su] >= 0) owner = bid_[static_cast<std::size_t>(vsrc_[su])];
+        if (owner < 0) return false;
+        return reads_at(b, type_index(bt_[static_cast<std::size_t>(owner)]));
     }
 
-    // supports_buffer_type(b, bt), asked once per graph for each buffer type met
-    bool reads(std::size_t b, const buffer_type_ref& bt) {
+    // The index of bt in bt_seen_, added on first sight.
+    std::uint32_t type_index(const buffer_type_ref& bt) {
         std::size_t k = 0;
-        while (k < bt_seen_.size() && bt_seen_[k] != bt.id()) ++k;
+        while (k < bt_seen_.size() && !(bt_seen_[k] == bt)) ++k;
         if (k == bt_seen_.size()) {
-            bt_seen_.push_back(bt.id());
+            bt_seen_.push_back(bt);
             bt_reads_.resize(bt_reads_.size() + nb_, -1);
         }
+        return static_cast<std::uint32_t>(k);
+    }
+
+    // supports_buffer_type(b, bt_seen_[k]), asked once per graph for each buffer type met
+    [[gnu::always_inline]] bool reads_at(std::size_t b, std::size_t k) {
         std::int8_t& c = bt_reads_[k * nb_ + b];
-        if (c < 0) c = set_.supports_buffer_type(b, bt) ? 1 : 0;
+        if (c < 0) c = set_.supports_buffer_type(b, bt_seen_[k]) ? 1 : 0;
         return c != 0;
     }
 
@@ -569,43 +621,47 @@ private:
     status pass_from_tensors() {
         const std::size_t n = n_nodes_ + n_leafs_;
         // leafs first, then nodes, as ggml
-        for (std::size_t k = 0; k < n; ++k) {
-            const std::size_t i = k < n_leafs_ ? n_nodes_ + k : k - n_leafs_;
-            if (bid_[i] >= 0) continue; // the user's
-            const bool is_node = i < n_nodes_;
-            const std::int32_t op_node = is_node && has(i, info_computes) ? static_cast<std::int32_t>(i) : -1;
-            if (has(i, info_memory)) {
-                const std::int32_t from = backend_from_memory(*ts_[i], op_node);
-                if (from >= 0) {
-                    set(i, from, placement_cause::buffer);
-                    continue;
-                }
-                if (from == -2) return no_backend_for_memory(*ts_[i]);
-            }
-            if (has(i, info_input)) {
-                set(i, static_cast<std::int32_t>(nb_ - 1), placement_cause::input);
-                continue;
-            }
-            if (!is_node || info_[i].op == op_kind::rope) continue;
-            for (std::size_t j = 0; j < max_srcs; ++j) {
-                const std::int32_t s = srcs_[i][j];
-                if (s < 0 || !has(static_cast<std::size_t>(s), info_weights)) continue;
-                const tensor& src = *ts_[static_cast<std::size_t>(s)];
-                const std::int32_t w = backend_from_memory(src, op_node);
-                if (params_.op_offload && w == static_cast<std::int32_t>(nb_ - 1) && buffer_of(src)->is_host()) {
-                    bool offloaded = false;
-                    for (std::size_t b = 0; b + 1 < nb_ && !offloaded; ++b)
-                        if (supports(i, b) && set_.offload_op(b, *ts_[i])) {
-                            set(i, static_cast<std::int32_t>(b), placement_cause::offload);
-                            offloaded = true;
-                        }
-                    if (offloaded) break;
-                }
-                if (w >= 0) set(i, w, placement_cause::weights);
-                break;
-            }
-        }
+        for (std::size_t k = 0; k < n; ++k)
+            if (const std::size_t i = k < n_leafs_ ? n_nodes_ + k : k - n_leafs_; !place_from_tensor(i))
+                return no_backend_for_memory(*ts_[i]);
         return {};
+    }
+
+    // The first pass for tensor index i (a node or a leaf): its memory, its input flag or
+    // its weights decide, when they do. False when i has memory no backend can use for
+    // its op (no_backend_for_memory says why).
+    [[gnu::always_inline]] bool place_from_tensor(std::size_t i) {
+        if (bid_[i] >= 0) return true; // the user's
+        const bool is_node = i < n_nodes_;
+        const std::int32_t op_node = is_node && has(i, info_computes) ? static_cast<std::int32_t>(i) : -1;
+        if (has(i, info_memory)) {
+            const std::int32_t from = backend_from_memory(i, op_node);
+            if (from >= 0) {
+                set(i, from, placement_cause::buffer);
+                return true;
+            }
+            if (from == -2) return false;
+        }
+        if (has(i, info_input)) {
+            set(i, static_cast<std::int32_t>(nb_ - 1), placement_cause::input);
+            return true;
+        }
+        if (!is_node || info_[i].op == op_kind::rope) return true;
+        for (const std::int32_t s : srcs_of(i)) {
+            if (s < 0 || !has(static_cast<std::size_t>(s), info_weights)) continue;
+            const std::int32_t w = backend_from_memory(static_cast<std::size_t>(s), op_node);
+            if (params_.op_offload && nb_ > 1 && w == static_cast<std::int32_t>(nb_ - 1) &&
+                buffer_of(*ts_[static_cast<std::size_t>(s)])->is_host()) {
+                for (std::size_t b = 0; b + 1 < nb_; ++b)
+                    if (supports(i, b) && set_.offload_op(b, *ts_[i])) {
+                        set(i, static_cast<std::int32_t>(b), placement_cause::offload);
+                        return true;
+                    }
+            }
+            if (w >= 0) set(i, w, placement_cause::weights);
+            break;
+        }
+        return true;
     }
 
     status no_backend_for_memory(const tensor& t) const {
@@ -621,7 +677,7 @@ private:
         return {errc::not_supported, msg};
     }
 
-    void set(std::size_t i, std::int32_t b, placement_cause c) noexcept {
+    [[gnu::always_inline]] void set(std::size_t i, std::int32_t b, placement_cause c) noexcept {
         if (bid_[i] < 0) --unassigned_;
         bid_[i] = b;
         cause_[i] = c;
@@ -642,6 +698,18 @@ private:
         }
     }
 
+    // expand_sweep(down and up, with the last backend) then pass_upgrade_and_best, for one
+    // backend: once any node that computes is placed, the sweeps reach every other node
+    // it supports (expand); when none is, the best pass takes them (best); there is
+    // nothing to upgrade to.
+    void expand_single() {
+        bool any = false;
+        for (std::size_t i = 0; i < n_nodes_ && !any; ++i) any = !has(i, info_view_op) && bid_[i] >= 0;
+        const placement_cause c = any ? placement_cause::expand : placement_cause::best;
+        for (std::size_t i = 0; i < n_nodes_; ++i)
+            if (bid_[i] < 0 && !has(i, info_view_op) && supports(i, 0)) set(i, 0, c);
+    }
+
     void pass_upgrade_and_best() {
         for (std::size_t i = 0; i < n_nodes_; ++i) {
             if (has(i, info_view_op)) continue;
@@ -651,7 +719,7 @@ private:
                 for (std::size_t b = 0; b < nb_; ++b) {
                     if (!supports(i, b)) continue;
                     int count = 0;
-                    for (std::int32_t s : srcs_[i]) {
+                    for (std::int32_t s : srcs_of(i)) {
                         if (s < 0) continue;
                         const auto su = static_cast<std::size_t>(s);
                         const bool placed = bid_[su] >= 0 || (vsrc_[su] >= 0 && bid_[static_cast<std::size_t>(vsrc_[su])] >= 0);
@@ -666,7 +734,7 @@ private:
                 for (std::size_t b = 0; b < static_cast<std::size_t>(cur); ++b) {
                     if (!(bt_[b] == bt_[static_cast<std::size_t>(cur)]) || !supports(i, b)) continue;
                     bool all = true;
-                    for (std::int32_t s : srcs_[i])
+                    for (std::int32_t s : srcs_of(i))
                         if (s >= 0 && !readable(s, b)) {
                             all = false;
                             break;
@@ -682,9 +750,10 @@ private:
 
     status pass_sources() {
         for (std::size_t i = 0; i < n_nodes_; ++i) {
+            if (bid_[i] >= 0 && !has(i, info_late_src)) continue; // it and its sources are placed
             if (bid_[i] < 0 && vsrc_[i] >= 0 && bid_[static_cast<std::size_t>(vsrc_[i])] >= 0)
                 set(i, bid_[static_cast<std::size_t>(vsrc_[i])], placement_cause::source);
-            for (std::int32_t s : srcs_[i]) {
+            for (std::int32_t s : srcs_of(i)) {
                 if (s < 0) continue;
                 const auto su = static_cast<std::size_t>(s);
                 if (bid_[su] >= 0) continue;
@@ -707,7 +776,7 @@ private:
         // what is still unplaced (views of views whose root was placed after them, sources
         // of such views): their consumer's backend, backwards
         for (std::size_t k = n_nodes_; k-- > 0;)
-            for (std::int32_t s : srcs_[k])
+            for (std::int32_t s : srcs_of(k))
                 if (s >= 0 && bid_[static_cast<std::size_t>(s)] < 0) set(static_cast<std::size_t>(s), bid_[k], placement_cause::source);
         for (std::size_t i = 0; i < ts_.size(); ++i)
             if (bid_[i] < 0) {
@@ -760,6 +829,10 @@ private:
         graph_inputs_.clear();
         pool_used_ = 0;
         cross_inplace_ = false;
+        if (nb_ == 1 && params_.n_copies == 1) { // one split, nothing to copy, no slots
+            splits_.push_back(split_rec{0, 0, static_cast<std::uint32_t>(n_nodes_), 0, 0, 0, 0});
+            return;
+        }
         copy_of_.assign(ts_.size() * nb_, -1);
 
         std::size_t i = 0;
@@ -772,7 +845,7 @@ private:
             bool new_split = b != cur;
             split_rec* sp = &splits_.back();
             if (!new_split && sp->in1 > sp->in0) {
-                for (std::int32_t s : srcs_[i]) {
+                for (std::int32_t s : srcs_of(i)) {
                     if (s < 0) continue;
                     if (has(static_cast<std::size_t>(s), info_weights) && bid_[static_cast<std::size_t>(s)] != cur &&
                         !readable(s, static_cast<std::size_t>(cur))) {
@@ -789,9 +862,8 @@ private:
                 sp = &splits_.back();
                 cur = b;
             }
-            if (nb_ == 1 && params_.n_copies == 1) continue; // nothing to copy, no slots
             const auto cb = static_cast<std::size_t>(cur);
-            for (std::size_t j = 0; j < max_srcs; ++j) {
+            for (std::size_t j = 0; j < info_[i].nsrc; ++j) {
                 const std::int32_t s = srcs_[i][j];
                 if (s < 0) continue;
                 const auto su = static_cast<std::size_t>(s);
@@ -947,22 +1019,22 @@ private:
 
     status split(const graph& g) {
         forget_graph();
-        number(g);
-        bt_seen_.clear();
-        bt_reads_.clear();
+        if (status s = number(g, user_.empty()); !s) return s;
         if (!user_.empty()) {
             ensure_map();
             for (const auto& [t, b] : user_)
                 if (const std::uint32_t id = map_.find(t); id != detail::tensor_map::npos) set(id, b, placement_cause::user);
+            if (status s = pass_from_tensors(); !s) return s;
         }
-        if (status s = pass_from_tensors(); !s) return s;
         if (nb_ > 1) {
             expand_sweep(true, false);
             expand_sweep(false, false);
+            expand_sweep(true, true);
+            expand_sweep(false, true);
+            pass_upgrade_and_best();
+        } else {
+            expand_single();
         }
-        expand_sweep(true, true);
-        expand_sweep(false, true);
-        pass_upgrade_and_best();
         if (status s = pass_sources(); !s) return s;
         pass_splits();
         graph_nodes_ = g.nodes().data();
@@ -1120,9 +1192,10 @@ private:
     std::vector<std::int32_t> vsrc_;
     std::vector<tensor_info> info_;
     std::vector<std::array<std::int32_t, max_srcs>> srcs_;
-    std::vector<std::int8_t> sup_;
+    std::vector<std::int16_t> sup_;
     std::vector<buffer_type_ref> bt_;
-    std::vector<const void*> bt_seen_;   // buffer types met in this graph (reads())
+    std::vector<buffer_type_ref> bt_seen_; // buffer types met in this graph
+    buffer_memo memo_;
     std::vector<std::int8_t> bt_reads_;  // [type][backend]: -1 not asked yet
 
     std::vector<split_rec> splits_;
@@ -1265,7 +1338,7 @@ std::string basic_scheduler<Set>::to_dot() const {
         out += "  t" + std::to_string(i) + " [shape=ellipse, label=" + label(i) + ", fillcolor=\"" + colour(bid_[i]) +
                "\"];\n";
     for (std::size_t i = 0; i < n_nodes_; ++i)
-        for (std::int32_t s : srcs_[i]) {
+        for (std::int32_t s : srcs_of(i)) {
             if (s < 0) continue;
             const auto su = static_cast<std::size_t>(s);
             out += "  t" + std::to_string(su) + " -> t" + std::to_string(i);

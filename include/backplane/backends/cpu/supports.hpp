@@ -54,9 +54,15 @@ constexpr bool ne_is(const tensor& t, std::int64_t n0, std::int64_t n1, std::int
     return t.ne[0] == n0 && t.ne[1] == n1 && t.ne[2] == n2 && t.ne[3] == n3;
 }
 
+/// n is a multiple of d > 0, without a 64-bit division in the usual cases (d is 1 or n):
+/// checking a big graph is dominated by those divisions otherwise.
+constexpr bool multiple_of(std::int64_t n, std::int64_t d) noexcept {
+    return d == 1 || n == d || n % d == 0;
+}
+
 /// Quantized rows hold whole blocks.
 inline bool whole_blocks(const tensor& t) noexcept {
-    return t.ne[0] % block_size(t.type) == 0;
+    return multiple_of(t.ne[0], block_size(t.type));
 }
 
 inline bool supports_copy(const tensor& t, const tensor& src) noexcept {
@@ -89,7 +95,7 @@ inline bool supports_binary(const tensor& t, const tensor& a, const tensor& b) n
 inline bool supports_mul_mat(const tensor& t, const tensor& a, const tensor& b) noexcept {
     return is_real(a.type) && whole_blocks(a) && is_f32_f16_bf16(b.type) &&
            t.type == elem_type::f32 && a.ne[0] == b.ne[0] && a.ne[2] > 0 && a.ne[3] > 0 &&
-           b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0 &&
+           multiple_of(b.ne[2], a.ne[2]) && multiple_of(b.ne[3], a.ne[3]) &&
            ne_is(t, a.ne[1], b.ne[1], b.ne[2], b.ne[3]);
 }
 
@@ -108,7 +114,7 @@ inline bool supports_soft_max(const tensor& t, const tensor& a, const tensor* ma
         return true;
     return (mask->type == elem_type::f32 || mask->type == elem_type::f16) &&
            mask->ne[0] == a.ne[0] && mask->ne[1] >= a.ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
-           a.ne[2] % mask->ne[2] == 0 && a.ne[3] % mask->ne[3] == 0;
+           multiple_of(a.ne[2], mask->ne[2]) && multiple_of(a.ne[3], mask->ne[3]);
 }
 
 inline bool supports_rope(const tensor& t, const tensor& a, const tensor& pos) noexcept {
