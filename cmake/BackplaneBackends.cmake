@@ -35,6 +35,26 @@ if(TARGET backplane_blas)
     endif()
 endif()
 backplane_add_backend_target(vulkan VULKAN Vulkan::Vulkan)
+if(TARGET backplane_vulkan)
+    # The compute shaders, compiled to SPIR-V at build time and embedded in the
+    # generated header <backplane/backends/vulkan/spirv.hpp> (see
+    # cmake/BackplaneShaders.cmake). The build tree finds the header in the
+    # generated include folder; an installation has it beside the other headers
+    # (cmake/BackplaneInstall.cmake), which backplane's include folder covers.
+    include(BackplaneShaders)
+    set(BACKPLANE_GENERATED_INCLUDE_DIR "${PROJECT_BINARY_DIR}/generated/include")
+    set(BACKPLANE_VULKAN_SPIRV_HEADER
+        "${BACKPLANE_GENERATED_INCLUDE_DIR}/backplane/backends/vulkan/spirv.hpp")
+    backplane_add_vulkan_shaders(backplane_vulkan_spirv
+        SHADER_DIR "${PROJECT_SOURCE_DIR}/include/backplane/backends/vulkan/shaders"
+        INCLUDE_DIR "${BACKPLANE_GENERATED_INCLUDE_DIR}"
+        HEADER backplane/backends/vulkan/spirv.hpp
+        OUTPUT_DIR "${PROJECT_BINARY_DIR}/vulkan_spirv")
+    # Whatever links backplane::vulkan is built after the header is written.
+    add_dependencies(backplane_vulkan backplane_vulkan_spirv)
+    target_include_directories(backplane_vulkan INTERFACE
+        $<BUILD_INTERFACE:${BACKPLANE_GENERATED_INCLUDE_DIR}>)
+endif()
 backplane_add_backend_target(cuda CUDA CUDA::cudart)
 
 set(_bp_summary "")

@@ -111,5 +111,58 @@ int main() { openblas_set_num_threads(1); return openblas_get_corename() != null
     unset(_bp_blas_is_openblas)
 endif()
 unset(_bp_blas_mode)
-backplane_find_backend(VULKAN Vulkan)
+
+# Vulkan: the loader and headers, plus glslc, which compiles the backend's GLSL
+# compute shaders to SPIR-V at build time (cmake/BackplaneShaders.cmake). Without
+# glslc the backend cannot be built, so it counts as missing. spirv-val (from
+# spirv-tools) is optional: when found, every compiled shader is validated.
+# Sets BACKPLANE_HAS_VULKAN and the cache entry BACKPLANE_SPIRV_VAL_EXECUTABLE.
+string(TOUPPER "${BACKPLANE_WITH_VULKAN}" _bp_vulkan_mode)
+set(BACKPLANE_HAS_VULKAN OFF)
+if(NOT _bp_vulkan_mode STREQUAL "OFF")
+    # Not REQUIRED even for ON: the message below names what is missing.
+    find_package(Vulkan QUIET COMPONENTS glslc)
+    if(Vulkan_FOUND AND TARGET Vulkan::glslc)
+        set(BACKPLANE_HAS_VULKAN ON)
+        find_program(BACKPLANE_SPIRV_VAL_EXECUTABLE NAMES spirv-val
+            HINTS "$ENV{VULKAN_SDK}/bin"
+            DOC "spirv-val, validates the compiled Vulkan shaders (optional)")
+        if(BACKPLANE_SPIRV_VAL_EXECUTABLE)
+            set(_bp_spirv_val "validated by ${BACKPLANE_SPIRV_VAL_EXECUTABLE}")
+        else()
+            set(_bp_spirv_val "not validated: spirv-val not found (package spirv-tools)")
+        endif()
+        message(STATUS "backplane: Vulkan: ${Vulkan_LIBRARY}; shaders compiled by "
+            "${Vulkan_GLSLC_EXECUTABLE}, ${_bp_spirv_val}")
+        unset(_bp_spirv_val)
+    else()
+        # FindVulkan reports the library and glslc together in Vulkan_FOUND:
+        # look at each to say which one is missing.
+        set(_bp_vulkan_missing "")
+        set(_bp_vulkan_packages "")
+        if(NOT Vulkan_LIBRARY OR NOT Vulkan_INCLUDE_DIR)
+            list(APPEND _bp_vulkan_missing "the Vulkan loader and headers (package libvulkan-dev)")
+            list(APPEND _bp_vulkan_packages libvulkan-dev)
+        endif()
+        if(NOT Vulkan_GLSLC_EXECUTABLE)
+            list(APPEND _bp_vulkan_missing "the shader compiler glslc (package glslc)")
+            list(APPEND _bp_vulkan_packages glslc)
+        endif()
+        if(NOT _bp_vulkan_missing) # both there, yet FindVulkan failed
+            list(APPEND _bp_vulkan_missing "a usable Vulkan installation (FindVulkan failed)")
+        endif()
+        list(JOIN _bp_vulkan_missing " and " _bp_vulkan_missing)
+        list(JOIN _bp_vulkan_packages " " _bp_vulkan_packages)
+        if(_bp_vulkan_mode STREQUAL "ON")
+            message(FATAL_ERROR "BACKPLANE_WITH_VULKAN=ON but not found: ${_bp_vulkan_missing}. "
+                "Debian/Ubuntu: apt install ${_bp_vulkan_packages}; elsewhere set VULKAN_SDK, "
+                "or Vulkan_GLSLC_EXECUTABLE to glslc's path.")
+        endif()
+        message(STATUS "backplane: Vulkan backend off, not found: ${_bp_vulkan_missing}")
+        unset(_bp_vulkan_packages)
+        unset(_bp_vulkan_missing)
+    endif()
+endif()
+unset(_bp_vulkan_mode)
+
 backplane_find_backend(CUDA CUDAToolkit)

@@ -7,7 +7,10 @@ include(CMakePackageConfigHelpers)
 set(BACKPLANE_CONFIG_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/backplane")
 
 install(TARGETS backplane EXPORT backplaneTargets)
-install(DIRECTORY include/ DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+# The Vulkan shader sources are not installed: consumers get them compiled, in
+# the generated header installed below.
+install(DIRECTORY include/ DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
+    REGEX "/backends/vulkan/shaders$" EXCLUDE)
 install(EXPORT backplaneTargets
     NAMESPACE backplane::
     DESTINATION "${BACKPLANE_CONFIG_DIR}")
@@ -20,6 +23,15 @@ foreach(component IN LISTS BACKPLANE_COMPONENTS)
         NAMESPACE backplane::
         DESTINATION "${BACKPLANE_CONFIG_DIR}")
 endforeach()
+
+# The Vulkan backend's generated SPIR-V header (cmake/BackplaneShaders.cmake),
+# next to the backend's own headers: the include folder of the installed
+# backplane target covers it, so backplane::vulkan needs no folder of its own.
+# The build writes it: run `cmake --build` before `cmake --install`.
+if(TARGET backplane_vulkan_spirv)
+    install(FILES "${BACKPLANE_VULKAN_SPIRV_HEADER}"
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/backplane/backends/vulkan")
+endif()
 
 configure_package_config_file(
     "${CMAKE_CURRENT_LIST_DIR}/backplaneConfig.cmake.in"

@@ -3,9 +3,12 @@
 #   scripts/deps.sh          check, install what is missing (as root) or print
 #                            the command to run and exit 1
 #   . scripts/deps.sh        define BACKPLANE_PACKAGES and backplane_deps only
-# Later backends add their packages to this one list, e.g. Vulkan:
-#   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+# Every backend's packages are in this one list. Vulkan: the loader and headers
+# (libvulkan-dev), the build-time shader compiler and validator (glslc;
+# spirv-tools, for spirv-val), a driver that runs without a GPU (mesa-vulkan-drivers:
+# lavapipe) and the validation layers (vulkan-validationlayers).
 BACKPLANE_PACKAGES="cmake ninja-build g++ pkg-config catch2 libfmt-dev libbenchmark-dev libopenblas-dev"
+BACKPLANE_PACKAGES+=" libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers"
 
 backplane_deps() {
     if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -1,0 +1,37 @@
+// What every backplane compute shader shares: the push constants and the bindings.
+//
+// Push constants (128 bytes, filled by backends/vulkan/ops.hpp):
+//   ne, nb      the destination's extents and strides (strides in elements of its type)
+//   a_ne, a_nb  source 0's, b_ne, b_nb source 1's
+//   offs        x, y, z: element offsets of source 0, source 1 and the destination in
+//               their bindings (each binding starts at an aligned byte offset at or
+//               before the tensor); w: op-specific
+//   prm         op parameters (floats as their bits: uintBitsToFloat)
+// Bindings (set 0): 0 source 0, 1 source 1, 2 the destination.
+#extension GL_EXT_scalar_block_layout : require
+
+layout(push_constant, std430) uniform op_push {
+    uvec4 ne;
+    uvec4 nb;
+    uvec4 a_ne;
+    uvec4 a_nb;
+    uvec4 b_ne;
+    uvec4 b_nb;
+    uvec4 offs;
+    uvec4 prm;
+} p;
+
+// The coordinates of linear index i in extents n (dimension 0 fastest).
+uvec4 coords(uint i, uvec4 n) {
+    uvec4 c;
+    c.x = i % n.x; i /= n.x;
+    c.y = i % n.y; i /= n.y;
+    c.z = i % n.z;
+    c.w = i / n.z;
+    return c;
+}
+
+uint at(uvec4 c, uvec4 stride) { return c.x * stride.x + c.y * stride.y + c.z * stride.z + c.w * stride.w; }
+
+// The linear invocation index of a 2-D dispatch of 1-D workgroups of `size` invocations.
+uint linear_id(uint size) { return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * size; }
