@@ -2,6 +2,7 @@
 // Shared pieces of the scheduler tests: filling tensors wherever they live, reading them
 // back, and a generator of random graphs whose weights can be placed on any device.
 
+#include "../support/ref_oracle.hpp"
 #include "../support/test_backend.hpp"
 
 #include <backplane/backplane.hpp>
@@ -67,19 +68,6 @@ inline std::vector<float> reference_values(tensor* out) {
     return read_f32(*out);
 }
 
-/// Normalised mean squared error of `actual` against `expected`; infinity on a size
-/// mismatch or a non-finite value.
-inline double nmse_of(const std::vector<float>& expected, const std::vector<float>& actual) {
-    if (expected.size() != actual.size()) return INFINITY;
-    double err = 0.0, ref = 0.0;
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-        if (!std::isfinite(actual[i])) return INFINITY;
-        const double d = static_cast<double>(actual[i]) - expected[i];
-        err += d * d;
-        ref += static_cast<double>(expected[i]) * expected[i];
-    }
-    return ref > 0.0 ? err / ref : err;
-}
 
 /// The op kinds the random graphs use (besides the view ops, which every backend runs).
 inline constexpr op_kind random_ops[] = {op_kind::mul_mat, op_kind::add,  op_kind::mul,      op_kind::scale,

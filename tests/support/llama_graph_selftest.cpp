@@ -3,6 +3,7 @@
 // buffers) against the CPU.
 
 #include "llama_graph.hpp"
+#include "ref_oracle.hpp"
 #include "test_backend.hpp"
 
 #include <backplane/backplane.hpp>
@@ -32,16 +33,6 @@ std::vector<float> read_all(const tensor& t) {
     return std::move(*r);
 }
 
-double nmse(const std::vector<float>& expected, const std::vector<float>& actual) {
-    REQUIRE(expected.size() == actual.size());
-    double err = 0, ref = 0;
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-        const double d = static_cast<double>(expected[i]) - static_cast<double>(actual[i]);
-        err += d * d;
-        ref += static_cast<double>(expected[i]) * static_cast<double>(expected[i]);
-    }
-    return ref == 0 ? err : err / ref;
-}
 
 } // namespace
 
@@ -174,7 +165,7 @@ TEST_CASE("llama graph: a small model on the test device equals the CPU backend"
     const auto actual = read_all(*tgraph.back());
 
     for (float v : actual) REQUIRE(std::isfinite(v));
-    CHECK(nmse(expected, actual) <= 1e-6);
+    CHECK(nmse_of(expected, actual) <= 1e-6);
     CHECK(b.n_computes() == 1);
     std::size_t computing = 0;
     for (tensor* t : tgraph.nodes()) computing += is_view_op(t->op) ? 0 : 1;

@@ -8,7 +8,7 @@
 //   read(t)                      every element as a ref_tensor (doubles, dim 0 fastest)
 //   ref_forward(node)            the expected result of a node from its sources' data
 //   fill_random(t, rng, lo, hi)  reproducible uniform values (platform-independent)
-//   nmse / compare               ggml's error metric and friends
+//   nmse / nmse_of / compare     ggml's error metric (on tensors, or on float vectors) and friends
 //   default_max_nmse(node)       ggml's test-backend-ops thresholds for a node
 //
 // ref_forward returns the values a perfect implementation stores in the node's type:
@@ -587,6 +587,20 @@ inline double nmse(const ref_tensor& expected, const ref_tensor& actual) {
 }
 inline double nmse(const ref_tensor& expected, const tensor& actual) {
     return nmse(expected, read(actual));
+}
+
+/// Normalised mean squared error of `actual` against `expected`; infinity on a size
+/// mismatch or a non-finite value.
+inline double nmse_of(const std::vector<float>& expected, const std::vector<float>& actual) {
+    if (expected.size() != actual.size()) return std::numeric_limits<double>::infinity();
+    double err = 0.0, ref = 0.0;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        if (!std::isfinite(actual[i])) return std::numeric_limits<double>::infinity();
+        const double d = static_cast<double>(actual[i]) - expected[i];
+        err += d * d;
+        ref += static_cast<double>(expected[i]) * expected[i];
+    }
+    return ref > 0.0 ? err / ref : err;
 }
 
 /// Everything a test wants to know about actual vs expected.

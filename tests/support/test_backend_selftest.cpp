@@ -2,6 +2,7 @@
 // buffer handle, copies, compute parity with the CPU backend, real asynchrony, events,
 // refusals, failure injection. The scheduler's tests rely on every one of these.
 
+#include "ref_oracle.hpp"
 #include "test_backend.hpp"
 
 #include <backplane/backplane.hpp>
@@ -34,6 +35,7 @@ using backplane::test::test_backend;
 using backplane::test::test_device;
 using backplane::test::test_device_params;
 using backplane::test::test_event;
+using backplane::test::nmse_of;
 
 // The adapters' conformance, proved again where the tests see it.
 static_assert(backplane::buffer<test::test_buffer>);
@@ -67,16 +69,6 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -
     return v;
 }
 
-double nmse(const std::vector<float>& expected, const std::vector<float>& actual) {
-    REQUIRE(expected.size() == actual.size());
-    double err = 0, ref = 0;
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-        const double d = static_cast<double>(expected[i]) - static_cast<double>(actual[i]);
-        err += d * d;
-        ref += static_cast<double>(expected[i]) * static_cast<double>(expected[i]);
-    }
-    return ref == 0 ? err : err / ref;
-}
 
 template <class T = float>
 std::vector<T> read_all(const tensor& t) {
@@ -400,13 +392,13 @@ TEST_CASE("test backend: a graph of most ops equals the CPU backend", "[sched][t
             const auto e = read_all(c);
             const auto a = read_all(t);
             for (float f : a) REQUIRE(std::isfinite(f));
-            CHECK(nmse(e, a) <= 1e-6);
+            CHECK(nmse_of(e, a) <= 1e-6);
         }
     }
     // the cpy wrote into the second half of kv and left the first half alone
     auto kv_cpu = read_all(*on_cpu.kv);
     auto kv_test = read_all(*on_test.kv);
-    CHECK(nmse(kv_cpu, kv_test) <= 1e-6);
+    CHECK(nmse_of(kv_cpu, kv_test) <= 1e-6);
 }
 
 TEST_CASE("test backend: set_async, compute, get_async run in order, after the calls return",

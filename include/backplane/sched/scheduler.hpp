@@ -1008,8 +1008,7 @@ private:
     // A graph input that gets pipeline slots: an input-flagged leaf without memory of its
     // own (one the user placed keeps its place).
     bool rotated(std::size_t i) const noexcept {
-        const tensor& t = *ts_[i];
-        return i >= n_nodes_ && i < n_nodes_ + n_leafs_ && t.has_flag(tensor_flag::input) && !has_own_memory(t) &&
+        return i >= n_nodes_ && i < n_nodes_ + n_leafs_ && has(i, info_input) && !has(i, info_memory) &&
                copy_of_[i * nb_ + static_cast<std::size_t>(bid_[i])] >= 0;
     }
 

@@ -176,6 +176,18 @@ std::string describe(const tensor* a, layout la, const tensor* b, layout lb) {
     return s.str();
 }
 
+/// One graph computing every product, and the expected value of each.
+std::pair<graph, std::vector<bt::ref_tensor>> graph_and_reference(const std::vector<product>& ps) {
+    graph g;
+    std::vector<tensor*> outs;
+    for (const product& p : ps) {
+        g.build_forward(p.out);
+        outs.push_back(p.out);
+    }
+    std::vector<bt::ref_tensor> expected = reference(g, outs);
+    return {std::move(g), std::move(expected)};
+}
+
 /// Computes every product with blas (outputs poisoned first) and checks it against the
 /// expected values and that nothing else changed. Returns the failures.
 int check_products(fixture& f, const graph& g, const std::vector<product>& ps,
@@ -385,13 +397,7 @@ TEST_CASE("blas parity: mul_mat against the CPU reference, f32 / f16 / bf16 weig
             CHECK(broadcast >= 4);
             CHECK(merged >= 2);
 
-            graph g;
-            std::vector<tensor*> outs;
-            for (const product& p : ps) {
-                g.build_forward(p.out);
-                outs.push_back(p.out);
-            }
-            const std::vector<bt::ref_tensor> expected = reference(g, outs);
+            const auto [g, expected] = graph_and_reference(ps);
             const double max_nmse = ta == f32 ? 1e-7 : 5e-4; // by the weights' type
             for (const int n_threads : {1, 2}) {
                 blas_backend blas({.n_threads = n_threads, .min_batch = 0});
@@ -419,13 +425,7 @@ TEST_CASE("blas: big products with the default min_batch, weights converted on s
         ps.push_back({mm(f.ctx, a, b), describe(a, layout::contiguous, b, layout::contiguous)});
         f.guard();
     }
-    graph g;
-    std::vector<tensor*> outs;
-    for (const product& p : ps) {
-        g.build_forward(p.out);
-        outs.push_back(p.out);
-    }
-    const std::vector<bt::ref_tensor> expected = reference(g, outs);
+    const auto [g, expected] = graph_and_reference(ps);
     blas_backend blas({.n_threads = 2});
     for (const product& p : ps) REQUIRE(blas.supports_op(*p.out));
     CHECK(check_products(f, g, ps, expected, blas, 5e-4) == 0);

@@ -6,9 +6,10 @@
 #include <backplane/backends/vulkan.hpp>
 #include <backplane/backplane.hpp>
 
+#include "../../support/ref_oracle.hpp"
+
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -35,28 +36,13 @@ std::optional<vulkan_device> open_or_skip(bool force_staging) {
     return std::move(*dev);
 }
 
-void fill(std::vector<float>& v, std::mt19937& rng, float lo, float hi) {
-    std::uniform_real_distribution<float> d(lo, hi);
-    for (float& x : v) x = d(rng);
-}
-
-double nmse(const std::vector<float>& ref, const std::vector<float>& got) {
-    double err = 0, den = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double e = static_cast<double>(ref[i]) - got[i];
-        err += e * e;
-        den += static_cast<double>(ref[i]) * ref[i];
-    }
-    return den > 0 ? err / den : err;
-}
-
 /// One op case: builds its graph from source tensors in `ctx` and returns the node.
 using builder = std::function<tensor*(context&, std::vector<tensor*>&, std::mt19937&)>;
 
 struct op_case {
     std::string name;
     int n_sources;
-    float lo, hi; // source values
+    double lo, hi; // source values
     builder build;
 };
 
@@ -120,48 +106,36 @@ std::vector<op_case> op_cases() {
     return cases;
 }
 
-/// Runs case c with `seed` on the Vulkan backend (everything in its memory) and on the
-/// CPU reference, and returns the NMSE of the output.
-double run_case(const op_case& c, std::uint32_t seed, vulkan_device& dev, vulkan_backend& be) {
-    std::mt19937 rng(seed);
+/// Runs case c with `seed` on the Vulkan backend (everything in its memory) and checks
+/// the output against the reference oracle (tests/support/ref_oracle.hpp) with the CPU
+/// tests' thresholds.
+void run_case(const op_case& c, std::uint32_t seed, vulkan_device& dev, vulkan_backend& be) {
+    // the graph in host memory: random sources and the expected output
+    context hctx(context_params{.no_alloc = false});
+    std::mt19937 hrng(seed);
+    std::vector<tensor*> hsrcs;
+    tensor* hout = c.build(hctx, hsrcs, hrng);
+    for (tensor* t : hsrcs) test::fill_random(*t, hrng, c.lo, c.hi);
+    const test::ref_tensor expected = test::ref_forward(*hout);
+
+    // the same graph in the device's memory, with the same source values
     context ctx(context_params{.no_alloc = true});
+    std::mt19937 rng(seed);
     std::vector<tensor*> srcs;
     tensor* out = c.build(ctx, srcs, rng);
     graph g(out);
     INFO(c.name << " seed " << seed << ": " << backplane::detail::describe(out));
     REQUIRE(be.supports_op(*out));
+    REQUIRE(out->is_contiguous());
     auto bufs = alloc_tensors(ctx, dev.buffer_type());
     REQUIRE(bufs);
-
-    std::vector<std::vector<float>> values;
-    for (tensor* s : srcs) {
-        std::vector<float> v(static_cast<std::size_t>(s->nelements()));
-        fill(v, rng, c.lo, c.hi);
-        REQUIRE(tensor_set(*s, v.data(), 0, v.size() * sizeof(float)));
-        values.push_back(std::move(v));
-    }
+    for (std::size_t i = 0; i < srcs.size(); ++i) REQUIRE(tensor_set(*srcs[i], hsrcs[i]->data, 0, hsrcs[i]->nbytes()));
     REQUIRE(be.compute(g));
     REQUIRE(be.synchronize());
-    std::vector<float> got(static_cast<std::size_t>(out->nelements()));
-    if (out->is_contiguous()) {
-        REQUIRE(tensor_get(*out, got.data(), 0, got.size() * sizeof(float)));
-    } else {
-        FAIL("outputs of these cases are contiguous");
-    }
-
-    // the same graph in host memory, computed by the CPU's reference kernels
-    context hctx(context_params{.no_alloc = false});
-    std::mt19937 rng2(seed);
-    std::vector<tensor*> hsrcs;
-    tensor* hout = c.build(hctx, hsrcs, rng2);
-    for (std::size_t i = 0; i < hsrcs.size(); ++i)
-        std::memcpy(hsrcs[i]->data, values[i].data(), values[i].size() * sizeof(float));
-    graph hg(hout);
-    cpu_backend cpu(cpu_backend_params{.n_threads = 1, .reference = true});
-    REQUIRE(cpu.compute(hg));
-    std::vector<float> ref(got.size());
-    std::memcpy(ref.data(), hout->data, ref.size() * sizeof(float));
-    return nmse(ref, got);
+    REQUIRE(tensor_get(*out, hout->data, 0, out->nbytes())); // the device's result, read as the host node's
+    const double e = test::nmse(expected, *hout);
+    INFO("nmse " << e);
+    CHECK(e <= test::default_max_nmse(*hout));
 }
 
 } // namespace
@@ -205,7 +179,7 @@ TEST_CASE("vulkan: memory round trips, mapped and staged", "[vulkan]") {
         REQUIRE(bufs);
         std::vector<float> v(1000), w(1000);
         std::mt19937 rng(1);
-        fill(v, rng, -1, 1);
+        for (float& x : v) x = static_cast<float>(test::uniform01(rng)) - 0.5f;
         REQUIRE(tensor_set(*a, v.data(), 0, 4000));
         REQUIRE(tensor_get(*a, w.data(), 0, 4000));
         CHECK(v == w);
@@ -234,12 +208,9 @@ TEST_CASE("vulkan: every op it computes equals the CPU reference on 20 random sh
         if (!dev) return;
         auto be = dev->make_backend();
         REQUIRE(be);
+        INFO("staging forced: " << staging);
         for (const op_case& c : op_cases())
-            for (std::uint32_t k = 0; k < 20; ++k) {
-                const double e = run_case(c, 1000u * static_cast<std::uint32_t>(c.name.size()) + k, *dev, *be);
-                INFO(c.name << " case " << k << " (staging " << staging << "): nmse " << e);
-                CHECK(e <= 1e-6);
-            }
+            for (std::uint32_t k = 0; k < 20; ++k) run_case(c, 1000u * static_cast<std::uint32_t>(c.name.size()) + k, *dev, *be);
     }
     INFO(vulkan::validation_messages().size());
     CHECK(vulkan::validation_message_count() == 0);

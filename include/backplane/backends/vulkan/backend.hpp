@@ -194,13 +194,13 @@ private:
                                    vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
         cmd.pipelineBarrier(vk::PipelineStageFlagBits::eHost | vk::PipelineStageFlagBits::eTransfer,
                             vk::PipelineStageFlagBits::eComputeShader, {}, in, {}, {});
-        vk::Pipeline bound;
+        const vulkan::spirv::blob* bound = nullptr; // runs of one shader bind its pipeline once
         for (std::size_t k = 0; k < launches.size(); ++k) {
             const auto& l = launches[k];
-            const vk::Pipeline pipe = dev.pipeline_for(l.shader->name, {l.shader->words, l.shader->n_words});
-            if (pipe != bound) {
-                cmd.bindPipeline(vk::PipelineBindPoint::eCompute, pipe);
-                bound = pipe;
+            if (l.shader != bound) {
+                cmd.bindPipeline(vk::PipelineBindPoint::eCompute,
+                                 dev.pipeline_for(l.shader->name, {l.shader->words, l.shader->n_words}));
+                bound = l.shader;
             }
             cmd.bindDescriptorSets(vk::PipelineBindPoint::eCompute, dev.pipeline_layout, 0, sets[k], {});
             cmd.pushConstants(dev.pipeline_layout, vk::ShaderStageFlagBits::eCompute, 0, sizeof(l.pc), &l.pc);

@@ -7,7 +7,6 @@
 // on the same physical device are two logical devices (lavapipe allows it): separate
 // memory, separate queues, copies between them go through the host.
 
-#include <backplane/backends/cpu/supports.hpp>
 #include <backplane/backends/vulkan/detail/vk.hpp>
 #include <backplane/backends/vulkan/instance.hpp>
 #include <backplane/core/concepts.hpp>
@@ -353,7 +352,7 @@ public:
     vulkan_buffer(vulkan_buffer&& o) noexcept
         : dev_(std::move(o.dev_)), buf_(std::exchange(o.buf_, nullptr)), mem_(std::exchange(o.mem_, nullptr)),
           mapped_(std::exchange(o.mapped_, nullptr)), base_(std::exchange(o.base_, nullptr)),
-          reserved_(std::exchange(o.reserved_, 0)), size_(std::exchange(o.size_, 0)), host_(o.host_) {}
+          reserved_(std::exchange(o.reserved_, 0)), size_(std::exchange(o.size_, 0)) {}
     vulkan_buffer& operator=(vulkan_buffer&&) = delete;
     vulkan_buffer(const vulkan_buffer&) = delete;
     vulkan_buffer& operator=(const vulkan_buffer&) = delete;
@@ -423,14 +422,13 @@ public:
             });
             return s.ok();
         }
-        const bool host_src = src.data != nullptr && (src.buffer == nullptr ? true : src.buffer->is_host());
-        if (!host_src) return false;
+        if (src.data == nullptr || (src.buffer != nullptr && !src.buffer->is_host())) return false; // not host memory
         return set_tensor(dst, src.data, 0, n).ok();
     }
 
 private:
     friend class vulkan::detail::buffer_type_impl;
-    vulkan_buffer(std::shared_ptr<vulkan::detail::device_state> dev, bool host) : dev_(std::move(dev)), host_(host) {}
+    explicit vulkan_buffer(std::shared_ptr<vulkan::detail::device_state> dev) : dev_(std::move(dev)) {}
 
     status fill(std::size_t at, std::uint8_t value, std::size_t size) {
         if (size == 0) return {};
@@ -458,7 +456,6 @@ private:
     void* base_ = nullptr;
     std::size_t reserved_ = 0; // bytes of the address reservation (device-local buffers)
     std::size_t size_ = 0;
-    bool host_ = false;
 };
 static_assert(buffer<vulkan_buffer>);
 static_assert(copy_buffer<vulkan_buffer>);
@@ -482,7 +479,7 @@ inline result<vulkan_buffer> buffer_type_impl::allocate(std::size_t size) const 
     if (size > max_size())
         return status(errc::alloc_failed, dev_->prefix() + "a buffer of " + std::to_string(size) +
                                                " bytes is larger than the memory heap (" + std::to_string(max_size()) + ")");
-    vulkan_buffer b(dev_->shared_from_this(), host_);
+    vulkan_buffer b(dev_->shared_from_this());
     const status s = guarded(dev_->prefix(), "allocating " + std::to_string(size) + " bytes", [&]() -> status {
         dev_->make_buffer(size, host_ ? dev_->host_type : dev_->local_type, b.buf_, b.mem_);
         b.size_ = size;

@@ -36,22 +36,23 @@ static_assert(sizeof(push_constants) == 128, "the push constants are 128 bytes (
 /// The shader variant computing t, or empty when this backend has none for it.
 inline std::string_view shader_for(const tensor& t) noexcept {
     const tensor* a = t.src[0];
-    if (a == nullptr) return {};
-    const bool f32 = t.type == elem_type::f32 && a->type == elem_type::f32;
+    const tensor* b = t.src[1];
+    if (a == nullptr || t.type != elem_type::f32 || a->type != elem_type::f32) return {};
+    const bool b_f32 = b != nullptr && b->type == elem_type::f32;
     switch (t.op) {
-    case op_kind::add: return f32 && t.src[1] && t.src[1]->type == elem_type::f32 ? "add_f32" : "";
-    case op_kind::sub: return f32 && t.src[1] && t.src[1]->type == elem_type::f32 ? "sub_f32" : "";
-    case op_kind::mul: return f32 && t.src[1] && t.src[1]->type == elem_type::f32 ? "mul_f32" : "";
-    case op_kind::div: return f32 && t.src[1] && t.src[1]->type == elem_type::f32 ? "div_f32" : "";
-    case op_kind::scale: return f32 ? "scale_f32" : "";
-    case op_kind::sqr: return f32 ? "sqr_f32" : "";
-    case op_kind::sqrt: return f32 ? "sqrt_f32" : "";
-    case op_kind::silu: return f32 ? "silu_f32" : "";
-    case op_kind::gelu: return f32 ? "gelu_f32" : "";
-    case op_kind::relu: return f32 ? "relu_f32" : "";
+    case op_kind::add: return b_f32 ? "add_f32" : "";
+    case op_kind::sub: return b_f32 ? "sub_f32" : "";
+    case op_kind::mul: return b_f32 ? "mul_f32" : "";
+    case op_kind::div: return b_f32 ? "div_f32" : "";
+    case op_kind::scale: return "scale_f32";
+    case op_kind::sqr: return "sqr_f32";
+    case op_kind::sqrt: return "sqrt_f32";
+    case op_kind::silu: return "silu_f32";
+    case op_kind::gelu: return "gelu_f32";
+    case op_kind::relu: return "relu_f32";
     case op_kind::dup:
     case op_kind::cont:
-    case op_kind::cpy: return f32 ? "cpy_f32_f32" : "";
+    case op_kind::cpy: return "cpy_f32_f32";
     default: return {};
     }
 }
