@@ -143,8 +143,12 @@ private:
             return {errc::not_supported, prefix() + "tensor " + backplane::detail::describe(&t) +
                                              " does not fit one storage-buffer binding (" + std::to_string(range) +
                                              " bytes)"};
+        const std::size_t unit = vulkan::detail::binding_unit(t.type);
+        if ((off - aligned) % unit != 0)
+            return {errc::not_supported, prefix() + "tensor " + backplane::detail::describe(&t) + " is at byte offset " +
+                                             std::to_string(off) + ", not a multiple of " + std::to_string(unit)};
         info = vk::DescriptorBufferInfo(b->handle(), aligned, range);
-        elem = static_cast<std::uint32_t>((off - aligned) / type_size(t.type));
+        elem = static_cast<std::uint32_t>((off - aligned) / unit);
         return {};
     }
 
@@ -160,18 +164,20 @@ private:
                 return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " (op " +
                                                  std::string(to_string(node->op)) + ", " +
                                                  std::string(to_string(node->type)) + ") is not supported"};
-            const std::string_view name = vulkan::detail::shader_for(*node);
-            const auto* blob = vulkan::spirv::find(name);
-            if (blob == nullptr) return {errc::not_supported, prefix() + "no shader '" + std::string(name) + "'"};
+            vulkan::detail::dispatch d;
+            if (!vulkan::detail::plan(*node, dev.feats, d))
+                return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " has no dispatch"};
+            const auto* blob = vulkan::spirv::find(d.shader);
+            if (blob == nullptr) return {errc::not_supported, prefix() + "no shader '" + std::string(d.shader) + "'"};
             auto& l = launches.emplace_back();
             l.shader = blob;
-            l.pc = vulkan::detail::push_for(*node);
+            l.pc = d.pc;
+            l.groups = d.groups;
             if (status s = bind(*node, *node, l.bind[2], l.pc.offs[2]); !s) return s;
             l.bind[0] = l.bind[1] = l.bind[2];
             for (std::size_t j = 0; j < 2; ++j)
                 if (const tensor* src = node->src[j])
                     if (status s = bind(*src, *node, l.bind[j], l.pc.offs[j]); !s) return s;
-            l.groups = vulkan::detail::groups_for(static_cast<std::uint64_t>(node->nelements()), 256);
         }
         if (launches.empty()) return {};
 
@@ -234,7 +240,7 @@ private:
 static_assert(backend<vulkan_backend>);
 
 inline bool vulkan_device::supports_op(const tensor& t) const {
-    return vulkan::detail::supports(t, s_->max_storage_range());
+    return vulkan::detail::supports(t, s_->feats);
 }
 
 inline result<vulkan_backend> vulkan_device::make_backend() const { return vulkan_backend::make(*this); }

@@ -9,6 +9,7 @@
 
 #include <backplane/backends/vulkan/detail/vk.hpp>
 #include <backplane/backends/vulkan/instance.hpp>
+#include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/memory/buffer.hpp>
@@ -72,8 +73,7 @@ struct device_state : std::enable_shared_from_this<device_state> {
     vk::PhysicalDevice physical;
     vk::PhysicalDeviceProperties props;
     vk::PhysicalDeviceMemoryProperties mem_props;
-    bool fp16 = false, int8 = false, storage16 = false, storage8 = false;
-    std::uint32_t subgroup_size = 0;
+    features feats; // what op plans may use (ops/common.hpp)
     std::uint32_t queue_family = 0;
     vk::Device device;
     vk::Queue queue;
@@ -268,12 +268,17 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
                                          vk::PhysicalDeviceVulkan12Features>();
     const auto& f11 = chain.get<vk::PhysicalDeviceVulkan11Features>();
     const auto& f12 = chain.get<vk::PhysicalDeviceVulkan12Features>();
-    s.fp16 = f12.shaderFloat16 == VK_TRUE;
-    s.int8 = f12.shaderInt8 == VK_TRUE;
-    s.storage16 = f11.storageBuffer16BitAccess == VK_TRUE;
-    s.storage8 = f12.storageBuffer8BitAccess == VK_TRUE;
+    auto& ft = s.feats;
+    ft.fp16 = f12.shaderFloat16 == VK_TRUE;
+    ft.int8 = f12.shaderInt8 == VK_TRUE;
+    ft.storage16 = f11.storageBuffer16BitAccess == VK_TRUE;
+    ft.storage8 = f12.storageBuffer8BitAccess == VK_TRUE;
     auto props2 = s.physical.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceSubgroupProperties>();
-    s.subgroup_size = props2.get<vk::PhysicalDeviceSubgroupProperties>().subgroupSize;
+    ft.subgroup_size = std::max<std::uint32_t>(1, props2.get<vk::PhysicalDeviceSubgroupProperties>().subgroupSize);
+    ft.shared_memory = s.props.limits.maxComputeSharedMemorySize;
+    ft.max_invocations = s.props.limits.maxComputeWorkGroupInvocations;
+    ft.max_binding = s.props.limits.maxStorageBufferRange;
+    if (f12.scalarBlockLayout != VK_TRUE) return {errc::not_supported, s.prefix() + "scalar block layout is not supported"};
 
     const auto families = s.physical.getQueueFamilyProperties();
     bool found = false;
@@ -300,6 +305,7 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
     e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
     e12.uniformAndStorageBuffer8BitAccess = f12.uniformAndStorageBuffer8BitAccess;
     e12.timelineSemaphore = f12.timelineSemaphore;
+    e12.scalarBlockLayout = f12.scalarBlockLayout;
     vk::PhysicalDeviceVulkan11Features e11;
     e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
     e11.uniformAndStorageBuffer16BitAccess = f11.uniformAndStorageBuffer16BitAccess;
@@ -546,9 +552,11 @@ public:
     }
 
     /// Half floats, 8-bit integers and 16/8-bit storage in shaders; the subgroup size.
-    [[nodiscard]] bool has_fp16() const noexcept { return s_->fp16; }
-    [[nodiscard]] bool has_int8() const noexcept { return s_->int8; }
-    [[nodiscard]] std::uint32_t subgroup_size() const noexcept { return s_->subgroup_size; }
+    [[nodiscard]] bool has_fp16() const noexcept { return s_->feats.fp16 && s_->feats.storage16; }
+    [[nodiscard]] bool has_int8() const noexcept { return s_->feats.int8 && s_->feats.storage8; }
+    [[nodiscard]] std::uint32_t subgroup_size() const noexcept { return s_->feats.subgroup_size; }
+    /// Everything op plans depend on (ops/common.hpp).
+    [[nodiscard]] const vulkan::detail::features& features() const noexcept { return s_->feats; }
     [[nodiscard]] std::size_t max_storage_buffer_range() const noexcept { return s_->max_storage_range(); }
     [[nodiscard]] bool staging_forced() const noexcept { return s_->params.force_staging; }
     /// Whether set / get map device memory directly (else they go through staging).

@@ -1,11 +1,13 @@
 // What every backplane compute shader shares: the push constants and the bindings.
 //
 // Push constants (128 bytes, filled by backends/vulkan/ops.hpp):
-//   ne, nb      the destination's extents and strides (strides in elements of its type)
+//   ne, nb      the destination's extents (elements) and strides (binding units: 4
+//               bytes for f32 and i32, 2 bytes for f16, bf16 and the quantized types,
+//               whose blocks are read as 16-bit words)
 //   a_ne, a_nb  source 0's, b_ne, b_nb source 1's
-//   offs        x, y, z: element offsets of source 0, source 1 and the destination in
-//               their bindings (each binding starts at an aligned byte offset at or
-//               before the tensor); w: op-specific
+//   offs        x, y, z: offsets (binding units) of source 0, source 1 and the
+//               destination in their bindings (each binding starts at an aligned byte
+//               offset at or before the tensor); w: op-specific
 //   prm         op parameters (floats as their bits: uintBitsToFloat)
 // Bindings (set 0): 0 source 0, 1 source 1, 2 the destination.
 #extension GL_EXT_scalar_block_layout : require
@@ -35,3 +37,6 @@ uint at(uvec4 c, uvec4 stride) { return c.x * stride.x + c.y * stride.y + c.z * 
 
 // The linear invocation index of a 2-D dispatch of 1-D workgroups of `size` invocations.
 uint linear_id(uint size) { return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * size; }
+
+// The workgroup's linear index in a 2-D grid of workgroups (ops/common.hpp groups_per_item).
+uint group_id() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }

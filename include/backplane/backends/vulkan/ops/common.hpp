@@ -1,0 +1,104 @@
+#pragma once
+// What every op family's dispatch planning shares: the push constants of every shader
+// (shaders/common.glsl), the device features a plan may depend on, the dispatch a plan
+// produces, and how tensors are described to shaders.
+//
+// Units. A binding starts at an aligned byte offset at or before its tensor; a shader
+// indexes it in units of binding_unit(type): 4 bytes for f32 and i32, 2 bytes for f16,
+// bf16 and the quantized types (whose blocks, 34 bytes for q8_0 and 18 for q4_0, are
+// read as 16-bit words). Strides (nb, a_nb, b_nb) and offsets (offs) are in those
+// units; extents (ne, a_ne, b_ne) are in elements.
+
+#include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+namespace backplane::vulkan::detail {
+
+/// The push constants of every shader (shaders/common.glsl).
+struct push_constants {
+    std::array<std::uint32_t, 4> ne{}, nb{};     ///< the destination
+    std::array<std::uint32_t, 4> a_ne{}, a_nb{}; ///< source 0
+    std::array<std::uint32_t, 4> b_ne{}, b_nb{}; ///< source 1
+    /// x, y, z: offsets of source 0, source 1 and the destination in their bindings (set
+    /// by the backend when it binds them); w: op-specific
+    std::array<std::uint32_t, 4> offs{};
+    std::array<std::uint32_t, 4> prm{}; ///< op parameters (floats as their bits)
+};
+static_assert(sizeof(push_constants) == 128, "the push constants are 128 bytes (the guaranteed minimum)");
+
+/// What a device offers that plans depend on (filled from the device's properties).
+struct features {
+    bool fp16 = false;      ///< shaderFloat16
+    bool int8 = false;      ///< shaderInt8
+    bool storage16 = false; ///< storageBuffer16BitAccess
+    bool storage8 = false;  ///< storageBuffer8BitAccess
+    std::uint32_t subgroup_size = 1;
+    std::size_t shared_memory = 16384;             ///< bytes per workgroup
+    std::uint32_t max_invocations = 128;           ///< per workgroup
+    std::size_t max_binding = std::size_t{1} << 27; ///< maxStorageBufferRange
+};
+
+/// One node's dispatch: the shader variant, its push constants and workgroup counts.
+struct dispatch {
+    std::string_view shader;
+    push_constants pc;
+    std::array<std::uint32_t, 3> groups{1, 1, 1};
+};
+
+/// The unit in which shaders index a binding of type t (see the file comment).
+constexpr std::size_t binding_unit(elem_type t) noexcept {
+    switch (t) {
+    case elem_type::f32:
+    case elem_type::i32: return 4;
+    default: return 2;
+    }
+}
+
+/// t's extents (elements) and strides (binding units) as 32-bit values; false when they
+/// do not fit or a stride is not a whole number of units.
+inline bool shape32(const tensor& t, std::array<std::uint32_t, 4>& ne, std::array<std::uint32_t, 4>& nb) noexcept {
+    const std::size_t u = binding_unit(t.type);
+    constexpr auto max = std::numeric_limits<std::uint32_t>::max();
+    if (t.nelements() < 0 || static_cast<std::uint64_t>(t.nelements()) >= max) return false;
+    for (std::size_t i = 0; i < 4; ++i) {
+        if (t.ne[i] <= 0 || static_cast<std::uint64_t>(t.ne[i]) > max) return false;
+        if (t.nb[i] % u != 0 || t.nb[i] / u > max) return false;
+        ne[i] = static_cast<std::uint32_t>(t.ne[i]);
+        nb[i] = static_cast<std::uint32_t>(t.nb[i] / u);
+    }
+    return true;
+}
+
+/// The push constants of t with its sources' shapes (offsets are the backend's).
+inline push_constants shapes_of(const tensor& t) noexcept {
+    push_constants pc;
+    (void)shape32(t, pc.ne, pc.nb);
+    if (t.src[0] != nullptr) (void)shape32(*t.src[0], pc.a_ne, pc.a_nb);
+    if (t.src[1] != nullptr) (void)shape32(*t.src[1], pc.b_ne, pc.b_nb);
+    return pc;
+}
+
+/// Workgroups for n invocations in groups of `size`: a 2-D grid when one dimension is
+/// not enough (65535 groups per dimension is the guaranteed minimum). Shaders recover
+/// the linear index with linear_id() (common.glsl).
+inline std::array<std::uint32_t, 3> groups_for(std::uint64_t n, std::uint32_t size) noexcept {
+    const std::uint64_t g = (n + size - 1) / size;
+    if (g <= 65535) return {static_cast<std::uint32_t>(g == 0 ? 1 : g), 1, 1};
+    const std::uint64_t y = (g + 65534) / 65535;
+    return {65535, static_cast<std::uint32_t>(y), 1};
+}
+
+/// Workgroups for n independent items (rows, say), one workgroup each: a 2-D grid
+/// beyond 65535. Shaders recover the item with group_id() (common.glsl).
+inline std::array<std::uint32_t, 3> groups_per_item(std::uint64_t n) noexcept { return groups_for(n, 1); }
+
+inline std::uint32_t float_bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x); }
+
+} // namespace backplane::vulkan::detail
