@@ -1,13 +1,29 @@
 #pragma once
-// A stream of work on a Vulkan device: graphs recorded into a command buffer, one
-// compute dispatch per node, submitted to the device's queue and signalling a timeline
-// semaphore that synchronize() waits on.
+// A stream of work on a Vulkan device, signalling one timeline semaphore.
+//
+// Graphs. compute(g) turns each node into a dispatch (ops.hpp), records them into a
+// command buffer with a pipeline barrier only where a dispatch touches memory that an
+// earlier one since the last barrier wrote (or writes memory one of them read), and
+// submits it. The recording is kept: when the same dispatches (same shaders, shapes,
+// memory) come again, as they do each time a scheduler runs a split, the command buffer
+// is submitted again without recording anything. A few recordings are kept per stream,
+// the least recently used goes first.
+//
+// Transfers. set/get/copy_tensor_async record copies through host-visible staging memory
+// into a command buffer that is submitted before the next graph, event or synchronize;
+// get_tensor_async's bytes reach the caller's memory in synchronize().
+//
+// Events are points on the stream's timeline semaphore: another stream of the same
+// device waits for one on the device; a stream of another device, or the host, waits on
+// the host.
 
 #include <backplane/backends/vulkan/device.hpp>
 #include <backplane/backends/vulkan/ops.hpp>
 #include <backplane/backends/vulkan/spirv.hpp>
 #include <backplane/core/detail/describe.hpp>
 
+#include <bit>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,76 +32,269 @@ namespace backplane {
 
 namespace vulkan::detail {
 
-struct stream_state {
-    std::shared_ptr<device_state> dev;
-    vk::CommandPool pool;
-    vk::CommandBuffer cmd;
-    vk::DescriptorPool dpool;
-    std::size_t dpool_sets = 0;
-    vk::Semaphore timeline;
-    std::uint64_t submitted = 0; // the semaphore's value once everything queued is done
-
-    ~stream_state() {
-        if (!dev || !dev->device) return;
-        if (timeline) {
-            if (submitted != 0) (void)dev->device.waitSemaphores(vk::SemaphoreWaitInfo({}, timeline, submitted), UINT64_MAX);
-            dev->device.destroySemaphore(timeline);
-        }
-        if (dpool) dev->device.destroyDescriptorPool(dpool);
-        if (pool) dev->device.destroyCommandPool(pool);
-    }
-
-    void wait_idle() {
-        if (submitted == 0) return;
-        const vk::Result r = dev->device.waitSemaphores(vk::SemaphoreWaitInfo({}, timeline, submitted), UINT64_MAX);
-        if (r != vk::Result::eSuccess) throw vk::SystemError(vk::make_error_code(r), "waiting for the stream");
-    }
-
-    /// A descriptor pool for at least n sets (three storage buffers each), reset.
-    void ready_descriptors(std::size_t n) {
-        if (dpool && dpool_sets >= n) {
-            dev->device.resetDescriptorPool(dpool);
-            return;
-        }
-        if (dpool) dev->device.destroyDescriptorPool(dpool);
-        dpool = nullptr;
-        std::size_t sets = std::max<std::size_t>(64, dpool_sets);
-        while (sets < n) sets *= 2;
-        vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, static_cast<std::uint32_t>(3 * sets));
-        dpool = dev->device.createDescriptorPool(vk::DescriptorPoolCreateInfo({}, static_cast<std::uint32_t>(sets), size));
-        dpool_sets = sets;
+/// Bytes [begin, end) of one buffer, for dependency tracking.
+struct mem_range {
+    std::uint64_t buffer = 0;
+    std::size_t begin = 0, end = 0;
+    [[nodiscard]] bool overlaps(const mem_range& o) const noexcept {
+        return buffer == o.buffer && begin < o.end && o.begin < end;
     }
 };
 
-/// One node's dispatch.
+/// One node's dispatch with its memory.
 struct launch {
-    const spirv::blob* shader;
+    const spirv::blob* shader = nullptr;
     push_constants pc;
+    std::array<std::uint32_t, 3> groups{};
     std::array<vk::DescriptorBufferInfo, 3> bind;
-    std::array<std::uint32_t, 3> groups;
+    std::array<std::uint64_t, 3> ids{}; // the bound buffers' ids
+    std::array<mem_range, 2> reads;     // the sources' bytes (empty when absent)
+    mem_range write;
+
+    [[nodiscard]] bool same_work(const launch& o) const noexcept {
+        return shader == o.shader && groups == o.groups && ids == o.ids &&
+               std::memcmp(&pc, &o.pc, sizeof pc) == 0 && bind[0].offset == o.bind[0].offset &&
+               bind[1].offset == o.bind[1].offset && bind[2].offset == o.bind[2].offset &&
+               bind[0].range == o.bind[0].range && bind[1].range == o.bind[1].range && bind[2].range == o.bind[2].range;
+    }
+};
+
+/// A recorded graph: its dispatches, command buffer and descriptor sets.
+struct recording {
+    std::vector<launch> launches;
+    vk::CommandBuffer cmd;
+    vk::DescriptorPool pool;
+    std::uint64_t done_at = 0;   // the timeline value of its last submission
+    std::uint64_t last_used = 0; // for eviction
+    std::size_t barriers = 0;    // between its dispatches
+};
+
+/// Host-visible memory that a queued transfer reads or writes.
+struct staging_slot {
+    vk::Buffer buf;
+    vk::DeviceMemory mem;
+    std::byte* ptr = nullptr;
+    std::size_t size = 0;
+    std::uint64_t done_at = 0; // free once the timeline reaches it; pending: UINT64_MAX
+};
+
+/// A device-to-host copy finished in synchronize().
+struct deferred_read {
+    const std::byte* from;
+    std::byte* to;
+    std::size_t size;
+};
+
+struct stream_state {
+    std::shared_ptr<device_state> dev;
+    vk::CommandPool pool;
+    vk::Semaphore timeline;
+    std::uint64_t submitted = 0; // the semaphore's value once everything queued is done
+    std::uint64_t tick = 0;
+
+    std::vector<recording> cache;
+    static constexpr std::size_t cache_size = 16;
+
+    // transfers being recorded, and those submitted (reusable once done)
+    vk::CommandBuffer xfer;
+    std::vector<std::pair<vk::CommandBuffer, std::uint64_t>> xfer_done;
+    std::vector<staging_slot> staging;
+    std::vector<deferred_read> reads;
+    // semaphores the next submission waits for (events of other streams of this device)
+    std::vector<std::pair<vk::Semaphore, std::uint64_t>> waits;
+
+    // counters (stats())
+    std::uint64_t n_computes = 0, n_recorded = 0, n_dispatches = 0, n_barriers = 0;
+
+    stream_state() = default;
+    stream_state(const stream_state&) = delete;
+    stream_state& operator=(const stream_state&) = delete;
+
+    ~stream_state() {
+        if (!dev || !dev->device) return;
+        auto& d = dev->device;
+        if (timeline) {
+            if (xfer) { // recorded but never submitted: nothing to wait for
+                xfer.end();
+            }
+            if (submitted != 0) (void)d.waitSemaphores(vk::SemaphoreWaitInfo({}, timeline, submitted), UINT64_MAX);
+            d.destroySemaphore(timeline);
+        }
+        for (auto& r : cache)
+            if (r.pool) d.destroyDescriptorPool(r.pool);
+        for (auto& s : staging) free_slot(s);
+        if (pool) d.destroyCommandPool(pool); // frees every command buffer
+    }
+
+    void free_slot(staging_slot& s) noexcept {
+        auto& d = dev->device;
+        if (s.ptr != nullptr) d.unmapMemory(s.mem);
+        if (s.buf) d.destroyBuffer(s.buf);
+        if (s.mem) d.freeMemory(s.mem);
+        s = {};
+    }
+
+    [[nodiscard]] std::uint64_t completed() const { return dev->device.getSemaphoreCounterValue(timeline); }
+
+    void wait_for(std::uint64_t value) const {
+        if (value == 0) return;
+        const vk::Result r = dev->device.waitSemaphores(vk::SemaphoreWaitInfo({}, timeline, value), UINT64_MAX);
+        if (r != vk::Result::eSuccess) throw vk::SystemError(vk::make_error_code(r), "waiting for the stream");
+    }
+
+    vk::CommandBuffer new_command_buffer() {
+        return dev->device.allocateCommandBuffers(vk::CommandBufferAllocateInfo(pool, vk::CommandBufferLevel::ePrimary, 1))[0];
+    }
+
+    /// Submits cmd after everything queued before; returns the value it signals.
+    std::uint64_t submit(vk::CommandBuffer cmd) {
+        const std::uint64_t value = submitted + 1;
+        std::vector<vk::Semaphore> wait_sems;
+        std::vector<std::uint64_t> wait_values;
+        std::vector<vk::PipelineStageFlags> wait_stages;
+        for (const auto& [sem, v] : waits) {
+            wait_sems.push_back(sem);
+            wait_values.push_back(v);
+            wait_stages.emplace_back(vk::PipelineStageFlagBits::eAllCommands);
+        }
+        vk::TimelineSemaphoreSubmitInfo ts(wait_values, value);
+        vk::SubmitInfo si(wait_sems, wait_stages, cmd, timeline);
+        si.pNext = &ts;
+        {
+            std::lock_guard lk(dev->queue_mutex);
+            dev->queue.submit(si);
+        }
+        waits.clear();
+        submitted = value;
+        return value;
+    }
+
+    /// The transfer command buffer being recorded, begun when there is none.
+    vk::CommandBuffer transfers() {
+        if (xfer) return xfer;
+        const std::uint64_t done = completed();
+        for (std::size_t i = 0; i < xfer_done.size(); ++i)
+            if (xfer_done[i].second <= done) {
+                xfer = xfer_done[i].first;
+                xfer_done.erase(xfer_done.begin() + static_cast<std::ptrdiff_t>(i));
+                break;
+            }
+        if (!xfer) xfer = new_command_buffer();
+        xfer.reset();
+        xfer.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
+        // earlier work on the queue (shaders, transfers, host writes) before these copies
+        const vk::MemoryBarrier in(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite |
+                                       vk::AccessFlagBits::eHostWrite,
+                                   vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite);
+        xfer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer |
+                                 vk::PipelineStageFlagBits::eHost,
+                             vk::PipelineStageFlagBits::eTransfer, {}, in, {}, {});
+        return xfer;
+    }
+
+    /// Submits the transfers recorded since the last flush.
+    void flush() {
+        if (!xfer) return;
+        const vk::MemoryBarrier out(vk::AccessFlagBits::eTransferWrite,
+                                    vk::AccessFlagBits::eHostRead | vk::AccessFlagBits::eShaderRead |
+                                        vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferRead);
+        xfer.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer,
+                             vk::PipelineStageFlagBits::eHost | vk::PipelineStageFlagBits::eComputeShader |
+                                 vk::PipelineStageFlagBits::eTransfer,
+                             {}, out, {}, {});
+        xfer.end();
+        vk::CommandBuffer cmd = xfer;
+        xfer = nullptr;
+        const std::uint64_t value = submit(cmd);
+        xfer_done.emplace_back(cmd, value);
+        for (auto& s : staging)
+            if (s.done_at == UINT64_MAX) s.done_at = value;
+    }
+
+    /// Host-visible memory of at least `size` bytes for a transfer being recorded.
+    staging_slot& staging_for(std::size_t size) {
+        const std::uint64_t done = completed();
+        staging_slot* best = nullptr;
+        for (auto& s : staging)
+            if (s.done_at <= done && s.size >= size && (best == nullptr || s.size < best->size)) best = &s;
+        if (best == nullptr) {
+            // drop free slots that are too small, then make one
+            for (auto& s : staging)
+                if (s.done_at <= done && s.size < size) free_slot(s);
+            std::erase_if(staging, [](const staging_slot& s) { return !s.buf; });
+            staging_slot s;
+            s.size = std::max<std::size_t>(std::bit_ceil(size), std::size_t{1} << 16);
+            dev->make_buffer(s.size, dev->host_type, s.buf, s.mem);
+            s.ptr = static_cast<std::byte*>(dev->device.mapMemory(s.mem, 0, VK_WHOLE_SIZE));
+            best = &staging.emplace_back(s);
+        }
+        best->done_at = UINT64_MAX;
+        return *best;
+    }
+
+    /// Waits for everything queued, then finishes the deferred reads.
+    void synchronize() {
+        flush();
+        wait_for(submitted);
+        for (const auto& r : reads) std::memcpy(r.to, r.from, r.size);
+        reads.clear();
+    }
 };
 
 } // namespace vulkan::detail
 
-/// A stream on a Vulkan device. Models backplane::backend. Movable; a moved-from backend
-/// reports invalid_argument.
+class vulkan_backend;
+
+/// A point on a Vulkan stream (vulkan_backend::record); models backplane::event. An event
+/// never recorded is already reached.
+class vulkan_event {
+public:
+    vulkan_event() = default;
+
+    /// Blocks until the work recorded before this point is done.
+    status synchronize() {
+        if (!s_ || value_ == 0) return {};
+        return vulkan::detail::guarded(s_->dev->prefix(), "event synchronize", [&]() -> status {
+            s_->wait_for(value_);
+            return {};
+        });
+    }
+
+private:
+    friend class vulkan_backend;
+    std::shared_ptr<vulkan::detail::stream_state> s_;
+    std::uint64_t value_ = 0;
+};
+static_assert(event<vulkan_event>);
+
+/// What a stream has done, for tests and tuning.
+struct vulkan_stream_stats {
+    std::uint64_t computes = 0;   ///< compute() calls that queued work
+    std::uint64_t recorded = 0;   ///< of which were recorded (the others reused a recording)
+    std::uint64_t dispatches = 0; ///< dispatches recorded
+    std::uint64_t barriers = 0;   ///< barriers recorded between dispatches
+};
+
+/// A stream on a Vulkan device. Models backplane::backend, async_backend and
+/// event_backend. Movable; a moved-from backend reports invalid_argument.
 class vulkan_backend {
 public:
+    using event_t = vulkan_event;
+
     vulkan_backend(vulkan_backend&&) noexcept = default;
     vulkan_backend& operator=(vulkan_backend&&) noexcept = default;
     vulkan_backend(const vulkan_backend&) = delete;
     vulkan_backend& operator=(const vulkan_backend&) = delete;
-    ~vulkan_backend() = default; // waits for its work
+    ~vulkan_backend() = default; // waits for its work (the stream's state, once no event holds it)
 
     /// A new stream on dev; a status when the device cannot make one.
     [[nodiscard]] static result<vulkan_backend> make(const vulkan_device& dev) {
-        auto s = std::make_unique<vulkan::detail::stream_state>();
+        auto s = std::make_shared<vulkan::detail::stream_state>();
         s->dev = dev.state();
         const status st = vulkan::detail::guarded(dev.state()->prefix(), "making a backend", [&]() -> status {
             auto& d = s->dev->device;
             s->pool = d.createCommandPool(
                 vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer, s->dev->queue_family));
-            s->cmd = d.allocateCommandBuffers(vk::CommandBufferAllocateInfo(s->pool, vk::CommandBufferLevel::ePrimary, 1))[0];
             vk::SemaphoreTypeCreateInfo type(vk::SemaphoreType::eTimeline, 0);
             vk::SemaphoreCreateInfo info;
             info.pNext = &type;
@@ -104,35 +313,136 @@ public:
         return dev_.supports_buffer_type(bt);
     }
 
-    /// Records g's nodes (see the file comment) and submits them; returns once queued.
-    /// not_supported / invalid_argument name the first node it cannot run (then nothing
-    /// is queued). Waits first for the previous graph of this stream.
+    /// Queues g's nodes (see the file comment); returns once queued. not_supported /
+    /// invalid_argument name the first node it cannot run (then nothing is queued).
     status compute(graph_view g) {
         if (!s_) return moved_from();
         return vulkan::detail::guarded(prefix(), "compute", [&]() -> status { return run(g); });
     }
 
-    /// Waits until everything queued on this stream is done.
+    /// Waits until everything queued on this stream is done, and finishes the reads of
+    /// get_tensor_async.
     status synchronize() {
         if (!s_) return moved_from();
         return vulkan::detail::guarded(prefix(), "synchronize", [&]() -> status {
-            s_->wait_idle();
+            s_->synchronize();
             return {};
         });
     }
 
+    /// Queues a copy of `size` host bytes into t at `offset`. `src` is read before the
+    /// call returns.
+    status set_tensor_async(tensor& t, const void* src, std::size_t offset, std::size_t size) {
+        if (!s_) return moved_from();
+        vulkan_buffer* b = nullptr;
+        if (status s = check_transfer(t, offset, size, "set_tensor_async", b); !s || size == 0) return s;
+        return vulkan::detail::guarded(prefix(), "set_tensor_async", [&]() -> status {
+            auto& slot = s_->staging_for(size);
+            std::memcpy(slot.ptr, src, size);
+            s_->transfers().copyBuffer(slot.buf, b->handle(), vk::BufferCopy(0, b->offset_of(t) + offset, size));
+            return {};
+        });
+    }
+
+    /// Queues a copy of t's bytes [offset, offset + size) into `dst`, which holds them
+    /// after synchronize().
+    status get_tensor_async(const tensor& t, void* dst, std::size_t offset, std::size_t size) {
+        if (!s_) return moved_from();
+        vulkan_buffer* b = nullptr;
+        if (status s = check_transfer(t, offset, size, "get_tensor_async", b); !s || size == 0) return s;
+        return vulkan::detail::guarded(prefix(), "get_tensor_async", [&]() -> status {
+            auto& slot = s_->staging_for(size);
+            s_->transfers().copyBuffer(b->handle(), slot.buf, vk::BufferCopy(b->offset_of(t) + offset, 0, size));
+            s_->reads.push_back({slot.ptr, static_cast<std::byte*>(dst), size});
+            return {};
+        });
+    }
+
+    /// Queues dst = src when both are in this device's memory, contiguous, of one type
+    /// and size; false otherwise (the caller copies another way).
+    bool copy_tensor_async(const tensor& src, tensor& dst) {
+        if (!s_ || src.type != dst.type || src.nbytes() != dst.nbytes() || !src.is_contiguous() ||
+            !dst.is_contiguous())
+            return false;
+        vulkan_buffer* from = mine(src);
+        vulkan_buffer* to = mine(dst);
+        if (from == nullptr || to == nullptr) return false;
+        if (src.nbytes() == 0) return true;
+        return vulkan::detail::guarded(prefix(), "copy_tensor_async", [&]() -> status {
+                   s_->transfers().copyBuffer(from->handle(), to->handle(),
+                                              vk::BufferCopy(from->offset_of(src), to->offset_of(dst), src.nbytes()));
+                   return {};
+               })
+            .ok();
+    }
+
+    /// An event of this stream.
+    [[nodiscard]] result<vulkan_event> make_event() {
+        if (!s_) return moved_from();
+        return vulkan_event{};
+    }
+
+    /// Marks the current end of the stream (queued transfers included).
+    status record(vulkan_event& e) {
+        if (!s_) return moved_from();
+        return vulkan::detail::guarded(prefix(), "record", [&]() -> status {
+            s_->flush();
+            e.s_ = s_;
+            e.value_ = s_->submitted;
+            return {};
+        });
+    }
+
+    /// Makes the work queued after this call wait for e: on the device when e belongs to a
+    /// stream of the same device, on the host otherwise.
+    status wait(vulkan_event& e) {
+        if (!s_) return moved_from();
+        if (!e.s_ || e.value_ == 0 || e.s_ == s_) return {};
+        if (e.s_->dev != s_->dev) return e.synchronize();
+        return vulkan::detail::guarded(prefix(), "wait", [&]() -> status {
+            s_->flush(); // what was queued before the wait does not wait
+            s_->waits.emplace_back(e.s_->timeline, e.value_);
+            return {};
+        });
+    }
+
+    [[nodiscard]] vulkan_stream_stats stats() const noexcept {
+        if (!s_) return {};
+        return {s_->n_computes, s_->n_recorded, s_->n_dispatches, s_->n_barriers};
+    }
+
 private:
-    vulkan_backend(const vulkan_device& dev, std::unique_ptr<vulkan::detail::stream_state> s)
+    vulkan_backend(const vulkan_device& dev, std::shared_ptr<vulkan::detail::stream_state> s)
         : dev_(dev), s_(std::move(s)) {}
 
     [[nodiscard]] std::string prefix() const { return "vulkan backend '" + std::string(dev_.name()) + "': "; }
     static status moved_from() { return {errc::invalid_argument, "vulkan backend: used after being moved from"}; }
 
+    /// t's buffer when it is memory of this backend's device.
+    [[nodiscard]] vulkan_buffer* mine(const tensor& t) const noexcept {
+        vulkan_buffer* b = t.buffer != nullptr ? t.buffer->get_if<vulkan_buffer>() : nullptr;
+        return b != nullptr && &b->device_state() == s_->dev.get() && t.data != nullptr ? b : nullptr;
+    }
+
+    status check_transfer(const tensor& t, std::size_t offset, std::size_t size, const char* what,
+                          vulkan_buffer*& b) const {
+        b = mine(t);
+        if (b == nullptr)
+            return {errc::invalid_argument, prefix() + what + ": tensor " + backplane::detail::describe(&t) +
+                                                " is not in this device's memory"};
+        if (offset > t.nbytes() || size > t.nbytes() - offset)
+            return {errc::out_of_range, prefix() + what + ": bytes [" + std::to_string(offset) + ", " +
+                                            std::to_string(offset + size) + ") of tensor " +
+                                            backplane::detail::describe(&t) + " (" + std::to_string(t.nbytes()) +
+                                            " bytes)"};
+        return {};
+    }
+
     /// The binding of t (in this device's memory): an aligned offset at or before t and
-    /// t's element offset from it.
-    status bind(const tensor& t, const tensor& node, vk::DescriptorBufferInfo& info, std::uint32_t& elem) const {
-        const vulkan_buffer* b = t.buffer != nullptr ? t.buffer->get_if<vulkan_buffer>() : nullptr;
-        if (b == nullptr || &b->device_state() != s_->dev.get() || t.data == nullptr)
+    /// t's offset from it in binding units (ops/common.hpp).
+    status bind(const tensor& t, const tensor& node, vulkan::detail::launch& l, std::size_t slot) const {
+        const vulkan_buffer* b = mine(t);
+        if (b == nullptr)
             return {errc::invalid_argument, prefix() + "tensor " + backplane::detail::describe(&t) + " of node " +
                                                 backplane::detail::describe(&node) + " is not in this device's memory"};
         const auto& dev = *s_->dev;
@@ -147,62 +457,101 @@ private:
         if ((off - aligned) % unit != 0)
             return {errc::not_supported, prefix() + "tensor " + backplane::detail::describe(&t) + " is at byte offset " +
                                              std::to_string(off) + ", not a multiple of " + std::to_string(unit)};
-        info = vk::DescriptorBufferInfo(b->handle(), aligned, range);
-        elem = static_cast<std::uint32_t>((off - aligned) / unit);
+        l.bind[slot] = vk::DescriptorBufferInfo(b->handle(), aligned, range);
+        l.ids[slot] = b->id();
+        l.pc.offs[slot] = static_cast<std::uint32_t>((off - aligned) / unit);
+        const vulkan::detail::mem_range r{b->id(), off, off + t.nbytes()};
+        if (slot == 2)
+            l.write = r;
+        else
+            l.reads[slot] = r;
         return {};
     }
 
-    status run(graph_view g) {
-        auto& st = *s_;
-        auto& dev = *st.dev;
-        std::vector<vulkan::detail::launch> launches;
+    /// The dispatches of g, or the first node that cannot run.
+    status plan(graph_view g, std::vector<vulkan::detail::launch>& launches) const {
+        const auto& dev = *s_->dev;
         launches.reserve(g.size());
         for (tensor* node : g) {
             if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
             if (node->op == op_kind::none || is_view_op(node->op)) continue;
-            if (!supports_op(*node))
+            vulkan::detail::dispatch d;
+            if (!supports_op(*node) || !vulkan::detail::plan(*node, dev.feats, d))
                 return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " (op " +
                                                  std::string(to_string(node->op)) + ", " +
                                                  std::string(to_string(node->type)) + ") is not supported"};
-            vulkan::detail::dispatch d;
-            if (!vulkan::detail::plan(*node, dev.feats, d))
-                return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " has no dispatch"};
             const auto* blob = vulkan::spirv::find(d.shader);
             if (blob == nullptr) return {errc::not_supported, prefix() + "no shader '" + std::string(d.shader) + "'"};
             auto& l = launches.emplace_back();
             l.shader = blob;
             l.pc = d.pc;
             l.groups = d.groups;
-            if (status s = bind(*node, *node, l.bind[2], l.pc.offs[2]); !s) return s;
-            l.bind[0] = l.bind[1] = l.bind[2];
-            for (std::size_t j = 0; j < 2; ++j)
-                if (const tensor* src = node->src[j])
-                    if (status s = bind(*src, *node, l.bind[j], l.pc.offs[j]); !s) return s;
+            if (status s = bind(*node, *node, l, 2); !s) return s;
+            for (std::size_t j = 0; j < 2; ++j) {
+                if (const tensor* src = node->src[j]) {
+                    if (status s = bind(*src, *node, l, j); !s) return s;
+                } else { // an unused binding still needs a buffer: the node's
+                    l.bind[j] = l.bind[2];
+                    l.ids[j] = l.ids[2];
+                }
+            }
         }
-        if (launches.empty()) return {};
+        return {};
+    }
 
-        st.wait_idle(); // the command buffer and the descriptor sets of the last graph are free again
-        st.ready_descriptors(launches.size());
-        std::vector<vk::DescriptorSetLayout> layouts(launches.size(), dev.set_layout);
-        const auto sets = dev.device.allocateDescriptorSets(vk::DescriptorSetAllocateInfo(st.dpool, layouts));
+    /// Records `launches` into a new command buffer (with its descriptor sets).
+    void record(vulkan::detail::recording& rec) {
+        auto& st = *s_;
+        auto& dev = *st.dev;
+        const auto& ls = rec.launches;
+        const auto n = static_cast<std::uint32_t>(ls.size());
+        vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, 3 * n);
+        rec.pool = dev.device.createDescriptorPool(vk::DescriptorPoolCreateInfo({}, n, size));
+        std::vector<vk::DescriptorSetLayout> layouts(ls.size(), dev.set_layout);
+        const auto sets = dev.device.allocateDescriptorSets(vk::DescriptorSetAllocateInfo(rec.pool, layouts));
         std::vector<vk::WriteDescriptorSet> writes;
-        writes.reserve(3 * launches.size());
-        for (std::size_t k = 0; k < launches.size(); ++k)
+        writes.reserve(3 * ls.size());
+        for (std::size_t k = 0; k < ls.size(); ++k)
             for (std::uint32_t b = 0; b < 3; ++b)
-                writes.emplace_back(sets[k], b, 0, vk::DescriptorType::eStorageBuffer, nullptr, launches[k].bind[b]);
+                writes.emplace_back(sets[k], b, 0, vk::DescriptorType::eStorageBuffer, nullptr, ls[k].bind[b]);
         dev.device.updateDescriptorSets(writes, {});
 
-        vk::CommandBuffer cmd = st.cmd;
-        cmd.reset();
-        cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
-        // what the host or earlier transfers wrote is visible to the shaders
-        const vk::MemoryBarrier in(vk::AccessFlagBits::eHostWrite | vk::AccessFlagBits::eTransferWrite,
+        rec.cmd = st.new_command_buffer();
+        vk::CommandBuffer cmd = rec.cmd;
+        cmd.begin(vk::CommandBufferBeginInfo{});
+        // what earlier work on the queue (shaders, transfers) or the host wrote is visible
+        const vk::MemoryBarrier in(vk::AccessFlagBits::eHostWrite | vk::AccessFlagBits::eTransferWrite |
+                                       vk::AccessFlagBits::eShaderWrite,
                                    vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
-        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eHost | vk::PipelineStageFlagBits::eTransfer,
+        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eHost | vk::PipelineStageFlagBits::eTransfer |
+                                vk::PipelineStageFlagBits::eComputeShader,
                             vk::PipelineStageFlagBits::eComputeShader, {}, in, {}, {});
+        // a barrier only where a dispatch reads what one since the last barrier wrote, or
+        // writes what one of them read or wrote
+        std::vector<vulkan::detail::mem_range> written, read;
+        const auto hits = [](const std::vector<vulkan::detail::mem_range>& set, const vulkan::detail::mem_range& r) {
+            if (r.buffer == 0) return false;
+            for (const auto& x : set)
+                if (x.overlaps(r)) return true;
+            return false;
+        };
         const vulkan::spirv::blob* bound = nullptr; // runs of one shader bind its pipeline once
-        for (std::size_t k = 0; k < launches.size(); ++k) {
-            const auto& l = launches[k];
+        for (std::size_t k = 0; k < ls.size(); ++k) {
+            const auto& l = ls[k];
+            const bool dep = hits(written, l.reads[0]) || hits(written, l.reads[1]) || hits(written, l.write) ||
+                             hits(read, l.write);
+            if (dep) {
+                const vk::MemoryBarrier mb(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,
+                                           vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
+                cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader,
+                                    {}, mb, {}, {});
+                ++rec.barriers;
+                written.clear();
+                read.clear();
+            }
+            written.push_back(l.write);
+            for (const auto& r : l.reads)
+                if (r.buffer != 0) read.push_back(r);
             if (l.shader != bound) {
                 cmd.bindPipeline(vk::PipelineBindPoint::eCompute,
                                  dev.pipeline_for(l.shader->name, {l.shader->words, l.shader->n_words}));
@@ -211,33 +560,76 @@ private:
             cmd.bindDescriptorSets(vk::PipelineBindPoint::eCompute, dev.pipeline_layout, 0, sets[k], {});
             cmd.pushConstants(dev.pipeline_layout, vk::ShaderStageFlagBits::eCompute, 0, sizeof(l.pc), &l.pc);
             cmd.dispatch(l.groups[0], l.groups[1], l.groups[2]);
-            // the next dispatch may read what this one wrote
-            const vk::MemoryBarrier mb(vk::AccessFlagBits::eShaderWrite, vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
-            cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {}, mb, {}, {});
         }
-        // results visible to the host and to transfers
-        const vk::MemoryBarrier out(vk::AccessFlagBits::eShaderWrite,
-                                    vk::AccessFlagBits::eHostRead | vk::AccessFlagBits::eTransferRead);
+        // results visible to the host and to later work on the queue
+        const vk::MemoryBarrier out(vk::AccessFlagBits::eShaderWrite, vk::AccessFlagBits::eHostRead |
+                                                                          vk::AccessFlagBits::eTransferRead |
+                                                                          vk::AccessFlagBits::eShaderRead);
         cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                            vk::PipelineStageFlagBits::eHost | vk::PipelineStageFlagBits::eTransfer, {}, out, {}, {});
+                            vk::PipelineStageFlagBits::eHost | vk::PipelineStageFlagBits::eTransfer |
+                                vk::PipelineStageFlagBits::eComputeShader,
+                            {}, out, {}, {});
         cmd.end();
+    }
 
-        const std::uint64_t value = st.submitted + 1;
-        vk::TimelineSemaphoreSubmitInfo ts(0, nullptr, 1, &value);
-        vk::SubmitInfo si({}, {}, cmd, st.timeline);
-        si.pNext = &ts;
-        {
-            std::lock_guard lk(dev.queue_mutex);
-            dev.queue.submit(si);
+    /// The recording for `launches`: a kept one doing the same work, or a new one (which
+    /// takes the place of the least recently used when the cache is full).
+    vulkan::detail::recording& recording_for(std::vector<vulkan::detail::launch>&& launches) {
+        auto& st = *s_;
+        for (auto& r : st.cache) {
+            if (r.launches.size() != launches.size()) continue;
+            bool same = true;
+            for (std::size_t k = 0; k < launches.size() && same; ++k) same = r.launches[k].same_work(launches[k]);
+            if (same) return r;
         }
-        st.submitted = value;
+        vulkan::detail::recording* slot = nullptr;
+        if (st.cache.size() < vulkan::detail::stream_state::cache_size) {
+            slot = &st.cache.emplace_back();
+        } else {
+            slot = &st.cache.front();
+            for (auto& r : st.cache)
+                if (r.last_used < slot->last_used) slot = &r;
+            st.wait_for(slot->done_at);
+            st.dev->device.destroyDescriptorPool(slot->pool);
+            st.dev->device.freeCommandBuffers(st.pool, slot->cmd);
+            *slot = {};
+        }
+        slot->launches = std::move(launches);
+        try {
+            record(*slot);
+        } catch (...) {
+            if (slot->pool) st.dev->device.destroyDescriptorPool(slot->pool);
+            if (slot->cmd) st.dev->device.freeCommandBuffers(st.pool, slot->cmd);
+            *slot = {};
+            std::erase_if(st.cache, [](const vulkan::detail::recording& r) { return !r.cmd; });
+            throw;
+        }
+        ++st.n_recorded;
+        st.n_dispatches += slot->launches.size();
+        st.n_barriers += slot->barriers;
+        return *slot;
+    }
+
+    status run(graph_view g) {
+        std::vector<vulkan::detail::launch> launches;
+        if (status s = plan(g, launches); !s) return s;
+        if (launches.empty()) return {};
+        auto& st = *s_;
+        auto& rec = recording_for(std::move(launches));
+        st.flush();               // transfers queued before the graph run before it
+        st.wait_for(rec.done_at); // a command buffer runs once at a time
+        rec.done_at = st.submit(rec.cmd);
+        rec.last_used = ++st.tick;
+        ++st.n_computes;
         return {};
     }
 
     vulkan_device dev_;
-    std::unique_ptr<vulkan::detail::stream_state> s_;
+    std::shared_ptr<vulkan::detail::stream_state> s_;
 };
 static_assert(backend<vulkan_backend>);
+static_assert(async_backend<vulkan_backend>);
+static_assert(event_backend<vulkan_backend>);
 
 inline bool vulkan_device::supports_op(const tensor& t) const {
     return vulkan::detail::supports(t, s_->feats);

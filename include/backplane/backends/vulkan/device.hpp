@@ -238,6 +238,12 @@ struct device_state : std::enable_shared_from_this<device_state> {
     }
 };
 
+/// The source of vulkan_buffer::id().
+inline std::atomic<std::uint64_t>& vulkan_buffer_ids() noexcept {
+    static std::atomic<std::uint64_t> next{1};
+    return next;
+}
+
 inline std::optional<std::uint32_t> find_memory_type(const vk::PhysicalDeviceMemoryProperties& mp,
                                                      vk::MemoryPropertyFlags want, vk::MemoryPropertyFlags prefer = {}) {
     std::optional<std::uint32_t> found;
@@ -358,7 +364,7 @@ public:
     vulkan_buffer(vulkan_buffer&& o) noexcept
         : dev_(std::move(o.dev_)), buf_(std::exchange(o.buf_, nullptr)), mem_(std::exchange(o.mem_, nullptr)),
           mapped_(std::exchange(o.mapped_, nullptr)), base_(std::exchange(o.base_, nullptr)),
-          reserved_(std::exchange(o.reserved_, 0)), size_(std::exchange(o.size_, 0)) {}
+          reserved_(std::exchange(o.reserved_, 0)), size_(std::exchange(o.size_, 0)), id_(std::exchange(o.id_, 0)) {}
     vulkan_buffer& operator=(vulkan_buffer&&) = delete;
     vulkan_buffer(const vulkan_buffer&) = delete;
     vulkan_buffer& operator=(const vulkan_buffer&) = delete;
@@ -379,6 +385,9 @@ public:
         return static_cast<std::size_t>(static_cast<const std::byte*>(t.data) - static_cast<const std::byte*>(base_));
     }
     [[nodiscard]] vk::Buffer handle() const noexcept { return buf_; }
+    /// A number no other buffer of this process's Vulkan devices has had (handles are
+    /// reused after a buffer is freed; recorded work is keyed by ids instead).
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
     [[nodiscard]] const vulkan::detail::device_state& device_state() const noexcept { return *dev_; }
     /// Mapped host address of the memory, or null (staged transfers).
     [[nodiscard]] std::byte* mapped() const noexcept { return mapped_; }
@@ -420,11 +429,21 @@ public:
             return false;
         const std::size_t n = dst.nbytes();
         if (n == 0) return true;
-        const vulkan_buffer* from = src.buffer != nullptr ? src.buffer->get_if<vulkan_buffer>() : nullptr;
+        vulkan_buffer* from = src.buffer != nullptr ? src.buffer->get_if<vulkan_buffer>() : nullptr;
         if (from != nullptr && from->dev_ == dev_ && from->buf_) {
             const status s = vulkan::detail::guarded(dev_->prefix(), "copy_tensor", [&]() -> status {
                 dev_->copy(from->buf_, from->offset_of(src), buf_, offset_of(dst), n);
                 return {};
+            });
+            return s.ok();
+        }
+        if (from != nullptr && from->dev_ != dev_ && from->buf_) { // another Vulkan device: through the host
+            const status s = vulkan::detail::guarded(dev_->prefix(), "copy_tensor from another device", [&]() -> status {
+                if (mapped_ != nullptr) return from->get_tensor(src, mapped_ + offset_of(dst), 0, n);
+                if (from->mapped_ != nullptr) return set_tensor(dst, from->mapped_ + from->offset_of(src), 0, n);
+                std::vector<std::byte> bounce(n);
+                if (status g = from->get_tensor(src, bounce.data(), 0, n); !g) return g;
+                return set_tensor(dst, bounce.data(), 0, n);
             });
             return s.ok();
         }
@@ -462,6 +481,7 @@ private:
     void* base_ = nullptr;
     std::size_t reserved_ = 0; // bytes of the address reservation (device-local buffers)
     std::size_t size_ = 0;
+    std::uint64_t id_ = 0;
 };
 static_assert(buffer<vulkan_buffer>);
 static_assert(copy_buffer<vulkan_buffer>);
@@ -489,6 +509,7 @@ inline result<vulkan_buffer> buffer_type_impl::allocate(std::size_t size) const 
     const status s = guarded(dev_->prefix(), "allocating " + std::to_string(size) + " bytes", [&]() -> status {
         dev_->make_buffer(size, host_ ? dev_->host_type : dev_->local_type, b.buf_, b.mem_);
         b.size_ = size;
+        b.id_ = vulkan_buffer_ids().fetch_add(1);
         dev_->live_bytes.fetch_add(size);
         if (host_ || dev_->local_mappable)
             b.mapped_ = static_cast<std::byte*>(dev_->device.mapMemory(b.mem_, 0, VK_WHOLE_SIZE));
