@@ -1,10 +1,36 @@
 #pragma once
-// concat (concat.comp): not computed yet.
+// concat (concat.comp): a and b joined along dimension param<int32>(0), every operand of
+// one type, copied as bits. One invocation per destination element; any strides and
+// offsets.
+//
+//   type        variant     needs
+//   f32, i32    concat_32   -
+//   f16, bf16   concat_16   16-bit storage
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 
 namespace backplane::vulkan::detail {
 
-inline bool plan_concat(const tensor&, const features&, dispatch&) noexcept { return false; }
+inline bool plan_concat(const tensor& t, const features& f, dispatch& d) noexcept {
+    const tensor* a = t.src[0];
+    const tensor* b = t.src[1];
+    if (a == nullptr || b == nullptr || a->type != t.type || b->type != t.type) return false;
+    const std::int32_t dim = t.param<std::int32_t>(0);
+    if (dim < 0 || dim >= max_dims) return false;
+    switch (t.type) {
+    case elem_type::f32:
+    case elem_type::i32: d.shader = "concat_32"; break;
+    case elem_type::f16:
+    case elem_type::bf16:
+        if (!f.storage16) return false;
+        d.shader = "concat_16";
+        break;
+    default: return false;
+    }
+    d.pc = shapes_of(t);
+    d.pc.prm[0] = static_cast<std::uint32_t>(dim);
+    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    return true;
+}
 
 } // namespace backplane::vulkan::detail

@@ -1,10 +1,40 @@
 #pragma once
-// get_rows (get_rows.comp): not computed yet.
+// get_rows (get_rows.comp): rows of source 0 picked by the i32 indices of source 1. One
+// invocation per destination element; any strides and offsets. An index out of range
+// reads nothing and fills its row of dst with NaN (i32 results: INT32_MIN); see the
+// shader.
+//
+//   a       dst   variant          needs
+//   f32     f32   get_rows_f32     -
+//   i32     i32   get_rows_i32     -
+//   f16     f32   get_rows_f16     16-bit storage
+//   bf16    f32   get_rows_bf16    16-bit storage
+//   q8_0    f32   get_rows_q8_0    16-bit storage
+//   q4_0    f32   get_rows_q4_0    16-bit storage
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 
 namespace backplane::vulkan::detail {
 
-inline bool plan_get_rows(const tensor&, const features&, dispatch&) noexcept { return false; }
+inline bool plan_get_rows(const tensor& t, const features& f, dispatch& d) noexcept {
+    const tensor* a = t.src[0];
+    const tensor* idx = t.src[1];
+    if (a == nullptr || idx == nullptr || idx->type != elem_type::i32) return false;
+    const elem_type want = a->type == elem_type::i32 ? elem_type::i32 : elem_type::f32;
+    if (t.type != want) return false;
+    switch (a->type) {
+    case elem_type::f32: d.shader = "get_rows_f32"; break;
+    case elem_type::i32: d.shader = "get_rows_i32"; break;
+    case elem_type::f16: d.shader = "get_rows_f16"; break;
+    case elem_type::bf16: d.shader = "get_rows_bf16"; break;
+    case elem_type::q8_0: d.shader = "get_rows_q8_0"; break;
+    case elem_type::q4_0: d.shader = "get_rows_q4_0"; break;
+    default: return false;
+    }
+    if (binding_unit(a->type) == 2 && !f.storage16) return false;
+    d.pc = shapes_of(t);
+    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    return true;
+}
 
 } // namespace backplane::vulkan::detail

@@ -1,16 +1,342 @@
 #version 460
-// dup / cont / cpy of f32 into f32: destination element i (in its own shape's order)
-// is source element i (in the source's shape's order); the shapes may differ, the
-// element counts are equal.
-// variant: cpy_f32_f32
+// dup / cont / cpy: destination element i (in its own shape's order, dim 0 fastest) is
+// source element i (in the source's shape's order); the shapes may differ, the element
+// counts are equal. Either side may have any strides and offsets (quantized rows are
+// whole blocks, 32 values each).
+//
+// Conversions are core's (core/types.hpp), bit for bit:
+//   - one type to itself: units are copied as bits (elements; whole blocks for q8_0 and
+//     q4_0), exact for every type;
+//   - f16 and bf16 are widened exactly, f32 is narrowed to f16 / bf16 rounding to
+//     nearest even, in integer arithmetic (a NaN stays a quiet NaN, as on the CPU);
+//   - q8_0 / q4_0 values are dequantized as d * q in f32, then converted;
+//   - a q8_0 / q4_0 destination is quantized block by block as quantize_row_q8_0 /
+//     quantize_row_q4_0 do: the same f32 operations, divisions correctly rounded (a
+//     device's division may be off by 2.5 ulp; see div_rn), no contraction, rounding
+//     to nearest even (q8_0) or truncation (q4_0) where the CPU does. Bit for bit as
+//     long as the block's scale is a normal f32 (values of magnitude above ~1e-36)
+//     and the values are finite: a device may flush subnormals, and the CPU's result
+//     for an infinite or NaN value is itself undefined.
+// One invocation per destination element, or per destination block when it is
+// quantized.
+//
+// Variants: cpy_<source>_<destination>. Everything but f32 and i32 is read and written
+// as 16-bit words, which needs 16-bit storage (no 16-bit or 8-bit arithmetic).
+//
+// variant: cpy_f32_f32 -DSRC_F32 -DDST_F32
+// variant: cpy_f32_f16 -DSRC_F32 -DDST_F16
+// variant: cpy_f32_bf16 -DSRC_F32 -DDST_BF16
+// variant: cpy_f32_q8_0 -DSRC_F32 -DDST_Q8_0
+// variant: cpy_f32_q4_0 -DSRC_F32 -DDST_Q4_0
+// variant: cpy_f16_f32 -DSRC_F16 -DDST_F32
+// variant: cpy_f16_f16 -DSRC_F16 -DDST_F16
+// variant: cpy_f16_bf16 -DSRC_F16 -DDST_BF16
+// variant: cpy_f16_q8_0 -DSRC_F16 -DDST_Q8_0
+// variant: cpy_f16_q4_0 -DSRC_F16 -DDST_Q4_0
+// variant: cpy_bf16_f32 -DSRC_BF16 -DDST_F32
+// variant: cpy_bf16_f16 -DSRC_BF16 -DDST_F16
+// variant: cpy_bf16_bf16 -DSRC_BF16 -DDST_BF16
+// variant: cpy_bf16_q8_0 -DSRC_BF16 -DDST_Q8_0
+// variant: cpy_bf16_q4_0 -DSRC_BF16 -DDST_Q4_0
+// variant: cpy_q8_0_f32 -DSRC_Q8_0 -DDST_F32
+// variant: cpy_q8_0_f16 -DSRC_Q8_0 -DDST_F16
+// variant: cpy_q8_0_bf16 -DSRC_Q8_0 -DDST_BF16
+// variant: cpy_q8_0_q8_0 -DSRC_Q8_0 -DDST_Q8_0
+// variant: cpy_q8_0_q4_0 -DSRC_Q8_0 -DDST_Q4_0
+// variant: cpy_q4_0_f32 -DSRC_Q4_0 -DDST_F32
+// variant: cpy_q4_0_f16 -DSRC_Q4_0 -DDST_F16
+// variant: cpy_q4_0_bf16 -DSRC_Q4_0 -DDST_BF16
+// variant: cpy_q4_0_q8_0 -DSRC_Q4_0 -DDST_Q8_0
+// variant: cpy_q4_0_q4_0 -DSRC_Q4_0 -DDST_Q4_0
+// variant: cpy_i32_i32 -DSRC_I32 -DDST_I32
 #include "common.glsl"
 
-layout(local_size_x = 256) in;
-layout(binding = 0, std430) readonly buffer A { float a[]; };
-layout(binding = 2, std430) writeonly buffer D { float d[]; };
+#if defined(SRC_F32) || defined(SRC_I32)
+#define SRC_UNIT uint
+#else
+#define SRC_UNIT uint16_t
+#endif
+#if defined(DST_F32) || defined(DST_I32)
+#define DST_UNIT uint
+#else
+#define DST_UNIT uint16_t
+#endif
+#if !defined(SRC_F32) && !defined(SRC_I32) || !defined(DST_F32) && !defined(DST_I32)
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+
+#if defined(SRC_Q8_0) || defined(SRC_Q4_0)
+#define SRC_QUANT
+#endif
+#if defined(DST_Q8_0) || defined(DST_Q4_0)
+#define DST_QUANT
+#endif
+// one type to itself: bits
+#if defined(SRC_F32) && defined(DST_F32) || defined(SRC_I32) && defined(DST_I32) || \
+    defined(SRC_F16) && defined(DST_F16) || defined(SRC_BF16) && defined(DST_BF16) || \
+    defined(SRC_Q8_0) && defined(DST_Q8_0) || defined(SRC_Q4_0) && defined(DST_Q4_0)
+#define SAME_TYPE
+#endif
+
+// 16-bit words per block: the f16 scale, then 32 bytes (q8_0) or 16 (q4_0)
+#if defined(SRC_Q8_0)
+#define SRC_BLOCK_WORDS 17u
+#elif defined(SRC_Q4_0)
+#define SRC_BLOCK_WORDS 9u
+#endif
+
+#if defined(DST_QUANT)
+#define WG 64
+#else
+#define WG 128
+#endif
+
+layout(local_size_x = WG) in;
+layout(binding = 0, std430) readonly buffer A { SRC_UNIT a[]; };
+layout(binding = 2, std430) writeonly buffer D { DST_UNIT d[]; };
+
+// ---------------------------------------------------------------------------------------
+// Conversions on bits (values travel as f32 bits: 16-bit storage allows no 16-bit
+// variables, and integer conversions cannot flush or canonicalize anything).
+
+// The f32 bits of f16 bits h, as core's f16_to_f32 (exact; a NaN comes out quiet).
+uint f16_bits_to_f32(uint h) {
+    const uint sign = (h & 0x8000u) << 16;
+    const uint e = (h >> 10) & 0x1fu;
+    const uint m = h & 0x3ffu;
+    if (e == 0x1fu) return sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u);
+    if (e == 0u) {
+        if (m == 0u) return sign;
+        const int msb = findMSB(m); // a subnormal m * 2^-24, normalised
+        return sign | (uint(msb + 103) << 23) | ((m << (23 - msb)) & 0x7fffffu);
+    }
+    return sign | ((e + 112u) << 23) | (m << 13);
+}
+
+// The f16 bits of f32 bits x, rounded to nearest even, as core's f32_to_f16.
+uint f32_bits_to_f16(uint x) {
+    const uint sign = (x >> 16) & 0x8000u;
+    const uint ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u);
+    if (ax >= 0x477ff000u) return sign | 0x7c00u; // rounds to infinity
+    if (ax < 0x38800000u) {                       // a subnormal result or zero
+        if (ax < 0x33000000u) return sign;
+        const uint shift = 126u - (ax >> 23);
+        const uint m = (ax & 0x7fffffu) | 0x800000u;
+        uint q = m >> shift;
+        const uint rem = m & ((1u << shift) - 1u);
+        const uint half_ = 1u << (shift - 1u);
+        if (rem > half_ || (rem == half_ && (q & 1u) != 0u)) ++q;
+        return sign | q;
+    }
+    uint r = ax - 0x38000000u; // rebias the exponent; a carry out of the mantissa is right
+    const uint rem = r & 0x1fffu;
+    r >>= 13;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u) != 0u)) ++r;
+    return sign | r;
+}
+
+// The bf16 bits of f32 bits x, rounded to nearest even, as core's f32_to_bf16.
+uint f32_bits_to_bf16(uint x) {
+    if ((x & 0x7fffffffu) > 0x7f800000u) return ((x >> 16) | 0x40u) & 0xffffu;
+    return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+// ---------------------------------------------------------------------------------------
+// The source.
+
+#if defined(SRC_QUANT)
+// Byte k of the block whose first word (its scale) is a[base]; its bytes follow,
+// little-endian within each word.
+uint src_byte(uint base, uint k) { return (uint(a[base + 1u + (k >> 1)]) >> ((k & 1u) * 8u)) & 0xffu; }
+
+// Value j of the block at a[base], as core's dequantize_row_*: d * q in f32.
+float src_dequant(uint base, uint j) {
+    const float scale = uintBitsToFloat(f16_bits_to_f32(uint(a[base])));
+#if defined(SRC_Q8_0)
+    const int q = (int(src_byte(base, j)) << 24) >> 24; // the signed byte
+#else
+    const int q = int((src_byte(base, j & 15u) >> (j < 16u ? 0u : 4u)) & 15u) - 8;
+#endif
+    return scale * float(q);
+}
+#endif
+
+// The f32 bits of source element c.
+uint src_bits(uvec4 c) {
+#if defined(SRC_QUANT)
+    const uvec4 blk = uvec4(c.x >> 5, c.yzw); // the block, whose stride is a_nb.x
+    return floatBitsToUint(src_dequant(p.offs.x + at(blk, p.a_nb), c.x & 31u));
+#else
+    const uint u = uint(a[p.offs.x + at(c, p.a_nb)]);
+#if defined(SRC_F16)
+    return f16_bits_to_f32(u);
+#elif defined(SRC_BF16)
+    return u << 16;
+#else
+    return u;
+#endif
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// A quantized destination.
+
+#if defined(DST_QUANT) && !defined(SAME_TYPE)
+// a * b exactly (Dekker: each factor split into two 12-bit halves; no fused multiply-add
+// needed).
+vec2 two_prod(float a_, float b_) {
+    precise float prod = a_ * b_;
+    precise float ca = 4097.0 * a_;
+    precise float ah = ca - (ca - a_);
+    precise float al = a_ - ah;
+    precise float cb = 4097.0 * b_;
+    precise float bh = cb - (cb - b_);
+    precise float bl = b_ - bh;
+    precise float e = ((ah * bh - prod) + ah * bl + al * bh) + al * bl;
+    return vec2(prod, e);
+}
+
+// x - q * y, exactly when q is within a few ulp of x / y.
+float residual(float x, float y, float q) {
+    const vec2 qy = two_prod(q, y);
+    precise float r = (x - qy.x) - qy.y;
+    return r;
+}
+
+// The float next to q (q != 0) away from zero (up) or toward it.
+float next_float(float q, bool away) { return uintBitsToFloat(floatBitsToUint(q) + (away ? 1u : 0xffffffffu)); }
+
+// 2^e as a float, -126 <= e <= 127.
+float pow2(int e) { return uintBitsToFloat(uint(e + 127) << 23); }
+
+// x / y rounded to nearest, as the CPU divides (Vulkan allows 2.5 ulp): the device's
+// quotient, one Newton step, then whichever of it and its neighbour toward the exact
+// quotient leaves the smaller remainder (a tie is impossible for an inexact quotient).
+// The operands' significands are divided, in [1, 2) (so that Dekker's splitting cannot
+// overflow), and the quotient scaled back by powers of two, exactly while it is normal.
+// Zeros, subnormals, infinities and NaNs are left to the device's division.
+float div_rn(float x, float y) {
+    const uint bx = floatBitsToUint(x), by = floatBitsToUint(y);
+    const uint fx = (bx >> 23) & 0xffu, fy = (by >> 23) & 0xffu; // exponent fields
+    if (fx == 0u || fx == 0xffu || fy == 0u || fy == 0xffu) return x / y;
+    const float mx = uintBitsToFloat((bx & 0x807fffffu) | 0x3f800000u);
+    const float my = uintBitsToFloat((by & 0x807fffffu) | 0x3f800000u);
+    const int e = int(fx) - int(fy); // -253 .. 253
+    precise float q = mx / my;
+    precise float r = residual(mx, my, q);
+    q = q + r / my;
+    r = residual(mx, my, q);
+    if (r != 0.0) {
+        // the exact quotient is q + r / my: away from zero when r / my has q's sign
+        const bool away = (r > 0.0) == (my > 0.0) == (q > 0.0);
+        const float q2 = next_float(q, away);
+        precise float r2 = residual(mx, my, q2);
+        if (abs(r2) < abs(r)) q = q2;
+    }
+    const int e1 = clamp(e / 2, -126, 127);
+    precise float scaled = q * pow2(e1) * pow2(clamp(e - e1, -126, 127));
+    return scaled;
+}
+
+// Stores the 32 values v as the block at d[at_].
+void store_block(uint at_, float v[32]) {
+#if defined(DST_Q8_0)
+    float amax = 0.0; // as fmax: a NaN is passed over
+    for (int j = 0; j < 32; ++j)
+        if (abs(v[j]) > amax) amax = abs(v[j]);
+    const float dd = div_rn(amax, 127.0);
+    const float id = dd != 0.0 ? div_rn(1.0, dd) : 0.0;
+    d[at_] = uint16_t(f32_bits_to_f16(floatBitsToUint(dd)));
+    for (uint j = 0u; j < 16u; ++j) {
+        precise float s0 = v[2u * j] * id;
+        precise float s1 = v[2u * j + 1u] * id;
+        const uint q0 = uint(int(roundEven(s0))) & 0xffu;
+        const uint q1 = uint(int(roundEven(s1))) & 0xffu;
+        d[at_ + 1u + j] = uint16_t(q0 | (q1 << 8));
+    }
+#else
+    // the value of largest magnitude (the first of equals) maps to -8
+    float amax = 0.0, vmax = 0.0;
+    for (int j = 0; j < 32; ++j) {
+        if (abs(v[j]) > amax) {
+            amax = abs(v[j]);
+            vmax = v[j];
+        }
+    }
+    precise float dd = vmax * -0.125; // vmax / -8, exactly as the CPU's division rounds
+    const float id = dd != 0.0 ? div_rn(1.0, dd) : 0.0;
+    d[at_] = uint16_t(f32_bits_to_f16(floatBitsToUint(dd)));
+    uint bytes[16];
+    for (uint j = 0u; j < 16u; ++j) {
+        precise float s0 = v[j] * id + 8.5;
+        precise float s1 = v[j + 16u] * id + 8.5;
+        const uint q0 = s0 < 15.0 ? uint(int(s0)) : 15u;
+        const uint q1 = s1 < 15.0 ? uint(int(s1)) : 15u;
+        bytes[j] = (q0 | (q1 << 4)) & 0xffu;
+    }
+    for (uint j = 0u; j < 8u; ++j) d[at_ + 1u + j] = uint16_t(bytes[2u * j] | (bytes[2u * j + 1u] << 8));
+#endif
+}
+#endif
+
+// ---------------------------------------------------------------------------------------
 
 void main() {
-    const uint i = linear_id(256);
+#if defined(DST_QUANT)
+    // one invocation per destination block
+    const uint nbx = p.ne.x >> 5;
+    const uint k = linear_id(WG);
+    if (k >= nbx * p.ne.y * p.ne.z * p.ne.w) return;
+    const uvec4 c = coords(k, uvec4(nbx, p.ne.yzw));
+    const uint dst = p.offs.z + at(c, p.nb); // nb.x: the block stride
+    // the block's first value, as a linear index, and where it is in the source
+    const uint first = ((c.w * p.ne.z + c.z) * p.ne.y + c.y) * p.ne.x + (c.x << 5);
+    uvec4 s = coords(first, p.a_ne);
+#if defined(SAME_TYPE)
+    // the source's rows are whole blocks too: s.x is a block's first value
+    const uint src = p.offs.x + at(uvec4(s.x >> 5, s.yzw), p.a_nb);
+    for (uint j = 0u; j < SRC_BLOCK_WORDS; ++j) d[dst + j] = a[src + j];
+#else
+    float v[32];
+#if defined(SRC_QUANT)
+    const uint src = p.offs.x + at(uvec4(s.x >> 5, s.yzw), p.a_nb);
+    for (uint j = 0u; j < 32u; ++j) v[j] = src_dequant(src, j);
+#else
+    // walk the source in its order, 32 values, across its rows
+    for (uint j = 0u; j < 32u; ++j) {
+        v[j] = uintBitsToFloat(src_bits(s));
+        if (++s.x == p.a_ne.x) {
+            s.x = 0u;
+            if (++s.y == p.a_ne.y) {
+                s.y = 0u;
+                if (++s.z == p.a_ne.z) {
+                    s.z = 0u;
+                    ++s.w;
+                }
+            }
+        }
+    }
+#endif
+    store_block(dst, v);
+#endif
+#else
+    // one invocation per destination element
+    const uint i = linear_id(WG);
     if (i >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
-    d[p.offs.z + at(coords(i, p.ne), p.nb)] = a[p.offs.x + at(coords(i, p.a_ne), p.a_nb)];
+    const uint dst = p.offs.z + at(coords(i, p.ne), p.nb);
+    const uvec4 s = coords(i, p.a_ne);
+#if defined(SAME_TYPE)
+    d[dst] = a[p.offs.x + at(s, p.a_nb)];
+#else
+    const uint bits = src_bits(s);
+#if defined(DST_F16)
+    d[dst] = uint16_t(f32_bits_to_f16(bits));
+#elif defined(DST_BF16)
+    d[dst] = uint16_t(f32_bits_to_bf16(bits));
+#else
+    d[dst] = bits;
+#endif
+#endif
+#endif
 }

@@ -1,0 +1,93 @@
+#version 460
+// get_rows: dst [E, n, i1, i2] (f32; i32 for i32 a) with dst[e, j, k, l] =
+// a[e, idx[j, k, l], k, l], a (source 0) [E, R, i1, i2], idx (source 1, i32)
+// [n, i1, i2]. f16 and bf16 values are widened exactly, 32-bit values copied as bits,
+// q8_0 and q4_0 values dequantized as core's dequantize_row_* do (d * q in f32). One
+// invocation per destination element; every operand may have any strides and offsets.
+//
+// An index outside [0, R) reads nothing: its whole row of dst is written with OOB_BITS
+// (a quiet NaN for f32 results, INT32_MIN for i32 ones), which the results show, as the
+// device cannot report an error status.
+//
+//   variant         a               needs
+//   get_rows_f32    f32             -
+//   get_rows_i32    i32             -
+//   get_rows_f16    f16             16-bit storage
+//   get_rows_bf16   bf16            16-bit storage
+//   get_rows_q8_0   q8_0            16-bit storage (blocks are read as 16-bit words)
+//   get_rows_q4_0   q4_0            16-bit storage
+//
+// variant: get_rows_f32 -DA_F32
+// variant: get_rows_i32 -DA_I32
+// variant: get_rows_f16 -DA_F16
+// variant: get_rows_bf16 -DA_BF16
+// variant: get_rows_q8_0 -DA_Q8_0
+// variant: get_rows_q4_0 -DA_Q4_0
+#include "common.glsl"
+
+#if defined(A_F32) || defined(A_I32)
+#define A_UNIT uint
+#else
+#extension GL_EXT_shader_16bit_storage : require
+#define A_UNIT uint16_t
+#endif
+
+#if defined(A_I32)
+#define OOB_BITS 0x80000000u
+#else
+#define OOB_BITS 0x7fc00000u
+#endif
+
+layout(local_size_x = 128) in;
+layout(binding = 0, std430) readonly buffer A { A_UNIT a[]; };
+layout(binding = 1, std430) readonly buffer I { int idx[]; };
+layout(binding = 2, std430) writeonly buffer D { uint d[]; };
+
+// The f32 bits of f16 bits h, as core's f16_to_f32 (exact; a NaN comes out quiet).
+uint f16_bits_to_f32(uint h) {
+    const uint sign = (h & 0x8000u) << 16;
+    const uint e = (h >> 10) & 0x1fu;
+    const uint m = h & 0x3ffu;
+    if (e == 0x1fu) return sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u);
+    if (e == 0u) {
+        if (m == 0u) return sign;
+        const int msb = findMSB(m); // a subnormal m * 2^-24, normalised
+        return sign | (uint(msb + 103) << 23) | ((m << (23 - msb)) & 0x7fffffu);
+    }
+    return sign | ((e + 112u) << 23) | (m << 13);
+}
+
+// Byte k (0-based) of the quantized block whose first 16-bit word is a[base] (its f16
+// scale); the block's bytes follow the scale, little-endian within each word.
+uint block_byte(uint base, uint k) { return (uint(a[base + 1u + (k >> 1)]) >> ((k & 1u) * 8u)) & 0xffu; }
+
+// The f32 bits of element e of the row whose first unit is a[row].
+uint load(uint row, uint e) {
+#if defined(A_F32) || defined(A_I32)
+    return a[row + e * p.a_nb.x];
+#elif defined(A_F16)
+    return f16_bits_to_f32(uint(a[row + e * p.a_nb.x]));
+#elif defined(A_BF16)
+    return uint(a[row + e * p.a_nb.x]) << 16;
+#else
+    const uint base = row + (e >> 5) * p.a_nb.x; // the block: p.a_nb.x is its stride
+    const uint j = e & 31u;
+    const float scale = uintBitsToFloat(f16_bits_to_f32(uint(a[base])));
+#if defined(A_Q8_0)
+    const int q = (int(block_byte(base, j)) << 24) >> 24; // the signed byte
+#else
+    const int q = int((block_byte(base, j & 15u) >> (j < 16u ? 0u : 4u)) & 15u) - 8;
+#endif
+    return floatBitsToUint(scale * float(q));
+#endif
+}
+
+void main() {
+    const uint i = linear_id(128);
+    if (i >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
+    const uvec4 c = coords(i, p.ne);
+    const int r = idx[p.offs.y + c.y * p.b_nb.x + c.z * p.b_nb.y + c.w * p.b_nb.z];
+    uint v = OOB_BITS;
+    if (r >= 0 && uint(r) < p.a_ne.y) v = load(p.offs.x + uint(r) * p.a_nb.y + c.z * p.a_nb.z + c.w * p.a_nb.w, c.x);
+    d[p.offs.z + at(c, p.nb)] = v;
+}

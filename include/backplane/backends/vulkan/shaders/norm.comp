@@ -1,0 +1,62 @@
+#version 460
+// norm and rms_norm of f32 rows (a row is dimension 0; source and destination with any
+// strides, the destination possibly source 0's own memory with its layout).
+//   norm      (x - mean) / sqrt(var + eps), the variance in a second pass over the row
+//             as the CPU backend computes it (sum of (x - mean)^2, not E[x^2] - mean^2)
+//   rms_norm  x / sqrt(mean(x^2) + eps)
+// eps: prm.x (float bits). One workgroup of WG invocations per row, each taking the
+// elements k, k + WG, ... and summing in f32; the partial sums meet in a tree in shared
+// memory. Every element is written by the invocation that read it last, after every
+// read of the row, so in place is safe. WG is a power of two.
+// variant: norm_f32_64 -DOP_NORM -DWG=64
+// variant: norm_f32_256 -DOP_NORM -DWG=256
+// variant: rms_norm_f32_64 -DWG=64
+// variant: rms_norm_f32_256 -DWG=256
+#include "common.glsl"
+
+layout(local_size_x = WG) in;
+layout(binding = 0, std430) readonly buffer A { float a[]; };
+layout(binding = 2, std430) writeonly buffer D { float d[]; };
+
+shared float s_sum[WG];
+
+// The sum of every invocation's v (all of the workgroup must call it).
+float workgroup_sum(float v) {
+    const uint tid = gl_LocalInvocationID.x;
+    s_sum[tid] = v;
+    barrier();
+    for (uint k = WG / 2; k > 0; k >>= 1) {
+        if (tid < k) s_sum[tid] += s_sum[tid + k];
+        barrier();
+    }
+    const float r = s_sum[0];
+    barrier(); // s_sum may be reused
+    return r;
+}
+
+void main() {
+    const uint row = group_id();
+    if (row >= p.a_ne.y * p.a_ne.z * p.a_ne.w) return; // the whole workgroup leaves
+    const uint i1 = row % p.a_ne.y;
+    const uint i2 = (row / p.a_ne.y) % p.a_ne.z;
+    const uint i3 = row / (p.a_ne.y * p.a_ne.z);
+    const uint src = p.offs.x + i1 * p.a_nb.y + i2 * p.a_nb.z + i3 * p.a_nb.w;
+    const uint dst = p.offs.z + i1 * p.nb.y + i2 * p.nb.z + i3 * p.nb.w;
+    const uint ne0 = p.a_ne.x;
+    const uint tid = gl_LocalInvocationID.x;
+    const float eps = uintBitsToFloat(p.prm.x);
+
+    float mean = 0.0;
+#if defined(OP_NORM)
+    float sum = 0.0;
+    for (uint i = tid; i < ne0; i += WG) sum += a[src + i * p.a_nb.x];
+    mean = workgroup_sum(sum) / float(ne0);
+#endif
+    float sum2 = 0.0;
+    for (uint i = tid; i < ne0; i += WG) {
+        const float v = a[src + i * p.a_nb.x] - mean;
+        sum2 += v * v;
+    }
+    const float inv = 1.0 / sqrt(workgroup_sum(sum2) / float(ne0) + eps);
+    for (uint i = tid; i < ne0; i += WG) d[dst + i * p.nb.x] = (a[src + i * p.a_nb.x] - mean) * inv;
+}

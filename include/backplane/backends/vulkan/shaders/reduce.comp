@@ -1,0 +1,98 @@
+#version 460
+// sum_rows and argmax of f32, f16 or bf16 rows (a row is dimension 0 of source 0; any
+// strides). One workgroup of WG invocations per row: invocation k takes elements k,
+// k + WG, k + 2 WG, ... (adjacent invocations read adjacent elements), then the WG
+// partial results meet in a tree in shared memory.
+//   sum_rows  f32 [1, ne1, ne2, ne3]: the row's sum, accumulated in f32.
+//   argmax    i32 [ne1, ne2, ne3] (the row's coordinates sit in the result's dims 0, 1,
+//             2): the index of the row's first maximum. Exact, as the CPU backend: only
+//             a value above the best so far replaces it, so NaNs never win and a row
+//             with nothing above -inf gives 0; partials meet by (larger value, then
+//             smaller index), which keeps the first maximum.
+// 16-bit sources (f16, bf16) need 16-bit storage. WG is a power of two.
+// variant: sum_rows_f32_64 -DOP_SUM -DA_F32 -DWG=64
+// variant: sum_rows_f32_256 -DOP_SUM -DA_F32 -DWG=256
+// variant: sum_rows_f16_64 -DOP_SUM -DA_F16 -DWG=64
+// variant: sum_rows_f16_256 -DOP_SUM -DA_F16 -DWG=256
+// variant: sum_rows_bf16_64 -DOP_SUM -DA_BF16 -DWG=64
+// variant: sum_rows_bf16_256 -DOP_SUM -DA_BF16 -DWG=256
+// variant: argmax_f32_64 -DOP_ARGMAX -DA_F32 -DWG=64
+// variant: argmax_f32_256 -DOP_ARGMAX -DA_F32 -DWG=256
+// variant: argmax_f16_64 -DOP_ARGMAX -DA_F16 -DWG=64
+// variant: argmax_f16_256 -DOP_ARGMAX -DA_F16 -DWG=256
+// variant: argmax_bf16_64 -DOP_ARGMAX -DA_BF16 -DWG=64
+// variant: argmax_bf16_256 -DOP_ARGMAX -DA_BF16 -DWG=256
+#include "common.glsl"
+
+layout(local_size_x = WG) in;
+
+#if defined(A_F32)
+layout(binding = 0, std430) readonly buffer A { float a[]; };
+float load_a(uint i) { return a[i]; }
+#elif defined(A_F16)
+#extension GL_EXT_shader_16bit_storage : require
+layout(binding = 0, std430) readonly buffer A { float16_t a[]; };
+float load_a(uint i) { return float(a[i]); }
+#else
+#extension GL_EXT_shader_16bit_storage : require
+layout(binding = 0, std430) readonly buffer A { uint16_t a[]; };
+// bf16 is the upper half of an f32
+float load_a(uint i) { return uintBitsToFloat(uint(a[i]) << 16); }
+#endif
+
+#if defined(OP_SUM)
+layout(binding = 2, std430) writeonly buffer D { float d[]; };
+shared float s_sum[WG];
+#else
+layout(binding = 2, std430) writeonly buffer D { int d[]; };
+shared float s_val[WG];
+shared uint s_idx[WG];
+#endif
+
+void main() {
+    const uint row = group_id();
+    if (row >= p.a_ne.y * p.a_ne.z * p.a_ne.w) return; // the whole workgroup leaves
+    const uint i1 = row % p.a_ne.y;
+    const uint i2 = (row / p.a_ne.y) % p.a_ne.z;
+    const uint i3 = row / (p.a_ne.y * p.a_ne.z);
+    const uint base = p.offs.x + i1 * p.a_nb.y + i2 * p.a_nb.z + i3 * p.a_nb.w;
+    const uint ne0 = p.a_ne.x;
+    const uint tid = gl_LocalInvocationID.x;
+
+#if defined(OP_SUM)
+    float acc = 0.0;
+    for (uint i = tid; i < ne0; i += WG) acc += load_a(base + i * p.a_nb.x);
+    s_sum[tid] = acc;
+    barrier();
+    for (uint k = WG / 2; k > 0; k >>= 1) {
+        if (tid < k) s_sum[tid] += s_sum[tid + k];
+        barrier();
+    }
+    if (tid == 0) d[p.offs.z + i1 * p.nb.y + i2 * p.nb.z + i3 * p.nb.w] = s_sum[0];
+#else
+    float best = uintBitsToFloat(0xff800000u); // -inf
+    uint best_i = 0;
+    for (uint i = tid; i < ne0; i += WG) {
+        const float v = load_a(base + i * p.a_nb.x);
+        if (v > best) {
+            best = v;
+            best_i = i;
+        }
+    }
+    s_val[tid] = best;
+    s_idx[tid] = best_i;
+    barrier();
+    for (uint k = WG / 2; k > 0; k >>= 1) {
+        if (tid < k) {
+            const float v = s_val[tid + k];
+            const uint vi = s_idx[tid + k];
+            if (v > s_val[tid] || (v == s_val[tid] && vi < s_idx[tid])) {
+                s_val[tid] = v;
+                s_idx[tid] = vi;
+            }
+        }
+        barrier();
+    }
+    if (tid == 0) d[p.offs.z + i1 * p.nb.x + i2 * p.nb.y + i3 * p.nb.z] = int(s_idx[0]);
+#endif
+}
