@@ -476,10 +476,17 @@ private:
             if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
             if (node->op == op_kind::none || is_view_op(node->op)) continue;
             vulkan::detail::dispatch d;
-            if (!supports_op(*node) || !vulkan::detail::plan(*node, dev.feats, d))
+            if (!cpu::supports_op(*node) || !vulkan::detail::plan(*node, dev.feats, d))
                 return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " (op " +
                                                  std::string(to_string(node->op)) + ", " +
                                                  std::string(to_string(node->type)) + ") is not supported"};
+            for (const tensor* t : {node, node->src[0], node->src[1]})
+                if (t != nullptr && !vulkan::detail::bindable(*t, dev.feats))
+                    return {errc::not_supported,
+                            prefix() + "tensor " + backplane::detail::describe(t) + " of node " +
+                                backplane::detail::describe(node) + " (" + std::to_string(t->nbytes()) +
+                                " bytes) does not fit one storage-buffer binding (" +
+                                std::to_string(dev.max_storage_range()) + " bytes) or 32-bit indices"};
             const auto* blob = vulkan::spirv::find(d.shader);
             if (blob == nullptr) return {errc::not_supported, prefix() + "no shader '" + std::string(d.shader) + "'"};
             auto& l = launches.emplace_back();

@@ -38,6 +38,7 @@ struct instance_state {
     vk::DispatchLoaderDynamic dld;
     std::vector<vk::PhysicalDevice> physical;
     status error; // why there is no instance
+    bool validating = false; // the validation layer is on and its messages are counted
     std::atomic<std::uint64_t> n_messages{0};
     std::mutex m;
     std::deque<std::string> messages; // the last few
@@ -99,6 +100,8 @@ inline void make_instance(instance_state& s) {
                                                     kind::eGeneral | kind::eValidation | kind::ePerformance,
                                                     &on_validation_message, &s);
             s.messenger = s.instance.createDebugUtilsMessengerEXT(mi, nullptr, s.dld);
+            for (const char* l : layers) s.validating = s.validating || std::strcmp(l, "VK_LAYER_KHRONOS_validation") == 0;
+            if (!env_on("BACKPLANE_VULKAN_VALIDATION")) s.validating = true; // asked for with VK_INSTANCE_LAYERS
         }
         s.physical = s.instance.enumeratePhysicalDevices();
         return {};
@@ -148,6 +151,10 @@ inline device_kind kind_of(vk::PhysicalDeviceType t) noexcept {
     if (!st) return st;
     return out;
 }
+
+/// Whether the Khronos validation layer is on (BACKPLANE_VULKAN_VALIDATION=1 and the
+/// layer installed, or VK_INSTANCE_LAYERS naming it) and its messages are counted.
+[[nodiscard]] inline bool validation_active() { return detail::instance().validating; }
 
 /// Validation messages (warnings and errors) reported since the instance was made.
 [[nodiscard]] inline std::uint64_t validation_message_count() {
