@@ -50,6 +50,7 @@
 // variant: cpy_q4_0_q4_0 -DSRC_Q4_0 -DDST_Q4_0
 // variant: cpy_i32_i32 -DSRC_I32 -DDST_I32
 #include "common.glsl"
+#include "convert.glsl"
 
 #if defined(SRC_F32) || defined(SRC_I32)
 #define SRC_UNIT uint
@@ -96,69 +97,20 @@ layout(binding = 0, std430) readonly buffer A { SRC_UNIT a[]; };
 layout(binding = 2, std430) writeonly buffer D { DST_UNIT d[]; };
 
 // ---------------------------------------------------------------------------------------
-// Conversions on bits (values travel as f32 bits: 16-bit storage allows no 16-bit
-// variables, and integer conversions cannot flush or canonicalize anything).
-
-// The f32 bits of f16 bits h, as core's f16_to_f32 (exact; a NaN comes out quiet).
-uint f16_bits_to_f32(uint h) {
-    const uint sign = (h & 0x8000u) << 16;
-    const uint e = (h >> 10) & 0x1fu;
-    const uint m = h & 0x3ffu;
-    if (e == 0x1fu) return sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u);
-    if (e == 0u) {
-        if (m == 0u) return sign;
-        const int msb = findMSB(m); // a subnormal m * 2^-24, normalised
-        return sign | (uint(msb + 103) << 23) | ((m << (23 - msb)) & 0x7fffffu);
-    }
-    return sign | ((e + 112u) << 23) | (m << 13);
-}
-
-// The f16 bits of f32 bits x, rounded to nearest even, as core's f32_to_f16.
-uint f32_bits_to_f16(uint x) {
-    const uint sign = (x >> 16) & 0x8000u;
-    const uint ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u);
-    if (ax >= 0x477ff000u) return sign | 0x7c00u; // rounds to infinity
-    if (ax < 0x38800000u) {                       // a subnormal result or zero
-        if (ax < 0x33000000u) return sign;
-        const uint shift = 126u - (ax >> 23);
-        const uint m = (ax & 0x7fffffu) | 0x800000u;
-        uint q = m >> shift;
-        const uint rem = m & ((1u << shift) - 1u);
-        const uint half_ = 1u << (shift - 1u);
-        if (rem > half_ || (rem == half_ && (q & 1u) != 0u)) ++q;
-        return sign | q;
-    }
-    uint r = ax - 0x38000000u; // rebias the exponent; a carry out of the mantissa is right
-    const uint rem = r & 0x1fffu;
-    r >>= 13;
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u) != 0u)) ++r;
-    return sign | r;
-}
-
-// The bf16 bits of f32 bits x, rounded to nearest even, as core's f32_to_bf16.
-uint f32_bits_to_bf16(uint x) {
-    if ((x & 0x7fffffffu) > 0x7f800000u) return ((x >> 16) | 0x40u) & 0xffffu;
-    return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-}
-
-// ---------------------------------------------------------------------------------------
 // The source.
 
 #if defined(SRC_QUANT)
-// Byte k of the block whose first word (its scale) is a[base]; its bytes follow,
-// little-endian within each word.
-uint src_byte(uint base, uint k) { return (uint(a[base + 1u + (k >> 1)]) >> ((k & 1u) * 8u)) & 0xffu; }
+// Quant byte k of the block whose first word (its scale) is a[base].
+uint src_byte(uint base, uint k) { return block_byte_in_word(uint(a[block_word_of_byte(base, k)]), k); }
 
 // Value j of the block at a[base], as core's dequantize_row_*: d * q in f32.
 float src_dequant(uint base, uint j) {
     const float scale = uintBitsToFloat(f16_bits_to_f32(uint(a[base])));
 #if defined(SRC_Q8_0)
-    const int q = (int(src_byte(base, j)) << 24) >> 24; // the signed byte
+    return q8_0_value(scale, src_byte(base, j));
 #else
-    const int q = int((src_byte(base, j & 15u) >> (j < 16u ? 0u : 4u)) & 15u) - 8;
+    return q4_0_value(scale, src_byte(base, q4_0_byte_of_value(j)), j);
 #endif
-    return scale * float(q);
 }
 #endif
 
@@ -172,7 +124,7 @@ uint src_bits(uvec4 c) {
 #if defined(SRC_F16)
     return f16_bits_to_f32(u);
 #elif defined(SRC_BF16)
-    return u << 16;
+    return bf16_bits_to_f32(u);
 #else
     return u;
 #endif
@@ -183,20 +135,6 @@ uint src_bits(uvec4 c) {
 // A quantized destination.
 
 #if defined(DST_QUANT) && !defined(SAME_TYPE)
-// a * b exactly (Dekker: each factor split into two 12-bit halves; no fused multiply-add
-// needed).
-vec2 two_prod(float a_, float b_) {
-    precise float prod = a_ * b_;
-    precise float ca = 4097.0 * a_;
-    precise float ah = ca - (ca - a_);
-    precise float al = a_ - ah;
-    precise float cb = 4097.0 * b_;
-    precise float bh = cb - (cb - b_);
-    precise float bl = b_ - bh;
-    precise float e = ((ah * bh - prod) + ah * bl + al * bh) + al * bl;
-    return vec2(prod, e);
-}
-
 // x - q * y, exactly when q is within a few ulp of x / y.
 float residual(float x, float y, float q) {
     const vec2 qy = two_prod(q, y);

@@ -24,6 +24,7 @@
 // variant: get_rows_q8_0 -DA_Q8_0
 // variant: get_rows_q4_0 -DA_Q4_0
 #include "common.glsl"
+#include "convert.glsl"
 
 #if defined(A_F32) || defined(A_I32)
 #define A_UNIT uint
@@ -43,23 +44,8 @@ layout(binding = 0, std430) readonly buffer A { A_UNIT a[]; };
 layout(binding = 1, std430) readonly buffer I { int idx[]; };
 layout(binding = 2, std430) writeonly buffer D { uint d[]; };
 
-// The f32 bits of f16 bits h, as core's f16_to_f32 (exact; a NaN comes out quiet).
-uint f16_bits_to_f32(uint h) {
-    const uint sign = (h & 0x8000u) << 16;
-    const uint e = (h >> 10) & 0x1fu;
-    const uint m = h & 0x3ffu;
-    if (e == 0x1fu) return sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u);
-    if (e == 0u) {
-        if (m == 0u) return sign;
-        const int msb = findMSB(m); // a subnormal m * 2^-24, normalised
-        return sign | (uint(msb + 103) << 23) | ((m << (23 - msb)) & 0x7fffffu);
-    }
-    return sign | ((e + 112u) << 23) | (m << 13);
-}
-
-// Byte k (0-based) of the quantized block whose first 16-bit word is a[base] (its f16
-// scale); the block's bytes follow the scale, little-endian within each word.
-uint block_byte(uint base, uint k) { return (uint(a[base + 1u + (k >> 1)]) >> ((k & 1u) * 8u)) & 0xffu; }
+// Quant byte k of the block whose first 16-bit word (its f16 scale) is a[base].
+uint block_byte(uint base, uint k) { return block_byte_in_word(uint(a[block_word_of_byte(base, k)]), k); }
 
 // The f32 bits of element e of the row whose first unit is a[row].
 uint load(uint row, uint e) {
@@ -68,17 +54,16 @@ uint load(uint row, uint e) {
 #elif defined(A_F16)
     return f16_bits_to_f32(uint(a[row + e * p.a_nb.x]));
 #elif defined(A_BF16)
-    return uint(a[row + e * p.a_nb.x]) << 16;
+    return bf16_bits_to_f32(uint(a[row + e * p.a_nb.x]));
 #else
     const uint base = row + (e >> 5) * p.a_nb.x; // the block: p.a_nb.x is its stride
     const uint j = e & 31u;
     const float scale = uintBitsToFloat(f16_bits_to_f32(uint(a[base])));
 #if defined(A_Q8_0)
-    const int q = (int(block_byte(base, j)) << 24) >> 24; // the signed byte
+    return floatBitsToUint(q8_0_value(scale, block_byte(base, j)));
 #else
-    const int q = int((block_byte(base, j & 15u) >> (j < 16u ? 0u : 4u)) & 15u) - 8;
+    return floatBitsToUint(q4_0_value(scale, block_byte(base, q4_0_byte_of_value(j)), j));
 #endif
-    return floatBitsToUint(scale * float(q));
 #endif
 }
 

@@ -23,6 +23,7 @@
 // variant: argmax_bf16_64 -DOP_ARGMAX -DA_BF16 -DWG=64
 // variant: argmax_bf16_256 -DOP_ARGMAX -DA_BF16 -DWG=256
 #include "common.glsl"
+#include "convert.glsl"
 
 layout(local_size_x = WG) in;
 
@@ -36,8 +37,7 @@ float load_a(uint i) { return float(a[i]); }
 #else
 #extension GL_EXT_shader_16bit_storage : require
 layout(binding = 0, std430) readonly buffer A { uint16_t a[]; };
-// bf16 is the upper half of an f32
-float load_a(uint i) { return uintBitsToFloat(uint(a[i]) << 16); }
+float load_a(uint i) { return uintBitsToFloat(bf16_bits_to_f32(uint(a[i]))); }
 #endif
 
 #if defined(OP_SUM)

@@ -28,6 +28,7 @@
 // variant: rope_f32 -DA_F32
 // variant: rope_f16 -DA_F16
 #include "common.glsl"
+#include "convert.glsl"
 
 #if defined(A_F16)
 #extension GL_EXT_shader_16bit_storage : require
@@ -42,43 +43,6 @@ layout(binding = 1, std430) readonly buffer P { int pos[]; };
 layout(binding = 2, std430) writeonly buffer D { UNIT d[]; };
 
 #if defined(A_F16)
-// The f32 bits of f16 bits h, as core's f16_to_f32 (exact; a NaN comes out quiet).
-uint f16_bits_to_f32(uint h) {
-    const uint sign = (h & 0x8000u) << 16;
-    const uint e = (h >> 10) & 0x1fu;
-    const uint m = h & 0x3ffu;
-    if (e == 0x1fu) return sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u);
-    if (e == 0u) {
-        if (m == 0u) return sign;
-        const int msb = findMSB(m); // a subnormal m * 2^-24, normalised
-        return sign | (uint(msb + 103) << 23) | ((m << (23 - msb)) & 0x7fffffu);
-    }
-    return sign | ((e + 112u) << 23) | (m << 13);
-}
-
-// The f16 bits of f32 bits x, rounded to nearest even, as core's f32_to_f16.
-uint f32_bits_to_f16(uint x) {
-    const uint sign = (x >> 16) & 0x8000u;
-    const uint ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u);
-    if (ax >= 0x477ff000u) return sign | 0x7c00u; // rounds to infinity
-    if (ax < 0x38800000u) {                       // a subnormal result or zero
-        if (ax < 0x33000000u) return sign;
-        const uint shift = 126u - (ax >> 23);
-        const uint m = (ax & 0x7fffffu) | 0x800000u;
-        uint q = m >> shift;
-        const uint rem = m & ((1u << shift) - 1u);
-        const uint half_ = 1u << (shift - 1u);
-        if (rem > half_ || (rem == half_ && (q & 1u) != 0u)) ++q;
-        return sign | q;
-    }
-    uint r = ax - 0x38000000u; // rebias the exponent; a carry out of the mantissa is right
-    const uint rem = r & 0x1fffu;
-    r >>= 13;
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u) != 0u)) ++r;
-    return sign | r;
-}
-
 float load_value(uint at_) { return uintBitsToFloat(f16_bits_to_f32(uint(a[at_]))); }
 void store_value(uint at_, float v) { d[at_] = uint16_t(f32_bits_to_f16(floatBitsToUint(v))); }
 #else
@@ -86,36 +50,9 @@ float load_value(uint at_) { return uintBitsToFloat(a[at_]); }
 void store_value(uint at_, float v) { d[at_] = floatBitsToUint(v); }
 #endif
 
-// Float-float arithmetic: vec2(hi, lo) stands for hi + lo, |lo| <= ulp(hi) / 2. Every
-// operation is `precise`, so that no compiler reassociates or fuses it.
-
-// a + b exactly, when |a| >= |b| or a == 0.
-vec2 fast_two_sum(float a_, float b_) {
-    precise float s = a_ + b_;
-    precise float e = b_ - (s - a_);
-    return vec2(s, e);
-}
-
-// a + b exactly (Knuth).
-vec2 two_sum(float a_, float b_) {
-    precise float s = a_ + b_;
-    precise float bb = s - a_;
-    precise float e = (a_ - (s - bb)) + (b_ - bb);
-    return vec2(s, e);
-}
-
-// a * b exactly (Dekker: each factor split into two 12-bit halves).
-vec2 two_prod(float a_, float b_) {
-    precise float prod = a_ * b_;
-    precise float ca = 4097.0 * a_;
-    precise float ah = ca - (ca - a_);
-    precise float al = a_ - ah;
-    precise float cb = 4097.0 * b_;
-    precise float bh = cb - (cb - b_);
-    precise float bl = b_ - bh;
-    precise float e = ((ah * bh - prod) + ah * bl + al * bh) + al * bl;
-    return vec2(prod, e);
-}
+// Float-float arithmetic: vec2(hi, lo) stands for hi + lo, |lo| <= ulp(hi) / 2, built on
+// convert.glsl's error-free transformations. Every operation is `precise`, so that no
+// compiler reassociates or fuses it.
 
 vec2 ff_mul(vec2 x, vec2 y) {
     const vec2 pr = two_prod(x.x, y.x);
