@@ -1,10 +1,121 @@
 #pragma once
-// mul_mat (mul_mat.comp): not computed yet.
+// mul_mat (mul_mat.comp): dst f32 [M, N, ne2, ne3] = a [K, M, ...] times b [K, N, ne2, ne3]
+// per batch, a broadcast over b's batches. Weights (a): f32, f16, bf16, q8_0, q4_0;
+// activations (b): f32, f16, bf16; any strides. Everything 16-bit (all but f32) needs
+// 16-bit storage.
+//
+// Three kernels, picked by their estimated cost for the node's M and N:
+//   tiled    128 x 128 blocks of dst per workgroup (64 invocations, 16 KiB shared)
+//   narrow   128 x 32 blocks (64 invocations, 10 KiB shared), for few columns
+//   mat-vec  8 rows of a against one column of b per workgroup (16 invocations, 512
+//            bytes shared): decoding, or few rows
+// All fit every Vulkan device (the guaranteed minima are 128 invocations and 16 KiB); a
+// device reporting less gets the kernels that fit, the mat-vec one at least, or nothing.
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 
+#include <algorithm>
+#include <array>
+#include <string_view>
+
 namespace backplane::vulkan::detail {
 
-inline bool plan_mul_mat(const tensor&, const features&, dispatch&) noexcept { return false; }
+namespace mul_mat_detail {
+
+/// A kernel's shape (mul_mat.comp) and the variants by weights (f32, f16 or bf16, q8_0,
+/// q4_0) and activations (f32, f16 or bf16).
+struct kernel {
+    std::uint32_t rows, columns; ///< of dst per workgroup
+    std::uint32_t invocations;
+    std::size_t shared; ///< bytes
+    /// Throughput on full blocks relative to the tiled kernel's (measured on lavapipe;
+    /// on GPUs the choice matters less): the smaller blocks cost more per element.
+    double speed;
+    std::string_view shaders[4][2];
+};
+
+inline constexpr kernel tiled{128, 128, 64, (128 + 128) * 16 * 4, 1.0,
+                              {{"mul_mat_f32_f32", "mul_mat_f32_half"},
+                               {"mul_mat_half_f32", "mul_mat_half_half"},
+                               {"mul_mat_q8_0_f32", "mul_mat_q8_0_half"},
+                               {"mul_mat_q4_0_f32", "mul_mat_q4_0_half"}}};
+inline constexpr kernel narrow{128, 32, 64, (128 + 32) * 16 * 4, 0.55,
+                               {{"mul_mat_narrow_f32_f32", "mul_mat_narrow_f32_half"},
+                                {"mul_mat_narrow_half_f32", "mul_mat_narrow_half_half"},
+                                {"mul_mat_narrow_q8_0_f32", "mul_mat_narrow_q8_0_half"},
+                                {"mul_mat_narrow_q4_0_f32", "mul_mat_narrow_q4_0_half"}}};
+inline constexpr kernel mat_vec{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
+                                {{"mul_mat_vec_f32_f32", "mul_mat_vec_f32_half"},
+                                 {"mul_mat_vec_half_f32", "mul_mat_vec_half_half"},
+                                 {"mul_mat_vec_q8_0_f32", "mul_mat_vec_q8_0_half"},
+                                 {"mul_mat_vec_q4_0_f32", "mul_mat_vec_q4_0_half"}}};
+
+constexpr int weight_index(elem_type t) noexcept {
+    switch (t) {
+    case elem_type::f32: return 0;
+    case elem_type::f16:
+    case elem_type::bf16: return 1;
+    case elem_type::q8_0: return 2;
+    case elem_type::q4_0: return 3;
+    default: return -1;
+    }
+}
+
+constexpr bool fits(const kernel& k, const features& f) noexcept {
+    return f.max_invocations >= k.invocations && f.shared_memory >= k.shared;
+}
+
+/// The work of M x N results in k's blocks (rounded up to whole ones), over its speed.
+constexpr double cost(const kernel& k, std::uint64_t M, std::uint64_t N) noexcept {
+    const auto up = [](std::uint64_t n, std::uint64_t b) { return static_cast<double>((n + b - 1) / b * b); };
+    return up(M, k.rows) * up(N, k.columns) / k.speed;
+}
+
+/// Whether t's rows can be read 4 elements at a time as far as its shape tells: contiguous
+/// rows of a multiple of 4 elements, row strides multiples of 4 elements (the shader
+/// checks the offset). Quantized rows are read block by block anyway.
+inline bool rows_vectorizable(const tensor& t) noexcept {
+    if (is_quantized(t.type)) return true;
+    const std::size_t quad = 4 * type_size(t.type);
+    return t.nb[0] == type_size(t.type) && t.ne[0] % 4 == 0 && t.nb[1] % quad == 0 && t.nb[2] % quad == 0 &&
+           t.nb[3] % quad == 0;
+}
+
+/// A grid of at least `items` workgroups, at most 65535 along each dimension (the shaders
+/// number them x fastest; those past the last item leave at once).
+constexpr std::array<std::uint32_t, 3> grid(std::uint64_t items) noexcept {
+    constexpr std::uint64_t most = 65535;
+    const std::uint64_t x = std::clamp<std::uint64_t>(items, 1, most);
+    const std::uint64_t y = std::clamp<std::uint64_t>((items + x - 1) / x, 1, most);
+    const std::uint64_t z = std::max<std::uint64_t>((items + x * y - 1) / (x * y), 1);
+    return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), static_cast<std::uint32_t>(z)};
+}
+
+} // namespace mul_mat_detail
+
+inline bool plan_mul_mat(const tensor& t, const features& f, dispatch& d) noexcept {
+    using namespace mul_mat_detail;
+    const tensor* a = t.src[0];
+    const tensor* b = t.src[1];
+    if (a == nullptr || b == nullptr || t.type != elem_type::f32) return false;
+    const int ia = weight_index(a->type);
+    const int ib = b->type == elem_type::f32 ? 0 : b->type == elem_type::f16 || b->type == elem_type::bf16 ? 1 : -1;
+    if (ia < 0 || ib < 0) return false;
+    if ((ia != 0 || ib != 0) && !f.storage16) return false;
+
+    const auto M = static_cast<std::uint64_t>(t.ne[0]), N = static_cast<std::uint64_t>(t.ne[1]);
+    const kernel* best = nullptr;
+    for (const kernel* k : {&mat_vec, &narrow, &tiled})
+        if (fits(*k, f) && (best == nullptr || cost(*k, M, N) < cost(*best, M, N))) best = k;
+    if (best == nullptr) return false;
+
+    d.shader = best->shaders[ia][ib];
+    d.pc = shapes_of(t);
+    d.pc.prm[0] = (a->type == elem_type::bf16 ? 1u : 0u) | (b->type == elem_type::bf16 ? 2u : 0u);
+    d.pc.prm[1] = rows_vectorizable(*a) && rows_vectorizable(*b) ? 1u : 0u;
+    const std::uint64_t blocks = (M + best->rows - 1) / best->rows * ((N + best->columns - 1) / best->columns);
+    d.groups = grid(blocks * static_cast<std::uint64_t>(t.ne[2] * t.ne[3]));
+    return true;
+}
 
 } // namespace backplane::vulkan::detail
