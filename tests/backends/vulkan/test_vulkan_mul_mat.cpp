@@ -9,6 +9,7 @@
 
 #include "../../support/device_mirror.hpp"
 #include "../../support/parity_suite.hpp"
+#include "vulkan_targets.hpp"
 
 #include <cstdlib>
 #include <memory>
@@ -19,32 +20,10 @@ namespace {
 
 const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
 
-struct target_state {
-    vulkan_device dev;
-    vulkan_backend be;
-};
-
-std::vector<parity_target> targets() {
-    std::vector<parity_target> t;
-    for (const bool staging : {false, true}) {
-        auto dev = vulkan_device::open({.index = 0, .force_staging = staging});
-        if (!dev) {
-            WARN("no Vulkan device, skipping: " << dev.error().describe());
-            return {};
-        }
-        auto be = dev->make_backend();
-        REQUIRE(be);
-        auto s = std::make_shared<target_state>(target_state{std::move(*dev), std::move(*be)});
-        t.push_back({staging ? "staged" : "mapped", [s](const tensor& x) { return s->be.supports_op(x); },
-                     [s](graph& g) { return backplane::test::compute_on_device(s->be, g); }});
-    }
-    return t;
-}
-
 } // namespace
 
 TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, every type pair", "[vulkan][mul_mat]") {
-    auto t = targets();
+    auto t = vulkan_targets();
     if (t.empty()) return;
     parity_suite ps(31106, std::move(t));
     auto& h = ps.h;

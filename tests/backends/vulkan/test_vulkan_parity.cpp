@@ -11,6 +11,7 @@
 
 #include "../../support/device_mirror.hpp"
 #include "../../support/parity_suite.hpp"
+#include "vulkan_targets.hpp"
 
 #include <cstdlib>
 #include <memory>
@@ -38,32 +39,6 @@ constexpr int get_rows = 6; // f32 f16 bf16 q8_0 q4_0 i32 rows (16-bit storage)
 constexpr int rope = 4;     // normal, neox of f32, f16 (16-bit storage)
 constexpr int concat = 4;   // f32 f16 bf16 i32 (16-bit storage)
 } // namespace expected
-
-/// A device opened one way and a backend on it.
-struct vulkan_target_state {
-    vulkan_device dev;
-    vulkan_backend be;
-};
-
-/// Physical device 0 with its memory mapped and with staging forced; empty (and a
-/// warning) when this machine has no Vulkan.
-std::vector<parity_target> vulkan_targets() {
-    std::vector<parity_target> targets;
-    for (const bool staging : {false, true}) {
-        auto dev = vulkan_device::open({.index = 0, .force_staging = staging});
-        if (!dev) {
-            WARN("no Vulkan device, skipping: " << dev.error().describe());
-            return {};
-        }
-        auto be = dev->make_backend();
-        REQUIRE(be);
-        const std::string name = std::string(dev->name()) + (staging ? " staged" : " mapped");
-        auto state = std::make_shared<vulkan_target_state>(vulkan_target_state{std::move(*dev), std::move(*be)});
-        targets.push_back({name, [state](const tensor& t) { return state->be.supports_op(t); },
-                           [state](graph& g) { return backplane::test::compute_on_device(state->be, g); }});
-    }
-    return targets;
-}
 
 /// Runs the suite's cases and checks the validation layer stayed silent.
 void run_checked(parity_suite& ps) {
