@@ -175,28 +175,40 @@ std::unique_ptr<llama_set> make_llama(const BT& bt) {
     return s;
 }
 
+/// The llama graph over {vulkan, cpu}: weights, backends and scheduler made once (the
+/// graph's tensors point into the scheduler's buffers, so they live together).
+struct vulkan_llama_set {
+    std::unique_ptr<llama_set> set;
+    vulkan_backend vk;
+    cpu_backend cpu{cpu_backend_params{.n_threads = 2}};
+    scheduler<vulkan_backend, cpu_backend> sched{scheduler_params{}, vk, cpu};
+    explicit vulkan_llama_set(vulkan_backend b) : vk(std::move(b)) {}
+};
+
 void vulkan_llama(benchmark::State& state) {
     vulkan_device* dev = device();
     if (dev == nullptr) return state.SkipWithError("no Vulkan device");
-    auto be = dev->make_backend();
-    if (!be) return state.SkipWithError(be.error().describe().c_str());
-    static std::unique_ptr<llama_set> set; // ~400 MiB of weights: made once
-    if (!set) {
-        set = make_llama(dev->buffer_type());
-        if (!set || !test::fill_llama_weights(set->m, 42)) return state.SkipWithError("weights failed");
+    static std::unique_ptr<vulkan_llama_set> s; // ~400 MiB of weights: made once
+    if (!s) {
+        auto be = dev->make_backend();
+        if (!be) return state.SkipWithError(be.error().describe().c_str());
+        auto made = std::make_unique<vulkan_llama_set>(std::move(*be));
+        made->set = make_llama(dev->buffer_type());
+        if (!made->set || !test::fill_llama_weights(made->set->m, 42)) return state.SkipWithError("weights failed");
+        s = std::move(made);
     }
-    cpu_backend cpu({.n_threads = 2});
-    scheduler sched(scheduler_params{}, *be, cpu);
-    if (!sched.alloc_graph(set->g) || !test::fill_llama_inputs(set->m.params, set->in, 42) || !sched.compute(set->g))
+    auto& sched = s->sched;
+    auto& set = *s->set;
+    if (!sched.alloc_graph(set.g) || !test::fill_llama_inputs(set.m.params, set.in, 42) || !sched.compute(set.g))
         return state.SkipWithError("first compute failed");
     std::size_t on_vulkan = 0, nodes = 0;
-    for (tensor* t : set->g.nodes()) {
+    for (tensor* t : set.g.nodes()) {
         if (is_view_op(t->op)) continue;
         ++nodes;
         on_vulkan += sched.backend_of(*t) == 0 ? 1 : 0;
     }
     for (auto _ : state) {
-        if (!sched.compute(set->g)) return state.SkipWithError("compute failed");
+        if (!sched.compute(set.g)) return state.SkipWithError("compute failed");
     }
     state.counters["splits"] = static_cast<double>(sched.n_splits());
     state.counters["vulkan_nodes"] = static_cast<double>(on_vulkan);
@@ -204,17 +216,22 @@ void vulkan_llama(benchmark::State& state) {
 }
 
 void cpu_llama(benchmark::State& state) {
-    static std::unique_ptr<llama_set> set;
-    if (!set) {
-        set = make_llama(cpu_buffer_type::instance());
-        if (!set || !test::fill_llama_weights(set->m, 42)) return state.SkipWithError("weights failed");
+    struct cpu_llama_set { // the graph's tensors point into the allocator's buffers: kept together
+        std::unique_ptr<llama_set> set;
+        graph_allocator ga{cpu_buffer_type::instance()};
+    };
+    static std::unique_ptr<cpu_llama_set> s;
+    if (!s) {
+        auto made = std::make_unique<cpu_llama_set>();
+        made->set = make_llama(cpu_buffer_type::instance());
+        if (!made->set || !test::fill_llama_weights(made->set->m, 42)) return state.SkipWithError("weights failed");
+        if (!made->ga.alloc_graph(made->set->g) || !test::fill_llama_inputs(made->set->m.params, made->set->in, 42))
+            return state.SkipWithError("allocation failed");
+        s = std::move(made);
     }
     cpu_backend cpu({.n_threads = 2});
-    graph_allocator ga(cpu_buffer_type::instance());
-    if (!ga.alloc_graph(set->g) || !test::fill_llama_inputs(set->m.params, set->in, 42))
-        return state.SkipWithError("allocation failed");
     for (auto _ : state)
-        if (!cpu.compute(set->g)) return state.SkipWithError("compute failed");
+        if (!cpu.compute(s->set->g)) return state.SkipWithError("compute failed");
 }
 
 const bool registered = [] {
