@@ -149,3 +149,46 @@ TEST_CASE("vulkan: errors are statuses", "[vulkan][errors]") {
     }
     CHECK(vulkan::validation_message_count() == 0);
 }
+
+TEST_CASE("vulkan: supports_op follows the device's features", "[vulkan][features]") {
+    // plans are pure functions of the node and the features: no device needed
+    using vulkan::detail::features;
+    using vulkan::detail::supports;
+    context ctx(context_params{.no_alloc = true});
+    tensor* w16 = ctx.new_tensor_2d(elem_type::f16, 64, 64);
+    tensor* wq = ctx.new_tensor_2d(elem_type::q8_0, 64, 64);
+    tensor* w32 = ctx.new_tensor_2d(elem_type::f32, 64, 64);
+    tensor* x = ctx.new_tensor_2d(elem_type::f32, 64, 8);
+    tensor* idx = ctx.new_tensor_1d(elem_type::i32, 4);
+    const std::vector<tensor*> need16 = {mul_mat(ctx, w16, x), mul_mat(ctx, wq, x), get_rows(ctx, w16, idx),
+                                         get_rows(ctx, wq, idx), cpy(ctx, w32, w16), sum_rows(ctx, w16)};
+    tensor* f32_only = mul_mat(ctx, w32, x);
+    tensor* rows = get_rows(ctx, w32, idx);
+
+    features full; // what a desktop GPU offers
+    full.fp16 = full.int8 = full.storage16 = full.storage8 = true;
+    full.subgroup_size = 32;
+    full.shared_memory = 49152;
+    full.max_invocations = 1024;
+    features no16 = full;
+    no16.storage16 = false;
+    for (tensor* t : need16) {
+        INFO(to_string(t->op) << " of " << to_string(t->src[0]->type));
+        CHECK(supports(*t, full));
+        CHECK_FALSE(supports(*t, no16)); // reads 16-bit words
+    }
+    CHECK(supports(*f32_only, no16));
+    CHECK(supports(*rows, no16));
+    // a device without the shared memory or invocations any mul_mat kernel needs
+    features tiny = full;
+    tiny.shared_memory = 256;
+    CHECK_FALSE(supports(*f32_only, tiny));
+    CHECK(supports(*rows, tiny)); // get_rows needs no shared memory
+    features few = full;
+    few.max_invocations = 8;
+    CHECK_FALSE(supports(*f32_only, few));
+    // a binding limit below a tensor's size
+    features small = full;
+    small.max_binding = 1024;
+    CHECK_FALSE(supports(*f32_only, small));
+}
