@@ -56,9 +56,11 @@
 #include <backplane/memory/host_buffer.hpp>
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/sched/backend_set.hpp>
+#include <backplane/sched/trace.hpp>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -116,6 +118,10 @@ struct scheduler_params {
     int n_copies = 1;
     /// Let a higher-priority backend take ops on host weights it asks for (offload_op).
     bool op_offload = true;
+    /// Record an execution trace of each compute (trace(), sched/trace.hpp). A traced
+    /// compute synchronizes each split's backend after its copies and after its nodes to
+    /// time them, so backends do not overlap.
+    bool trace = false;
 };
 
 /// The eval callback: asked for each node of a split in order with ask = true ("will you
@@ -297,8 +303,17 @@ public:
     [[nodiscard]] status compute_async(const graph& g) {
         if (allocated_ != &g || graph_nodes_ != g.nodes().data() || n_nodes_ != g.n_nodes())
             if (status s = alloc_graph(g); !s) return s;
+        trace_.clear();
+        if (params_.trace) trace_start_ = std::chrono::steady_clock::now();
         return guarded([&]() -> status { return run_splits(g); });
     }
+
+    /// The trace of the last compute (empty unless scheduler_params::trace).
+    [[nodiscard]] std::span<const trace_event> trace() const noexcept { return trace_; }
+    /// The trace as Chrome trace JSON (opens in ui.perfetto.dev), one track per backend.
+    [[nodiscard]] std::string trace_json() const { return trace_to_chrome_json(trace_, backend_names()); }
+    /// The trace as a table per backend.
+    [[nodiscard]] std::string trace_table() const { return trace_summary(trace_, backend_names()); }
 
     /// Waits for every backend.
     [[nodiscard]] status synchronize() {
@@ -1150,7 +1165,13 @@ private:
                 if (status s = set_.wait(b, static_cast<std::size_t>(reader), c); !s) return s;
             readers_now_.swap(pending_readers_[b]);
             pending_readers_[b].clear();
+            const std::int64_t t0 = params_.trace ? trace_now() : 0;
             if (status s = copy_inputs(sp); !s) return s;
+            if (params_.trace && sp.in1 > sp.in0) {
+                if (status s = set_.synchronize(b); !s) return s;
+                trace_copy(sp, t0);
+            }
+            const std::int64_t t1 = params_.trace ? trace_now() : 0;
             apply(sp.rw0, sp.rw1, cur_copy_);
             status s;
             try {
@@ -1161,14 +1182,37 @@ private:
             }
             restore(sp.rw0, sp.rw1);
             if (!s) return s;
+            if (params_.trace) {
+                if (status st = set_.synchronize(b); !st) return st;
+                trace_.push_back({trace_event::kind::compute, static_cast<std::size_t>(&sp - splits_.data()), b,
+                                  sp.last - sp.first, 0, t1, trace_now()});
+            }
             if (status r = set_.record(b, cur_copy_); !r) return r;
             prev = sp.backend;
         }
         return {};
     }
 
+    [[nodiscard]] std::int64_t trace_now() const {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - trace_start_)
+            .count();
+    }
+    void trace_copy(const split_rec& sp, std::int64_t t0) {
+        std::size_t bytes = 0;
+        for (std::uint32_t k = sp.in0; k < sp.in1; ++k) bytes += ts_[static_cast<std::size_t>(split_inputs_[k])]->nbytes();
+        trace_.push_back({trace_event::kind::copy, static_cast<std::size_t>(&sp - splits_.data()),
+                          static_cast<std::size_t>(sp.backend), sp.in1 - sp.in0, bytes, t0, trace_now()});
+    }
+    [[nodiscard]] std::vector<std::string> backend_names() const {
+        std::vector<std::string> v;
+        for (std::size_t i = 0; i < nb_; ++i) v.emplace_back(set_.name(i));
+        return v;
+    }
+
     Set set_;
     scheduler_params params_;
+    std::vector<trace_event> trace_;
+    std::chrono::steady_clock::time_point trace_start_{};
     std::size_t nb_;
     graph_allocator galloc_;
     eval_callback eval_;

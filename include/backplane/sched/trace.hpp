@@ -1,0 +1,132 @@
+#pragma once
+// Execution traces of a scheduler's computes (scheduler_params::trace): what each split
+// did and when, as Chrome trace JSON (chrome://tracing, ui.perfetto.dev) or as a table per
+// backend.
+//
+// Times are host times (steady_clock) from the start of the compute. To time each piece,
+// a traced compute synchronizes a split's backend after its input copies and after its
+// nodes, so backends do not overlap while tracing.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace backplane {
+
+/// One timed piece of a traced compute.
+struct trace_event {
+    enum class kind : std::uint8_t {
+        copy,    ///< the split's inputs copied into its backend's memory
+        compute, ///< the split's nodes computed
+    };
+    kind what = kind::compute;
+    std::size_t split = 0;   ///< index of the split in the plan
+    std::size_t backend = 0; ///< index of the backend that ran it
+    std::size_t items = 0;   ///< nodes computed, or tensors copied
+    std::size_t bytes = 0;   ///< bytes copied (copy events)
+    std::int64_t start_ns = 0, end_ns = 0; ///< since the start of the compute
+};
+
+namespace detail {
+
+inline void json_escape(std::string& out, std::string_view s) {
+    for (const char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+                out += buf;
+            } else {
+                out += c;
+            }
+        }
+    }
+}
+
+inline std::string microseconds(std::int64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1000.0);
+    return buf;
+}
+
+} // namespace detail
+
+/// The events as Chrome trace JSON: one track (thread) per backend, named after it.
+inline std::string trace_to_chrome_json(std::span<const trace_event> events, std::span<const std::string> backend_names) {
+    std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+    bool first = true;
+    const auto sep = [&] {
+        if (!first) out += ',';
+        first = false;
+    };
+    for (std::size_t b = 0; b < backend_names.size(); ++b) {
+        sep();
+        out += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(b) + ",\"args\":{\"name\":\"";
+        detail::json_escape(out, backend_names[b]);
+        out += "\"}}";
+    }
+    for (const trace_event& e : events) {
+        sep();
+        const bool copy = e.what == trace_event::kind::copy;
+        out += "{\"name\":\"";
+        out += copy ? "copy inputs of split " : "split ";
+        out += std::to_string(e.split) + "\",\"cat\":\"" + (copy ? "copy" : "compute") + "\",\"ph\":\"X\",\"pid\":0,\"tid\":" +
+               std::to_string(e.backend) + ",\"ts\":" + detail::microseconds(e.start_ns) +
+               ",\"dur\":" + detail::microseconds(e.end_ns - e.start_ns) + ",\"args\":{\"" +
+               (copy ? "tensors" : "nodes") + "\":" + std::to_string(e.items);
+        if (copy) out += ",\"bytes\":" + std::to_string(e.bytes);
+        out += "}}";
+    }
+    out += "]}\n";
+    return out;
+}
+
+/// Per backend: splits computed, compute time, input copies, bytes and copy time.
+inline std::string trace_summary(std::span<const trace_event> events, std::span<const std::string> backend_names) {
+    struct row {
+        std::size_t computes = 0, nodes = 0, copies = 0, tensors = 0, bytes = 0;
+        std::int64_t compute_ns = 0, copy_ns = 0;
+    };
+    std::vector<row> rows(backend_names.size());
+    std::int64_t end = 0;
+    for (const trace_event& e : events) {
+        if (e.backend >= rows.size()) rows.resize(e.backend + 1);
+        row& r = rows[e.backend];
+        if (e.what == trace_event::kind::copy) {
+            ++r.copies;
+            r.tensors += e.items;
+            r.bytes += e.bytes;
+            r.copy_ns += e.end_ns - e.start_ns;
+        } else {
+            ++r.computes;
+            r.nodes += e.items;
+            r.compute_ns += e.end_ns - e.start_ns;
+        }
+        end = std::max(end, e.end_ns);
+    }
+    std::string out = "backend          splits    nodes  compute ms  copies  tensors       bytes  copy ms\n";
+    char line[160];
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+        const row& r = rows[b];
+        const std::string name = b < backend_names.size() ? backend_names[b] : "#" + std::to_string(b);
+        std::snprintf(line, sizeof line, "%-14.14s %8zu %8zu %11.3f %7zu %8zu %11zu %8.3f\n", name.c_str(), r.computes,
+                      r.nodes, static_cast<double>(r.compute_ns) * 1e-6, r.copies, r.tensors, r.bytes,
+                      static_cast<double>(r.copy_ns) * 1e-6);
+        out += line;
+    }
+    std::snprintf(line, sizeof line, "total: %.3f ms\n", static_cast<double>(end) * 1e-6);
+    out += line;
+    return out;
+}
+
+} // namespace backplane
