@@ -101,14 +101,21 @@ struct blob {
 ${arrays}/// Every variant, sorted by name.
 ${all_decl}
 
-/// The variant called `name`, or nullptr.
+/// The variant called `name`, or nullptr (a binary search: every compute looks up
+/// the shader of each of its nodes).
 [[nodiscard]] constexpr const blob* find(std::string_view name) noexcept {
-    for (const blob& b : all) {
-        if (b.name == name) {
-            return &b;
+    const blob* first = std::begin(all);
+    std::size_t n = std::size(all);
+    while (n > 0) { // the first variant not less than name
+        const std::size_t half = n / 2;
+        if (first[half].name < name) {
+            first += half + 1;
+            n -= half + 1;
+        } else {
+            n = half;
         }
     }
-    return nullptr;
+    return first != std::end(all) && first->name == name ? first : nullptr;
 }
 
 } // namespace backplane::vulkan::spirv

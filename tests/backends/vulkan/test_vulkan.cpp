@@ -192,3 +192,19 @@ TEST_CASE("vulkan: supports_op follows the device's features", "[vulkan][feature
     small.max_binding = 1024;
     CHECK_FALSE(supports(*f32_only, small));
 }
+
+TEST_CASE("vulkan: the embedded shaders are sorted and found by name", "[vulkan][spirv]") {
+    const auto& all = vulkan::spirv::all;
+    REQUIRE(std::size(all) > 0);
+    for (std::size_t i = 0; i < std::size(all); ++i) {
+        INFO(all[i].name);
+        if (i > 0) CHECK(all[i - 1].name < all[i].name); // find's binary search relies on it
+        CHECK(vulkan::spirv::find(all[i].name) == &all[i]);
+        CHECK(all[i].n_words > 5); // a SPIR-V header at least
+        CHECK(all[i].words[0] == 0x07230203u);
+    }
+    CHECK(vulkan::spirv::find("") == nullptr);
+    CHECK(vulkan::spirv::find("no_such_shader") == nullptr);
+    CHECK(vulkan::spirv::find("zzz") == nullptr);
+    static_assert(vulkan::spirv::find("cpy_f32_f32") != nullptr);
+}

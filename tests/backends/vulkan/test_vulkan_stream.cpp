@@ -328,14 +328,9 @@ llama_run llama_scheduled(const test::llama_params& p, const BT1& first, const B
 void check_close(const std::vector<float>& want, const std::vector<float>& got) {
     REQUIRE(want.size() == got.size());
     for (float v : got) REQUIRE(std::isfinite(v));
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        const double d = static_cast<double>(want[i]) - got[i];
-        num += d * d;
-        den += static_cast<double>(want[i]) * want[i];
-    }
-    INFO("nmse " << num / den);
-    CHECK(num / den <= 1e-6);
+    const double e = test::nmse_of(want, got);
+    INFO("nmse " << e);
+    CHECK(e <= 1e-6);
 }
 
 } // namespace

@@ -53,10 +53,8 @@ struct launch {
     mem_range write;
 
     [[nodiscard]] bool same_work(const launch& o) const noexcept {
-        return shader == o.shader && groups == o.groups && ids == o.ids &&
-               std::memcmp(&pc, &o.pc, sizeof pc) == 0 && bind[0].offset == o.bind[0].offset &&
-               bind[1].offset == o.bind[1].offset && bind[2].offset == o.bind[2].offset &&
-               bind[0].range == o.bind[0].range && bind[1].range == o.bind[1].range && bind[2].range == o.bind[2].range;
+        return shader == o.shader && groups == o.groups && ids == o.ids && bind == o.bind &&
+               std::memcmp(&pc, &o.pc, sizeof pc) == 0;
     }
 };
 
@@ -114,10 +112,7 @@ struct stream_state {
     ~stream_state() {
         if (!dev || !dev->device) return;
         auto& d = dev->device;
-        if (timeline) {
-            if (xfer) { // recorded but never submitted: nothing to wait for
-                xfer.end();
-            }
+        if (timeline) { // transfers recorded but never submitted are dropped with the pool
             if (submitted != 0) (void)d.waitSemaphores(vk::SemaphoreWaitInfo({}, timeline, submitted), UINT64_MAX);
             d.destroySemaphore(timeline);
         }
@@ -485,17 +480,18 @@ private:
             if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
             if (node->op == op_kind::none || is_view_op(node->op)) continue;
             vulkan::detail::dispatch d;
-            if (!cpu::supports_op(*node) || !vulkan::detail::plan(*node, dev.feats, d))
+            switch (vulkan::detail::check(*node, dev.feats, d)) {
+            case vulkan::detail::refusal::none: break;
+            case vulkan::detail::refusal::op:
                 return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " (op " +
                                                  std::string(to_string(node->op)) + ", " +
                                                  std::string(to_string(node->type)) + ") is not supported"};
-            for (const tensor* t : {node, node->src[0], node->src[1]})
-                if (t != nullptr && !vulkan::detail::bindable(*t, dev.feats))
-                    return {errc::not_supported,
-                            prefix() + "tensor " + backplane::detail::describe(t) + " of node " +
-                                backplane::detail::describe(node) + " (" + std::to_string(t->nbytes()) +
-                                " bytes) does not fit one storage-buffer binding (" +
-                                std::to_string(dev.max_storage_range()) + " bytes) or 32-bit indices"};
+            case vulkan::detail::refusal::binding:
+                return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) +
+                                                 ": a tensor does not fit one storage-buffer binding (" +
+                                                 std::to_string(dev.max_storage_range()) +
+                                                 " bytes) or 32-bit indices"};
+            }
             const auto* blob = vulkan::spirv::find(d.shader);
             if (blob == nullptr) return {errc::not_supported, prefix() + "no shader '" + std::string(d.shader) + "'"};
             auto& l = launches.emplace_back();

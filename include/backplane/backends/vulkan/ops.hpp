@@ -58,14 +58,27 @@ inline bool bindable(const tensor& t, const features& f) noexcept {
     return shape32(t, ne, nb) && t.nbytes() <= f.max_binding;
 }
 
+/// Why a node cannot be computed (check()).
+enum class refusal : std::uint8_t {
+    none,    ///< it can: `d` holds its dispatch
+    op,      ///< no kernel for its op with these types on this device
+    binding, ///< a tensor exceeds 32-bit indices or one storage-buffer binding
+};
+
+/// Plans t (not a view or a leaf) into `d`, or says why not.
+inline refusal check(const tensor& t, const features& f, dispatch& d) noexcept {
+    if (!cpu::supports_op(t) || !plan(t, f, d)) return refusal::op;
+    if (!bindable(t, f)) return refusal::binding;
+    for (const tensor* s : t.src)
+        if (s != nullptr && !bindable(*s, f)) return refusal::binding;
+    return refusal::none;
+}
+
 /// Whether the Vulkan backend computes t (views and leafs: always).
 inline bool supports(const tensor& t, const features& f) noexcept {
     if (t.op == op_kind::none || is_view_op(t.op)) return true;
-    if (!cpu::supports_op(t) || !bindable(t, f)) return false;
-    for (const tensor* s : t.src)
-        if (s != nullptr && !bindable(*s, f)) return false;
     dispatch d;
-    return plan(t, f, d);
+    return check(t, f, d) == refusal::none;
 }
 
 } // namespace backplane::vulkan::detail
