@@ -377,3 +377,29 @@ TEST_CASE("vulkan + scheduler: the llama graph over two logical Vulkan devices a
     CHECK(v1->stats().computes > 0);
     check_validation();
 }
+
+TEST_CASE("vulkan stream: one graph queued several times without waiting runs in order", "[vulkan][stream]") {
+    auto dev = open_or_skip(false);
+    if (!dev) return;
+    auto be = dev->make_backend();
+    REQUIRE(be);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_1d(elem_type::f32, 1 << 14);
+    tensor* step = cpy(ctx, scale(ctx, x, 2.0f, 1.0f), x); // x = 2x + 1, in x's memory
+    graph g(step);
+    auto bufs = alloc_tensors(ctx, dev->buffer_type());
+    REQUIRE(bufs);
+    const auto v = random_floats(1 << 14, 8);
+    REQUIRE(tensor_set(*x, v.data(), 0, v.size() * sizeof(float)));
+    for (int i = 0; i < 4; ++i) REQUIRE(be->compute(g)); // one recording, submitted 4 times
+    REQUIRE(be->synchronize());
+    CHECK(be->stats().recorded == 1);
+    CHECK(be->stats().computes == 4);
+    const auto got = read(*x);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        float want = v[i];
+        for (int k = 0; k < 4; ++k) want = want * 2.0f + 1.0f;
+        REQUIRE(got[i] == want);
+    }
+    check_validation();
+}
