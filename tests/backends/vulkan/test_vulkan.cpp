@@ -206,5 +206,5 @@ TEST_CASE("vulkan: the embedded shaders are sorted and found by name", "[vulkan]
     CHECK(vulkan::spirv::find("") == nullptr);
     CHECK(vulkan::spirv::find("no_such_shader") == nullptr);
     CHECK(vulkan::spirv::find("zzz") == nullptr);
-    static_assert(vulkan::spirv::find("cpy_f32_f32") != nullptr);
+    CHECK(vulkan::spirv::find("cpy_f32_f32") != nullptr);
 }
