@@ -730,6 +730,7 @@ TEST_CASE("status", "[concepts][status]") {
         {errc::not_supported, "not supported"},
         {errc::aborted, "aborted"},
         {errc::device_error, "device error"},
+        {errc::not_found, "not found"},
         {errc::failed, "failed"}};
     for (auto [c, n] : names) CHECK(to_string(c) == n);
 }

@@ -166,6 +166,22 @@ inline void fill_inputs(random_graph& r, std::uint32_t seed) {
         if (r.g.contains(r.inputs[i])) fill_seeded(*r.inputs[i], seed * 7919u + static_cast<std::uint32_t>(i));
 }
 
+/// The outputs of random graph `seed` built with every weight in host memory, computed
+/// by the CPU backend's reference kernels: what any schedule of it must give.
+inline std::vector<std::vector<float>> random_reference_outputs(std::uint32_t seed, int n_homes) {
+    context ctx(context_params{.no_alloc = false});
+    random_graph r = make_random_graph(ctx, seed, n_homes, [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int) {
+        return ctx.new_tensor_2d(type, ne0, ne1);
+    });
+    fill_weights(r, seed);
+    fill_inputs(r, seed);
+    cpu_backend cpu(cpu_backend_params{.n_threads = 1, .reference = true});
+    REQUIRE(cpu.compute(r.g));
+    std::vector<std::vector<float>> out;
+    for (tensor* o : r.outputs) out.push_back(read_f32(*o));
+    return out;
+}
+
 /// A set of test devices whose supported ops are a random subset (views always).
 inline test_device_params random_support(std::string name, std::uint32_t seed) {
     std::mt19937 rng(seed);

@@ -22,22 +22,6 @@ namespace {
 
 constexpr int graphs_per_set = 100; // x 2 sets = 200 graphs
 
-/// The reference: the same graph, everything in host memory, computed by the CPU
-/// backend's reference kernels.
-std::vector<std::vector<float>> reference_outputs(std::uint32_t seed, int n_homes) {
-    context ctx(context_params{.no_alloc = false});
-    random_graph r = make_random_graph(ctx, seed, n_homes, [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int) {
-        return ctx.new_tensor_2d(type, ne0, ne1);
-    });
-    fill_weights(r, seed);
-    fill_inputs(r, seed);
-    cpu_backend cpu(cpu_backend_params{.n_threads = 1, .reference = true});
-    REQUIRE(cpu.compute(r.g));
-    std::vector<std::vector<float>> out;
-    for (tensor* o : r.outputs) out.push_back(read_f32(*o));
-    return out;
-}
-
 template <class Sched>
 void check_plan_invariants(Sched& sched, const random_graph& r) {
     auto& set = sched.backends();
@@ -120,7 +104,7 @@ void run_case(std::uint32_t seed, std::vector<buffer_type_ref> homes, Bs&... bac
     REQUIRE(s);
     check_plan_invariants(sched, r);
 
-    const auto expected = reference_outputs(seed, n_homes);
+    const auto expected = random_reference_outputs(seed, n_homes);
     REQUIRE(expected.size() == r.outputs.size());
     const double limit = r.has_f16 ? 5e-4 : 1e-6;
     for (std::size_t i = 0; i < r.outputs.size(); ++i) {

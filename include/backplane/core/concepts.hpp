@@ -20,6 +20,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 
@@ -291,6 +292,24 @@ concept plan_backend = backend<B> && requires(B& b, graph_view g) {
 template <class B>
 concept offload_backend = backend<B> && requires(const B& cb, const tensor& t) {
     { cb.offload_op(t) } -> std::convertible_to<bool>;
+};
+
+/// When a backend's device ran its latest compute, in nanoseconds of the device's own
+/// clock (comparable between the computes of one backend, not with the host's clock).
+struct device_span {
+    std::uint64_t start_ns = 0;
+    std::uint64_t end_ns = 0;
+};
+
+/// A backend that times its computes on the device (GPU timestamps): after
+/// `b.set_timing(true)`, each compute() also records when its work started and ended on
+/// the device; after synchronize(), `b.last_compute_time()` returns that span of the
+/// latest compute(), or nothing when timing is off, the device cannot time, or no
+/// compute ran since timing was turned on. The scheduler's execution traces use it.
+template <class B>
+concept timed_backend = backend<B> && requires(B& b, const B& cb, bool on) {
+    b.set_timing(on);
+    { cb.last_compute_time() } -> std::same_as<std::optional<device_span>>;
 };
 
 /// A backend whose default buffer type is host memory, known at compile time.

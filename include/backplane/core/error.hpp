@@ -28,6 +28,7 @@ enum class errc : std::uint8_t {
     not_supported,    ///< the backend cannot do this (op, type, buffer)
     aborted,          ///< the user's abort callback stopped the computation
     device_error,     ///< the device or driver reported a failure (see native code)
+    not_found,        ///< a named thing (a file, a device) does not exist
     failed,           ///< anything else
 };
 
@@ -41,6 +42,7 @@ constexpr std::string_view to_string(errc c) noexcept {
     case errc::not_supported: return "not supported";
     case errc::aborted: return "aborted";
     case errc::device_error: return "device error";
+    case errc::not_found: return "not found";
     case errc::failed: return "failed";
     }
     return "unknown";

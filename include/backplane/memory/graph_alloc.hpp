@@ -203,6 +203,31 @@ public:
         });
     }
 
+    /// Plans a graph as alloc_graph() would and returns the bytes each buffer id would
+    /// need (under the lowest id sharing its buffer type and 0 under the others, as
+    /// buffer_size() reports), without allocating a buffer or touching a tensor. The plan
+    /// of the last alloc_graph() is dropped: the next alloc_graph() plans again.
+    [[nodiscard]] result<std::vector<std::size_t>> measure(std::span<tensor* const> nodes,
+                                                           std::span<tensor* const> leafs,
+                                                           std::span<const int> node_buffer_ids = {},
+                                                           std::span<const int> leaf_buffer_ids = {},
+                                                           const alloc_topology* topology = nullptr) {
+        std::vector<std::size_t> need;
+        status s = guarded([&]() -> status {
+            plan_valid_ = false;
+            if (status st = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); !st) return st;
+            if (status st = plan(); !st) return st;
+            plan_valid_ = false; // planned, not bound to buffers
+            need.assign(pool_of_id_.size(), 0);
+            for (const pool& p : pools_)
+                for (std::size_t c = 0; c < p.planner.n_chunks(); ++c)
+                    need[static_cast<std::size_t>(p.first_id)] += p.planner.peak(c);
+            return {};
+        });
+        if (!s) return s;
+        return need;
+    }
+
     /// Number of buffer ids (the length of the constructor's list).
     [[nodiscard]] std::size_t n_buffers() const noexcept { return pool_of_id_.size(); }
     /// The buffer type of buffer id `id`; throws backplane::error (out_of_range) for an id

@@ -8,12 +8,15 @@
 // the set by index:
 //
 //   size(), name(i), buffer_type(i)             what the backends are
+//   description(i), kind(i)                     their devices (cost model keys)
 //   supports_op(i, t), supports_buffer_type(i, bt), offload_op(i, t)
 //   compute(i, view), synchronize(i)            the stream
 //   copy_async(i, src, dst) -> bool             a device-side copy queued on backend i (the
 //                                               destination's); false: not possible
 //   init_events(n_copies), has_events(i),       per-(backend, copy) events, created by the
 //   record(i, c), wait(i, j, c), event_sync(i, c)  set for the backends that have them
+//   set_timing(i, on), last_compute_time(i)     device timestamps (timed_backend), else
+//                                               nothing
 //
 // Optional capabilities are detected with the refined concepts (async_backend,
 // event_backend, offload_backend); where a backend lacks one the set reports false or
@@ -51,6 +54,8 @@ concept backend_set = requires(S& s, const S& cs, std::size_t i, std::size_t j, 
                                graph_view g, const buffer_type_ref& bt) {
     { cs.size() } -> std::convertible_to<std::size_t>;
     { cs.name(i) } -> std::convertible_to<std::string_view>;
+    { cs.description(i) } -> std::convertible_to<std::string_view>;
+    { cs.kind(i) } -> std::same_as<device_kind>;
     { cs.buffer_type(i) } -> std::same_as<buffer_type_ref>;
     { cs.supports_op(i, ct) } -> std::same_as<bool>;
     { cs.supports_buffer_type(i, bt) } -> std::same_as<bool>;
@@ -60,6 +65,8 @@ concept backend_set = requires(S& s, const S& cs, std::size_t i, std::size_t j, 
     { s.copy_async(i, ct, t) } -> std::same_as<bool>;
     { s.init_events(c) } -> std::same_as<status>;
     { cs.has_events(i) } -> std::same_as<bool>;
+    { s.set_timing(i, true) } -> std::same_as<bool>;
+    { cs.last_compute_time(i) } -> std::same_as<std::optional<device_span>>;
     { s.record(i, c) } -> std::same_as<status>;
     { s.wait(i, j, c) } -> std::same_as<status>;
     { s.event_sync(i, c) } -> std::same_as<status>;
@@ -98,6 +105,35 @@ bool copy_async_of(B& b, const tensor& src, tensor& dst) {
         return b.copy_tensor_async(src, dst);
     else
         return false;
+}
+
+/// The description of b's device; its name when device() returns a temporary (whose
+/// description would not outlive the call).
+template <class B>
+std::string_view description_of(const B& b) {
+    if constexpr (std::is_lvalue_reference_v<decltype(b.device())>)
+        return b.device().description();
+    else
+        return b.name();
+}
+
+/// Turns device timing on or off; false when B cannot time on the device.
+template <class B>
+bool set_timing_of(B& b, bool on) {
+    if constexpr (timed_backend<B>) {
+        b.set_timing(on);
+        return true;
+    } else {
+        return (void)b, (void)on, false;
+    }
+}
+
+template <class B>
+std::optional<device_span> last_compute_time_of(const B& b) {
+    if constexpr (timed_backend<B>)
+        return b.last_compute_time();
+    else
+        return (void)b, std::nullopt;
 }
 
 template <class B>
@@ -158,6 +194,12 @@ public:
     [[nodiscard]] std::string_view name(std::size_t i) const {
         return dispatch(i, [](const auto& b, const auto&) -> std::string_view { return b.name(); });
     }
+    [[nodiscard]] std::string_view description(std::size_t i) const {
+        return dispatch(i, [](const auto& b, const auto&) { return detail::description_of(b); });
+    }
+    [[nodiscard]] device_kind kind(std::size_t i) const {
+        return dispatch(i, [](const auto& b, const auto&) -> device_kind { return b.device().kind(); });
+    }
     [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const {
         return dispatch(i, [](const auto& b, const auto&) {
             return buffer_type_ref(const_cast<std::remove_cvref_t<decltype(b)>&>(b).buffer_type());
@@ -189,6 +231,13 @@ public:
     }
     [[nodiscard]] bool has_events(std::size_t i) const {
         return dispatch(i, [](const auto&, const auto& e) { return detail::has_events_of(e); });
+    }
+    /// Device timing on or off for backend i; false when it cannot time on its device.
+    bool set_timing(std::size_t i, bool on) {
+        return dispatch(i, [&](auto& b, auto&) { return detail::set_timing_of(b, on); });
+    }
+    [[nodiscard]] std::optional<device_span> last_compute_time(std::size_t i) const {
+        return dispatch(i, [](const auto& b, const auto&) { return detail::last_compute_time_of(b); });
     }
     [[nodiscard]] status record(std::size_t i, int c) {
         return dispatch(i, [&](auto& b, auto& e) -> status {
@@ -275,6 +324,8 @@ public:
         : self_(&b), vt_(&table_for<B>) {}
 
     [[nodiscard]] std::string_view name() const { return vt_->name(self_); }
+    [[nodiscard]] std::string_view description() const { return vt_->description(self_); }
+    [[nodiscard]] device_kind kind() const { return vt_->kind(self_); }
     [[nodiscard]] buffer_type_ref buffer_type() const { return vt_->buffer_type(self_); }
     [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(self_, t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const {
@@ -286,6 +337,8 @@ public:
     [[nodiscard]] bool copy_tensor_async(const tensor& src, tensor& dst) const {
         return vt_->copy_async(self_, src, dst);
     }
+    bool set_timing(bool on) const { return vt_->set_timing(self_, on); }
+    [[nodiscard]] std::optional<device_span> last_compute_time() const { return vt_->last_compute_time(self_); }
     /// The backend's address (identity).
     [[nodiscard]] const void* id() const noexcept { return self_; }
 
@@ -308,6 +361,8 @@ public:
 private:
     struct table {
         std::string_view (*name)(void*);
+        std::string_view (*description)(void*);
+        device_kind (*kind)(void*);
         buffer_type_ref (*buffer_type)(void*);
         bool (*supports_op)(void*, const tensor&);
         bool (*supports_buffer_type)(void*, const buffer_type_ref&);
@@ -315,6 +370,8 @@ private:
         status (*compute)(void*, graph_view);
         status (*synchronize)(void*);
         bool (*copy_async)(void*, const tensor&, tensor&);
+        bool (*set_timing)(void*, bool);
+        std::optional<device_span> (*last_compute_time)(void*);
         event_ptr (*make_event)(void*);
         status (*record)(void*, void*);
         status (*wait)(void*, void*);
@@ -329,6 +386,8 @@ private:
     template <class B>
     static constexpr table table_for{
         [](void* p) -> std::string_view { return self<B>(p).name(); },
+        [](void* p) { return detail::description_of(self<B>(p)); },
+        [](void* p) -> device_kind { return self<B>(p).device().kind(); },
         [](void* p) { return buffer_type_ref(self<B>(p).buffer_type()); },
         [](void* p, const tensor& t) -> bool { return self<B>(p).supports_op(t); },
         [](void* p, const buffer_type_ref& bt) -> bool { return self<B>(p).supports_buffer_type(bt); },
@@ -336,6 +395,8 @@ private:
         [](void* p, graph_view g) -> status { return self<B>(p).compute(g); },
         [](void* p) -> status { return self<B>(p).synchronize(); },
         [](void* p, const tensor& s, tensor& d) { return detail::copy_async_of(self<B>(p), s, d); },
+        [](void* p, bool on) { return detail::set_timing_of(self<B>(p), on); },
+        [](void* p) { return detail::last_compute_time_of(std::as_const(self<B>(p))); },
         [](void* p) -> event_ptr {
             if constexpr (event_backend<B>) {
                 using E = typename B::event_t;
@@ -391,6 +452,8 @@ public:
     }
 
     [[nodiscard]] std::string_view name(std::size_t i) const { return backends_[i].name(); }
+    [[nodiscard]] std::string_view description(std::size_t i) const { return backends_[i].description(); }
+    [[nodiscard]] device_kind kind(std::size_t i) const { return backends_[i].kind(); }
     [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const { return backends_[i].buffer_type(); }
     [[nodiscard]] bool supports_op(std::size_t i, const tensor& t) const { return backends_[i].supports_op(t); }
     [[nodiscard]] bool supports_buffer_type(std::size_t i, const buffer_type_ref& bt) const {
@@ -418,6 +481,10 @@ public:
         return {};
     }
     [[nodiscard]] bool has_events(std::size_t i) const noexcept { return i < events_.size() && !events_[i].empty(); }
+    bool set_timing(std::size_t i, bool on) { return backends_[i].set_timing(on); }
+    [[nodiscard]] std::optional<device_span> last_compute_time(std::size_t i) const {
+        return backends_[i].last_compute_time();
+    }
     [[nodiscard]] status record(std::size_t i, int c) {
         if (!has_events(i)) return {};
         return backends_[i].record(events_[i][static_cast<std::size_t>(c)].get());

@@ -56,17 +56,20 @@
 #include <backplane/memory/host_buffer.hpp>
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/sched/backend_set.hpp>
+#include <backplane/sched/placement.hpp>
 #include <backplane/sched/trace.hpp>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,6 +96,8 @@ enum class placement_cause : std::uint16_t {
     best,     ///< the supporting backend that reads most of its sources in place
     source,   ///< a view takes its source's backend, a source its consumer's
     fallback, ///< the first backend that supports it
+    cost,     ///< the cost policy's choice (explain() gives its estimates)
+    memory,   ///< moved off a backend whose memory cap the plan exceeded
 };
 
 constexpr std::string_view to_string(placement_cause c) noexcept {
@@ -108,6 +113,8 @@ constexpr std::string_view to_string(placement_cause c) noexcept {
     case placement_cause::best: return "best";
     case placement_cause::source: return "source";
     case placement_cause::fallback: return "fallback";
+    case placement_cause::cost: return "cost";
+    case placement_cause::memory: return "memory cap";
     }
     return "?";
 }
@@ -120,8 +127,46 @@ struct scheduler_params {
     bool op_offload = true;
     /// Record an execution trace of each compute (trace(), sched/trace.hpp). A traced
     /// compute synchronizes each split's backend after its copies and after its nodes to
-    /// time them, so backends do not overlap.
+    /// time them, so backends do not overlap. Backends that time on the device
+    /// (timed_backend) also report when their nodes ran there.
     bool trace = false;
+    /// Per backend index: the most bytes of compute buffers the scheduler may hold for it
+    /// (0, or no entry: no cap). Plans move work off a backend until its buffers fit; a
+    /// plan that cannot fit fails with errc::alloc_failed. Backends sharing a buffer type
+    /// share one buffer: the first of them's cap applies.
+    std::vector<std::size_t> memory_caps = {};
+    /// A split that copies weights from memory its backend cannot read ends before the
+    /// next such weight once it has copied more than this many bytes of them, so that
+    /// the copies' memory is reused (pass 5). 0: before every such weight (ggml's rule);
+    /// more: fewer splits, more memory for copies. policy_default: 0 under the greedy
+    /// policy, 64 MiB under the cost policy.
+    std::size_t weight_copy_batch = policy_default;
+    static constexpr std::size_t policy_default = std::numeric_limits<std::size_t>::max();
+};
+
+/// What a plan needs, from dry_run(): computed without allocating anything.
+struct plan_summary {
+    std::size_t n_nodes = 0;
+    std::size_t n_splits = 0;
+    std::size_t n_copies = 0;   ///< tensors copied between backends per run
+    std::size_t copy_bytes = 0; ///< their bytes
+    /// Per backend: bytes of compute buffers the plan needs (backends sharing a buffer
+    /// type: under the first of them, 0 under the others, as buffer_size()).
+    std::vector<std::size_t> compute_bytes;
+    /// Per backend: bytes of the graph's tensors that already have memory of that
+    /// backend's buffer type (weights, typically; counted like compute_bytes).
+    std::vector<std::size_t> resident_bytes;
+    /// Per node of the graph: the backend it runs on.
+    std::vector<std::int32_t> assignment;
+    /// The cost model's estimate of one compute, in seconds, and of the greedy plan
+    /// (the cost policy; NaN under the greedy policy, which has no model).
+    double estimated_seconds = std::numeric_limits<double>::quiet_NaN();
+    double greedy_estimated_seconds = std::numeric_limits<double>::quiet_NaN();
+
+    /// compute_bytes + resident_bytes of backend b.
+    [[nodiscard]] std::size_t peak_bytes(std::size_t b) const {
+        return (b < compute_bytes.size() ? compute_bytes[b] : 0) + (b < resident_bytes.size() ? resident_bytes[b] : 0);
+    }
 };
 
 /// The eval callback: asked for each node of a split in order with ask = true ("will you
@@ -168,16 +213,19 @@ inline bool has_memory(const tensor& t) noexcept {
 
 } // namespace detail
 
-/// The scheduler over a backend set (see the header comment). scheduler<B0, ..., Bn> is
-/// this over a tuple of backend references; dynamic_scheduler over a run-time list.
-/// Not thread-safe: one thread drives a scheduler.
-template <backend_set Set>
+/// The scheduler over a backend set (see the header comment), placing nodes by `Policy`
+/// (sched/placement.hpp). scheduler<B0, ..., Bn> is this over a tuple of backend
+/// references; policy_scheduler<P, B0, ..., Bn> the same with policy P;
+/// dynamic_scheduler over a run-time list. Not thread-safe: one thread drives a
+/// scheduler.
+template <backend_set Set, class Policy = greedy_policy>
 class basic_scheduler {
 public:
     /// Throws backplane::error for an empty set, n_copies < 1, or a last backend whose
     /// buffer type is not host memory.
-    explicit basic_scheduler(Set backends, scheduler_params params = {})
-        : set_(std::move(backends)), params_(params), nb_(set_.size()), galloc_(make_allocator(set_)) {
+    explicit basic_scheduler(Set backends, scheduler_params params = {}, Policy policy = {})
+        : set_(std::move(backends)), params_(std::move(params)), policy_(std::move(policy)), nb_(set_.size()),
+          galloc_(make_allocator(set_)) {
         if (params_.n_copies < 1)
             throw error("scheduler: n_copies must be at least 1, got " + std::to_string(params_.n_copies),
                         errc::invalid_argument);
@@ -189,12 +237,18 @@ public:
         if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
         pending_readers_.resize(nb_);
         for (std::size_t b = 0; b < nb_; ++b) bt_.push_back(set_.buffer_type(b)); // fixed for its life
+        if constexpr (Policy::uses_costs)
+            if (status s = policy_.attach(set_); !s) throw error(s.message(), s.code());
+        if (params_.trace)
+            for (std::size_t b = 0; b < nb_; ++b) (void)set_.set_timing(b, true);
     }
 
     basic_scheduler(const basic_scheduler&) = delete;
     basic_scheduler& operator=(const basic_scheduler&) = delete;
 
     [[nodiscard]] Set& backends() noexcept { return set_; }
+    [[nodiscard]] Policy& policy() noexcept { return policy_; }
+    [[nodiscard]] const Policy& policy() const noexcept { return policy_; }
     [[nodiscard]] std::size_t n_backends() const noexcept { return nb_; }
 
     // -- assignments ---------------------------------------------------------------------
@@ -246,7 +300,68 @@ public:
     /// to_dot() then show its plan (until the next call that takes a graph, or reset()).
     /// g is left as it was.
     [[nodiscard]] status plan(const graph& g) {
-        return guarded([&]() -> status { return split(g); });
+        return guarded([&]() -> status {
+            if (status s = split(g); !s) return s;
+            return fit_caps(g);
+        });
+    }
+
+    /// A dry run: plan(g), then what the plan needs (plan_summary) without allocating
+    /// anything, so that a program can choose what to offload before it loads a model:
+    /// weights not allocated yet can be assigned with set_backend() and are then counted
+    /// in their backend's compute_bytes. With memory caps the plan respects them (or this
+    /// fails). The accessors, describe() and to_dot() then show the plan.
+    [[nodiscard]] result<plan_summary> dry_run(const graph& g) {
+        plan_summary out;
+        status st = guarded([&]() -> status {
+            if (status s = split(g); !s) return s;
+            if (status s = fit_caps(g); !s) return s;
+            auto need = measure(g);
+            if (!need) return need.error();
+            out.compute_bytes = std::move(*need);
+            return {};
+        });
+        if (!st) return st;
+        out.n_nodes = n_nodes_;
+        out.n_splits = splits_.size();
+        out.n_copies = split_inputs_.size();
+        for (std::int32_t s : split_inputs_) out.copy_bytes += ts_[static_cast<std::size_t>(s)]->nbytes();
+        out.resident_bytes.assign(nb_, 0);
+        for (std::size_t i = 0; i < ts_.size(); ++i) {
+            const tensor& t = *ts_[i];
+            if (t.view_src != nullptr || !has(i, info_memory)) continue;
+            const std::uint32_t k = info_[i].mem - 1;
+            for (std::size_t b = 0; b < nb_; ++b)
+                if (type_index(bt_[b]) == k) {
+                    out.resident_bytes[b] += t.nbytes();
+                    break;
+                }
+        }
+        out.assignment.assign(bid_.begin(), bid_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
+        if constexpr (Policy::uses_costs) {
+            if (has_estimate_) {
+                out.estimated_seconds = result_.seconds;
+                out.greedy_estimated_seconds = result_.greedy_seconds;
+            }
+        }
+        return out;
+    }
+
+    /// Why node `t` of the last plan runs where it does, in words; under the cost
+    /// policy with the estimates of each backend and the copies it causes.
+    [[nodiscard]] std::string explain(const tensor& t) const;
+
+    /// The cost model's estimate of one compute of the last plan, and of the greedy plan,
+    /// in seconds (NaN without a cost policy or a plan).
+    [[nodiscard]] double estimated_seconds() const noexcept {
+        if constexpr (Policy::uses_costs)
+            if (graph_nodes_ != nullptr && has_estimate_) return result_.seconds;
+        return std::numeric_limits<double>::quiet_NaN();
+    }
+    [[nodiscard]] double greedy_estimated_seconds() const noexcept {
+        if constexpr (Policy::uses_costs)
+            if (graph_nodes_ != nullptr && has_estimate_) return result_.greedy_seconds;
+        return std::numeric_limits<double>::quiet_NaN();
     }
 
     /// Sizes the backends' buffers for `g` (a worst-case graph) without placing its
@@ -255,6 +370,7 @@ public:
     [[nodiscard]] status reserve(const graph& g) {
         return guarded([&]() -> status {
             if (status s = split(g); !s) return s;
+            if (status s = fit_caps(g); !s) return s;
             build_alloc_lists(g);
             apply_all(cur_copy_);
             status s = galloc_.reserve(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
@@ -274,6 +390,7 @@ public:
             next_copy_ = (next_copy_ + 1) % params_.n_copies;
             if (status s = wait_slot(cur_copy_); !s) return s;
             if (status s = split(g); !s) return s;
+            if (status s = fit_caps(g); !s) return s;
             build_alloc_lists(g);
             apply_all(cur_copy_);
             status s = galloc_.alloc_graph(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_,
@@ -850,6 +967,9 @@ private:
         }
         copy_of_.assign(ts_.size() * nb_, -1);
 
+        std::size_t batch = params_.weight_copy_batch;
+        if (batch == scheduler_params::policy_default) batch = Policy::uses_costs ? std::size_t{64} << 20 : 0;
+        std::size_t weights_copied = 0; // bytes of weights the current split copies
         std::size_t i = 0;
         while (i < n_nodes_ && has(i, info_view_op)) ++i;
         std::int32_t cur = i < n_nodes_ ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
@@ -862,8 +982,10 @@ private:
             if (!new_split && sp->in1 > sp->in0) {
                 for (std::int32_t s : srcs_of(i)) {
                     if (s < 0) continue;
-                    if (has(static_cast<std::size_t>(s), info_weights) && bid_[static_cast<std::size_t>(s)] != cur &&
-                        !readable(s, static_cast<std::size_t>(cur))) {
+                    const auto su = static_cast<std::size_t>(s);
+                    if (has(su, info_weights) && bid_[su] != cur && !readable(s, static_cast<std::size_t>(cur)) &&
+                        (batch == 0 || (copy_of_[su * nb_ + static_cast<std::size_t>(cur)] < 0 &&
+                                        weights_copied + ts_[su]->nbytes() > batch))) {
                         new_split = true;
                         break;
                     }
@@ -876,6 +998,7 @@ private:
                 splits_.push_back(split_rec{b, static_cast<std::uint32_t>(i), 0, in, in, rw, rw});
                 sp = &splits_.back();
                 cur = b;
+                weights_copied = 0;
             }
             const auto cb = static_cast<std::size_t>(cur);
             for (std::size_t j = 0; j < info_[i].nsrc; ++j) {
@@ -898,6 +1021,7 @@ private:
                     split_inputs_.push_back(s);
                     split_input_ptrs_.push_back(ts_[su]);
                     sp->in1 = static_cast<std::uint32_t>(split_inputs_.size());
+                    if (has(su, info_weights)) weights_copied += ts_[su]->nbytes();
                 }
                 rewrites_.push_back(rewrite{ts_[i], ts_[su], static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
                 sp->rw1 = static_cast<std::uint32_t>(rewrites_.size());
@@ -1050,9 +1174,222 @@ private:
             expand_single();
         }
         if (status s = pass_sources(); !s) return s;
+        if constexpr (Policy::uses_costs) {
+            has_estimate_ = false;
+            if (nb_ > 1) apply_policy();
+        }
         pass_splits();
         graph_nodes_ = g.nodes().data();
         return {};
+    }
+
+    // -- the cost policy ---------------------------------------------------------------------
+
+    // The placement problem of the numbered graph (placement.hpp), costs from the policy.
+    void build_problem(detail::placement_problem& p) {
+        for (std::size_t b = 0; b < nb_; ++b) (void)type_index(bt_[b]); // every backend's type numbered
+        const std::size_t nt = ts_.size();
+        p.nb = nb_;
+        p.n_nodes = n_nodes_;
+        p.computes.resize(n_nodes_);
+        p.fixed.resize(n_nodes_);
+        p.node_cost.resize(n_nodes_ * nb_);
+        p.srcs.resize(n_nodes_);
+        for (std::size_t i = 0; i < n_nodes_; ++i) {
+            const bool c = has(i, info_computes);
+            p.computes[i] = c ? 1 : 0;
+            const placement_cause why = cause_[i];
+            p.fixed[i] = !c || why == placement_cause::user || why == placement_cause::buffer ||
+                                 why == placement_cause::input
+                             ? bid_[i]
+                             : -1;
+            for (std::size_t b = 0; b < nb_; ++b)
+                p.node_cost[i * nb_ + b] = !c                ? 0.0
+                                           : supports(i, b) ? policy_.node_seconds(b, *ts_[i])
+                                                            : detail::placement_problem::unsupported;
+            p.srcs[i] = srcs_[i];
+            for (std::size_t j = info_[i].nsrc; j < max_srcs; ++j) p.srcs[i][j] = -1;
+        }
+        p.root.resize(nt);
+        p.mem.resize(nt);
+        p.home.resize(nt);
+        p.bytes.resize(nt);
+        for (std::size_t s = 0; s < nt; ++s) {
+            p.root[s] = s < vsrc_.size() && vsrc_[s] >= 0 ? vsrc_[s] : static_cast<std::int32_t>(s);
+            p.mem[s] = info_[s].mem != 0 ? static_cast<std::int32_t>(info_[s].mem - 1) : -1;
+            p.home[s] = s >= n_nodes_ ? bid_[s] : -1;
+            p.bytes[s] = static_cast<double>(ts_[s]->nbytes());
+        }
+        const std::size_t nk = bt_seen_.size();
+        p.n_types = nk;
+        p.reads.resize(nk * nb_);
+        p.link_latency.resize(nk * nb_);
+        p.link_bandwidth.resize(nk * nb_);
+        for (std::size_t k = 0; k < nk; ++k)
+            for (std::size_t b = 0; b < nb_; ++b) {
+                const bool r = reads_at(b, k);
+                p.reads[k * nb_ + b] = r ? 1 : 0;
+                if (r) {
+                    p.link_latency[k * nb_ + b] = 0;
+                    p.link_bandwidth[k * nb_ + b] = 1;
+                    continue;
+                }
+                const auto l = policy_.link(bt_seen_[k].name(), bt_seen_[k].is_host(), b);
+                p.link_latency[k * nb_ + b] = l.latency;
+                p.link_bandwidth[k * nb_ + b] = l.bandwidth;
+            }
+        p.backend_type.resize(nb_);
+        p.split_cost.resize(nb_);
+        p.names.resize(nb_);
+        for (std::size_t b = 0; b < nb_; ++b) {
+            p.backend_type[b] = static_cast<std::int32_t>(type_index(bt_[b]));
+            p.split_cost[b] = policy_.split_seconds(b);
+            p.names[b] = std::string(set_.name(b));
+        }
+    }
+
+    static bool same_problem(const detail::placement_problem& a, const detail::placement_problem& b) noexcept {
+        return a.nb == b.nb && a.n_nodes == b.n_nodes && a.computes == b.computes && a.fixed == b.fixed &&
+               a.node_cost == b.node_cost && a.srcs == b.srcs && a.root == b.root && a.mem == b.mem &&
+               a.home == b.home && a.bytes == b.bytes && a.reads == b.reads && a.link_latency == b.link_latency &&
+               a.link_bandwidth == b.link_bandwidth && a.backend_type == b.backend_type;
+    }
+
+    // Replaces the greedy assignment of the free nodes by the policy's (the same graph
+    // as last time reuses the last search).
+    void apply_policy() {
+        build_problem(next_problem_);
+        greedy_.assign(bid_.begin(), bid_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
+        if (!has_result_ || greedy_ != last_greedy_ || !same_problem(next_problem_, problem_)) {
+            std::swap(problem_, next_problem_);
+            result_ = policy_.optimize(problem_, greedy_);
+            last_greedy_ = greedy_;
+            has_result_ = true;
+        }
+        for (std::size_t i = 0; i < n_nodes_; ++i) {
+            if (!problem_.computes[i] || problem_.fixed[i] >= 0) continue;
+            set(i, result_.assign[i], placement_cause::cost);
+        }
+        derive_views();
+        has_estimate_ = true;
+    }
+
+    // Views whose memory is a node's (no memory of their own) follow that node.
+    void derive_views() {
+        for (std::size_t i = 0; i < n_nodes_; ++i) {
+            if (has(i, info_computes) || has(i, info_memory)) continue;
+            const std::int32_t r = vsrc_[i];
+            if (r < 0 || static_cast<std::size_t>(r) >= n_nodes_ || cause_[i] == placement_cause::user) continue;
+            bid_[i] = bid_[static_cast<std::size_t>(r)];
+        }
+    }
+
+    // -- memory caps ---------------------------------------------------------------------------
+
+    // The bytes each backend's compute buffers need for the current plan (see
+    // graph_allocator::measure).
+    result<std::vector<std::size_t>> measure(const graph& g) {
+        build_alloc_lists(g);
+        apply_all(cur_copy_);
+        auto r = galloc_.measure(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
+                                 &topology_);
+        restore_all();
+        return r;
+    }
+
+    std::size_t cap_of(std::size_t b) const noexcept {
+        return b < params_.memory_caps.size() ? params_.memory_caps[b] : 0;
+    }
+
+    // Moves work off backends whose compute buffers would exceed their caps: the latter
+    // half of the largest run of free nodes on such a backend goes to the cheapest other
+    // backend that supports each node (the last backend under the greedy policy) and was
+    // never over its cap, until every backend fits.
+    status fit_caps(const graph& g) {
+        bool any = false;
+        for (std::size_t b = 0; b < nb_; ++b) any = any || cap_of(b) != 0;
+        if (!any) return {};
+        std::vector<std::uint8_t> full(nb_, 0);
+        for (std::size_t round = 0; round <= n_nodes_; ++round) {
+            auto need = measure(g);
+            if (!need) return need.error();
+            std::size_t over = nb_;
+            for (std::size_t b = 0; b < nb_ && over == nb_; ++b)
+                if (cap_of(b) != 0 && (*need)[b] > cap_of(b)) over = b;
+            if (over == nb_) return {};
+            full[over] = 1;
+            // the largest run of movable nodes on `over`
+            std::size_t best_first = 0, best_len = 0, best_bytes = 0;
+            for (std::size_t i = 0; i < n_nodes_;) {
+                if (!movable(i, over)) {
+                    ++i;
+                    continue;
+                }
+                std::size_t j = i, bytes = 0, len = 0;
+                for (; j < n_nodes_ && (movable(j, over) || !has(j, info_computes)); ++j)
+                    if (has(j, info_computes)) {
+                        bytes += ts_[j]->nbytes();
+                        ++len;
+                    }
+                if (bytes > best_bytes || best_len == 0) {
+                    best_first = i;
+                    best_len = len;
+                    best_bytes = bytes;
+                }
+                i = j;
+            }
+            bool moved = false;
+            if (best_len > 0) {
+                std::size_t seen = 0;
+                for (std::size_t i = best_first; seen < best_len && i < n_nodes_; ++i) {
+                    if (!has(i, info_computes)) continue;
+                    if (seen++ < best_len / 2) continue; // the latter half (all of a single node)
+                    const std::int32_t to = cap_target(i, full);
+                    if (to < 0) continue;
+                    set(i, to, placement_cause::memory);
+                    moved = true;
+                }
+            }
+            if (!moved) {
+                const std::size_t n = (*need)[over];
+                return {errc::alloc_failed,
+                        "scheduler: the plan needs " + std::to_string(n) + " bytes of compute buffers on '" +
+                            std::string(set_.name(over)) + "', more than its memory cap of " +
+                            std::to_string(cap_of(over)) +
+                            " bytes, and no work left there can move to a backend under its cap"};
+            }
+            derive_views();
+            if constexpr (Policy::uses_costs)
+                if (has_estimate_) result_.seconds = policy_.evaluate(problem_, std::span<const std::int32_t>(bid_).first(n_nodes_));
+            pass_splits();
+        }
+        return {errc::alloc_failed, "scheduler: could not fit the plan under the memory caps"};
+    }
+
+    bool movable(std::size_t i, std::size_t b) const noexcept {
+        return has(i, info_computes) && bid_[i] == static_cast<std::int32_t>(b) &&
+               cause_[i] != placement_cause::user && cause_[i] != placement_cause::buffer &&
+               cause_[i] != placement_cause::input;
+    }
+
+    // Where a node moved off a full backend goes (-1: nowhere).
+    std::int32_t cap_target(std::size_t i, const std::vector<std::uint8_t>& full) {
+        std::int32_t to = -1;
+        if constexpr (Policy::uses_costs) {
+            double best = detail::placement_problem::unsupported;
+            for (std::size_t b = 0; b < nb_; ++b) {
+                if (full[b] || !supports(i, b)) continue;
+                const double c = policy_.node_seconds(b, *ts_[i]);
+                if (to < 0 || c < best) {
+                    best = c;
+                    to = static_cast<std::int32_t>(b);
+                }
+            }
+        } else {
+            for (std::size_t k = nb_; k-- > 0;)
+                if (!full[k] && supports(i, k)) return static_cast<std::int32_t>(k);
+        }
+        return to;
     }
 
     // -- rewrites ------------------------------------------------------------------------------
@@ -1184,13 +1521,34 @@ private:
             if (!s) return s;
             if (params_.trace) {
                 if (status st = set_.synchronize(b); !st) return st;
-                trace_.push_back({trace_event::kind::compute, static_cast<std::size_t>(&sp - splits_.data()), b,
-                                  sp.last - sp.first, 0, t1, trace_now()});
+                trace_event e{trace_event::kind::compute, static_cast<std::size_t>(&sp - splits_.data()), b,
+                              sp.last - sp.first, 0, t1, trace_now()};
+                if (!eval_) // one compute per split: the device span is the split's
+                    if (const auto d = set_.last_compute_time(b)) {
+                        e.has_device_time = true;
+                        e.device_start_ns = static_cast<std::int64_t>(d->start_ns);
+                        e.device_end_ns = static_cast<std::int64_t>(d->end_ns);
+                    }
+                trace_.push_back(e);
             }
             if (status r = set_.record(b, cur_copy_); !r) return r;
             prev = sp.backend;
         }
+        if (params_.trace) place_device_times();
         return {};
+    }
+
+    // Moves each backend's device times (its own clock) onto the trace's: one offset per
+    // backend, the largest that ends no device span after the host saw it end.
+    void place_device_times() {
+        std::vector<std::int64_t> offset(nb_, std::numeric_limits<std::int64_t>::max());
+        for (const trace_event& e : trace_)
+            if (e.has_device_time) offset[e.backend] = std::min(offset[e.backend], e.end_ns - e.device_end_ns);
+        for (trace_event& e : trace_)
+            if (e.has_device_time) {
+                e.device_start_ns += offset[e.backend];
+                e.device_end_ns += offset[e.backend];
+            }
     }
 
     [[nodiscard]] std::int64_t trace_now() const {
@@ -1211,6 +1569,13 @@ private:
 
     Set set_;
     scheduler_params params_;
+    Policy policy_;
+    // the cost policy's last search (unused under the greedy policy)
+    detail::placement_problem problem_, next_problem_;
+    detail::placement_result result_;
+    std::vector<std::int32_t> greedy_, last_greedy_;
+    bool has_result_ = false;   // result_ is the search of problem_ from last_greedy_
+    bool has_estimate_ = false; // result_ describes the current plan
     std::vector<trace_event> trace_;
     std::chrono::steady_clock::time_point trace_start_{};
     std::size_t nb_;
@@ -1290,6 +1655,17 @@ inline std::string human_bytes(std::size_t n) {
 }
 
 
+inline std::string human_seconds(double s) {
+    char buf[32];
+    if (s >= 1.0)
+        std::snprintf(buf, sizeof buf, "%.3g s", s);
+    else if (s >= 1e-3)
+        std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+    else
+        std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
+    return buf;
+}
+
 /// "f32 [8, 2, 1, 1]", as error messages write shapes.
 inline std::string typed_shape(const tensor& t) { return std::string(to_string(t.type)) + " " + shape_string(t.ne); }
 
@@ -1309,8 +1685,8 @@ inline std::string dot_quote(std::string_view s) {
 
 } // namespace detail
 
-template <backend_set Set>
-std::string basic_scheduler<Set>::describe(int level) const {
+template <backend_set Set, class Policy>
+std::string basic_scheduler<Set, Policy>::describe(int level) const {
     std::string out = "scheduler: " + std::to_string(nb_) + " backend(s) (";
     for (std::size_t b = 0; b < nb_; ++b) out += (b ? ", " : "") + std::string(set_.name(b));
     out += ")";
@@ -1320,6 +1696,10 @@ std::string basic_scheduler<Set>::describe(int level) const {
     out += ", " + std::to_string(n_nodes_) + " nodes, " + std::to_string(splits_.size()) + " split(s), " +
            std::to_string(split_inputs_.size()) + " input(s) copied per run (" + detail::human_bytes(copied) +
            "), pipeline copies " + std::to_string(params_.n_copies) + "\n";
+    if constexpr (Policy::uses_costs)
+        if (has_estimate_)
+            out += "cost policy: estimated " + detail::human_seconds(result_.seconds) + " per compute (greedy plan " +
+                   detail::human_seconds(result_.greedy_seconds) + "; search from " + result_.start + ")\n";
     for (std::size_t k = 0; k < splits_.size(); ++k) {
         const split_rec& sp = splits_[k];
         const auto b = static_cast<std::size_t>(sp.backend);
@@ -1343,7 +1723,11 @@ std::string basic_scheduler<Set>::describe(int level) const {
             const tensor& t = *ts_[i];
             out += "  node " + std::to_string(i) + " '" + t.name + "' " + std::string(to_string(t.op)) + " " +
                    detail::typed_shape(t) + " -> " + std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
-                   std::string(to_string(cause_[i])) + ")\n";
+                   std::string(to_string(cause_[i])) + ")";
+            if constexpr (Policy::uses_costs)
+                if (has_estimate_ && problem_.computes[i])
+                    out += " est " + detail::human_seconds(problem_.node_cost[i * nb_ + static_cast<std::size_t>(bid_[i])]);
+            out += "\n";
         }
     }
     out += "buffers:";
@@ -1353,8 +1737,44 @@ std::string basic_scheduler<Set>::describe(int level) const {
     return out + "\n";
 }
 
-template <backend_set Set>
-std::string basic_scheduler<Set>::to_dot() const {
+template <backend_set Set, class Policy>
+std::string basic_scheduler<Set, Policy>::explain(const tensor& t) const {
+    if (graph_nodes_ == nullptr) return "no plan";
+    ensure_map();
+    const std::uint32_t id = map_.find(&t);
+    if (id == detail::tensor_map::npos) return "'" + t.name + "' is not in the last graph";
+    const auto i = static_cast<std::size_t>(id);
+    const auto b = static_cast<std::size_t>(bid_[i]);
+    std::string out = "'" + t.name + "' (" + std::string(to_string(t.op)) + ") runs on " + std::string(set_.name(b)) +
+                      " (" + std::string(to_string(cause_[i])) + ")";
+    if constexpr (Policy::uses_costs) {
+        if (has_estimate_ && i < n_nodes_ && problem_.computes[i]) {
+            out += ": estimated";
+            for (std::size_t k = 0; k < nb_; ++k) {
+                const double c = problem_.node_cost[i * nb_ + k];
+                out += (k ? ", " : " ") + std::string(set_.name(k)) + " " +
+                       (std::isfinite(c) ? detail::human_seconds(c) : std::string("unsupported"));
+            }
+            std::string copies;
+            for (std::int32_t s : srcs_of(i)) {
+                if (s < 0) continue;
+                const auto su = static_cast<std::size_t>(s);
+                const std::int32_t cp = copy_of_.empty() ? -1 : copy_of_[su * nb_ + b];
+                if (cp < 0) continue;
+                const std::uint32_t m = info_[su].mem;
+                const std::size_t k = m != 0 ? m - 1 : static_cast<std::size_t>(problem_.backend_type[static_cast<std::size_t>(bid_[su])]);
+                const double sec = problem_.link_latency[k * nb_ + b] + problem_.bytes[su] / problem_.link_bandwidth[k * nb_ + b];
+                copies += (copies.empty() ? "" : ", ") + ("'" + ts_[su]->name + "' " + detail::human_bytes(ts_[su]->nbytes()) +
+                                                          " " + detail::human_seconds(sec));
+            }
+            if (!copies.empty()) out += "; copies in: " + copies;
+        }
+    }
+    return out;
+}
+
+template <backend_set Set, class Policy>
+std::string basic_scheduler<Set, Policy>::to_dot() const {
     static constexpr const char* palette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072",
                                               "#80b1d3", "#fdb462", "#b3de69", "#fccde5"};
     const auto colour = [](std::int32_t b) { return palette[static_cast<std::size_t>(b) % std::size(palette)]; };
@@ -1416,6 +1836,30 @@ template <backend... Bs>
 scheduler(Bs&...) -> scheduler<Bs...>;
 template <backend... Bs>
 scheduler(scheduler_params, Bs&...) -> scheduler<Bs...>;
+
+/// A scheduler over backends known at compile time with placement policy `Policy`
+/// (sched/placement.hpp), for example cost_scheduler = policy_scheduler<cost_policy, ...>:
+///
+///     policy_scheduler sched(cost_policy{}, scheduler_params{}, gpu, cpu);
+template <class Policy, backend... Bs>
+class policy_scheduler : public basic_scheduler<tuple_backend_set<Bs...>, Policy> {
+    static_assert(sizeof...(Bs) > 0, "a scheduler needs at least one backend");
+    static_assert(host_backend<std::tuple_element_t<sizeof...(Bs) - 1, std::tuple<Bs...>>>,
+                  "the last backend of a scheduler must be a host backend (its buffer type is host memory): it "
+                  "runs graph inputs and every op no other backend supports");
+    using base = basic_scheduler<tuple_backend_set<Bs...>, Policy>;
+
+public:
+    policy_scheduler(Policy policy, scheduler_params params, Bs&... backends)
+        : base(tuple_backend_set<Bs...>(backends...), std::move(params), std::move(policy)) {}
+    explicit policy_scheduler(Policy policy, Bs&... backends)
+        : base(tuple_backend_set<Bs...>(backends...), scheduler_params{}, std::move(policy)) {}
+};
+
+template <class Policy, backend... Bs>
+policy_scheduler(Policy, scheduler_params, Bs&...) -> policy_scheduler<Policy, Bs...>;
+template <class Policy, backend... Bs>
+policy_scheduler(Policy, Bs&...) -> policy_scheduler<Policy, Bs...>;
 
 /// A scheduler over backends chosen at run time.
 using dynamic_scheduler = basic_scheduler<dynamic_backend_set>;

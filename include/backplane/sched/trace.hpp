@@ -5,7 +5,11 @@
 //
 // Times are host times (steady_clock) from the start of the compute. To time each piece,
 // a traced compute synchronizes a split's backend after its input copies and after its
-// nodes, so backends do not overlap while tracing.
+// nodes, so backends do not overlap while tracing. A backend that times its work on the
+// device (timed_backend: Vulkan timestamp queries) also reports when each split's nodes
+// ran there; those device times are placed on the trace's clock by one offset per backend
+// and compute (the device work of a split ends no later than the host saw it end), so
+// their durations and gaps are the device's own.
 
 #include <algorithm>
 #include <cstddef>
@@ -30,6 +34,10 @@ struct trace_event {
     std::size_t items = 0;   ///< nodes computed, or tensors copied
     std::size_t bytes = 0;   ///< bytes copied (copy events)
     std::int64_t start_ns = 0, end_ns = 0; ///< since the start of the compute
+    /// Compute events of a timed backend: when the nodes ran on the device, on the same
+    /// clock as start_ns (see the header comment).
+    bool has_device_time = false;
+    std::int64_t device_start_ns = 0, device_end_ns = 0;
 };
 
 namespace detail {
@@ -69,11 +77,21 @@ inline std::string trace_to_chrome_json(std::span<const trace_event> events, std
         if (!first) out += ',';
         first = false;
     };
-    for (std::size_t b = 0; b < backend_names.size(); ++b) {
+    const std::size_t nb = backend_names.size();
+    std::vector<bool> timed(nb, false);
+    for (const trace_event& e : events)
+        if (e.has_device_time && e.backend < nb) timed[e.backend] = true;
+    for (std::size_t b = 0; b < nb; ++b) {
         sep();
         out += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(b) + ",\"args\":{\"name\":\"";
         detail::json_escape(out, backend_names[b]);
         out += "\"}}";
+        if (!timed[b]) continue;
+        sep(); // the device's own track, below the host's
+        out += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(nb + b) +
+               ",\"args\":{\"name\":\"";
+        detail::json_escape(out, backend_names[b]);
+        out += " (device)\"}}";
     }
     for (const trace_event& e : events) {
         sep();
@@ -86,6 +104,12 @@ inline std::string trace_to_chrome_json(std::span<const trace_event> events, std
                (copy ? "tensors" : "nodes") + "\":" + std::to_string(e.items);
         if (copy) out += ",\"bytes\":" + std::to_string(e.bytes);
         out += "}}";
+        if (!e.has_device_time) continue;
+        sep();
+        out += "{\"name\":\"split " + std::to_string(e.split) + " on the device\",\"cat\":\"device\",\"ph\":\"X\",\"pid\":0,\"tid\":" +
+               std::to_string(nb + e.backend) + ",\"ts\":" + detail::microseconds(e.device_start_ns) +
+               ",\"dur\":" + detail::microseconds(e.device_end_ns - e.device_start_ns) + ",\"args\":{\"nodes\":" +
+               std::to_string(e.items) + "}}";
     }
     out += "]}\n";
     return out;
@@ -95,7 +119,8 @@ inline std::string trace_to_chrome_json(std::span<const trace_event> events, std
 inline std::string trace_summary(std::span<const trace_event> events, std::span<const std::string> backend_names) {
     struct row {
         std::size_t computes = 0, nodes = 0, copies = 0, tensors = 0, bytes = 0;
-        std::int64_t compute_ns = 0, copy_ns = 0;
+        std::int64_t compute_ns = 0, copy_ns = 0, device_ns = 0;
+        bool timed = false;
     };
     std::vector<row> rows(backend_names.size());
     std::int64_t end = 0;
@@ -111,17 +136,23 @@ inline std::string trace_summary(std::span<const trace_event> events, std::span<
             ++r.computes;
             r.nodes += e.items;
             r.compute_ns += e.end_ns - e.start_ns;
+            if (e.has_device_time) {
+                r.timed = true;
+                r.device_ns += e.device_end_ns - e.device_start_ns;
+            }
         }
         end = std::max(end, e.end_ns);
     }
-    std::string out = "backend          splits    nodes  compute ms  copies  tensors       bytes  copy ms\n";
-    char line[160];
+    std::string out = "backend          splits    nodes  compute ms  device ms  copies  tensors       bytes  copy ms\n";
+    char line[192];
     for (std::size_t b = 0; b < rows.size(); ++b) {
         const row& r = rows[b];
         const std::string name = b < backend_names.size() ? backend_names[b] : "#" + std::to_string(b);
-        std::snprintf(line, sizeof line, "%-14.14s %8zu %8zu %11.3f %7zu %8zu %11zu %8.3f\n", name.c_str(), r.computes,
-                      r.nodes, static_cast<double>(r.compute_ns) * 1e-6, r.copies, r.tensors, r.bytes,
-                      static_cast<double>(r.copy_ns) * 1e-6);
+        char device[32] = "         -";
+        if (r.timed) std::snprintf(device, sizeof device, "%10.3f", static_cast<double>(r.device_ns) * 1e-6);
+        std::snprintf(line, sizeof line, "%-14.14s %8zu %8zu %11.3f %s %7zu %8zu %11zu %8.3f\n", name.c_str(),
+                      r.computes, r.nodes, static_cast<double>(r.compute_ns) * 1e-6, device, r.copies, r.tensors,
+                      r.bytes, static_cast<double>(r.copy_ns) * 1e-6);
         out += line;
     }
     std::snprintf(line, sizeof line, "total: %.3f ms\n", static_cast<double>(end) * 1e-6);

@@ -16,16 +16,26 @@
 // Events are points on the stream's timeline semaphore: another stream of the same
 // device waits for one on the device; a stream of another device, or the host, waits on
 // the host.
+//
+// Timing. With set_timing(true), a compute's submission is [start stamp, the graph's
+// command buffer, end stamp]: two small command buffers that write GPU timestamps into a
+// query pair of the stream's ring (stream_timer), so the kept recordings stay as they
+// are and one may be queued again while earlier runs are pending. A pair is reset and
+// written only by its own two command buffers, and is taken again only once the
+// submission that last used it is done: runs queued back to back never overwrite each
+// other's stamps. With timing off, a compute submits the graph alone.
 
 #include <backplane/backends/vulkan/device.hpp>
 #include <backplane/backends/vulkan/ops.hpp>
 #include <backplane/backends/vulkan/spirv.hpp>
 #include <backplane/core/detail/describe.hpp>
 
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +87,49 @@ struct staging_slot {
     std::uint64_t done_at = 0; // free once the timeline reaches it; pending: UINT64_MAX
 };
 
+/// One query pair of a stream_timer: the command buffer that resets the pair and writes
+/// the start stamp, the one that writes the end stamp, and the timeline value of the
+/// submission that last used them (they are not reused before it is done).
+struct timer_slot {
+    vk::CommandBuffer start, end;
+    std::uint64_t done_at = 0;
+};
+
+/// GPU timestamps of a stream's computes (the file comment): a query pool of `ring`
+/// pairs, made when timing is first turned on, and the latest timed compute.
+struct stream_timer {
+    static constexpr std::uint32_t ring = 32; // pairs: computes in flight before one waits for a pair
+
+    bool on = false;
+    bool probed = false;     // whether the queue's timestamp support was looked up
+    std::uint64_t mask = 0;  // the bits of a stamp that count (0: the queue cannot time)
+    double period = 1.0;     // nanoseconds per tick
+    vk::QueryPool pool;
+    std::array<timer_slot, ring> slots{};
+    std::uint32_t next = 0;
+
+    // the latest compute while timing was on: its pair (none when it was not timed), the
+    // timeline value of its submission, and its span once read
+    std::optional<std::uint32_t> latest;
+    std::uint64_t latest_at = 0;
+    std::optional<device_span> span;
+
+    [[nodiscard]] bool can_time() const noexcept { return mask != 0; }
+
+    /// Device nanoseconds of a [start, end] pair of raw stamps. A counter narrower than 64
+    /// bits may wrap between the two: the span's length is taken modulo its width.
+    [[nodiscard]] device_span to_span(std::uint64_t start, std::uint64_t end) const noexcept {
+        const auto ns = [&](std::uint64_t ticks) {
+            return period == 1.0 ? ticks
+                                 : static_cast<std::uint64_t>(static_cast<long double>(ticks) *
+                                                              static_cast<long double>(period));
+        };
+        start &= mask;
+        const std::uint64_t start_ns = ns(start);
+        return {start_ns, start_ns + ns((end - start) & mask)};
+    }
+};
+
 /// A device-to-host copy finished in synchronize().
 struct deferred_read {
     const std::byte* from;
@@ -102,8 +155,10 @@ struct stream_state {
     // semaphores the next submission waits for (events of other streams of this device)
     std::vector<std::pair<vk::Semaphore, std::uint64_t>> waits;
 
+    stream_timer timer;
+
     // counters (stats())
-    std::uint64_t n_computes = 0, n_recorded = 0, n_dispatches = 0, n_barriers = 0;
+    std::uint64_t n_computes = 0, n_recorded = 0, n_dispatches = 0, n_barriers = 0, n_timed = 0;
 
     stream_state() = default;
     stream_state(const stream_state&) = delete;
@@ -116,6 +171,7 @@ struct stream_state {
             if (submitted != 0) (void)d.waitSemaphores(vk::SemaphoreWaitInfo({}, timeline, submitted), UINT64_MAX);
             d.destroySemaphore(timeline);
         }
+        if (timer.pool) d.destroyQueryPool(timer.pool);
         for (auto& r : cache)
             if (r.pool) d.destroyDescriptorPool(r.pool);
         for (auto& s : staging) free_slot(s);
@@ -150,8 +206,8 @@ struct stream_state {
         return dev->device.allocateCommandBuffers(vk::CommandBufferAllocateInfo(pool, vk::CommandBufferLevel::ePrimary, 1))[0];
     }
 
-    /// Submits cmd after everything queued before; returns the value it signals.
-    std::uint64_t submit(vk::CommandBuffer cmd) {
+    /// Submits cmds (in order) after everything queued before; returns the value it signals.
+    std::uint64_t submit(vk::ArrayProxyNoTemporaries<const vk::CommandBuffer> cmds) {
         const std::uint64_t value = submitted + 1;
         std::vector<vk::Semaphore> wait_sems;
         std::vector<std::uint64_t> wait_values;
@@ -162,7 +218,7 @@ struct stream_state {
             wait_stages.emplace_back(vk::PipelineStageFlagBits::eAllCommands);
         }
         vk::TimelineSemaphoreSubmitInfo ts(wait_values, value);
-        vk::SubmitInfo si(wait_sems, wait_stages, cmd, timeline);
+        vk::SubmitInfo si(wait_sems, wait_stages, cmds, timeline);
         si.pNext = &ts;
         {
             std::lock_guard lk(dev->queue_mutex);
@@ -236,6 +292,95 @@ struct stream_state {
         return *best;
     }
 
+    /// Turns timing on or off. Turning it on forgets the span of any earlier compute and,
+    /// the first time, looks up whether the queue can time and makes the query pool.
+    void set_timing(bool on) {
+        auto& t = timer;
+        if (on == t.on) return;
+        t.on = on;
+        t.latest.reset();
+        t.span.reset();
+        if (!on || t.pool) return;
+        if (!t.probed) {
+            t.probed = true;
+            const auto families = dev->physical.getQueueFamilyProperties();
+            const std::uint32_t bits =
+                dev->queue_family < families.size() ? families[dev->queue_family].timestampValidBits : 0;
+            t.mask = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+            t.period = dev->props.limits.timestampPeriod;
+            if (!(t.period > 0.0)) t.mask = 0; // no usable clock
+        }
+        if (t.can_time())
+            t.pool = dev->device.createQueryPool(vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp, 2 * stream_timer::ring));
+    }
+
+    /// The next pair of the ring, once the submission that used it last is done; its two
+    /// command buffers are recorded on first use and never change after.
+    std::uint32_t take_timer_slot() {
+        auto& t = timer;
+        const std::uint32_t i = t.next;
+        auto& slot = t.slots[i];
+        wait_for(slot.done_at); // only when `ring` timed computes are already in flight
+        if (!slot.start) {
+            const auto cmds =
+                dev->device.allocateCommandBuffers(vk::CommandBufferAllocateInfo(pool, vk::CommandBufferLevel::ePrimary, 2));
+            try {
+                // stamps at the bottom of the pipe: written once everything queued before
+                // them is done, so the start is when the graph's work may begin (its
+                // leading barrier waits for that same work) and the end when it is over
+                cmds[0].begin(vk::CommandBufferBeginInfo());
+                cmds[0].resetQueryPool(t.pool, 2 * i, 2);
+                cmds[0].writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, t.pool, 2 * i);
+                cmds[0].end();
+                cmds[1].begin(vk::CommandBufferBeginInfo());
+                cmds[1].writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, t.pool, 2 * i + 1);
+                cmds[1].end();
+            } catch (...) {
+                dev->device.freeCommandBuffers(pool, cmds);
+                throw;
+            }
+            slot.start = cmds[0];
+            slot.end = cmds[1];
+        }
+        t.next = (i + 1) % stream_timer::ring;
+        return i;
+    }
+
+    /// Submits a graph's command buffer, between the stamps of a pair of the ring when
+    /// timing is on; returns the value it signals.
+    std::uint64_t submit_compute(vk::CommandBuffer cmd) {
+        auto& t = timer;
+        if (!t.on) return submit(cmd);
+        if (!t.can_time() || !t.pool) return submit(cmd); // on, but nothing to time with
+        const std::uint32_t i = take_timer_slot();
+        auto& slot = t.slots[i];
+        const std::array<vk::CommandBuffer, 3> cmds{slot.start, cmd, slot.end};
+        const std::uint64_t value = submit(cmds);
+        slot.done_at = value;
+        t.latest = i;
+        t.latest_at = value;
+        ++n_timed;
+        return value;
+    }
+
+    /// The latest compute's span when timing is on and it is done (read once, then kept).
+    [[nodiscard]] std::optional<device_span> last_compute_time() noexcept {
+        auto& t = timer;
+        if (!t.on || !t.latest) return std::nullopt;
+        if (t.span) return t.span;
+        try {
+            if (completed() < t.latest_at) return std::nullopt; // not synchronized yet
+        } catch (...) {
+            return std::nullopt;
+        }
+        std::array<std::uint64_t, 2> stamps{};
+        const vk::Result r = dev->device.getQueryPoolResults(t.pool, 2 * *t.latest, 2, sizeof stamps, stamps.data(),
+                                                             sizeof(std::uint64_t), vk::QueryResultFlagBits::e64);
+        if (r != vk::Result::eSuccess) return std::nullopt;
+        t.span = t.to_span(stamps[0], stamps[1]);
+        return t.span;
+    }
+
     /// Waits for everything queued, then finishes the deferred reads.
     void synchronize() {
         flush();
@@ -277,10 +422,11 @@ struct vulkan_stream_stats {
     std::uint64_t recorded = 0;   ///< of which were recorded (the others reused a recording)
     std::uint64_t dispatches = 0; ///< dispatches recorded
     std::uint64_t barriers = 0;   ///< barriers recorded between dispatches
+    std::uint64_t timed = 0;      ///< computes timed on the device (set_timing)
 };
 
-/// A stream on a Vulkan device. Models backplane::backend, async_backend and
-/// event_backend. Movable; a moved-from backend reports invalid_argument.
+/// A stream on a Vulkan device. Models backplane::backend, async_backend, event_backend
+/// and timed_backend. Movable; a moved-from backend reports invalid_argument.
 class vulkan_backend {
 public:
     using event_t = vulkan_event;
@@ -410,9 +556,35 @@ public:
         });
     }
 
+    /// Times each following compute() on the device (GPU timestamps, see the file
+    /// comment), or stops. Costs nothing while off. Turning it on forgets earlier spans;
+    /// when the queue cannot time, or the query pool cannot be made, computes run untimed
+    /// and last_compute_time() stays empty.
+    void set_timing(bool on) noexcept {
+        if (!s_) return;
+        (void)vulkan::detail::guarded(prefix(), "set_timing", [&]() -> status {
+            s_->set_timing(on);
+            return {};
+        });
+    }
+
+    /// Whether this stream's queue writes timestamps (looked up on the first
+    /// set_timing(true); false before).
+    [[nodiscard]] bool timing_supported() const noexcept { return s_ && s_->timer.can_time(); }
+
+    /// When the latest compute() ran on the device, in device nanoseconds (the tick count
+    /// masked to the queue's timestampValidBits, times timestampPeriod), once it is done
+    /// (after synchronize(), or an event recorded after it). Nothing when timing is off,
+    /// the queue cannot time, the latest compute was not timed, queued nothing or is not
+    /// done, or its stamps cannot be read.
+    [[nodiscard]] std::optional<device_span> last_compute_time() const noexcept {
+        if (!s_) return std::nullopt;
+        return s_->last_compute_time();
+    }
+
     [[nodiscard]] vulkan_stream_stats stats() const noexcept {
         if (!s_) return {};
-        return {s_->n_computes, s_->n_recorded, s_->n_dispatches, s_->n_barriers};
+        return {s_->n_computes, s_->n_recorded, s_->n_dispatches, s_->n_barriers, s_->n_timed};
     }
 
 private:
@@ -625,13 +797,15 @@ private:
     }
 
     status run(graph_view g) {
+        s_->timer.latest.reset(); // a compute that queues nothing has no span
+        s_->timer.span.reset();
         std::vector<vulkan::detail::launch> launches;
         if (status s = plan(g, launches); !s) return s;
         if (launches.empty()) return {};
         auto& st = *s_;
         auto& rec = recording_for(std::move(launches));
         st.flush();               // transfers queued before the graph run before it
-        rec.done_at = st.submit(rec.cmd);
+        rec.done_at = st.submit_compute(rec.cmd);
         rec.last_used = ++st.tick;
         ++st.n_computes;
         return {};
@@ -643,6 +817,7 @@ private:
 static_assert(backend<vulkan_backend>);
 static_assert(async_backend<vulkan_backend>);
 static_assert(event_backend<vulkan_backend>);
+static_assert(timed_backend<vulkan_backend>);
 
 inline bool vulkan_device::supports_op(const tensor& t) const {
     return vulkan::detail::supports(t, s_->feats);

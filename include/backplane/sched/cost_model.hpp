@@ -1,0 +1,373 @@
+#pragma once
+// The cost model of the cost placement policy: how long each backend takes for each node
+// and how long a copy between two buffer types takes (docs/scheduler.md, "Placement
+// policies").
+//
+// A backend's profile is a small roofline per kind of work, measured on the machine by
+// calibrate() (sched/calibrate.hpp) and cached in a file keyed by backend and device:
+//
+//     seconds(node) = node_latency + max(flops / flop rate, bytes / byte rate)
+//
+// with one rate pair per op class (mul_mat, element-wise, row ops, data movement); the
+// mul_mat flop rate depends on the number of columns (narrow products reach a fraction
+// of a wide one's rate). Each split adds split_latency (a launch and a synchronization).
+// A copy from buffer type A to buffer type B takes latency + bytes / bandwidth.
+//
+// Everything is overridable: set() a profile or a link by hand (a profile for a device
+// that is not there yet, or numbers from a vendor sheet), load() a file, or edit the
+// file itself: one tab-separated line per profile or link, `name=value` fields, read by
+// load() and written by save().
+
+#include <backplane/core/error.hpp>
+#include <backplane/core/tensor.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace backplane {
+
+/// Kinds of work with their own throughput.
+enum class op_class : std::uint8_t {
+    none,        ///< computes nothing (leafs, views)
+    mul_mat,     ///< matrix products: flop-bound when wide, weight-bandwidth-bound when narrow
+    elementwise, ///< add, mul, scale, unary functions: memory-bound
+    rows,        ///< per-row reductions and transforms: norms, soft_max, rope, sum_rows, argmax
+    data,        ///< data movement: copies, cont, get_rows, concat
+};
+
+constexpr op_class class_of(op_kind op) noexcept {
+    switch (op) {
+    case op_kind::none:
+    case op_kind::view:
+    case op_kind::reshape:
+    case op_kind::permute:
+    case op_kind::transpose: return op_class::none;
+    case op_kind::mul_mat: return op_class::mul_mat;
+    case op_kind::add:
+    case op_kind::sub:
+    case op_kind::mul:
+    case op_kind::div:
+    case op_kind::scale:
+    case op_kind::sqr:
+    case op_kind::sqrt:
+    case op_kind::silu:
+    case op_kind::gelu:
+    case op_kind::relu: return op_class::elementwise;
+    case op_kind::sum_rows:
+    case op_kind::rms_norm:
+    case op_kind::norm:
+    case op_kind::soft_max:
+    case op_kind::rope:
+    case op_kind::argmax: return op_class::rows;
+    case op_kind::dup:
+    case op_kind::cpy:
+    case op_kind::cont:
+    case op_kind::get_rows:
+    case op_kind::concat: return op_class::data;
+    }
+    return op_class::elementwise;
+}
+
+/// Work of one node: floating-point operations and bytes read and written.
+struct op_work {
+    double flops = 0;
+    double bytes = 0;
+    double columns = 1; ///< mul_mat: columns per product (src1's ne[1])
+};
+
+/// What a node costs any backend: a matrix product 2*K*M*N flops over all batches and
+/// its operands' and result's bytes; get_rows reads only the rows it gathers; other ops
+/// their sources' and result's bytes.
+inline op_work work_of(const tensor& t) noexcept {
+    op_work w;
+    const auto nbytes = [](const tensor* s) { return s != nullptr ? static_cast<double>(s->nbytes()) : 0.0; };
+    switch (t.op) {
+    case op_kind::mul_mat: {
+        const tensor* a = t.src[0];
+        const tensor* b = t.src[1];
+        if (a == nullptr || b == nullptr) return w;
+        w.flops = 2.0 * static_cast<double>(a->ne[0]) * static_cast<double>(t.nelements());
+        w.bytes = nbytes(a) + nbytes(b) + static_cast<double>(t.nbytes());
+        w.columns = static_cast<double>(std::max<std::int64_t>(1, b->ne[1]));
+        return w;
+    }
+    case op_kind::get_rows:
+        w.bytes = 2.0 * static_cast<double>(t.nbytes()) + nbytes(t.src[1]);
+        w.flops = static_cast<double>(t.nelements());
+        return w;
+    default:
+        break;
+    }
+    if (class_of(t.op) == op_class::none) return w;
+    w.flops = static_cast<double>(t.nelements());
+    w.bytes = static_cast<double>(t.nbytes());
+    for (const tensor* s : t.src) w.bytes += nbytes(s);
+    return w;
+}
+
+/// One backend's speeds (see the header comment). Rates are per second; latencies in
+/// seconds. The defaults are deliberately modest figures for an unmeasured backend.
+struct backend_profile {
+    std::string key;                ///< backend_key(name, device description)
+    double node_latency = 5e-6;     ///< per node: a kernel launch or a loop's start
+    double split_latency = 30e-6;   ///< per split: submitting it and synchronizing with it
+    double mul_mat_flops = 20e9;    ///< mul_mat flop/s with 256 or more columns
+    double mul_mat_narrow_flops = 5e9; ///< mul_mat flop/s with 16 or fewer columns
+    double mul_mat_bytes = 10e9;    ///< mul_mat bytes/s when bound by reading the weights
+    double elementwise_bytes = 10e9;
+    double rows_bytes = 10e9;
+    double data_bytes = 10e9;
+    bool measured = false; ///< calibrate() measured it (false: defaults or set by hand)
+
+    /// Seconds this backend takes for work w of class c (latency included).
+    [[nodiscard]] double seconds(op_class c, const op_work& w) const noexcept {
+        switch (c) {
+        case op_class::none: return 0.0;
+        case op_class::mul_mat: {
+            // the flop rate between the narrow (16 columns) and wide (256) figures, linear
+            // in log2(columns)
+            const double x = std::clamp((std::log2(std::max(1.0, w.columns)) - 4.0) / 4.0, 0.0, 1.0);
+            const double rate = mul_mat_narrow_flops + x * (mul_mat_flops - mul_mat_narrow_flops);
+            return node_latency + std::max(w.flops / rate, w.bytes / mul_mat_bytes);
+        }
+        case op_class::elementwise: return node_latency + w.bytes / elementwise_bytes;
+        case op_class::rows: return node_latency + w.bytes / rows_bytes;
+        case op_class::data: return node_latency + w.bytes / data_bytes;
+        }
+        return node_latency;
+    }
+    [[nodiscard]] double seconds(const tensor& node) const noexcept { return seconds(class_of(node.op), work_of(node)); }
+};
+
+/// Copies from buffer type `from` to buffer type `to` (buffer type names).
+struct link_profile {
+    std::string from;
+    std::string to;
+    double latency = 20e-6;   ///< seconds per copy
+    double bandwidth = 4e9;   ///< bytes per second
+    bool measured = false;
+
+    [[nodiscard]] double seconds(double bytes) const noexcept { return latency + bytes / bandwidth; }
+};
+
+/// The key of a backend in a cost model: its name and its device's description.
+inline std::string backend_key(std::string_view name, std::string_view description) {
+    std::string k(name);
+    k += " @ ";
+    k += description;
+    for (char& c : k)
+        if (c == '\t' || c == '\n' || c == '\r') c = ' '; // the file's separators
+    return k;
+}
+
+/// Profiles and links by key (see the header comment).
+class cost_model {
+public:
+    /// Adds p, replacing a profile of the same key.
+    void set(backend_profile p) {
+        if (backend_profile* q = find_mut(p.key))
+            *q = std::move(p);
+        else
+            profiles_.push_back(std::move(p));
+    }
+    /// Adds l, replacing a link between the same buffer types.
+    void set_link(link_profile l) {
+        for (link_profile& q : links_)
+            if (q.from == l.from && q.to == l.to) {
+                q = std::move(l);
+                return;
+            }
+        links_.push_back(std::move(l));
+    }
+    [[nodiscard]] const backend_profile* find(std::string_view key) const noexcept {
+        for (const backend_profile& p : profiles_)
+            if (p.key == key) return &p;
+        return nullptr;
+    }
+    [[nodiscard]] const link_profile* find_link(std::string_view from, std::string_view to) const noexcept {
+        for (const link_profile& l : links_)
+            if (l.from == from && l.to == to) return &l;
+        return nullptr;
+    }
+    /// Drops a profile (so that calibrate() measures it again); false when absent.
+    bool erase(std::string_view key) {
+        const auto it = std::find_if(profiles_.begin(), profiles_.end(), [&](const auto& p) { return p.key == key; });
+        if (it == profiles_.end()) return false;
+        profiles_.erase(it);
+        return true;
+    }
+    [[nodiscard]] const std::vector<backend_profile>& profiles() const noexcept { return profiles_; }
+    [[nodiscard]] const std::vector<link_profile>& links() const noexcept { return links_; }
+
+    /// Where calibrations are cached by default: $BACKPLANE_COST_CACHE, else
+    /// $XDG_CACHE_HOME/backplane/costs.tsv, else $HOME/.cache/backplane/costs.tsv; empty
+    /// when none of them is set.
+    [[nodiscard]] static std::string default_path() {
+        if (const char* p = std::getenv("BACKPLANE_COST_CACHE"); p != nullptr && *p != '\0') return p;
+        if (const char* p = std::getenv("XDG_CACHE_HOME"); p != nullptr && *p != '\0')
+            return std::string(p) + "/backplane/costs.tsv";
+        if (const char* p = std::getenv("HOME"); p != nullptr && *p != '\0')
+            return std::string(p) + "/.cache/backplane/costs.tsv";
+        return {};
+    }
+
+    /// Writes every profile and link to `path` (creating its directory), replacing the file.
+    [[nodiscard]] status save(const std::string& path) const {
+        if (path.empty()) return {errc::invalid_argument, "cost_model::save: no path"};
+        make_parent_dirs(path);
+        const std::string tmp = path + ".tmp";
+        std::FILE* f = std::fopen(tmp.c_str(), "w");
+        if (f == nullptr) return {errc::failed, "cost_model::save: cannot write '" + tmp + "'"};
+        std::fputs("# backplane cost model: one profile or link per line, tab-separated name=value fields\n", f);
+        for (const backend_profile& p : profiles_)
+            std::fprintf(f,
+                         "profile\tkey=%s\tnode_latency=%.6g\tsplit_latency=%.6g\tmul_mat_flops=%.6g\t"
+                         "mul_mat_narrow_flops=%.6g\tmul_mat_bytes=%.6g\telementwise_bytes=%.6g\trows_bytes=%.6g\t"
+                         "data_bytes=%.6g\tmeasured=%d\n",
+                         p.key.c_str(), p.node_latency, p.split_latency, p.mul_mat_flops, p.mul_mat_narrow_flops,
+                         p.mul_mat_bytes, p.elementwise_bytes, p.rows_bytes, p.data_bytes, p.measured ? 1 : 0);
+        for (const link_profile& l : links_)
+            std::fprintf(f, "link\tfrom=%s\tto=%s\tlatency=%.6g\tbandwidth=%.6g\tmeasured=%d\n", l.from.c_str(),
+                         l.to.c_str(), l.latency, l.bandwidth, l.measured ? 1 : 0);
+        const bool ok = std::ferror(f) == 0;
+        if (std::fclose(f) != 0 || !ok) {
+            std::remove(tmp.c_str());
+            return {errc::failed, "cost_model::save: writing '" + tmp + "' failed"};
+        }
+        if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+            std::remove(tmp.c_str());
+            return {errc::failed, "cost_model::save: cannot replace '" + path + "'"};
+        }
+        return {};
+    }
+
+    /// Reads `path`, adding its profiles and links (replacing those of the same keys).
+    /// errc::not_found when the file does not exist, errc::invalid_argument (naming the
+    /// line) when a line is malformed; nothing is added then.
+    [[nodiscard]] status load(const std::string& path) {
+        std::FILE* f = std::fopen(path.c_str(), "r");
+        if (f == nullptr) return {errc::not_found, "cost_model::load: cannot read '" + path + "'"};
+        std::string text;
+        char buf[4096];
+        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+        std::fclose(f);
+        return parse(text, path);
+    }
+
+    /// load() from a string (the file's contents); `origin` names it in errors.
+    [[nodiscard]] status parse(std::string_view text, std::string_view origin = "text") {
+        std::vector<backend_profile> ps;
+        std::vector<link_profile> ls;
+        std::size_t line_no = 0;
+        while (!text.empty()) {
+            const std::size_t eol = text.find('\n');
+            std::string_view line = text.substr(0, eol);
+            text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+            ++line_no;
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (line.empty() || line.front() == '#') continue;
+            const auto bad = [&](std::string_view why) {
+                return status{errc::invalid_argument, "cost_model: " + std::string(origin) + ":" +
+                                                          std::to_string(line_no) + ": " + std::string(why)};
+            };
+            std::vector<std::string_view> fields;
+            while (true) {
+                const std::size_t tab = line.find('\t');
+                fields.push_back(line.substr(0, tab));
+                if (tab == std::string_view::npos) break;
+                line = line.substr(tab + 1);
+            }
+            const auto value_of = [&](std::string_view name, std::string_view& out) {
+                for (std::size_t i = 1; i < fields.size(); ++i)
+                    if (fields[i].size() > name.size() && fields[i].substr(0, name.size()) == name &&
+                        fields[i][name.size()] == '=') {
+                        out = fields[i].substr(name.size() + 1);
+                        return true;
+                    }
+                return false;
+            };
+            bool ok = true;
+            std::string why;
+            const auto number = [&](std::string_view name, double& out, bool positive = true) {
+                std::string_view v;
+                if (!value_of(name, v)) return; // keep the default
+                const std::string s(v);
+                char* end = nullptr;
+                const double x = std::strtod(s.c_str(), &end);
+                if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(x) || (positive ? x <= 0 : x < 0)) {
+                    ok = false;
+                    why = "bad value for " + std::string(name) + ": '" + s + "'";
+                    return;
+                }
+                out = x;
+            };
+            if (fields[0] == "profile") {
+                backend_profile p;
+                std::string_view key;
+                if (!value_of("key", key) || key.empty()) return bad("a profile needs key=...");
+                p.key = std::string(key);
+                number("node_latency", p.node_latency, false);
+                number("split_latency", p.split_latency, false);
+                number("mul_mat_flops", p.mul_mat_flops);
+                number("mul_mat_narrow_flops", p.mul_mat_narrow_flops);
+                number("mul_mat_bytes", p.mul_mat_bytes);
+                number("elementwise_bytes", p.elementwise_bytes);
+                number("rows_bytes", p.rows_bytes);
+                number("data_bytes", p.data_bytes);
+                double m = 0;
+                number("measured", m, false);
+                p.measured = m != 0;
+                if (!ok) return bad(why);
+                ps.push_back(std::move(p));
+            } else if (fields[0] == "link") {
+                link_profile l;
+                std::string_view from, to;
+                if (!value_of("from", from) || !value_of("to", to)) return bad("a link needs from=... and to=...");
+                l.from = std::string(from);
+                l.to = std::string(to);
+                number("latency", l.latency, false);
+                number("bandwidth", l.bandwidth);
+                double m = 0;
+                number("measured", m, false);
+                l.measured = m != 0;
+                if (!ok) return bad(why);
+                ls.push_back(std::move(l));
+            } else {
+                return bad("unknown record '" + std::string(fields[0]) + "' (expected profile or link)");
+            }
+        }
+        for (auto& p : ps) set(std::move(p));
+        for (auto& l : ls) set_link(std::move(l));
+        return {};
+    }
+
+private:
+    backend_profile* find_mut(std::string_view key) noexcept {
+        for (backend_profile& p : profiles_)
+            if (p.key == key) return &p;
+        return nullptr;
+    }
+    static void make_parent_dirs(const std::string& path);
+
+    std::vector<backend_profile> profiles_;
+    std::vector<link_profile> links_;
+};
+
+} // namespace backplane
+
+#include <sys/stat.h>
+
+inline void backplane::cost_model::make_parent_dirs(const std::string& path) {
+    for (std::size_t i = 1; i < path.size(); ++i)
+        if (path[i] == '/') {
+            const std::string dir = path.substr(0, i);
+            ::mkdir(dir.c_str(), 0755); // an existing directory is fine; a real failure shows at fopen
+        }
+}
