@@ -8,7 +8,7 @@
 // the set by index:
 //
 //   size(), name(i), buffer_type(i)             what the backends are
-//   description(i), kind(i)                     their devices (cost model keys)
+//   description(i), kind(i), memory(i)          their devices (cost model keys, copy batches)
 //   supports_op(i, t), supports_buffer_type(i, bt), offload_op(i, t)
 //   compute(i, view), synchronize(i)            the stream
 //   copy_async(i, src, dst) -> bool             a device-side copy queued on backend i (the
@@ -56,6 +56,7 @@ concept backend_set = requires(S& s, const S& cs, std::size_t i, std::size_t j, 
     { cs.name(i) } -> std::convertible_to<std::string_view>;
     { cs.description(i) } -> std::convertible_to<std::string_view>;
     { cs.kind(i) } -> std::same_as<device_kind>;
+    { cs.memory(i) } -> std::same_as<memory_info>;
     { cs.buffer_type(i) } -> std::same_as<buffer_type_ref>;
     { cs.supports_op(i, ct) } -> std::same_as<bool>;
     { cs.supports_buffer_type(i, bt) } -> std::same_as<bool>;
@@ -200,6 +201,9 @@ public:
     [[nodiscard]] device_kind kind(std::size_t i) const {
         return dispatch(i, [](const auto& b, const auto&) -> device_kind { return b.device().kind(); });
     }
+    [[nodiscard]] memory_info memory(std::size_t i) const {
+        return dispatch(i, [](const auto& b, const auto&) -> memory_info { return b.device().memory(); });
+    }
     [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const {
         return dispatch(i, [](const auto& b, const auto&) {
             return buffer_type_ref(const_cast<std::remove_cvref_t<decltype(b)>&>(b).buffer_type());
@@ -326,6 +330,7 @@ public:
     [[nodiscard]] std::string_view name() const { return vt_->name(self_); }
     [[nodiscard]] std::string_view description() const { return vt_->description(self_); }
     [[nodiscard]] device_kind kind() const { return vt_->kind(self_); }
+    [[nodiscard]] memory_info memory() const { return vt_->memory(self_); }
     [[nodiscard]] buffer_type_ref buffer_type() const { return vt_->buffer_type(self_); }
     [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(self_, t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const {
@@ -363,6 +368,7 @@ private:
         std::string_view (*name)(void*);
         std::string_view (*description)(void*);
         device_kind (*kind)(void*);
+        memory_info (*memory)(void*);
         buffer_type_ref (*buffer_type)(void*);
         bool (*supports_op)(void*, const tensor&);
         bool (*supports_buffer_type)(void*, const buffer_type_ref&);
@@ -388,6 +394,7 @@ private:
         [](void* p) -> std::string_view { return self<B>(p).name(); },
         [](void* p) { return detail::description_of(self<B>(p)); },
         [](void* p) -> device_kind { return self<B>(p).device().kind(); },
+        [](void* p) -> memory_info { return self<B>(p).device().memory(); },
         [](void* p) { return buffer_type_ref(self<B>(p).buffer_type()); },
         [](void* p, const tensor& t) -> bool { return self<B>(p).supports_op(t); },
         [](void* p, const buffer_type_ref& bt) -> bool { return self<B>(p).supports_buffer_type(bt); },
@@ -454,6 +461,7 @@ public:
     [[nodiscard]] std::string_view name(std::size_t i) const { return backends_[i].name(); }
     [[nodiscard]] std::string_view description(std::size_t i) const { return backends_[i].description(); }
     [[nodiscard]] device_kind kind(std::size_t i) const { return backends_[i].kind(); }
+    [[nodiscard]] memory_info memory(std::size_t i) const { return backends_[i].memory(); }
     [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const { return backends_[i].buffer_type(); }
     [[nodiscard]] bool supports_op(std::size_t i, const tensor& t) const { return backends_[i].supports_op(t); }
     [[nodiscard]] bool supports_buffer_type(std::size_t i, const buffer_type_ref& bt) const {

@@ -139,7 +139,8 @@ struct scheduler_params {
     /// next such weight once it has copied more than this many bytes of them, so that
     /// the copies' memory is reused (pass 5). 0: before every such weight (ggml's rule);
     /// more: fewer splits, more memory for copies. policy_default: 0 under the greedy
-    /// policy, 64 MiB under the cost policy.
+    /// policy; under the cost policy an eighth of the split's device's memory (at least
+    /// 64 MiB).
     std::size_t weight_copy_batch = policy_default;
     static constexpr std::size_t policy_default = std::numeric_limits<std::size_t>::max();
 };
@@ -241,6 +242,10 @@ public:
             if (status s = policy_.attach(set_); !s) throw error(s.message(), s.code());
         if (params_.trace)
             for (std::size_t b = 0; b < nb_; ++b) (void)set_.set_timing(b, true);
+        copy_batch_.assign(nb_, params_.weight_copy_batch);
+        if (params_.weight_copy_batch == scheduler_params::policy_default)
+            for (std::size_t b = 0; b < nb_; ++b)
+                copy_batch_[b] = Policy::uses_costs ? std::max(std::size_t{64} << 20, set_.memory(b).total / 8) : 0;
     }
 
     basic_scheduler(const basic_scheduler&) = delete;
@@ -967,8 +972,7 @@ private:
         }
         copy_of_.assign(ts_.size() * nb_, -1);
 
-        std::size_t batch = params_.weight_copy_batch;
-        if (batch == scheduler_params::policy_default) batch = Policy::uses_costs ? std::size_t{64} << 20 : 0;
+        const std::vector<std::size_t>& batch_of = copy_batch_;
         std::size_t weights_copied = 0; // bytes of weights the current split copies
         std::size_t i = 0;
         while (i < n_nodes_ && has(i, info_view_op)) ++i;
@@ -984,8 +988,9 @@ private:
                     if (s < 0) continue;
                     const auto su = static_cast<std::size_t>(s);
                     if (has(su, info_weights) && bid_[su] != cur && !readable(s, static_cast<std::size_t>(cur)) &&
-                        (batch == 0 || (copy_of_[su * nb_ + static_cast<std::size_t>(cur)] < 0 &&
-                                        weights_copied + ts_[su]->nbytes() > batch))) {
+                        (batch_of[static_cast<std::size_t>(cur)] == 0 ||
+                         (copy_of_[su * nb_ + static_cast<std::size_t>(cur)] < 0 &&
+                          weights_copied + ts_[su]->nbytes() > batch_of[static_cast<std::size_t>(cur)]))) {
                         new_split = true;
                         break;
                     }
@@ -1607,6 +1612,7 @@ private:
     std::vector<std::int8_t> bt_reads_;  // [type][backend]: -1 not asked yet
 
     std::vector<split_rec> splits_;
+    std::vector<std::size_t> copy_batch_; // per backend: weight_copy_batch resolved
     std::vector<std::int32_t> split_inputs_;
     std::vector<tensor*> split_input_ptrs_;
     std::vector<std::int32_t> copy_of_;
