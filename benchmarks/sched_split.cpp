@@ -8,6 +8,8 @@
 //   sched/split/test_cpu, sched/split_alloc/test_cpu
 //                            the same over {test backend, CPU} with the weights of the
 //                            first half of the layers on the test backend (private memory)
+//   sched/split/test_cpu_cost, sched/split_alloc/test_cpu_cost
+//                            the same under the cost policy (a fixed model)
 //
 // Nothing is computed: these time the scheduler, not kernels. Counters: the plan's
 // n_splits, its tensors copied per run (n_split_inputs) and the pipeline copies.
@@ -20,6 +22,7 @@
 #include "../tests/support/test_backend.hpp"
 
 #include <backplane/sched.hpp>
+#include <backplane/sched/cost_policy.hpp>
 
 #include <chrono>
 #include <string>
@@ -28,35 +31,6 @@ namespace {
 
 using namespace backplane;
 using namespace backplane::test;
-
-/// The model (weights placed, not filled: the data does not matter here) and its graph.
-struct llama_setup {
-    context wctx{context_params{.no_alloc = true}};
-    context gctx{context_params{.no_alloc = true}};
-    llama_model model;
-    llama_inputs inputs;
-    graph g;
-    std::vector<buffer_ptr> weight_buffers;
-
-    /// dev: the device holding the first half of the layers, or null for all on the CPU.
-    explicit llama_setup(const test_device* dev) {
-        model = make_llama_model(wctx, llama_params{});
-        const int half = model.params.n_layer / 2;
-        std::vector<tensor*> cpu_side = model.global_weights();
-        for (tensor* t : model.layer_weights(dev ? half : 0, model.params.n_layer)) cpu_side.push_back(t);
-        auto host = alloc_tensor_list(cpu_side, cpu_buffer_type::instance());
-        if (!host) throw error(host.error().message(), host.error().code());
-        weight_buffers.push_back(std::move(*host));
-        if (dev != nullptr) {
-            auto dw = model.layer_weights(0, half);
-            auto devb = alloc_tensor_list(dw, dev->buffer_type());
-            if (!devb) throw error(devb.error().message(), devb.error().code());
-            weight_buffers.push_back(std::move(*devb));
-        }
-        inputs = make_llama_inputs(gctx, model.params);
-        g = build_llama_graph(gctx, model, inputs);
-    }
-};
 
 template <class Sched>
 void report(benchmark::State& state, const Sched& sched, const graph& g, double seconds) {
@@ -90,7 +64,7 @@ void run(benchmark::State& state, Sched& sched, const graph& g) {
 template <bool Alloc>
 void sched_cpu(benchmark::State& state) {
     cpu_backend cpu;
-    llama_setup setup(nullptr);
+    llama_instance setup(llama_params{});
     scheduler sched(cpu);
     run<Alloc>(state, sched, setup.g);
 }
@@ -100,8 +74,27 @@ void sched_test_cpu(benchmark::State& state) {
     test_device dev({.name = "TEST0"});
     test_backend tb = dev.make_backend();
     cpu_backend cpu;
-    llama_setup setup(&dev);
+    llama_instance setup(llama_params{}, dev.buffer_type(), llama_params{}.n_layer / 2);
     scheduler sched(tb, cpu);
+    run<Alloc>(state, sched, setup.g);
+}
+
+/// The same over {test backend, CPU} under the cost policy, with a fixed model (nothing
+/// calibrated): the greedy passes, the placement problem and, the graph being the same
+/// each step, the reuse of the last search.
+template <bool Alloc>
+void sched_test_cpu_cost(benchmark::State& state) {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    llama_instance setup(llama_params{}, dev.buffer_type(), llama_params{}.n_layer / 2);
+    cost_model m;
+    backend_profile fast;
+    fast.key = backend_key(tb.name(), dev.description());
+    fast.mul_mat_flops *= 10;
+    m.set(fast);
+    cost_scheduler<test_backend, cpu_backend> sched(cost_policy(m, {.cache_path = "", .calibrate = false}), {}, tb,
+                                                    cpu);
     run<Alloc>(state, sched, setup.g);
 }
 
@@ -109,5 +102,10 @@ BENCHMARK(sched_cpu<false>)->Name("sched/split/cpu")->Unit(benchmark::kMicroseco
 BENCHMARK(sched_cpu<true>)->Name("sched/split_alloc/cpu")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(sched_test_cpu<false>)->Name("sched/split/test_cpu")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(sched_test_cpu<true>)->Name("sched/split_alloc/test_cpu")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(sched_test_cpu_cost<false>)->Name("sched/split/test_cpu_cost")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(sched_test_cpu_cost<true>)
+    ->Name("sched/split_alloc/test_cpu_cost")
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5);
 
 } // namespace

@@ -45,39 +45,8 @@ namespace {
 using namespace backplane;
 using namespace backplane::test;
 
-/// The model with layers [0, split) (and nothing else) in `first`, the rest in host
-/// memory, and its graph; weights and inputs filled.
-struct llama_setup {
-    context wctx{context_params{.no_alloc = true}};
-    context gctx{context_params{.no_alloc = true}};
-    llama_model model;
-    llama_inputs inputs;
-    graph g;
-    std::vector<buffer_ptr> buffers;
-
-    /// globals_first: the weights outside the layers in `first` too.
-    llama_setup(int n_layer, std::optional<buffer_type_ref> first, int split, bool globals_first = false) {
-        llama_params p;
-        p.n_layer = n_layer;
-        model = make_llama_model(wctx, p);
-        std::vector<tensor*> host, dev;
-        const int cut = first ? split : 0;
-        for (tensor* t : model.global_weights()) (first && globals_first ? dev : host).push_back(t);
-        for (tensor* t : model.layer_weights(0, cut)) dev.push_back(t);
-        for (tensor* t : model.layer_weights(cut, n_layer)) host.push_back(t);
-        if (!host.empty()) keep(alloc_tensor_list(host, cpu_buffer_type::instance()));
-        if (!dev.empty()) keep(alloc_tensor_list(dev, *first));
-        inputs = make_llama_inputs(gctx, p);
-        g = build_llama_graph(gctx, model, inputs);
-    }
-    void keep(result<buffer_ptr> r) {
-        if (!r) throw error(r.error().message(), r.error().code());
-        buffers.push_back(std::move(*r));
-    }
-};
-
 template <class Sched>
-void run(benchmark::State& state, Sched& sched, llama_setup& s) {
+void run(benchmark::State& state, Sched& sched, llama_instance& s) {
     if (status st = sched.alloc_graph(s.g); !st) {
         state.SkipWithError(st.describe().c_str());
         return;
@@ -110,6 +79,12 @@ void run(benchmark::State& state, Sched& sched, llama_setup& s) {
     state.counters["nodes_on_0"] = static_cast<double>(on_first);
 }
 
+llama_params layers(int n_layer) {
+    llama_params p;
+    p.n_layer = n_layer;
+    return p;
+}
+
 // -- {test backend, CPU} -----------------------------------------------------------------
 
 constexpr int test_layers = 8;
@@ -118,7 +93,7 @@ void test_cpu(benchmark::State& state, bool cost) {
     test_device dev({.name = "TEST0"});
     test_backend tb = dev.make_backend();
     cpu_backend cpu;
-    llama_setup s(test_layers, dev.buffer_type(), test_layers / 2);
+    llama_instance s(layers(test_layers), dev.buffer_type(), test_layers / 2);
     if (cost) {
         cost_scheduler<test_backend, cpu_backend> sched(cost_policy{}, {}, tb, cpu);
         run(state, sched, s);
@@ -130,7 +105,7 @@ void test_cpu(benchmark::State& state, bool cost) {
 
 void cpu_only(benchmark::State& state, int n_layer) {
     cpu_backend cpu;
-    llama_setup s(n_layer, std::nullopt, 0);
+    llama_instance s(layers(n_layer));
     scheduler sched(cpu);
     run(state, sched, s);
 }
@@ -145,7 +120,7 @@ BENCHMARK_CAPTURE(cpu_only, test_layers, test_layers)->Name("plan/test_cpu/cpu")
 void blas_cpu(benchmark::State& state, bool cost) {
     blas_backend blas;
     cpu_backend cpu;
-    llama_setup s(32, std::nullopt, 0);
+    llama_instance s(layers(32));
     if (cost) {
         cost_scheduler<blas_backend, cpu_backend> sched(cost_policy{}, {}, blas, cpu);
         run(state, sched, s);
@@ -175,14 +150,14 @@ void vulkan_cpu(benchmark::State& state, int mode) { // 0 greedy, 1 cost, 2 Vulk
     }
     cpu_backend cpu;
     if (mode == 2) {
-        llama_setup s(32, dev->buffer_type(), 32, true); // nothing in host memory
+        llama_instance s(layers(32), dev->buffer_type(), 32, true); // nothing in host memory
         scheduler sched(*be, cpu);
         for (tensor* t : s.g.nodes())
             if (!is_view_op(t->op)) (void)sched.set_backend(*t, 0);
         run(state, sched, s);
         return;
     }
-    llama_setup s(32, dev->buffer_type(), 16);
+    llama_instance s(layers(32), dev->buffer_type(), 16);
     if (mode == 1) {
         cost_scheduler<vulkan_backend, cpu_backend> sched(cost_policy{}, {}, *be, cpu);
         run(state, sched, s);

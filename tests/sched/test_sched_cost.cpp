@@ -87,31 +87,6 @@ llama_params small_llama() {
     return p;
 }
 
-/// The small llama graph with the weights of layers [half, n_layer) on the test device
-/// and the rest in host memory.
-struct llama_setup {
-    context w{{.no_alloc = true}};
-    context gctx{{.no_alloc = true}};
-    llama_model m;
-    llama_inputs in;
-    graph g;
-    buffer_ptr host_w, dev_w;
-
-    llama_setup(const llama_params& p, test_device& dev) {
-        m = make_llama_model(w, p);
-        std::vector<tensor*> host = m.global_weights();
-        for (tensor* t : m.layer_weights(0, p.n_layer / 2)) host.push_back(t);
-        auto a = alloc_tensor_list(host, cpu_buffer_type::instance());
-        REQUIRE(a);
-        host_w = std::move(*a);
-        auto b = alloc_tensor_list(m.layer_weights(p.n_layer / 2, p.n_layer), dev.buffer_type());
-        REQUIRE(b);
-        dev_w = std::move(*b);
-        in = make_llama_inputs(gctx, p);
-        g = build_llama_graph(gctx, m, in);
-    }
-};
-
 std::vector<float> llama_reference(const llama_params& p) {
     context cw({.no_alloc = true});
     llama_model m = make_llama_model(cw, p);
@@ -129,9 +104,9 @@ std::vector<float> llama_reference(const llama_params& p) {
 }
 
 template <class Sched>
-std::vector<float> run_llama(Sched& sched, llama_setup& s) {
+std::vector<float> run_llama(Sched& sched, llama_instance& s) {
     REQUIRE(sched.alloc_graph(s.g));
-    REQUIRE(fill_llama(s.m, s.in, 7));
+    REQUIRE(fill_llama(s.model, s.inputs, 7));
     const status st = sched.compute(s.g);
     INFO(st.describe());
     REQUIRE(st);
@@ -317,7 +292,7 @@ TEST_CASE("cost policy on the llama graph: a slow test backend keeps the work on
     cpu_backend cpu(cpu_backend_params{.n_threads = 1});
 
     SECTION("slow") {
-        llama_setup s(p, dev);
+        llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
         scheduler greedy(tb, cpu);
         REQUIRE(greedy.plan(s.g));
         CHECK(computing_on(greedy, s.g, 0) > 0); // the greedy rules follow the weights
@@ -333,7 +308,7 @@ TEST_CASE("cost policy on the llama graph: a slow test backend keeps the work on
         CHECK(sched.n_split_inputs() >= static_cast<std::size_t>(p.n_layer / 2) * 9);
     }
     SECTION("fast") {
-        llama_setup s(p, dev);
+        llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
         policy_scheduler sched(policy_of(model_for(tb, cpu, 50.0, 100e9)), tb, cpu);
         const std::vector<float> got = run_llama(sched, s);
         INFO(sched.describe(1));
@@ -352,7 +327,7 @@ TEST_CASE("cost policy on the llama graph: a slow test backend keeps the work on
         CHECK(sched.describe(1).find("cost policy: estimated") != std::string::npos);
     }
     SECTION("equal speeds: no plan rated worse than the greedy one, a stable plan") {
-        llama_setup s(p, dev);
+        llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
         policy_scheduler sched(policy_of(model_for(tb, cpu, 1.0, 2e9)), tb, cpu);
         REQUIRE(sched.plan(s.g));
         CHECK(sched.estimated_seconds() <= sched.greedy_estimated_seconds());
@@ -450,9 +425,9 @@ TEST_CASE("dry runs of the llama graph: sizes equal the allocation's, weights co
     test_device dev({.name = "TEST0"});
     test_backend tb = dev.make_backend();
     cpu_backend cpu(cpu_backend_params{.n_threads = 1});
-    llama_setup s(p, dev);
+    llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
     std::size_t dev_weights = 0;
-    for (tensor* t : s.m.layer_weights(p.n_layer / 2, p.n_layer)) dev_weights += t->nbytes();
+    for (tensor* t : s.model.layer_weights(0, p.n_layer / 2)) dev_weights += t->nbytes();
 
     const auto check = [&](auto& sched) {
         auto plan = sched.dry_run(s.g);
@@ -506,7 +481,7 @@ TEST_CASE("memory caps: the plan moves work until the buffers fit, results uncha
 
     std::size_t free_need = 0;
     {
-        llama_setup s(p, dev);
+        llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
         policy_scheduler sched(policy_of(model_for(tb, cpu, 50.0, 100e9)), tb, cpu);
         auto plan = sched.dry_run(s.g);
         REQUIRE(plan);
@@ -516,7 +491,7 @@ TEST_CASE("memory caps: the plan moves work until the buffers fit, results uncha
     for (const std::size_t cap : {free_need * 3 / 4, free_need / 2, free_need / 8, std::size_t{1}}) {
         INFO("cap " << cap << " of " << free_need);
         SECTION("cost, cap " + std::to_string(cap)) {
-            llama_setup s(p, dev);
+            llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
             policy_scheduler sched(policy_of(model_for(tb, cpu, 50.0, 100e9)),
                                    scheduler_params{.memory_caps = {cap, 0}}, tb, cpu);
             auto plan = sched.dry_run(s.g);
@@ -531,7 +506,7 @@ TEST_CASE("memory caps: the plan moves work until the buffers fit, results uncha
             CHECK(moved);
         }
         SECTION("greedy, cap " + std::to_string(cap)) {
-            llama_setup s(p, dev);
+            llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
             scheduler sched(scheduler_params{.memory_caps = {cap}}, tb, cpu);
             const std::vector<float> got = run_llama(sched, s);
             CHECK(sched.buffer_size(0) <= cap);
@@ -539,7 +514,7 @@ TEST_CASE("memory caps: the plan moves work until the buffers fit, results uncha
         }
     }
     SECTION("a cap nothing can meet is an error naming the backend") {
-        llama_setup s(p, dev);
+        llama_instance s(p, dev.buffer_type(), p.n_layer / 2);
         // the graph inputs live in the CPU's compute buffer whatever the plan
         scheduler sched(scheduler_params{.memory_caps = {0, 16}}, tb, cpu);
         const status st = sched.alloc_graph(s.g);

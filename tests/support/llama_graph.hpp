@@ -44,14 +44,17 @@
 
 #include <backplane/core.hpp>
 #include <backplane/memory/buffer.hpp>
+#include <backplane/memory/host_buffer.hpp>
 #include <backplane/memory/detail/align.hpp>
 #include <backplane/memory/tensor_alloc.hpp>
 #include <backplane/memory/tensor_io.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -354,5 +357,39 @@ inline status fill_llama(const llama_model& m, const llama_inputs& in, std::uint
     if (status s = fill_llama_weights(m, seed); !s) return s;
     return fill_llama_inputs(m.params, in, seed);
 }
+
+/// A model with its weights placed in memory and its graph built: the weights of layers
+/// [0, split) (and the global weights too with globals_too) in one weights buffer of type
+/// `first`, everything else in one host weights buffer; without `first`, everything in
+/// host memory. Weights and inputs are not filled (fill_llama). Throws backplane::error
+/// when a buffer cannot be allocated.
+struct llama_instance {
+    context wctx{context_params{.no_alloc = true}};
+    context gctx{context_params{.no_alloc = true}};
+    llama_model model;
+    llama_inputs inputs;
+    graph g;
+    std::vector<buffer_ptr> buffers;
+
+    explicit llama_instance(const llama_params& p, std::optional<buffer_type_ref> first = std::nullopt, int split = 0,
+                            bool globals_too = false) {
+        model = make_llama_model(wctx, p);
+        const int cut = first ? std::clamp(split, 0, p.n_layer) : 0;
+        std::vector<tensor*> host, dev;
+        for (tensor* t : model.global_weights()) (first && globals_too ? dev : host).push_back(t);
+        for (tensor* t : model.layer_weights(0, cut)) dev.push_back(t);
+        for (tensor* t : model.layer_weights(cut, p.n_layer)) host.push_back(t);
+        if (!host.empty()) keep(alloc_tensor_list(host, cpu_buffer_type::instance()));
+        if (!dev.empty()) keep(alloc_tensor_list(dev, *first));
+        inputs = make_llama_inputs(gctx, p);
+        g = build_llama_graph(gctx, model, inputs);
+    }
+
+private:
+    void keep(result<buffer_ptr> r) {
+        if (!r) throw error(r.error().message(), r.error().code());
+        buffers.push_back(std::move(*r));
+    }
+};
 
 } // namespace backplane::test

@@ -205,8 +205,10 @@ public:
 
     /// Plans a graph as alloc_graph() would and returns the bytes each buffer id would
     /// need (under the lowest id sharing its buffer type and 0 under the others, as
-    /// buffer_size() reports), without allocating a buffer or touching a tensor. The plan
-    /// of the last alloc_graph() is dropped: the next alloc_graph() plans again.
+    /// buffer_size() reports), without allocating a buffer or touching a tensor. A graph
+    /// the recorded plan fits is answered from that plan, which stays valid (the next
+    /// alloc_graph() replays it); otherwise the graph is planned and the next
+    /// alloc_graph() plans again.
     [[nodiscard]] result<std::vector<std::size_t>> measure(std::span<tensor* const> nodes,
                                                            std::span<tensor* const> leafs,
                                                            std::span<const int> node_buffer_ids = {},
@@ -214,10 +216,11 @@ public:
                                                            const alloc_topology* topology = nullptr) {
         std::vector<std::size_t> need;
         status s = guarded([&]() -> status {
-            plan_valid_ = false;
             if (status st = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); !st) return st;
-            if (status st = plan(); !st) return st;
-            plan_valid_ = false; // planned, not bound to buffers
+            if (!plan_matches()) { // the planners then still hold the recorded plan's peaks
+                if (status st = plan(); !st) return st;
+                plan_valid_ = false; // planned, not bound to buffers
+            }
             need.assign(pool_of_id_.size(), 0);
             for (const pool& p : pools_)
                 for (std::size_t c = 0; c < p.planner.n_chunks(); ++c)

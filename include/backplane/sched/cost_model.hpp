@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace backplane {
 
 /// Kinds of work with their own throughput.
@@ -354,20 +356,15 @@ private:
             if (p.key == key) return &p;
         return nullptr;
     }
-    static void make_parent_dirs(const std::string& path);
+    // Creates the directories leading to path (an existing one is fine; a real failure
+    // shows when the file is opened).
+    static void make_parent_dirs(const std::string& path) {
+        for (std::size_t i = 1; i < path.size(); ++i)
+            if (path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
+    }
 
     std::vector<backend_profile> profiles_;
     std::vector<link_profile> links_;
 };
 
 } // namespace backplane
-
-#include <sys/stat.h>
-
-inline void backplane::cost_model::make_parent_dirs(const std::string& path) {
-    for (std::size_t i = 1; i < path.size(); ++i)
-        if (path[i] == '/') {
-            const std::string dir = path.substr(0, i);
-            ::mkdir(dir.c_str(), 0755); // an existing directory is fine; a real failure shows at fopen
-        }
-}

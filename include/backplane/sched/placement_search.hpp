@@ -46,7 +46,6 @@ public:
                 !readers_[s].empty())
                 group_[static_cast<std::size_t>(r)].push_back(static_cast<std::int32_t>(s));
         }
-        order_.clear();
         for (std::size_t i = 0; i < p.n_nodes; ++i)
             if (p.computes[i]) order_.push_back(static_cast<std::int32_t>(i));
         prev_.assign(p.n_nodes, -1);

@@ -320,7 +320,8 @@ public:
         plan_summary out;
         status st = guarded([&]() -> status {
             if (status s = split(g); !s) return s;
-            if (status s = fit_caps(g); !s) return s;
+            if (status s = fit_caps(g, &out.compute_bytes); !s) return s;
+            if (!out.compute_bytes.empty()) return {}; // the caps' last measure
             auto need = measure(g);
             if (!need) return need.error();
             out.compute_bytes = std::move(*need);
@@ -1309,8 +1310,9 @@ private:
     // Moves work off backends whose compute buffers would exceed their caps: the latter
     // half of the largest run of free nodes on such a backend goes to the cheapest other
     // backend that supports each node (the last backend under the greedy policy) and was
-    // never over its cap, until every backend fits.
-    status fit_caps(const graph& g) {
+    // never over its cap, until every backend fits. `fitted`, when given, receives the
+    // measure of the plan that fits (left empty without caps).
+    status fit_caps(const graph& g, std::vector<std::size_t>* fitted = nullptr) {
         bool any = false;
         for (std::size_t b = 0; b < nb_; ++b) any = any || cap_of(b) != 0;
         if (!any) return {};
@@ -1321,7 +1323,10 @@ private:
             std::size_t over = nb_;
             for (std::size_t b = 0; b < nb_ && over == nb_; ++b)
                 if (cap_of(b) != 0 && (*need)[b] > cap_of(b)) over = b;
-            if (over == nb_) return {};
+            if (over == nb_) {
+                if (fitted != nullptr) *fitted = std::move(*need);
+                return {};
+            }
             full[over] = 1;
             // the largest run of movable nodes on `over`
             std::size_t best_first = 0, best_len = 0, best_bytes = 0;
