@@ -17,6 +17,8 @@ function(backplane_add_backend_target component backend)
     # Installed as backplane::<component>, matching the alias in the build tree.
     set_target_properties(backplane_${component} PROPERTIES EXPORT_NAME ${component})
     target_link_libraries(backplane_${component} INTERFACE backplane ${ARGN})
+    # Tells <backplane/runtime.hpp> to register the backend as a compiled-in one.
+    target_compile_definitions(backplane_${component} INTERFACE BACKPLANE_WITH_${backend}=1)
     set(BACKPLANE_COMPONENTS ${BACKPLANE_COMPONENTS} ${component} PARENT_SCOPE)
 endfunction()
 

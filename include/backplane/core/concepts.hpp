@@ -21,8 +21,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace backplane {
 
@@ -310,6 +313,44 @@ template <class B>
 concept timed_backend = backend<B> && requires(B& b, const B& cb, bool on) {
     b.set_timing(on);
     { cb.last_compute_time() } -> std::same_as<std::optional<device_span>>;
+};
+
+/// A backend with a thread count: `b.set_n_threads(n)` -> status (n >= 1),
+/// `cb.n_threads()`. The runtime's any_backend exposes it as a typed query (what ggml
+/// looks up by the string "ggml_backend_set_n_threads").
+template <class B>
+concept threaded_backend = backend<B> && requires(B& b, const B& cb, int n) {
+    { b.set_n_threads(n) } -> std::same_as<status>;
+    { cb.n_threads() } -> std::convertible_to<int>;
+};
+
+/// A backend that asks a callback whether to stop a compute: `typename B::abort_callback`
+/// (a callable returning bool, constructible from std::function<bool()>) and
+/// `b.set_abort_callback(cb)`; a stopped compute returns errc::aborted.
+template <class B>
+concept abortable_backend = backend<B> && requires(B& b, typename B::abort_callback cb) {
+    b.set_abort_callback(std::move(cb));
+};
+
+/// A name and a value describing what a device or a backend registry offers
+/// ("AVX2" = "1", "subgroup_size" = "32").
+struct feature {
+    std::string name;
+    std::string value;
+    friend bool operator==(const feature&, const feature&) = default;
+};
+
+/// A device that lists its features (`d.features()` -> a range of feature).
+template <class D>
+concept featured_device = device<D> && requires(const D& d) {
+    { d.features() } -> std::convertible_to<std::vector<feature>>;
+};
+
+/// A device with buffer types beyond its default and host ones (for example memory
+/// laid out for its own kernels): `d.extra_buffer_types()` -> std::vector<buffer_type_ref>.
+template <class D>
+concept extra_buffer_types_device = device<D> && requires(const D& d) {
+    { d.extra_buffer_types() } -> std::convertible_to<std::vector<buffer_type_ref>>;
 };
 
 /// A backend whose default buffer type is host memory, known at compile time.

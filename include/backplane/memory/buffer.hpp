@@ -39,6 +39,17 @@ using buffer_ptr = std::unique_ptr<buffer_handle, buffer_deleter>;
 
 namespace detail {
 
+/// What keeps the code of this module (the program, or a backend plugin's shared
+/// library) loaded: empty in a program; in a plugin, a weak reference to the library
+/// handle that the loader set when it loaded the plugin (runtime/plugin.hpp). Each
+/// module has its own copy (plugins are built with hidden visibility), so a buffer or a
+/// backend made by plugin code holds its library, and unloading the plugin never pulls
+/// code from under a live object.
+inline std::weak_ptr<const void>& module_anchor() noexcept {
+    static std::weak_ptr<const void> anchor;
+    return anchor;
+}
+
 struct buffer_type_vtable {
     std::string_view (*name)(const void*);
     std::size_t (*alignment)(const void*);
@@ -194,6 +205,7 @@ private:
     void* base_;
     std::size_t size_;
     buffer_usage usage_ = buffer_usage::any;
+    std::shared_ptr<const void> anchor_ = detail::module_anchor().lock(); ///< the module whose code vt_ points to
 };
 
 namespace detail {
@@ -269,7 +281,10 @@ B* buffer_handle::get_if() noexcept {
 }
 
 inline void buffer_deleter::operator()(buffer_handle* h) const noexcept {
-    if (h) h->vt_->destroy(h);
+    if (h == nullptr) return;
+    // The module's code runs the destructor, so the module stays loaded until it returned.
+    const std::shared_ptr<const void> anchor = std::move(h->anchor_);
+    h->vt_->destroy(h);
 }
 
 template <buffer_type BT>

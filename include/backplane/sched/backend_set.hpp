@@ -37,8 +37,11 @@
 
 #include <concepts>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <new>
 #include <optional>
+#include <ranges>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -318,6 +321,145 @@ private:
 // ---------------------------------------------------------------------------------------
 // run-time face
 
+class backend_ref;
+
+/// What any_backend::set_abort_callback takes (see abortable_backend).
+using abort_function = std::function<bool()>;
+
+namespace detail {
+
+/// The operations of one backend type, generated from its concept model
+/// (backend_vtable_for<B>): what backend_ref and the runtime's any_backend dispatch
+/// through. Optional capabilities have an entry that reports "not available".
+struct backend_vtable {
+    struct event_deleter {
+        void (*destroy)(void*) noexcept;
+        void operator()(void* e) const noexcept { destroy(e); }
+    };
+    using event_ptr = std::unique_ptr<void, event_deleter>;
+
+    std::string_view (*name)(void*);
+    std::string_view (*description)(void*);
+    device_kind (*kind)(void*);
+    memory_info (*memory)(void*);
+    buffer_type_ref (*buffer_type)(void*);
+    bool (*supports_op)(void*, const tensor&);
+    bool (*supports_buffer_type)(void*, const buffer_type_ref&);
+    bool (*offload_op)(void*, const tensor&);
+    status (*compute)(void*, graph_view);
+    status (*synchronize)(void*);
+    bool (*copy_async)(void*, const tensor&, tensor&);
+    bool (*set_timing)(void*, bool);
+    std::optional<device_span> (*last_compute_time)(void*);
+    event_ptr (*make_event)(void*);
+    status (*record)(void*, void*);
+    status (*wait)(void*, void*);
+    status (*event_sync)(void*);
+    // typed capabilities (null when the backend lacks them)
+    status (*set_tensor_async)(void*, tensor&, const void*, std::size_t, std::size_t);
+    status (*get_tensor_async)(void*, const tensor&, void*, std::size_t, std::size_t);
+    status (*set_n_threads)(void*, int);
+    int (*n_threads)(void*);
+    void (*set_abort_callback)(void*, abort_function);
+    bool has_events;
+    bool has_plans;
+    bool has_timing;
+    bool has_offload;
+};
+
+template <class B>
+B& backend_self(void* p) noexcept {
+    return *static_cast<B*>(p);
+}
+
+template <backend B>
+inline constexpr backend_vtable backend_vtable_for{
+    [](void* p) -> std::string_view { return backend_self<B>(p).name(); },
+    [](void* p) { return description_of(backend_self<B>(p)); },
+    [](void* p) -> device_kind { return backend_self<B>(p).device().kind(); },
+    [](void* p) -> memory_info { return backend_self<B>(p).device().memory(); },
+    [](void* p) { return buffer_type_ref(backend_self<B>(p).buffer_type()); },
+    [](void* p, const tensor& t) -> bool { return backend_self<B>(p).supports_op(t); },
+    [](void* p, const buffer_type_ref& bt) -> bool { return backend_self<B>(p).supports_buffer_type(bt); },
+    [](void* p, const tensor& t) { return offload_of(backend_self<B>(p), t); },
+    [](void* p, graph_view g) -> status { return backend_self<B>(p).compute(g); },
+    [](void* p) -> status { return backend_self<B>(p).synchronize(); },
+    [](void* p, const tensor& s, tensor& d) { return copy_async_of(backend_self<B>(p), s, d); },
+    [](void* p, bool on) { return set_timing_of(backend_self<B>(p), on); },
+    [](void* p) { return last_compute_time_of(std::as_const(backend_self<B>(p))); },
+    [](void* p) -> backend_vtable::event_ptr {
+        using ptr = backend_vtable::event_ptr;
+        if constexpr (event_backend<B>) {
+            using E = typename B::event_t;
+            auto r = backend_self<B>(p).make_event();
+            if (!r) return ptr(nullptr, {+[](void*) noexcept {}});
+            E* e = new (std::nothrow) E(std::move(*r));
+            return ptr(e, {+[](void* x) noexcept { delete static_cast<E*>(x); }});
+        } else {
+            (void)p;
+            return ptr(nullptr, {+[](void*) noexcept {}});
+        }
+    },
+    [](void* p, void* e) -> status {
+        if constexpr (event_backend<B>)
+            return backend_self<B>(p).record(*static_cast<typename B::event_t*>(e));
+        else
+            return (void)p, (void)e, status{};
+    },
+    [](void* p, void* e) -> status {
+        if constexpr (event_backend<B>)
+            return backend_self<B>(p).wait(*static_cast<typename B::event_t*>(e));
+        else
+            return (void)p, (void)e, status{};
+    },
+    [](void* e) -> status {
+        if constexpr (event_backend<B>)
+            return static_cast<typename B::event_t*>(e)->synchronize();
+        else
+            return (void)e, status{};
+    },
+    []() -> status (*)(void*, tensor&, const void*, std::size_t, std::size_t) {
+        if constexpr (async_backend<B>)
+            return [](void* p, tensor& t, const void* src, std::size_t o, std::size_t n) -> status {
+                return backend_self<B>(p).set_tensor_async(t, src, o, n);
+            };
+        else
+            return nullptr;
+    }(),
+    []() -> status (*)(void*, const tensor&, void*, std::size_t, std::size_t) {
+        if constexpr (async_backend<B>)
+            return [](void* p, const tensor& t, void* dst, std::size_t o, std::size_t n) -> status {
+                return backend_self<B>(p).get_tensor_async(t, dst, o, n);
+            };
+        else
+            return nullptr;
+    }(),
+    []() -> status (*)(void*, int) {
+        if constexpr (threaded_backend<B>)
+            return [](void* p, int n) -> status { return backend_self<B>(p).set_n_threads(n); };
+        else
+            return nullptr;
+    }(),
+    []() -> int (*)(void*) {
+        if constexpr (threaded_backend<B>)
+            return [](void* p) -> int { return std::as_const(backend_self<B>(p)).n_threads(); };
+        else
+            return nullptr;
+    }(),
+    []() -> void (*)(void*, abort_function) {
+        if constexpr (abortable_backend<B>)
+            return [](void* p, abort_function f) { backend_self<B>(p).set_abort_callback(std::move(f)); };
+        else
+            return nullptr;
+    }(),
+    event_backend<B>,
+    plan_backend<B>,
+    timed_backend<B>,
+    offload_backend<B>,
+};
+
+} // namespace detail
+
 /// A non-owning, type-erased reference to a backend: the operations of a backend set for
 /// one backend, generated from its concept model. Copyable; the backend must outlive it.
 class backend_ref {
@@ -325,7 +467,9 @@ public:
     template <backend B>
         requires(!std::is_same_v<std::remove_cvref_t<B>, backend_ref>)
     backend_ref(B& b) noexcept // NOLINT: implicit on purpose, like a span
-        : self_(&b), vt_(&table_for<B>) {}
+        : self_(&b), vt_(&detail::backend_vtable_for<B>) {}
+    /// A backend object and its generated table (what owning wrappers hand out).
+    backend_ref(void* self, const detail::backend_vtable* vt) noexcept : self_(self), vt_(vt) {}
 
     [[nodiscard]] std::string_view name() const { return vt_->name(self_); }
     [[nodiscard]] std::string_view description() const { return vt_->description(self_); }
@@ -346,13 +490,11 @@ public:
     [[nodiscard]] std::optional<device_span> last_compute_time() const { return vt_->last_compute_time(self_); }
     /// The backend's address (identity).
     [[nodiscard]] const void* id() const noexcept { return self_; }
+    /// The generated table (identity of the backend's type within one module).
+    [[nodiscard]] const detail::backend_vtable& table() const noexcept { return *vt_; }
 
     /// An event of this backend, or null when it has none (or could not make one).
-    struct event_deleter {
-        void (*destroy)(void*) noexcept;
-        void operator()(void* e) const noexcept { destroy(e); }
-    };
-    using event_ptr = std::unique_ptr<void, event_deleter>;
+    using event_ptr = detail::backend_vtable::event_ptr;
     [[nodiscard]] event_ptr make_event() const { return vt_->make_event(self_); }
     [[nodiscard]] status record(void* e) const { return vt_->record(self_, e); }
     /// This backend's stream waits for `e`, an event of `owner` (on the host when the two
@@ -364,79 +506,8 @@ public:
     [[nodiscard]] status event_sync(void* e) const { return vt_->event_sync(e); }
 
 private:
-    struct table {
-        std::string_view (*name)(void*);
-        std::string_view (*description)(void*);
-        device_kind (*kind)(void*);
-        memory_info (*memory)(void*);
-        buffer_type_ref (*buffer_type)(void*);
-        bool (*supports_op)(void*, const tensor&);
-        bool (*supports_buffer_type)(void*, const buffer_type_ref&);
-        bool (*offload_op)(void*, const tensor&);
-        status (*compute)(void*, graph_view);
-        status (*synchronize)(void*);
-        bool (*copy_async)(void*, const tensor&, tensor&);
-        bool (*set_timing)(void*, bool);
-        std::optional<device_span> (*last_compute_time)(void*);
-        event_ptr (*make_event)(void*);
-        status (*record)(void*, void*);
-        status (*wait)(void*, void*);
-        status (*event_sync)(void*);
-    };
-
-    template <class B>
-    static B& self(void* p) noexcept {
-        return *static_cast<B*>(p);
-    }
-
-    template <class B>
-    static constexpr table table_for{
-        [](void* p) -> std::string_view { return self<B>(p).name(); },
-        [](void* p) { return detail::description_of(self<B>(p)); },
-        [](void* p) -> device_kind { return self<B>(p).device().kind(); },
-        [](void* p) -> memory_info { return self<B>(p).device().memory(); },
-        [](void* p) { return buffer_type_ref(self<B>(p).buffer_type()); },
-        [](void* p, const tensor& t) -> bool { return self<B>(p).supports_op(t); },
-        [](void* p, const buffer_type_ref& bt) -> bool { return self<B>(p).supports_buffer_type(bt); },
-        [](void* p, const tensor& t) { return detail::offload_of(self<B>(p), t); },
-        [](void* p, graph_view g) -> status { return self<B>(p).compute(g); },
-        [](void* p) -> status { return self<B>(p).synchronize(); },
-        [](void* p, const tensor& s, tensor& d) { return detail::copy_async_of(self<B>(p), s, d); },
-        [](void* p, bool on) { return detail::set_timing_of(self<B>(p), on); },
-        [](void* p) { return detail::last_compute_time_of(std::as_const(self<B>(p))); },
-        [](void* p) -> event_ptr {
-            if constexpr (event_backend<B>) {
-                using E = typename B::event_t;
-                auto r = self<B>(p).make_event();
-                if (!r) return event_ptr(nullptr, {+[](void*) noexcept {}});
-                return event_ptr(new E(std::move(*r)), {+[](void* e) noexcept { delete static_cast<E*>(e); }});
-            } else {
-                (void)p;
-                return event_ptr(nullptr, {+[](void*) noexcept {}});
-            }
-        },
-        [](void* p, void* e) -> status {
-            if constexpr (event_backend<B>)
-                return self<B>(p).record(*static_cast<typename B::event_t*>(e));
-            else
-                return (void)p, (void)e, status{};
-        },
-        [](void* p, void* e) -> status {
-            if constexpr (event_backend<B>)
-                return self<B>(p).wait(*static_cast<typename B::event_t*>(e));
-            else
-                return (void)p, (void)e, status{};
-        },
-        [](void* e) -> status {
-            if constexpr (event_backend<B>)
-                return static_cast<typename B::event_t*>(e)->synchronize();
-            else
-                return (void)e, status{};
-        },
-    };
-
     void* self_;
-    const table* vt_;
+    const detail::backend_vtable* vt_;
 };
 
 /// Backends chosen at run time, index 0 the highest priority: a vector of backend_ref.
@@ -446,6 +517,16 @@ class dynamic_backend_set {
 public:
     dynamic_backend_set() = default;
     explicit dynamic_backend_set(std::vector<backend_ref> backends) : backends_(std::move(backends)) {}
+    /// Every element of a range of backends that convert to backend_ref (for example the
+    /// runtime's any_backend: `dynamic_scheduler sched(backends)` with a
+    /// std::vector<any_backend>), in order.
+    template <std::ranges::input_range R>
+        requires(!std::is_same_v<std::remove_cvref_t<R>, dynamic_backend_set> &&
+                 !std::is_same_v<std::remove_cvref_t<R>, std::vector<backend_ref>> &&
+                 std::is_convertible_v<std::ranges::range_reference_t<R>, backend_ref>)
+    dynamic_backend_set(R&& backends) { // NOLINT: implicit, so a scheduler takes the range directly
+        for (auto&& b : backends) backends_.push_back(static_cast<backend_ref>(b));
+    }
 
     void push_back(backend_ref b) { backends_.push_back(b); }
     [[nodiscard]] std::size_t size() const noexcept { return backends_.size(); }

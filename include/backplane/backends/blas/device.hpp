@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace backplane {
 
@@ -60,6 +61,12 @@ public:
     /// Wraps user memory [ptr, ptr + size) as a CPU buffer; the user keeps it alive.
     [[nodiscard]] result<buffer_ptr> buffer_from_host_ptr(void* ptr, std::size_t size) const {
         return cpu_device::instance().buffer_from_host_ptr(ptr, size);
+    }
+
+    /// The library ("library" = its description) and the smallest product a backend
+    /// takes by default.
+    [[nodiscard]] std::vector<feature> features() const {
+        return {{"library", description_}, {"min_batch", std::to_string(blas::default_min_batch)}};
     }
 
     /// A new BLAS backend (defined in backends/blas/backend.hpp).

@@ -1,15 +1,18 @@
 #pragma once
 // The CPU device: the host processor and its memory.
 
+#include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/supports.hpp>
 #include <backplane/core/concepts.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/host_buffer.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -60,6 +63,36 @@ public:
     [[nodiscard]] result<buffer_ptr> buffer_from_host_ptr(void* ptr, std::size_t size) const {
         if (ptr == nullptr && size != 0) return status(errc::invalid_argument, "buffer_from_host_ptr: null pointer");
         return make_buffer(host_buffer::from_ptr(ptr, size), buffer_type_ref(cpu_buffer_type::instance()));
+    }
+
+    /// The instruction-set extensions the kernels can use on this CPU ("AVX2" = "1", ...;
+    /// only those present), the level the kernels run at ("kernels" = "avx2") and the
+    /// hardware threads.
+    [[nodiscard]] std::vector<feature> features() const {
+        std::vector<feature> out;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+        __builtin_cpu_init();
+        auto has = [&](const char* name, bool present) {
+            if (present) out.push_back({name, "1"});
+        };
+        has("SSE3", __builtin_cpu_supports("sse3"));
+        has("SSSE3", __builtin_cpu_supports("ssse3"));
+        has("SSE4.2", __builtin_cpu_supports("sse4.2"));
+        has("AVX", __builtin_cpu_supports("avx"));
+        has("AVX2", __builtin_cpu_supports("avx2"));
+        has("FMA", __builtin_cpu_supports("fma"));
+#if !defined(__clang__)
+        has("F16C", __builtin_cpu_supports("f16c"));
+#endif
+        has("AVX512F", __builtin_cpu_supports("avx512f"));
+        has("AVX512BW", __builtin_cpu_supports("avx512bw"));
+        has("AVX512VL", __builtin_cpu_supports("avx512vl"));
+        has("AVX512DQ", __builtin_cpu_supports("avx512dq"));
+        has("AVX512_VNNI", __builtin_cpu_supports("avx512vnni"));
+#endif
+        out.push_back({"kernels", std::string(to_string(cpu::active_isa()))});
+        out.push_back({"threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))});
+        return out;
     }
 
     /// A new CPU backend (defined in backends/cpu/backend.hpp).

@@ -68,6 +68,7 @@ struct pipeline {
 /// Everything a device owns. Lives behind a shared_ptr (buffers, backends and the
 /// vulkan_device handle share it).
 struct device_state : std::enable_shared_from_this<device_state> {
+    std::shared_ptr<instance_state> inst = instance_ptr(); // destroyed last: the device needs it
     vulkan_device_params params;
     std::string name, description;
     vk::PhysicalDevice physical;
@@ -577,7 +578,26 @@ public:
     [[nodiscard]] bool has_int8() const noexcept { return s_->feats.int8 && s_->feats.storage8; }
     [[nodiscard]] std::uint32_t subgroup_size() const noexcept { return s_->feats.subgroup_size; }
     /// Everything op plans depend on (ops/common.hpp).
-    [[nodiscard]] const vulkan::detail::features& features() const noexcept { return s_->feats; }
+    [[nodiscard]] const vulkan::detail::features& op_features() const noexcept { return s_->feats; }
+    /// What the device offers, as the registry lists it: fp16, int8, 16/8-bit storage,
+    /// subgroup size, shared memory and invocations per workgroup, largest storage
+    /// binding, whether device memory is mapped, the driver's API version.
+    [[nodiscard]] std::vector<feature> features() const {
+        const auto& f = s_->feats;
+        auto flag = [](bool b) { return std::string(b ? "1" : "0"); };
+        return {{"fp16", flag(f.fp16)},
+                {"int8", flag(f.int8)},
+                {"storage16", flag(f.storage16)},
+                {"storage8", flag(f.storage8)},
+                {"subgroup_size", std::to_string(f.subgroup_size)},
+                {"shared_memory", std::to_string(f.shared_memory)},
+                {"max_invocations", std::to_string(f.max_invocations)},
+                {"max_storage_buffer_range", std::to_string(f.max_binding)},
+                {"maps_device_memory", flag(s_->local_mappable)},
+                {"api_version", std::to_string(VK_API_VERSION_MAJOR(s_->props.apiVersion)) + "." +
+                                    std::to_string(VK_API_VERSION_MINOR(s_->props.apiVersion)) + "." +
+                                    std::to_string(VK_API_VERSION_PATCH(s_->props.apiVersion))}};
+    }
     [[nodiscard]] std::size_t max_storage_buffer_range() const noexcept { return s_->max_storage_range(); }
     [[nodiscard]] bool staging_forced() const noexcept { return s_->params.force_staging; }
     /// Whether set / get map device memory directly (else they go through staging).

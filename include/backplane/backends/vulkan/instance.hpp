@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -108,12 +109,19 @@ inline void make_instance(instance_state& s) {
     });
 }
 
-inline instance_state& instance() {
-    static instance_state s;
-    static std::once_flag once;
-    std::call_once(once, [] { make_instance(s); });
+/// The process-wide instance, shared: every open device holds it too, so it outlives
+/// the last device however static destruction is ordered at exit (a device kept in a
+/// static registry, say).
+inline const std::shared_ptr<instance_state>& instance_ptr() {
+    static const std::shared_ptr<instance_state> s = [] {
+        auto p = std::make_shared<instance_state>();
+        make_instance(*p);
+        return p;
+    }();
     return s;
 }
+
+inline instance_state& instance() { return *instance_ptr(); }
 
 inline device_kind kind_of(vk::PhysicalDeviceType t) noexcept {
     switch (t) {
