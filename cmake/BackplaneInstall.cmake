@@ -45,4 +45,5 @@ write_basic_package_version_file(
 install(FILES
     "${PROJECT_BINARY_DIR}/backplaneConfig.cmake"
     "${PROJECT_BINARY_DIR}/backplaneConfigVersion.cmake"
+    "${CMAKE_CURRENT_LIST_DIR}/BackplanePlugin.cmake"
     DESTINATION "${BACKPLANE_CONFIG_DIR}")

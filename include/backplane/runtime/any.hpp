@@ -78,9 +78,24 @@ public:
     /// A buffer type that outlives every use (a process-wide one, such as the CPU's).
     template <buffer_type BT>
     explicit any_buffer_type(const BT& bt) : anchor_(detail::module_anchor().lock()), ref_(bt) {}
-    /// `ref`, kept valid by `owner` (the object that holds the buffer type).
-    any_buffer_type(buffer_type_ref ref, std::shared_ptr<const void> owner)
-        : anchor_(detail::module_anchor().lock()), owner_(std::move(owner)), ref_(ref) {}
+    /// `ref`, kept valid by `owner` (the object that holds the buffer type), whose code
+    /// `anchor` keeps loaded (default: this module's).
+    any_buffer_type(buffer_type_ref ref, std::shared_ptr<const void> owner,
+                    std::shared_ptr<const void> anchor = detail::module_anchor().lock())
+        : anchor_(std::move(anchor)), owner_(std::move(owner)), ref_(ref) {}
+
+    // Assignment releases the old owner before the old anchor (as destruction does).
+    any_buffer_type(const any_buffer_type&) = default;
+    any_buffer_type(any_buffer_type&&) noexcept = default;
+    any_buffer_type& operator=(const any_buffer_type& o) { return *this = any_buffer_type(o); }
+    any_buffer_type& operator=(any_buffer_type&& o) noexcept {
+        any_buffer_type old(std::move(*this));
+        anchor_ = std::move(o.anchor_);
+        owner_ = std::move(o.owner_);
+        ref_ = o.ref_;
+        return *this;
+    }
+    ~any_buffer_type() = default;
 
     [[nodiscard]] std::string_view name() const { return ref_.name(); }
     [[nodiscard]] std::size_t alignment() const { return ref_.alignment(); }
@@ -167,24 +182,37 @@ public:
         return any_device(std::shared_ptr<const void>(std::shared_ptr<const void>{}, &d), &detail::device_erasure<D>::table);
     }
 
+    // Assignment releases the old device before the old anchor (as destruction does).
+    any_device(const any_device&) = default;
+    any_device(any_device&&) noexcept = default;
+    any_device& operator=(const any_device& o) { return *this = any_device(o); }
+    any_device& operator=(any_device&& o) noexcept {
+        any_device old(std::move(*this));
+        anchor_ = std::move(o.anchor_);
+        obj_ = std::move(o.obj_);
+        vt_ = o.vt_;
+        return *this;
+    }
+    ~any_device() = default;
+
     [[nodiscard]] std::string_view name() const { return vt_->name(obj_.get()); }
     [[nodiscard]] std::string_view description() const { return vt_->description(obj_.get()); }
     [[nodiscard]] device_kind kind() const { return vt_->kind(obj_.get()); }
     [[nodiscard]] memory_info memory() const { return vt_->memory(obj_.get()); }
     [[nodiscard]] device_caps caps() const { return vt_->caps(obj_.get()); }
     /// Its default buffer type.
-    [[nodiscard]] any_buffer_type buffer_type() const { return {vt_->buffer_type(obj_.get()), obj_}; }
+    [[nodiscard]] any_buffer_type buffer_type() const { return {vt_->buffer_type(obj_.get()), obj_, anchor_}; }
     /// Its pinned host buffer type, when it has one (host_buffer_device).
     [[nodiscard]] std::optional<any_buffer_type> host_buffer_type() const {
         auto bt = vt_->host_buffer_type(obj_.get());
         if (!bt) return std::nullopt;
-        return any_buffer_type(*bt, obj_);
+        return any_buffer_type(*bt, obj_, anchor_);
     }
     /// Buffer types beyond the default and host ones (extra_buffer_types_device); empty
     /// when it has none.
     [[nodiscard]] std::vector<any_buffer_type> extra_buffer_types() const {
         std::vector<any_buffer_type> out;
-        for (const buffer_type_ref& bt : vt_->extra_buffer_types(obj_.get())) out.emplace_back(bt, obj_);
+        for (const buffer_type_ref& bt : vt_->extra_buffer_types(obj_.get())) out.emplace_back(bt, obj_, anchor_);
         return out;
     }
     /// User memory [ptr, ptr + size) as a buffer of this device (host_ptr_device); the
@@ -254,7 +282,15 @@ public:
     }
 
     any_backend(any_backend&&) noexcept = default;
-    any_backend& operator=(any_backend&&) noexcept = default;
+    /// Releases the old backend, then its device, then the old anchor (as destruction does).
+    any_backend& operator=(any_backend&& o) noexcept {
+        any_backend old(std::move(*this));
+        anchor_ = std::move(o.anchor_);
+        dev_ = std::move(o.dev_);
+        obj_ = std::move(o.obj_);
+        vt_ = o.vt_;
+        return *this;
+    }
     ~any_backend() = default;
 
     /// False for a moved-from backend.

@@ -35,6 +35,18 @@ public:
         : anchor_(detail::module_anchor().lock()),
           s_(std::make_shared<state>(std::move(name), std::move(enumerate), std::move(features))) {}
 
+    // Assignment releases the old entry before the old anchor (as destruction does).
+    backend_reg(const backend_reg&) = default;
+    backend_reg(backend_reg&&) noexcept = default;
+    backend_reg& operator=(const backend_reg& o) { return *this = backend_reg(o); }
+    backend_reg& operator=(backend_reg&& o) noexcept {
+        backend_reg old(std::move(*this));
+        anchor_ = std::move(o.anchor_);
+        s_ = std::move(o.s_);
+        return *this;
+    }
+    ~backend_reg() = default;
+
     [[nodiscard]] const std::string& name() const noexcept { return s_->name; }
     /// Its features; empty when it lists none. Enumerates the devices first (features
     /// often describe them).

@@ -1,0 +1,324 @@
+// Backend plugins: the test backend built as shared libraries (tests/runtime/plugins),
+// loaded, used through the scheduler, unloaded and loaded again; variants chosen by
+// score; every broken plugin refused with a clear status; the library really closed once
+// the last object it made is gone. And the Vulkan backend as a plugin, where it is built.
+
+#include "../sched/sched_fixtures.hpp"
+
+#include <backplane/runtime.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+
+using namespace backplane;
+using namespace backplane::test;
+
+namespace {
+
+const std::filesystem::path plugin_root = BP_PLUGIN_ROOT;
+const std::filesystem::path single = plugin_root / "single" / "libbackplane-test.so";
+
+/// Whether the library at `p` is mapped in this process now (without loading it).
+bool is_mapped(const std::filesystem::path& p) {
+    void* h = ::dlopen(p.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (h == nullptr) return false;
+    ::dlclose(h);
+    return true;
+}
+
+struct scoped_env {
+    std::string name;
+    scoped_env(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
+    ~scoped_env() { ::unsetenv(name.c_str()); }
+};
+
+/// Runs random graph `seed` with weights on `dev` (a non-host device) and the host,
+/// through a dynamic scheduler over {a backend of dev, the CPU}; checks the outputs
+/// against the CPU reference.
+void run_random_graph(const any_device& dev, std::uint32_t seed) {
+    auto b = dev.make_backend();
+    REQUIRE(b);
+    auto cpu = any_device::borrow(cpu_device::instance()).make_backend({.n_threads = 1});
+    REQUIRE(cpu);
+    std::vector<any_backend> backends;
+    backends.push_back(std::move(*b));
+    backends.push_back(std::move(*cpu));
+    const std::vector<buffer_type_ref> homes = {dev.buffer_type(), cpu_buffer_type::instance()};
+
+    context graph_ctx(context_params{.no_alloc = true});
+    std::deque<context> weight_ctxs;
+    std::vector<buffer_list> weight_bufs;
+    random_graph r = make_random_graph(graph_ctx, seed, 2, [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int home) {
+        context& wc = weight_ctxs.emplace_back(context_params{.no_alloc = true});
+        tensor* w = wc.new_tensor_2d(type, ne0, ne1);
+        auto bufs = alloc_tensors(wc, homes[static_cast<std::size_t>(home)], buffer_usage::weights);
+        REQUIRE(bufs);
+        weight_bufs.push_back(std::move(*bufs));
+        return w;
+    });
+    fill_weights(r, seed);
+    dynamic_scheduler sched(backends);
+    REQUIRE(sched.alloc_graph(r.g));
+    fill_inputs(r, seed);
+    const status s = sched.compute(r.g);
+    INFO(sched.describe(1));
+    REQUIRE(s);
+    const auto expected = random_reference_outputs(seed, 2);
+    for (std::size_t i = 0; i < r.outputs.size(); ++i)
+        CHECK(nmse_of(expected[i], read_f32(*r.outputs[i])) <= (r.has_f16 ? 5e-4 : 1e-6));
+}
+
+} // namespace
+
+TEST_CASE("plugin: loaded, used through the scheduler, unloaded, loaded again", "[registry][plugin]") {
+    registry reg;
+    for (int round = 0; round < 2; ++round) {
+        INFO("round " << round);
+        auto info = reg.load(single);
+        REQUIRE(info);
+        CHECK(info->name == "Test");
+        CHECK(info->score == 10);
+        CHECK(info->path == single);
+        CHECK(reg.origin("test") == single.string());
+        REQUIRE(reg.plugins().size() == 1);
+        CHECK(is_mapped(single));
+
+        auto test_reg = reg.reg("Test");
+        REQUIRE(test_reg);
+        CHECK(test_reg->features() == std::vector<feature>{{"variant", "default"}, {"score", "10"}});
+        auto dev = reg.device("test1");
+        REQUIRE(dev);
+        CHECK(dev->name() == "TEST1");
+        CHECK_THAT(std::string(dev->description()), Catch::Contains("plugin test device 1"));
+        CHECK(dev->kind() == device_kind::gpu);
+        CHECK(reg.best_device()->name() == "TEST0"); // a GPU beats the CPU
+        // the plugin's types are its own: the host's instantiation does not match
+        CHECK(dev->get_if<test_device>() == nullptr);
+
+        for (std::uint32_t seed = 1; seed <= 6; ++seed) run_random_graph(*dev, 700 + seed + 10 * static_cast<std::uint32_t>(round));
+
+        REQUIRE(reg.unload("test"));
+        CHECK_FALSE(reg.reg("Test"));
+        CHECK(reg.plugins().empty());
+        // test_reg and dev still hold the library
+        CHECK(is_mapped(single));
+        dev.value() = any_device::borrow(cpu_device::instance());
+        test_reg = status(errc::not_found, "dropped");
+        CHECK_FALSE(is_mapped(single)); // the last object is gone: closed
+    }
+}
+
+TEST_CASE("plugin: unloading never invalidates what the plugin made; the library closes after the last", "[registry][plugin]") {
+    registry reg;
+    REQUIRE(reg.load(single));
+    auto dev = reg.device("TEST0");
+    REQUIRE(dev);
+    auto b = dev->make_backend();
+    REQUIRE(b);
+    auto bt = dev->buffer_type();
+    context ctx(context_params{.no_alloc = true});
+    tensor* t = ctx.new_tensor_1d(elem_type::f32, 100);
+    auto bufs = alloc_tensors(ctx, bt);
+    REQUIRE(bufs);
+    dev.value() = any_device::borrow(cpu_device::instance()); // only the backend, the buffer type and the buffer hold it
+
+    REQUIRE(reg.unload("Test"));
+    CHECK(is_mapped(single));
+    // the backend and the buffer still work after the registry let go
+    std::vector<float> in(100), out(100);
+    for (int i = 0; i < 100; ++i) in[static_cast<std::size_t>(i)] = 0.25f * static_cast<float>(i);
+    REQUIRE(b->set_tensor_async(*t, in.data(), 0, sizeof(float) * in.size()));
+    REQUIRE(b->synchronize());
+    REQUIRE(tensor_get(*t, out.data(), 0, sizeof(float) * out.size()));
+    CHECK(out == in);
+
+    { const any_backend gone = std::move(*b); } // the backend goes
+    CHECK(is_mapped(single));                   // the buffer (and the buffer type) remain
+    bufs = status(errc::not_found, "dropped");
+    CHECK(is_mapped(single)); // the buffer type still holds it
+    bt = any_buffer_type(cpu_buffer_type::instance());
+    CHECK_FALSE(is_mapped(single));
+
+    // and it loads again, fresh
+    REQUIRE(reg.load(single));
+    CHECK(reg.device("TEST0"));
+}
+
+TEST_CASE("plugin: load_all loads the best variant of each backend, from the given and the listed directories",
+          "[registry][plugin]") {
+    {
+        registry reg;
+        auto report = reg.load_all(plugin_root / "variants");
+        REQUIRE(report);
+        INFO(report->describe());
+        REQUIRE(report->attempts.size() == 3);
+        CHECK(report->loaded() == 1);
+        REQUIRE(reg.plugins().size() == 1);
+        CHECK(reg.plugins()[0].score == 20);
+        CHECK(reg.plugins()[0].path.filename() == "libbackplane-test-high.so");
+        CHECK(reg.reg("Test")->features()[0].value == "high");
+        for (const auto& a : report->attempts) {
+            CHECK(a.name == "Test");
+            if (a.path.filename() == "libbackplane-test-high.so") {
+                CHECK(a.loaded);
+                CHECK(a.why);
+            } else if (a.path.filename() == "libbackplane-test-low.so") {
+                CHECK_FALSE(a.loaded);
+                CHECK_THAT(a.why.message(), Catch::Contains("scores higher"));
+            } else {
+                CHECK(a.path.filename() == "libbackplane-test-zero.so");
+                CHECK_FALSE(a.loaded);
+                CHECK(a.why.code() == errc::not_supported);
+                CHECK_THAT(a.why.message(), Catch::Contains("cannot run on this machine"));
+            }
+        }
+        // the losers were closed
+        CHECK_FALSE(is_mapped(plugin_root / "variants" / "libbackplane-test-low.so"));
+        CHECK_FALSE(is_mapped(plugin_root / "variants" / "libbackplane-test-zero.so"));
+        // a second load_all: already registered
+        auto again = reg.load_all(plugin_root / "variants");
+        REQUIRE(again);
+        CHECK(again->loaded() == 0);
+        REQUIRE(reg.unload("Test"));
+    }
+    CHECK_FALSE(is_mapped(plugin_root / "variants" / "libbackplane-test-high.so"));
+
+    // BACKPLANE_BACKEND_DIR adds directories; the executable's directory is searched last
+    {
+        scoped_env env("BACKPLANE_BACKEND_DIR", (plugin_root / "empty").string() + ":" + (plugin_root / "single").string());
+        const auto path = registry::plugin_search_path(plugin_root / "empty");
+        REQUIRE(path.size() >= 3);
+        CHECK(path[0] == std::filesystem::weakly_canonical(plugin_root / "empty"));
+        CHECK(path[1] == std::filesystem::weakly_canonical(plugin_root / "single")); // the duplicate removed
+        CHECK(path.back() == std::filesystem::weakly_canonical(std::filesystem::read_symlink("/proc/self/exe").parent_path()));
+        registry reg;
+        auto report = reg.load_all(plugin_root / "empty");
+        REQUIRE(report);
+        CHECK(report->loaded() == 1);
+        CHECK(reg.reg("Test"));
+    }
+    // BACKPLANE_DISABLE_BACKENDS applies to plugins too
+    {
+        scoped_env env("BACKPLANE_DISABLE_BACKENDS", "test");
+        registry reg;
+        auto report = reg.load_all(plugin_root / "single");
+        REQUIRE(report);
+        CHECK(report->loaded() == 0);
+        CHECK_THAT(report->describe(), Catch::Contains("BACKPLANE_DISABLE_BACKENDS"));
+    }
+}
+
+TEST_CASE("plugin: every failure is a clear status and leaves nothing loaded", "[registry][plugin]") {
+    registry reg(registry_options{.builtins = false});
+    const auto broken = plugin_root / "broken";
+    struct expectation {
+        const char* file;
+        errc code;
+        const char* says;
+    };
+    const expectation cases[] = {
+        {"libbackplane-badversion.so", errc::not_supported, "plugin API version 999"},
+        {"libbackplane-badabi.so", errc::not_supported, "another compiler"},
+        {"libbackplane-noentry.so", errc::not_found, "no entry point 'backplane_plugin_entry'"},
+        {"libbackplane-notalib.so", errc::invalid_argument, "cannot be loaded as a shared library"},
+        {"libbackplane-throwing.so", errc::failed, "no hardware for the throwing backend"},
+        {"libbackplane-misnamed.so", errc::invalid_argument, "named 'Other'"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.file);
+        auto r = reg.load(broken / c.file);
+        REQUIRE_FALSE(r);
+        CHECK(r.error().code() == c.code);
+        CHECK_THAT(r.error().message(), Catch::Contains(c.file) && Catch::Contains(c.says));
+        CHECK_FALSE(is_mapped(broken / c.file));
+    }
+    CHECK(reg.regs().empty());
+
+    auto missing = reg.load(plugin_root / "libbackplane-nothere.so");
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().code() == errc::not_found);
+    CHECK_THAT(missing.error().message(), Catch::Contains("no such file"));
+    auto dir = reg.load(plugin_root / "single");
+    REQUIRE_FALSE(dir);
+    CHECK(dir.error().code() == errc::invalid_argument);
+    CHECK_THAT(dir.error().message(), Catch::Contains("directory"));
+
+    // a plugin whose devices cannot be enumerated loads, with no devices and the reason
+    auto failing = reg.load(broken / "libbackplane-failing.so");
+    REQUIRE(failing);
+    auto fr = reg.reg("Failing");
+    REQUIRE(fr);
+    CHECK(fr->devices().empty());
+    CHECK(fr->enumeration_status().code() == errc::device_error);
+    auto nodev = reg.init_by_name("Failing");
+    REQUIRE_FALSE(nodev);
+    CHECK(nodev.error().code() == errc::not_found);
+    CHECK_THAT(nodev.error().message(), Catch::Contains("driver did not answer"));
+    fr = status(errc::not_found, "dropped");
+    REQUIRE(reg.unload("failing"));
+    CHECK_FALSE(is_mapped(broken / "libbackplane-failing.so"));
+
+    // a second load of a loaded backend
+    REQUIRE(reg.load(single));
+    auto twice = reg.load(single);
+    REQUIRE_FALSE(twice);
+    CHECK(twice.error().code() == errc::invalid_argument);
+    CHECK_THAT(twice.error().message(), Catch::Contains("already registered"));
+    REQUIRE(reg.unload("Test"));
+
+    // load_all over the broken directory: a report, one line per file, one loaded
+    auto report = reg.load_all(broken);
+    REQUIRE(report);
+    INFO(report->describe());
+    CHECK(report->attempts.size() == 7);
+    CHECK(report->loaded() == 1); // "Failing" loads (and has no devices)
+    REQUIRE(reg.unload("Failing"));
+
+    // directories: one with no plugins, one that does not exist
+    auto empty = reg.load_all(plugin_root / "empty");
+    if (empty) { // the executable's directory may hold plugins on some installs
+        CHECK(empty->loaded() == 0);
+    } else {
+        CHECK(empty.error().code() == errc::not_found);
+        CHECK_THAT(empty.error().message(), Catch::Contains("no backend plugins") && Catch::Contains("empty"));
+    }
+    auto nodir = reg.load_all(plugin_root / "no-such-directory");
+    REQUIRE_FALSE(nodir);
+    CHECK(nodir.error().code() == errc::not_found);
+    CHECK_THAT(nodir.error().message(), Catch::Contains("no-such-directory"));
+    CHECK(reg.regs().empty());
+}
+
+TEST_CASE("plugin: the Vulkan backend as a plugin", "[registry][plugin][vulkan]") {
+    const std::filesystem::path vk_plugin = BP_VULKAN_PLUGIN;
+    if (vk_plugin.empty()) {
+        WARN("the Vulkan backend is not built in this configuration: its plugin is not tested");
+        return;
+    }
+    registry reg(registry_options{.builtins = false});
+    for (int round = 0; round < 2; ++round) {
+        INFO("round " << round);
+        auto info = reg.load(vk_plugin);
+        REQUIRE(info);
+        CHECK(info->name == "Vulkan");
+        auto dev = reg.device("vulkan0");
+        REQUIRE(dev);
+        CHECK_THAT(reg.reg("Vulkan")->features(), Catch::Predicate<std::vector<feature>>([](const auto& fs) {
+                       for (const auto& f : fs)
+                           if (f.name == "Vulkan0.subgroup_size") return true;
+                       return false;
+                   }));
+        CHECK(dev->caps().async);
+        REQUIRE(dev->host_buffer_type());
+        for (std::uint32_t seed = 1; seed <= 4; ++seed) run_random_graph(*dev, 900 + seed + 10 * static_cast<std::uint32_t>(round));
+        dev.value() = any_device::borrow(cpu_device::instance());
+        REQUIRE(reg.unload("Vulkan"));
+    }
+}
