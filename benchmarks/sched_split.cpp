@@ -10,6 +10,10 @@
 //                            first half of the layers on the test backend (private memory)
 //   sched/split/test_cpu_cost, sched/split_alloc/test_cpu_cost
 //                            the same under the cost policy (a fixed model)
+//   sched/split/test_cpu_any, sched/split_alloc/test_cpu_any
+//                            test_cpu through the run-time face: a dynamic_scheduler
+//                            over a std::vector<any_backend> made by any_device (the
+//                            same partitioner, every backend call through a table)
 //
 // Nothing is computed: these time the scheduler, not kernels. Counters: the plan's
 // n_splits, its tensors copied per run (n_split_inputs) and the pipeline copies.
@@ -21,6 +25,7 @@
 #include "../tests/support/llama_graph.hpp"
 #include "../tests/support/test_backend.hpp"
 
+#include <backplane/runtime.hpp>
 #include <backplane/sched.hpp>
 #include <backplane/sched/cost_policy.hpp>
 
@@ -79,6 +84,24 @@ void sched_test_cpu(benchmark::State& state) {
     run<Alloc>(state, sched, setup.g);
 }
 
+/// test_cpu through the run-time face: backends made by erased devices, in a vector.
+template <bool Alloc>
+void sched_test_cpu_any(benchmark::State& state) {
+    test_device dev({.name = "TEST0"});
+    std::vector<any_backend> backends;
+    for (const any_device& d : {any_device::borrow(dev), any_device::borrow(cpu_device::instance())}) {
+        auto b = d.make_backend();
+        if (!b) {
+            state.SkipWithError(b.error().describe().c_str());
+            return;
+        }
+        backends.push_back(std::move(*b));
+    }
+    llama_instance setup(llama_params{}, dev.buffer_type(), llama_params{}.n_layer / 2);
+    dynamic_scheduler sched(backends);
+    run<Alloc>(state, sched, setup.g);
+}
+
 /// The same over {test backend, CPU} under the cost policy, with a fixed model (nothing
 /// calibrated): the greedy passes, the placement problem and, the graph being the same
 /// each step, the reuse of the last search.
@@ -102,6 +125,8 @@ BENCHMARK(sched_cpu<false>)->Name("sched/split/cpu")->Unit(benchmark::kMicroseco
 BENCHMARK(sched_cpu<true>)->Name("sched/split_alloc/cpu")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(sched_test_cpu<false>)->Name("sched/split/test_cpu")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(sched_test_cpu<true>)->Name("sched/split_alloc/test_cpu")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(sched_test_cpu_any<false>)->Name("sched/split/test_cpu_any")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(sched_test_cpu_any<true>)->Name("sched/split_alloc/test_cpu_any")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(sched_test_cpu_cost<false>)->Name("sched/split/test_cpu_cost")->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(sched_test_cpu_cost<true>)
     ->Name("sched/split_alloc/test_cpu_cost")

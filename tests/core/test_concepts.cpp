@@ -442,6 +442,11 @@ static_assert(host_buffer_type<cpu_buffer_type>);
 static_assert(device<cpu_device>);
 static_assert(host_buffer_device<cpu_device>);
 static_assert(host_ptr_device<cpu_device>);
+static_assert(featured_device<cpu_device>);
+static_assert(!extra_buffer_types_device<cpu_device>);
+static_assert(threaded_backend<cpu_backend>);
+static_assert(abortable_backend<cpu_backend>);
+static_assert(!timed_backend<cpu_backend>);
 static_assert(backend<cpu_backend>);
 static_assert(host_backend<cpu_backend>);
 

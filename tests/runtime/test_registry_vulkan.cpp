@@ -48,7 +48,11 @@ TEST_CASE("registry: the compiled-in Vulkan backend", "[registry][vulkan]") {
     CHECK(by_name->caps().events);
     CHECK(by_name->caps().timing);
     // lavapipe is a CPU-kind device: init_best still prefers the native CPU for it
-    if (devs[0].kind() == device_kind::cpu) CHECK(r.best_device()->name() == "CPU");
+    if (devs[0].kind() == device_kind::cpu) {
+        CHECK(r.best_device()->name() == "CPU");
+        CHECK(r.device(device_kind::cpu)->name() == "CPU"); // by kind too
+    }
+    CHECK(devs[0].caps().events); // what its backends do
 
     // a graph through {Vulkan, CPU}
     std::vector<any_backend> backends;
@@ -66,7 +70,11 @@ TEST_CASE("registry: the compiled-in Vulkan backend", "[registry][vulkan]") {
     graph g;
     g.build_forward(y);
     dynamic_scheduler sched(backends);
+    // assignments by backend object: the any_backend in the vector
+    REQUIRE(sched.set_backend(*y, backends[1]));
+    CHECK(sched.set_backend(*y, backends[0].ref()));
     REQUIRE(sched.alloc_graph(g));
+    CHECK(sched.backend_of(*y) == 0);
     std::vector<float> av(32 * 16), xv(32 * 4);
     for (std::size_t i = 0; i < av.size(); ++i) av[i] = 0.01f * static_cast<float>(static_cast<int>(i % 13) - 6);
     for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = 0.02f * static_cast<float>(static_cast<int>(i % 5) - 2);

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <random>
 #include <string>
@@ -165,6 +166,28 @@ inline void fill_inputs(random_graph& r, std::uint32_t seed) {
     for (std::size_t i = 0; i < r.inputs.size(); ++i) // an input no node reads is not in the graph
         if (r.g.contains(r.inputs[i])) fill_seeded(*r.inputs[i], seed * 7919u + static_cast<std::uint32_t>(i));
 }
+
+/// Random graph `seed` with its weights allocated where `homes` says (one buffer per
+/// weight, weights filled; inputs left for fill_inputs once the graph is allocated).
+struct random_setup {
+    context graph_ctx{context_params{.no_alloc = true}};
+    std::deque<context> weight_ctxs;
+    std::vector<buffer_list> weight_bufs;
+    random_graph r;
+
+    random_setup(std::uint32_t seed, const std::vector<buffer_type_ref>& homes) {
+        r = make_random_graph(graph_ctx, seed, static_cast<int>(homes.size()),
+                              [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int home) {
+                                  context& wc = weight_ctxs.emplace_back(context_params{.no_alloc = true});
+                                  tensor* w = wc.new_tensor_2d(type, ne0, ne1);
+                                  auto bufs = alloc_tensors(wc, homes[static_cast<std::size_t>(home)], buffer_usage::weights);
+                                  REQUIRE(bufs);
+                                  weight_bufs.push_back(std::move(*bufs));
+                                  return w;
+                              });
+        fill_weights(r, seed);
+    }
+};
 
 /// The outputs of random graph `seed` built with every weight in host memory, computed
 /// by the CPU backend's reference kernels: what any schedule of it must give.

@@ -346,26 +346,6 @@ TEST_CASE("cost policy on the llama graph: a slow test backend keeps the work on
 
 namespace {
 
-struct random_setup {
-    context graph_ctx{{.no_alloc = true}};
-    std::deque<context> weight_ctxs;
-    std::vector<buffer_list> weight_bufs;
-    random_graph r;
-
-    random_setup(std::uint32_t seed, const std::vector<buffer_type_ref>& homes) {
-        r = make_random_graph(graph_ctx, seed, static_cast<int>(homes.size()),
-                              [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int home) {
-                                  context& wc = weight_ctxs.emplace_back(context_params{.no_alloc = true});
-                                  tensor* w = wc.new_tensor_2d(type, ne0, ne1);
-                                  auto bufs = alloc_tensors(wc, homes[static_cast<std::size_t>(home)], buffer_usage::weights);
-                                  REQUIRE(bufs);
-                                  weight_bufs.push_back(std::move(*bufs));
-                                  return w;
-                              });
-        fill_weights(r, seed);
-    }
-};
-
 /// A random model: the test backend 0.01x to 100x the CPU's speed, links 0.1 to 100 GB/s.
 cost_model random_model(std::uint32_t seed, const test_backend& tb, const cpu_backend& cpu) {
     std::mt19937 rng(seed);

@@ -76,18 +76,8 @@ void check_same_plan(A& a, B& b, const random_graph& r) {
 template <class... Bs>
 void run_case(std::uint32_t seed, std::vector<buffer_type_ref> homes, Bs&... backends) {
     const int n_homes = static_cast<int>(homes.size());
-    context graph_ctx(context_params{.no_alloc = true});
-    std::deque<context> weight_ctxs; // one per weight, so each is allocated on its own
-    std::vector<buffer_list> weight_bufs;
-    random_graph r = make_random_graph(graph_ctx, seed, n_homes, [&](std::int64_t ne0, std::int64_t ne1, elem_type type, int home) {
-        context& wc = weight_ctxs.emplace_back(context_params{.no_alloc = true});
-        tensor* w = wc.new_tensor_2d(type, ne0, ne1);
-        auto bufs = alloc_tensors(wc, homes[static_cast<std::size_t>(home)], buffer_usage::weights);
-        REQUIRE(bufs);
-        weight_bufs.push_back(std::move(*bufs));
-        return w;
-    });
-    fill_weights(r, seed); // inputs once allocated, below
+    random_setup setup(seed, homes); // weights filled; inputs once allocated, below
+    random_graph& r = setup.r;
     INFO("seed " << seed << ", " << r.g.n_nodes() << " nodes");
 
     scheduler sched(backends...);

@@ -7,9 +7,9 @@
 //   auto v = reg.init_by_name("vulkan0");          // names are case-insensitive
 //   auto r = reg.load_all();                       // plugins: libbackplane-*.so
 //
-// Entries (backend_reg) are listed in registration order: the compiled-in ones first
-// (Vulkan, BLAS, CPU: GPUs before the host, as a "first device" search expects), then
-// what was added or loaded. BACKPLANE_DISABLE_BACKENDS (a comma-separated list of names,
+// Entries (backend_reg) are listed in order: the compiled-in ones (Vulkan, BLAS, CPU:
+// GPUs before the host, as a "first device" search expects), with what is added or loaded
+// later inserted before the compiled-in CPU, so that the host stays last. BACKPLANE_DISABLE_BACKENDS (a comma-separated list of names,
 // case-insensitive) keeps compiled-in backends and plugins out of the registry: a program
 // that links Vulkan but must not touch the driver sets BACKPLANE_DISABLE_BACKENDS=vulkan.
 //
@@ -171,10 +171,12 @@ inline result<opened_plugin> open_plugin(const std::filesystem::path& path) {
     out.library = std::move(library);
     out.entry = entry;
     out.name = entry->name;
-    out.score = entry->score();
-    out.path = path;
+    out.path = path; // the score is asked later, once the name is known to be wanted
     return out;
 }
+
+/// Asks an opened plugin its score (its code decides whether this machine can run it).
+inline void ask_score(opened_plugin& p) { p.score = p.entry->score(); }
 
 /// The directory of the running executable (empty when it cannot be found).
 inline std::filesystem::path executable_dir() {
@@ -278,8 +280,14 @@ public:
         return status(errc::not_found, "registry: no device named '" + std::string(name) + "' (devices: " +
                                            (names.empty() ? "none" : names) + ")");
     }
-    /// The first device of kind `k`; errc::not_found.
+    /// The first device of kind `k` (for device_kind::cpu the "CPU" entry's device first,
+    /// as in best_device()); errc::not_found.
     [[nodiscard]] result<any_device> device(device_kind k) const {
+        if (k == device_kind::cpu)
+            for (const auto& r : regs())
+                if (detail::iequal(r.name(), "CPU"))
+                    for (auto& d : r.devices())
+                        if (d.kind() == k) return d;
         for (auto& d : devices())
             if (d.kind() == k) return d;
         return status(errc::not_found, "registry: no device of kind " + std::string(to_string(k)));
@@ -329,7 +337,7 @@ public:
     status add(backend_reg r) {
         std::lock_guard lk(m_);
         if (auto s = check_free_locked(r.name()); !s) return s;
-        entries_.push_back({std::move(r), "added", 0});
+        insert_locked({std::move(r), "added", 0});
         return {};
     }
     /// Registers a device made at run time, in the entry named `reg_name` (made when
@@ -343,7 +351,7 @@ public:
             }
         backend_reg r(std::string(reg_name), {});
         r.add_device(std::move(d));
-        entries_.push_back({std::move(r), "added", 0});
+        insert_locked({std::move(r), "added", 0});
         return {};
     }
 
@@ -358,6 +366,8 @@ public:
         auto p = detail::open_plugin(path);
         if (!p) return p.error();
         std::lock_guard lk(m_);
+        if (auto s = check_free_locked(p->name); !s) return s;
+        detail::ask_score(*p);
         if (auto s = register_locked(*p); !s) return s;
         return plugin_info{p->name, p->path, p->score};
     }
@@ -437,7 +447,16 @@ public:
             if (!p) {
                 a.why = p.error();
                 opened.emplace_back();
+            } else if (detail::disabled_by_env(p->name)) { // never asked: its code stays idle
+                a.name = p->name;
+                a.why = {errc::not_supported, "'" + a.name + "' is disabled by BACKPLANE_DISABLE_BACKENDS"};
+                opened.emplace_back();
+            } else if (auto taken = check_free(p->name); !taken) {
+                a.name = p->name;
+                a.why = taken;
+                opened.emplace_back();
             } else {
+                detail::ask_score(*p);
                 a.name = p->name;
                 a.score = p->score;
                 opened.emplace_back(std::move(*p));
@@ -471,10 +490,6 @@ public:
                                                   std::to_string(a.score) + ")"};
                 continue;
             }
-            if (detail::disabled_by_env(a.name)) {
-                a.why = {errc::not_supported, "'" + a.name + "' is disabled by BACKPLANE_DISABLE_BACKENDS"};
-                continue;
-            }
             if (auto s = register_locked(*opened[i]); !s) {
                 a.why = s;
                 continue;
@@ -496,6 +511,10 @@ private:
         for (const auto& e : entries_) s += (s.empty() ? "" : ", ") + e.reg.name();
         return s.empty() ? "none" : s;
     }
+    [[nodiscard]] status check_free(std::string_view name) const {
+        std::lock_guard lk(m_);
+        return check_free_locked(name);
+    }
     [[nodiscard]] status check_free_locked(std::string_view name) const {
         for (const auto& e : entries_)
             if (detail::iequal(e.reg.name(), name))
@@ -515,8 +534,15 @@ private:
         if (!detail::iequal(r->name(), p.name))
             return {errc::invalid_argument, where + ": its entry says '" + p.name + "' but its backend is named '" +
                                                 r->name() + "'"};
-        entries_.push_back({std::move(*r), p.path.string(), p.score});
+        insert_locked({std::move(*r), p.path.string(), p.score});
         return {};
+    }
+
+    /// New entries go before the compiled-in CPU, so that the host stays last.
+    void insert_locked(entry e) {
+        auto at = std::find_if(entries_.begin(), entries_.end(),
+                               [](const entry& x) { return x.origin == "built in" && x.reg.name() == "CPU"; });
+        entries_.insert(at, std::move(e));
     }
 
     mutable std::mutex m_;

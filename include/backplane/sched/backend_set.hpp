@@ -531,11 +531,17 @@ public:
     void push_back(backend_ref b) { backends_.push_back(b); }
     [[nodiscard]] std::size_t size() const noexcept { return backends_.size(); }
     [[nodiscard]] const backend_ref& operator[](std::size_t i) const noexcept { return backends_[i]; }
-    /// The index of `b` in the set, or size() when it is not one of them.
+    /// The index of `b` in the set, or size() when it is not one of them. `b` is a
+    /// backend, a backend_ref or an owning wrapper that converts to one (any_backend).
     template <class B>
     [[nodiscard]] std::size_t index_of(const B& b) const noexcept {
+        const void* id = &b;
+        if constexpr (std::is_same_v<B, backend_ref>)
+            id = b.id();
+        else if constexpr (!backend<B> && std::is_convertible_v<B&, backend_ref>)
+            id = static_cast<backend_ref>(const_cast<B&>(b)).id();
         for (std::size_t i = 0; i < backends_.size(); ++i)
-            if (backends_[i].id() == static_cast<const void*>(&b)) return i;
+            if (backends_[i].id() == id) return i;
         return size();
     }
 

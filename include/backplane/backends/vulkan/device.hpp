@@ -561,7 +561,7 @@ public:
         return {total - used, total};
     }
     [[nodiscard]] device_caps caps() const noexcept {
-        return {.async = true, .host_buffer = true, .buffer_from_host_ptr = false, .events = false};
+        return {.async = true, .host_buffer = true, .buffer_from_host_ptr = false, .events = true};
     }
     [[nodiscard]] const vulkan_buffer_type& buffer_type() const noexcept { return s_->local_bt; }
     /// Host-visible memory of this device: the CPU reads and writes it in place, and
