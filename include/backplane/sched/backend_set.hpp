@@ -41,7 +41,7 @@
 #include <memory>
 #include <new>
 #include <optional>
-#include <ranges>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -520,10 +520,13 @@ public:
     /// Every element of a range of backends that convert to backend_ref (for example the
     /// runtime's any_backend: `dynamic_scheduler sched(backends)` with a
     /// std::vector<any_backend>), in order.
-    template <std::ranges::input_range R>
+    template <class R>
         requires(!std::is_same_v<std::remove_cvref_t<R>, dynamic_backend_set> &&
                  !std::is_same_v<std::remove_cvref_t<R>, std::vector<backend_ref>> &&
-                 std::is_convertible_v<std::ranges::range_reference_t<R>, backend_ref>)
+                 requires(R& r) {
+                     { *std::begin(r) } -> std::convertible_to<backend_ref>;
+                     std::end(r);
+                 })
     dynamic_backend_set(R&& backends) { // NOLINT: implicit, so a scheduler takes the range directly
         for (auto&& b : backends) backends_.push_back(static_cast<backend_ref>(b));
     }
