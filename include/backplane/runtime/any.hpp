@@ -66,6 +66,38 @@ struct backend_caps {
     bool abort_callback = false; ///< an abort callback (set_abort_callback)
 };
 
+namespace detail {
+
+/// A value made by some module's code (a device, a backend, a registry entry), with the
+/// module anchor that keeps that code loaded. Destruction releases the value before the
+/// anchor, and so does assignment: the old contents are swapped into the parameter, which
+/// is destroyed in that order. Every wrapper of the run-time face holds its state in one.
+template <class T>
+class anchored {
+public:
+    explicit anchored(T value, std::shared_ptr<const void> anchor = module_anchor().lock())
+        : anchor_(std::move(anchor)), value_(std::move(value)) {}
+    anchored(const anchored&) = default;
+    anchored(anchored&&) noexcept = default;
+    anchored& operator=(anchored o) noexcept {
+        using std::swap;
+        swap(value_, o.value_);
+        swap(anchor_, o.anchor_);
+        return *this;
+    }
+    ~anchored() = default;
+
+    [[nodiscard]] T& value() noexcept { return value_; }
+    [[nodiscard]] const T& value() const noexcept { return value_; }
+    [[nodiscard]] const std::shared_ptr<const void>& anchor() const noexcept { return anchor_; }
+
+private:
+    std::shared_ptr<const void> anchor_; // declared first: released after the value
+    T value_;
+};
+
+} // namespace detail
+
 // ---------------------------------------------------------------------------------------
 // any_buffer_type
 
@@ -77,25 +109,12 @@ class any_buffer_type {
 public:
     /// A buffer type that outlives every use (a process-wide one, such as the CPU's).
     template <buffer_type BT>
-    explicit any_buffer_type(const BT& bt) : anchor_(detail::module_anchor().lock()), ref_(bt) {}
+    explicit any_buffer_type(const BT& bt) : owner_(nullptr), ref_(bt) {}
     /// `ref`, kept valid by `owner` (the object that holds the buffer type), whose code
     /// `anchor` keeps loaded (default: this module's).
     any_buffer_type(buffer_type_ref ref, std::shared_ptr<const void> owner,
                     std::shared_ptr<const void> anchor = detail::module_anchor().lock())
-        : anchor_(std::move(anchor)), owner_(std::move(owner)), ref_(ref) {}
-
-    // Assignment releases the old owner before the old anchor (as destruction does).
-    any_buffer_type(const any_buffer_type&) = default;
-    any_buffer_type(any_buffer_type&&) noexcept = default;
-    any_buffer_type& operator=(const any_buffer_type& o) { return *this = any_buffer_type(o); }
-    any_buffer_type& operator=(any_buffer_type&& o) noexcept {
-        any_buffer_type old(std::move(*this));
-        anchor_ = std::move(o.anchor_);
-        owner_ = std::move(o.owner_);
-        ref_ = o.ref_;
-        return *this;
-    }
-    ~any_buffer_type() = default;
+        : owner_(std::move(owner), std::move(anchor)), ref_(ref) {}
 
     [[nodiscard]] std::string_view name() const { return ref_.name(); }
     [[nodiscard]] std::size_t alignment() const { return ref_.alignment(); }
@@ -111,8 +130,7 @@ public:
     friend bool operator==(const any_buffer_type& a, const buffer_type_ref& b) noexcept { return a.ref_ == b; }
 
 private:
-    std::shared_ptr<const void> anchor_;
-    std::shared_ptr<const void> owner_;
+    detail::anchored<std::shared_ptr<const void>> owner_;
     buffer_type_ref ref_;
 };
 
@@ -182,37 +200,24 @@ public:
         return any_device(std::shared_ptr<const void>(std::shared_ptr<const void>{}, &d), &detail::device_erasure<D>::table);
     }
 
-    // Assignment releases the old device before the old anchor (as destruction does).
-    any_device(const any_device&) = default;
-    any_device(any_device&&) noexcept = default;
-    any_device& operator=(const any_device& o) { return *this = any_device(o); }
-    any_device& operator=(any_device&& o) noexcept {
-        any_device old(std::move(*this));
-        anchor_ = std::move(o.anchor_);
-        obj_ = std::move(o.obj_);
-        vt_ = o.vt_;
-        return *this;
-    }
-    ~any_device() = default;
-
-    [[nodiscard]] std::string_view name() const { return vt_->name(obj_.get()); }
-    [[nodiscard]] std::string_view description() const { return vt_->description(obj_.get()); }
-    [[nodiscard]] device_kind kind() const { return vt_->kind(obj_.get()); }
-    [[nodiscard]] memory_info memory() const { return vt_->memory(obj_.get()); }
-    [[nodiscard]] device_caps caps() const { return vt_->caps(obj_.get()); }
+    [[nodiscard]] std::string_view name() const { return vt_->name(self()); }
+    [[nodiscard]] std::string_view description() const { return vt_->description(self()); }
+    [[nodiscard]] device_kind kind() const { return vt_->kind(self()); }
+    [[nodiscard]] memory_info memory() const { return vt_->memory(self()); }
+    [[nodiscard]] device_caps caps() const { return vt_->caps(self()); }
     /// Its default buffer type.
-    [[nodiscard]] any_buffer_type buffer_type() const { return {vt_->buffer_type(obj_.get()), obj_, anchor_}; }
+    [[nodiscard]] any_buffer_type buffer_type() const { return {vt_->buffer_type(self()), obj_.value(), obj_.anchor()}; }
     /// Its pinned host buffer type, when it has one (host_buffer_device).
     [[nodiscard]] std::optional<any_buffer_type> host_buffer_type() const {
-        auto bt = vt_->host_buffer_type(obj_.get());
+        auto bt = vt_->host_buffer_type(self());
         if (!bt) return std::nullopt;
-        return any_buffer_type(*bt, obj_, anchor_);
+        return any_buffer_type(*bt, obj_.value(), obj_.anchor());
     }
     /// Buffer types beyond the default and host ones (extra_buffer_types_device); empty
     /// when it has none.
     [[nodiscard]] std::vector<any_buffer_type> extra_buffer_types() const {
         std::vector<any_buffer_type> out;
-        for (const buffer_type_ref& bt : vt_->extra_buffer_types(obj_.get())) out.emplace_back(bt, obj_, anchor_);
+        for (const buffer_type_ref& bt : vt_->extra_buffer_types(self())) out.emplace_back(bt, obj_.value(), obj_.anchor());
         return out;
     }
     /// User memory [ptr, ptr + size) as a buffer of this device (host_ptr_device); the
@@ -221,17 +226,17 @@ public:
         if (vt_->buffer_from_host_ptr == nullptr)
             return status(errc::not_supported,
                           std::string(name()) + ": this device cannot use host memory as a buffer");
-        return vt_->buffer_from_host_ptr(obj_.get(), ptr, size);
+        return vt_->buffer_from_host_ptr(self(), ptr, size);
     }
-    [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(obj_.get(), t); }
+    [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(self(), t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const {
-        return vt_->supports_buffer_type(obj_.get(), bt);
+        return vt_->supports_buffer_type(self(), bt);
     }
     /// Whether it wants to run t on weights held elsewhere (offload_device); false when
     /// it never does.
-    [[nodiscard]] bool offload_op(const tensor& t) const { return vt_->offload_op(obj_.get(), t); }
+    [[nodiscard]] bool offload_op(const tensor& t) const { return vt_->offload_op(self(), t); }
     /// Its features (featured_device); empty when it lists none.
-    [[nodiscard]] std::vector<feature> features() const { return vt_->features(obj_.get()); }
+    [[nodiscard]] std::vector<feature> features() const { return vt_->features(self()); }
 
     /// A new backend (stream) on this device; a status when the device cannot make one.
     [[nodiscard]] result<any_backend> make_backend(const backend_options& options = {}) const;
@@ -239,21 +244,20 @@ public:
     /// The concrete device, when it is a D made by this module's code (null otherwise).
     template <device D>
     [[nodiscard]] const D* get_if() const noexcept {
-        return vt_ == &detail::device_erasure<D>::table ? static_cast<const D*>(obj_.get()) : nullptr;
+        return vt_ == &detail::device_erasure<D>::table ? static_cast<const D*>(self()) : nullptr;
     }
     /// The device's address (identity): copies of one handle compare equal.
-    [[nodiscard]] const void* id() const noexcept { return obj_.get(); }
+    [[nodiscard]] const void* id() const noexcept { return self(); }
     friend bool operator==(const any_device& a, const any_device& b) noexcept { return a.id() == b.id(); }
 
 private:
-    any_device(std::shared_ptr<const void> obj, const detail::device_vtable* vt)
-        : anchor_(detail::module_anchor().lock()), obj_(std::move(obj)), vt_(vt) {}
+    any_device(std::shared_ptr<const void> obj, const detail::device_vtable* vt) : obj_(std::move(obj)), vt_(vt) {}
+    [[nodiscard]] const void* self() const noexcept { return obj_.value().get(); }
 
     template <device D>
     friend struct detail::device_erasure;
 
-    std::shared_ptr<const void> anchor_; // declared first: released after the device
-    std::shared_ptr<const void> obj_;
+    detail::anchored<std::shared_ptr<const void>> obj_;
     const detail::device_vtable* vt_;
 };
 
@@ -282,46 +286,38 @@ public:
     }
 
     any_backend(any_backend&&) noexcept = default;
-    /// Releases the old backend, then its device, then the old anchor (as destruction does).
-    any_backend& operator=(any_backend&& o) noexcept {
-        any_backend old(std::move(*this));
-        anchor_ = std::move(o.anchor_);
-        dev_ = std::move(o.dev_);
-        obj_ = std::move(o.obj_);
-        vt_ = o.vt_;
-        return *this;
-    }
+    any_backend& operator=(any_backend&&) noexcept = default;
     ~any_backend() = default;
 
     /// False for a moved-from backend.
-    explicit operator bool() const noexcept { return obj_ != nullptr; }
+    explicit operator bool() const noexcept { return p_.value().obj != nullptr; }
 
-    [[nodiscard]] std::string_view name() const { return vt_->name(obj_.get()); }
-    [[nodiscard]] const any_device& device() const noexcept { return dev_; }
-    [[nodiscard]] buffer_type_ref buffer_type() const { return vt_->buffer_type(obj_.get()); }
-    [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(obj_.get(), t); }
+    [[nodiscard]] std::string_view name() const { return vt_->name(self()); }
+    [[nodiscard]] const any_device& device() const noexcept { return p_.value().dev; }
+    [[nodiscard]] buffer_type_ref buffer_type() const { return vt_->buffer_type(self()); }
+    [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(self(), t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const {
-        return vt_->supports_buffer_type(obj_.get(), bt);
+        return vt_->supports_buffer_type(self(), bt);
     }
-    [[nodiscard]] bool offload_op(const tensor& t) const { return vt_->offload_op(obj_.get(), t); }
-    [[nodiscard]] status compute(graph_view g) { return vt_->compute(obj_.get(), g); }
-    [[nodiscard]] status synchronize() { return vt_->synchronize(obj_.get()); }
+    [[nodiscard]] bool offload_op(const tensor& t) const { return vt_->offload_op(self(), t); }
+    [[nodiscard]] status compute(graph_view g) { return vt_->compute(self(), g); }
+    [[nodiscard]] status synchronize() { return vt_->synchronize(self()); }
 
     /// Queued writes / reads of a tensor's bytes where the backend is asynchronous
     /// (done by synchronize(); the host memory must stay alive until then), synchronous
     /// through the tensor's buffer otherwise.
     [[nodiscard]] status set_tensor_async(tensor& t, const void* src, std::size_t offset, std::size_t size) {
-        if (vt_->set_tensor_async != nullptr) return vt_->set_tensor_async(obj_.get(), t, src, offset, size);
+        if (vt_->set_tensor_async != nullptr) return vt_->set_tensor_async(self(), t, src, offset, size);
         if (t.buffer == nullptr) return {errc::invalid_argument, "set_tensor_async: tensor '" + t.name + "' has no buffer"};
         return t.buffer->set_tensor(t, src, offset, size);
     }
     [[nodiscard]] status get_tensor_async(const tensor& t, void* dst, std::size_t offset, std::size_t size) {
-        if (vt_->get_tensor_async != nullptr) return vt_->get_tensor_async(obj_.get(), t, dst, offset, size);
+        if (vt_->get_tensor_async != nullptr) return vt_->get_tensor_async(self(), t, dst, offset, size);
         if (t.buffer == nullptr) return {errc::invalid_argument, "get_tensor_async: tensor '" + t.name + "' has no buffer"};
         return t.buffer->get_tensor(t, dst, offset, size);
     }
     /// A device-side copy queued on this backend; false when not possible.
-    [[nodiscard]] bool copy_tensor_async(const tensor& src, tensor& dst) { return vt_->copy_async(obj_.get(), src, dst); }
+    [[nodiscard]] bool copy_tensor_async(const tensor& src, tensor& dst) { return vt_->copy_async(self(), src, dst); }
 
     /// What the backend can do beyond the minimum.
     [[nodiscard]] backend_caps caps() const noexcept {
@@ -337,32 +333,32 @@ public:
     status set_n_threads(int n) {
         if (vt_->set_n_threads == nullptr)
             return {errc::not_supported, std::string(name()) + ": this backend has no thread count"};
-        return vt_->set_n_threads(obj_.get(), n);
+        return vt_->set_n_threads(self(), n);
     }
     /// Its thread count, when it has one.
     [[nodiscard]] std::optional<int> n_threads() const {
         if (vt_->n_threads == nullptr) return std::nullopt;
-        return vt_->n_threads(obj_.get());
+        return vt_->n_threads(self());
     }
     /// The abort callback (abortable_backend); errc::not_supported without.
     status set_abort_callback(abort_function f) {
         if (vt_->set_abort_callback == nullptr)
             return {errc::not_supported, std::string(name()) + ": this backend takes no abort callback"};
-        vt_->set_abort_callback(obj_.get(), std::move(f));
+        vt_->set_abort_callback(self(), std::move(f));
         return {};
     }
     /// Device timing on or off (timed_backend); false when it cannot time.
-    bool set_timing(bool on) { return vt_->set_timing(obj_.get(), on); }
-    [[nodiscard]] std::optional<device_span> last_compute_time() const { return vt_->last_compute_time(obj_.get()); }
+    bool set_timing(bool on) { return vt_->set_timing(self(), on); }
+    [[nodiscard]] std::optional<device_span> last_compute_time() const { return vt_->last_compute_time(self()); }
 
     /// The non-owning run-time face the scheduler takes (events go through it).
-    [[nodiscard]] backend_ref ref() noexcept { return {obj_.get(), vt_}; }
+    [[nodiscard]] backend_ref ref() noexcept { return {self(), vt_}; }
     operator backend_ref() noexcept { return ref(); } // NOLINT: implicit, so vectors of any_backend schedule
 
     /// The concrete backend, when it is a B made by this module's code (null otherwise).
     template <backend B>
     [[nodiscard]] B* get_if() noexcept {
-        return vt_ == &detail::backend_vtable_for<B> ? static_cast<B*>(obj_.get()) : nullptr;
+        return vt_ == &detail::backend_vtable_for<B> ? static_cast<B*>(self()) : nullptr;
     }
 
 private:
@@ -374,19 +370,23 @@ private:
     };
 
     any_backend(void* obj, void (*destroy)(void*) noexcept, const detail::backend_vtable* vt, any_device dev)
-        : anchor_(detail::module_anchor().lock()), dev_(std::move(dev)), obj_(obj, deleter{destroy}), vt_(vt) {}
+        : p_(parts{std::move(dev), std::unique_ptr<void, deleter>(obj, deleter{destroy})}), vt_(vt) {}
+    [[nodiscard]] void* self() const noexcept { return p_.value().obj.get(); }
 
     status apply(const backend_options& o) {
         if (o.n_threads > 0 && vt_->set_n_threads != nullptr)
-            if (auto s = vt_->set_n_threads(obj_.get(), o.n_threads); !s) return s;
-        if (o.abort_callback && vt_->set_abort_callback != nullptr) vt_->set_abort_callback(obj_.get(), o.abort_callback);
+            if (auto s = vt_->set_n_threads(self(), o.n_threads); !s) return s;
+        if (o.abort_callback && vt_->set_abort_callback != nullptr) vt_->set_abort_callback(self(), o.abort_callback);
         return {};
     }
 
-    // Destroyed in reverse order: the backend, then its device, then the module anchor.
-    std::shared_ptr<const void> anchor_;
-    any_device dev_;
-    std::unique_ptr<void, deleter> obj_;
+    /// Destroyed (and, by assignment, released) backend first, then its device, then the
+    /// module anchor.
+    struct parts {
+        any_device dev;
+        std::unique_ptr<void, deleter> obj;
+    };
+    detail::anchored<parts> p_;
     const detail::backend_vtable* vt_;
 };
 
@@ -410,7 +410,7 @@ struct device_erasure {
     static const D& self(const void* p) noexcept { return *static_cast<const D*>(p); }
 
     static result<any_backend> make_backend(const any_device& dev, const backend_options& o) {
-        const D& d = self(dev.obj_.get());
+        const D& d = self(dev.self());
         try {
             auto made = d.make_backend();
             using M = decltype(made);

@@ -25,7 +25,7 @@ namespace backplane {
 inline backend_reg cpu_reg() {
     return {"CPU",
             [] { return result<std::vector<any_device>>(std::vector{any_device::borrow(cpu_device::instance())}); },
-            [] { return cpu_device::instance().features(); }};
+            [](const std::vector<any_device>&) { return cpu_device::instance().features(); }};
 }
 
 #if defined(BACKPLANE_WITH_BLAS) && BACKPLANE_WITH_BLAS
@@ -33,7 +33,7 @@ inline backend_reg cpu_reg() {
 inline backend_reg blas_reg() {
     return {"BLAS",
             [] { return result<std::vector<any_device>>(std::vector{any_device::borrow(blas_device::instance())}); },
-            [] { return blas_device::instance().features(); }};
+            [](const std::vector<any_device>&) { return blas_device::instance().features(); }};
 }
 #endif
 
@@ -42,9 +42,8 @@ inline backend_reg blas_reg() {
 /// each device's, named "<device>.<feature>" ("Vulkan0.fp16"), plus "validation".
 /// No Vulkan driver: no devices, and enumeration_status() says why.
 inline backend_reg vulkan_reg() {
-    auto devices = std::make_shared<std::vector<vulkan_device>>();
     return {"Vulkan",
-            [devices]() -> result<std::vector<any_device>> {
+            []() -> result<std::vector<any_device>> {
                 auto phys = vulkan::physical_devices();
                 if (!phys) return phys.error();
                 std::vector<any_device> out;
@@ -55,15 +54,14 @@ inline backend_reg vulkan_reg() {
                         if (first_error) first_error = d.error();
                         continue;
                     }
-                    devices->push_back(*d);
                     out.push_back(any_device::make(std::move(*d)));
                 }
                 if (out.empty() && !first_error) return first_error;
                 return out;
             },
-            [devices] {
+            [](const std::vector<any_device>& devices) {
                 std::vector<feature> out;
-                for (const auto& d : *devices)
+                for (const auto& d : devices)
                     for (auto& f : d.features()) out.push_back({std::string(d.name()) + "." + f.name, std::move(f.value)});
                 out.push_back({"validation", vulkan::validation_active() ? "1" : "0"});
                 return out;

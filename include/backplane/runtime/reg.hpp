@@ -26,35 +26,23 @@ namespace backplane {
 class backend_reg {
 public:
     using enumerate_fn = std::function<result<std::vector<any_device>>()>;
-    using features_fn = std::function<std::vector<feature>()>;
+    using features_fn = std::function<std::vector<feature>(const std::vector<any_device>& devices)>;
 
     /// `enumerate` lists the devices (called once, on first use; an error status there
     /// means "no devices", kept as enumeration_status()); `features` lists what the
-    /// backend offers (called each time they are asked for; empty: none).
+    /// backend offers, given its devices (called each time they are asked for; empty:
+    /// none).
     backend_reg(std::string name, enumerate_fn enumerate, features_fn features = {})
-        : anchor_(detail::module_anchor().lock()),
-          s_(std::make_shared<state>(std::move(name), std::move(enumerate), std::move(features))) {}
+        : s_(std::make_shared<state>(std::move(name), std::move(enumerate), std::move(features))) {}
 
-    // Assignment releases the old entry before the old anchor (as destruction does).
-    backend_reg(const backend_reg&) = default;
-    backend_reg(backend_reg&&) noexcept = default;
-    backend_reg& operator=(const backend_reg& o) { return *this = backend_reg(o); }
-    backend_reg& operator=(backend_reg&& o) noexcept {
-        backend_reg old(std::move(*this));
-        anchor_ = std::move(o.anchor_);
-        s_ = std::move(o.s_);
-        return *this;
-    }
-    ~backend_reg() = default;
-
-    [[nodiscard]] const std::string& name() const noexcept { return s_->name; }
+    [[nodiscard]] const std::string& name() const noexcept { return st().name; }
     /// Its features; empty when it lists none. Enumerates the devices first (features
-    /// often describe them).
+    /// often describe them: the function is given them).
     [[nodiscard]] std::vector<feature> features() const {
-        enumerate();
-        if (!s_->features) return {};
+        if (!st().features) return {};
+        const std::vector<any_device> devs = devices();
         try {
-            return s_->features();
+            return st().features(devs);
         } catch (...) {
             return {};
         }
@@ -62,25 +50,25 @@ public:
     /// Its devices (enumerated on the first call).
     [[nodiscard]] std::vector<any_device> devices() const {
         enumerate();
-        std::lock_guard lk(s_->m);
-        return s_->devices;
+        std::lock_guard lk(st().m);
+        return st().devices;
     }
     /// Why there are no devices, when enumerating failed (a machine without Vulkan...);
     /// success otherwise.
     [[nodiscard]] status enumeration_status() const {
         enumerate();
-        std::lock_guard lk(s_->m);
-        return s_->enum_status;
+        std::lock_guard lk(st().m);
+        return st().enum_status;
     }
     /// Adds a device made at run time (after the enumerated ones).
     void add_device(any_device d) {
         enumerate();
-        std::lock_guard lk(s_->m);
-        s_->devices.push_back(std::move(d));
+        std::lock_guard lk(st().m);
+        st().devices.push_back(std::move(d));
     }
 
     /// The same entry (copies compare equal).
-    friend bool operator==(const backend_reg& a, const backend_reg& b) noexcept { return a.s_ == b.s_; }
+    friend bool operator==(const backend_reg& a, const backend_reg& b) noexcept { return a.s_.value() == b.s_.value(); }
 
 private:
     struct state {
@@ -96,24 +84,25 @@ private:
     };
 
     void enumerate() const {
-        std::lock_guard lk(s_->m);
-        if (s_->enumerated) return;
-        s_->enumerated = true;
-        if (!s_->enumerate) return;
+        std::lock_guard lk(st().m);
+        if (st().enumerated) return;
+        st().enumerated = true;
+        if (!st().enumerate) return;
         try {
-            auto r = s_->enumerate();
+            auto r = st().enumerate();
             if (!r) {
-                s_->enum_status = r.error();
+                st().enum_status = r.error();
                 return;
             }
-            for (auto& d : *r) s_->devices.push_back(std::move(d));
+            for (auto& d : *r) st().devices.push_back(std::move(d));
         } catch (...) {
-            s_->enum_status = detail::status_of_current_exception(s_->name + ": enumerating devices");
+            st().enum_status = detail::status_of_current_exception(st().name + ": enumerating devices");
         }
     }
 
-    std::shared_ptr<const void> anchor_; // declared first: released after the entry
-    std::shared_ptr<state> s_;
+    [[nodiscard]] state& st() const noexcept { return *s_.value(); }
+
+    detail::anchored<std::shared_ptr<state>> s_;
 };
 
 } // namespace backplane

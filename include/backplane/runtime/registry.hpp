@@ -101,6 +101,11 @@ inline bool iequal(std::string_view a, std::string_view b) noexcept {
            });
 }
 
+inline std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
 /// Whether BACKPLANE_DISABLE_BACKENDS names `name`.
 inline bool disabled_by_env(std::string_view name) {
     const char* env = std::getenv("BACKPLANE_DISABLE_BACKENDS");
@@ -297,16 +302,8 @@ public:
     /// driver); the first of its kind in registration order. Accelerators that only
     /// complement a host (BLAS) are never chosen alone.
     [[nodiscard]] result<any_device> best_device() const {
-        const auto all = devices();
-        for (device_kind k : {device_kind::gpu, device_kind::igpu})
-            for (const auto& d : all)
-                if (d.kind() == k) return d;
-        for (const auto& r : regs())
-            if (detail::iequal(r.name(), "CPU"))
-                for (const auto& d : r.devices())
-                    if (d.kind() == device_kind::cpu) return d;
-        for (const auto& d : all)
-            if (d.kind() == device_kind::cpu) return d;
+        for (device_kind k : {device_kind::gpu, device_kind::igpu, device_kind::cpu})
+            if (auto d = device(k)) return d;
         return status(errc::not_found, "registry: no GPU, integrated GPU or CPU device");
     }
 
@@ -467,9 +464,7 @@ public:
         std::map<std::string, std::size_t> best;
         for (std::size_t i = 0; i < opened.size(); ++i) {
             if (!opened[i] || opened[i]->score <= 0) continue;
-            std::string key = opened[i]->name;
-            std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-            auto [it, fresh] = best.emplace(key, i);
+            auto [it, fresh] = best.emplace(detail::lower(opened[i]->name), i);
             if (!fresh && opened[i]->score > opened[it->second]->score) it->second = i;
         }
         std::lock_guard lk(m_);
@@ -481,9 +476,7 @@ public:
                                                   std::to_string(a.score) + ")"};
                 continue;
             }
-            std::string key = opened[i]->name;
-            std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-            const std::size_t w = best[key];
+            const std::size_t w = best[detail::lower(opened[i]->name)];
             if (w != i) {
                 a.why = {errc::not_supported, "'" + a.name + "': the variant " + opened[w]->path.filename().string() +
                                                   " scores higher (" + std::to_string(opened[w]->score) + " > " +

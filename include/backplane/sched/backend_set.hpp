@@ -490,8 +490,6 @@ public:
     [[nodiscard]] std::optional<device_span> last_compute_time() const { return vt_->last_compute_time(self_); }
     /// The backend's address (identity).
     [[nodiscard]] const void* id() const noexcept { return self_; }
-    /// The generated table (identity of the backend's type within one module).
-    [[nodiscard]] const detail::backend_vtable& table() const noexcept { return *vt_; }
 
     /// An event of this backend, or null when it has none (or could not make one).
     using event_ptr = detail::backend_vtable::event_ptr;

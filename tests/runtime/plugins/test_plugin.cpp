@@ -31,7 +31,7 @@ backplane::backend_reg make_reg() {
                 }
                 return out;
             },
-            [] {
+            [](const std::vector<any_device>&) {
                 return std::vector<feature>{{"variant", bp_test_plugin_variant()},
                                             {"score", std::to_string(bp_test_plugin_score())}};
             }};

@@ -121,18 +121,17 @@ public:
     /// The buffer type of device `index`; errc::not_supported without a driver,
     /// errc::invalid_argument for a device that does not exist.
     [[nodiscard]] static result<const cuda_buffer_type*> of(int index) {
+        static std::mutex m;
+        static std::deque<cuda_buffer_type> types; // stable addresses: buffer types are identified by them
+        std::lock_guard lk(m);
+        for (const auto& t : types) // the driver is asked once per device
+            if (t.device_ == index) return &t;
         auto devs = cuda::physical_devices();
         if (!devs) return devs.error();
         if (index < 0 || static_cast<std::size_t>(index) >= devs->size())
             return status(errc::invalid_argument, "cuda: no device " + std::to_string(index) + " (the driver reports " +
                                                       std::to_string(devs->size()) + ")");
-        static std::mutex m;
-        static std::deque<cuda_buffer_type> types; // stable addresses: buffer types are identified by them
-        std::lock_guard lk(m);
-        for (const auto& t : types)
-            if (t.device_ == index) return &t;
-        const auto& info = (*devs)[static_cast<std::size_t>(index)];
-        return &types.emplace_back(index, info.total_memory);
+        return &types.emplace_back(index, (*devs)[static_cast<std::size_t>(index)].total_memory);
     }
 
     [[nodiscard]] std::string_view name() const noexcept { return name_; }
