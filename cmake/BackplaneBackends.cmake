@@ -57,7 +57,16 @@ if(TARGET backplane_vulkan)
     target_include_directories(backplane_vulkan INTERFACE
         $<BUILD_INTERFACE:${BACKPLANE_GENERATED_INCLUDE_DIR}>)
 endif()
+# CUDA: the host code is header-only; the kernels (kernels.cuh) are compiled once by nvcc
+# into a static library that backplane::cuda links, with the CUDA runtime (shared, the
+# same one CUDA::cudart is) and cuBLAS when BACKPLANE_CUDA_CUBLAS (default ON) finds it.
+if(BACKPLANE_HAS_CUDA)
+    include(BackplaneCuda)
+endif()
 backplane_add_backend_target(cuda CUDA CUDA::cudart)
+if(TARGET backplane_cuda)
+    target_link_libraries(backplane_cuda INTERFACE backplane_cuda_kernels)
+endif()
 
 set(_bp_summary "")
 foreach(component IN ITEMS blas vulkan cuda)

@@ -18,11 +18,18 @@ install(EXPORT backplaneTargets
 # Each backend goes into its own export file, so the config only loads it (and
 # only looks for its vendor package) when that component is requested.
 foreach(component IN LISTS BACKPLANE_COMPONENTS)
-    install(TARGETS backplane_${component} EXPORT backplane-${component}Targets)
+    # CUDA: its kernels come compiled, in the static library the target links
+    set(_bp_targets backplane_${component})
+    if(TARGET backplane_${component}_kernels)
+        list(APPEND _bp_targets backplane_${component}_kernels)
+    endif()
+    install(TARGETS ${_bp_targets} EXPORT backplane-${component}Targets
+        ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
     install(EXPORT backplane-${component}Targets
         NAMESPACE backplane::
         DESTINATION "${BACKPLANE_CONFIG_DIR}")
 endforeach()
+unset(_bp_targets)
 
 # The Vulkan backend's generated SPIR-V header (cmake/BackplaneShaders.cmake),
 # next to the backend's own headers: the include folder of the installed
@@ -37,7 +44,8 @@ configure_package_config_file(
     "${CMAKE_CURRENT_LIST_DIR}/backplaneConfig.cmake.in"
     "${PROJECT_BINARY_DIR}/backplaneConfig.cmake"
     INSTALL_DESTINATION "${BACKPLANE_CONFIG_DIR}")
-# Header-only: the same install serves 32- and 64-bit consumers.
+# Header-only (but for the CUDA kernel library, built for the installing machine):
+# the same install serves 32- and 64-bit consumers.
 write_basic_package_version_file(
     "${PROJECT_BINARY_DIR}/backplaneConfigVersion.cmake"
     COMPATIBILITY SameMajorVersion

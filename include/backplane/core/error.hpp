@@ -117,7 +117,7 @@ public:
     result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
     result(status s) : v_(std::in_place_index<1>, std::move(s)) {
         if (std::get<1>(v_).ok()) // an "ok" status without a value is a library bug; keep it visible
-            std::get<1>(v_) = status(errc::failed, "result constructed from a success status");
+            (void)(std::get<1>(v_) = status(errc::failed, "result constructed from a success status"));
     }
 
     [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }

@@ -169,7 +169,7 @@ private:
 
         list.set_usage(usage);
         guard.commit();
-        return list;
+        return result<buffer_list>(std::move(list));
     } catch (const std::bad_alloc&) {
         return status(errc::alloc_failed, "alloc_tensors: out of host memory");
     }

@@ -1,10 +1,12 @@
 #pragma once
 // The registry entries of the backends compiled into a program: the CPU always, BLAS
-// when BACKPLANE_WITH_BLAS, Vulkan when BACKPLANE_WITH_VULKAN (the CMake targets
-// backplane::blas and backplane::vulkan define these for whatever links them). Every
-// translation unit of a program must see the same definitions.
+// when BACKPLANE_WITH_BLAS, Vulkan when BACKPLANE_WITH_VULKAN, CUDA when
+// BACKPLANE_WITH_CUDA (the CMake targets backplane::blas, backplane::vulkan and
+// backplane::cuda define these for whatever links them). Every translation unit of a
+// program must see the same definitions.
 //
-// cpu_reg(), blas_reg() and vulkan_reg() are also what a plugin of that backend returns.
+// cpu_reg(), blas_reg(), vulkan_reg() and cuda_reg() are also what a plugin of that
+// backend returns.
 
 #include <backplane/backends/cpu.hpp>
 #include <backplane/runtime/reg.hpp>
@@ -14,6 +16,10 @@
 #endif
 #if defined(BACKPLANE_WITH_VULKAN) && BACKPLANE_WITH_VULKAN
 #include <backplane/backends/vulkan.hpp>
+#endif
+
+#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
+#include <backplane/backends/cuda.hpp>
 #endif
 
 #include <string>
@@ -69,10 +75,37 @@ inline backend_reg vulkan_reg() {
 }
 #endif
 
+#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
+/// CUDA: one device per GPU the driver reports ("CUDA0", ...); features are each
+/// device's, named "<device>.<feature>" ("CUDA0.compute_capability"), plus the runtime and
+/// driver versions. No driver or no GPU: no devices, and enumeration_status() says why.
+inline backend_reg cuda_reg() {
+    return {"CUDA",
+            []() -> result<std::vector<any_device>> {
+                auto devs = cuda_device::all();
+                if (!devs) return devs.error();
+                std::vector<any_device> out;
+                for (auto& d : *devs) out.push_back(any_device::make(std::move(d)));
+                return out;
+            },
+            [](const std::vector<any_device>& devices) {
+                std::vector<feature> out;
+                for (const auto& d : devices)
+                    for (auto& f : d.features()) out.push_back({std::string(d.name()) + "." + f.name, std::move(f.value)});
+                out.push_back({"runtime", cuda::runtime_version()});
+                out.push_back({"driver", cuda::driver_version()});
+                return out;
+            }};
+}
+#endif
+
 namespace detail {
 /// The compiled-in entries, in the order the registry lists them (GPUs first).
 inline std::vector<backend_reg> builtin_regs() {
     std::vector<backend_reg> out;
+#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
+    out.push_back(cuda_reg());
+#endif
 #if defined(BACKPLANE_WITH_VULKAN) && BACKPLANE_WITH_VULKAN
     out.push_back(vulkan_reg());
 #endif

@@ -442,7 +442,7 @@ public:
     [[nodiscard]] status synchronize() {
         status first;
         for (std::size_t i = 0; i < nb_; ++i)
-            if (status s = set_.synchronize(i); !s && first) first = std::move(s);
+            if (status s = set_.synchronize(i); !s && first) (void)(first = std::move(s));
         if (allocated_ == nullptr) next_copy_ = 0; // a stable slot while no graph is held
         return first;
     }
@@ -1522,7 +1522,7 @@ private:
             apply(sp.rw0, sp.rw1, cur_copy_);
             status s;
             try {
-                s = compute_split(g, sp);
+                (void)(s = compute_split(g, sp));
             } catch (...) { // an eval callback that throws: the graph is restored first
                 restore(sp.rw0, sp.rw1);
                 throw;

@@ -8,6 +8,7 @@
 // loads, so partial vectors at K tails go through a zeroed local copy, and the last
 // vector of a tile is stored with vmaskmovps.
 
+#include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/gemm/plan.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/types.hpp>
@@ -117,17 +118,17 @@ BACKPLANE_TARGET_AVX2 void pack_a_t(const std::byte* a, std::size_t lda, i64 row
                 const std::byte* s = src + static_cast<std::size_t>(k) * sizeof(T);
                 __m256 v[8];
                 if (kn >= 8) {
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
                     for (int i = 0; i < 8; ++i)
                         v[i] = i < gr ? load8<T>(s + static_cast<std::size_t>(i) * lda) : _mm256_setzero_ps();
                 } else {
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
                     for (int i = 0; i < 8; ++i)
                         v[i] = i < gr ? load8n<T>(s + static_cast<std::size_t>(i) * lda, kn) : _mm256_setzero_ps();
                 }
                 transpose8(v);
                 float* o = out + k * width + g;
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
                 for (int i = 0; i < 8; ++i)
                     if (i < kn) _mm256_storeu_ps(o + i * width, v[i]);
             }
@@ -145,7 +146,7 @@ BACKPLANE_TARGET_AVX2 void pack_b_t(const std::byte* b, std::size_t ldb, i64 col
         const i64 kn = kc - k;
         const std::byte* s = src + static_cast<std::size_t>(k) * sizeof(T);
         __m256 v[4];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < 4; ++j)
             v[j] = j >= cols ? _mm256_setzero_ps()
                    : kn >= 8 ? load8<T>(s + static_cast<std::size_t>(j) * ldb)
@@ -158,7 +159,7 @@ BACKPLANE_TARGET_AVX2 void pack_b_t(const std::byte* b, std::size_t ldb, i64 col
         const __m256 o[4] = {_mm256_permute2f128_ps(s0, s1, 0x20), _mm256_permute2f128_ps(s2, s3, 0x20),
                              _mm256_permute2f128_ps(s0, s1, 0x31), _mm256_permute2f128_ps(s2, s3, 0x31)};
         float* dst = out + k * nr;
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < 4; ++i) { // o[i] holds k + 2i and k + 2i + 1
             if (2 * i + 1 < kn)
                 _mm256_storeu_ps(dst + 8 * i, o[i]);
@@ -174,28 +175,28 @@ template <int MV, int NR>
 BACKPLANE_TARGET_AVX2 void ukr(i64 kc, const float* a, const float* b, std::byte* c, std::size_t ldc, i64 last,
                                bool accumulate) noexcept {
     __m256 acc[NR][MV];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int j = 0; j < NR; ++j)
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < MV; ++i) acc[j][i] = _mm256_setzero_ps();
     for (i64 k = 0; k < kc; ++k) {
         __m256 av[MV];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < MV; ++i) av[i] = _mm256_loadu_ps(a + i * 8);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < NR; ++j) {
             const __m256 bj = _mm256_broadcast_ss(b + j);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
             for (int i = 0; i < MV; ++i) acc[j][i] = _mm256_fmadd_ps(av[i], bj, acc[j][i]);
         }
         a += MV * 8;
         b += nr;
     }
     const __m256i lm = lanes(last);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int j = 0; j < NR; ++j) {
         float* cj = reinterpret_cast<float*>(c + static_cast<std::size_t>(j) * ldc);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < MV; ++i) {
             __m256 v = acc[j][i];
             if (i < MV - 1 || last == 8) {
@@ -211,9 +212,11 @@ BACKPLANE_TARGET_AVX2 void ukr(i64 kc, const float* a, const float* b, std::byte
 
 using ukr_fn = void (*)(i64, const float*, const float*, std::byte*, std::size_t, i64, bool) noexcept;
 
+// the array type spelt out: nvcc's front end drops the pack expansion of a braced
+// `return {...}` from the host code it hands on
 template <int MV, std::size_t... J>
 constexpr std::array<ukr_fn, nr> ukr_row(std::index_sequence<J...>) noexcept {
-    return {&ukr<MV, static_cast<int>(J) + 1>...};
+    return std::array<ukr_fn, nr>{&ukr<MV, static_cast<int>(J) + 1>...};
 }
 inline constexpr std::array<std::array<ukr_fn, nr>, mv_max> ukr_table = {
     ukr_row<1>(std::make_index_sequence<nr>{}), ukr_row<2>(std::make_index_sequence<nr>{}),
@@ -224,41 +227,41 @@ template <class T, int R, int C>
 BACKPLANE_TARGET_AVX2 void mv_block(const std::byte* a, std::size_t lda, i64 K, const float* b, i64 ldb,
                                     std::byte* d, std::size_t ldd) noexcept {
     __m256 acc[R][C];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < C; ++j) acc[r][j] = _mm256_setzero_ps();
     i64 k = 0;
     for (; k + 8 <= K; k += 8) {
         __m256 bv[C];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < C; ++j) bv[j] = _mm256_loadu_ps(b + j * ldb + k);
         const std::byte* ak = a + static_cast<std::size_t>(k) * sizeof(T);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int r = 0; r < R; ++r) {
             _mm_prefetch(reinterpret_cast<const char*>(ak + static_cast<std::size_t>(r) * lda) + mv_prefetch, _MM_HINT_T0);
             const __m256 av = load8<T>(ak + static_cast<std::size_t>(r) * lda);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
             for (int j = 0; j < C; ++j) acc[r][j] = _mm256_fmadd_ps(av, bv[j], acc[r][j]);
         }
     }
     if (k < K) {
         const i64 n = K - k;
         __m256 bv[C];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < C; ++j)
             bv[j] = load8n<float>(reinterpret_cast<const std::byte*>(b + j * ldb + k), n);
         const std::byte* ak = a + static_cast<std::size_t>(k) * sizeof(T);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int r = 0; r < R; ++r) {
             const __m256 av = load8n<T>(ak + static_cast<std::size_t>(r) * lda, n);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
             for (int j = 0; j < C; ++j) acc[r][j] = _mm256_fmadd_ps(av, bv[j], acc[r][j]);
         }
     }
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < C; ++j) {
             const float s = hsum(acc[r][j]);
             std::memcpy(d + static_cast<std::size_t>(j) * ldd + static_cast<std::size_t>(r) * sizeof(float), &s,

@@ -14,6 +14,7 @@
 // Every function that uses an intrinsic carries BACKPLANE_TARGET_AVX512 and the helpers
 // are always inlined into those, so the translation unit itself needs no -m flags.
 
+#include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/gemm/plan.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/types.hpp>
@@ -96,20 +97,20 @@ BACKPLANE_TARGET_AVX512 BACKPLANE_GEMM_INLINE float hsum(__m512 v) noexcept {
 BACKPLANE_TARGET_AVX512 BACKPLANE_GEMM_INLINE void transpose16(__m512* r) noexcept {
     __m512 t[16];
     __m512 u[16];
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int i = 0; i < 8; ++i) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
     // u[4g + e], lane L: rows 4g..4g+3 of column 4L + e
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int g = 0; g < 4; ++g) {
         u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
         u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
         u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
         u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
     }
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int e = 0; e < 4; ++e) {
         const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88);
         const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xdd);
@@ -166,12 +167,12 @@ BACKPLANE_TARGET_AVX512 void pack_a_t(const std::byte* a, std::size_t lda, i64 r
                 const __mmask16 m = mask16(kn);
                 const std::byte* s = src + static_cast<std::size_t>(k) * sizeof(T);
                 __m512 v[16];
-#pragma GCC unroll 16
+BACKPLANE_UNROLL(16)
                 for (int i = 0; i < 16; ++i)
                     v[i] = i < gr ? load16<T>(s + static_cast<std::size_t>(i) * lda, m) : _mm512_setzero_ps();
                 transpose16(v);
                 float* o = out + k * width + g;
-#pragma GCC unroll 16
+BACKPLANE_UNROLL(16)
                 for (int i = 0; i < 16; ++i)
                     if (i < kn) _mm512_storeu_ps(o + i * width, v[i]);
             }
@@ -190,11 +191,11 @@ BACKPLANE_TARGET_AVX512 void pack_b_t(const std::byte* b, std::size_t ldb, i64 c
         const __mmask8 m = mask8(kn);
         const std::byte* s = src + static_cast<std::size_t>(k) * sizeof(T);
         __m256 v[8];
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
         for (int j = 0; j < 8; ++j)
             v[j] = j < cols ? load8<T>(s + static_cast<std::size_t>(j) * ldb, m) : _mm256_setzero_ps();
         transpose8(v);
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
         for (int i = 0; i < 8; ++i)
             if (i < kn) _mm256_storeu_ps(out + (k + i) * nr, v[i]);
     }
@@ -208,32 +209,32 @@ BACKPLANE_TARGET_AVX512 void ukr(i64 kc, const float* a, const float* b, std::by
                                  __mmask16 last, bool accumulate) noexcept {
     __m512 acc[NR][MV];
     // the tile of dst is read (or written) last: start fetching it now
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int j = 0; j < NR; ++j)
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < MV; ++i)
             _mm_prefetch(reinterpret_cast<const char*>(c + static_cast<std::size_t>(j) * ldc) + i * 64, _MM_HINT_T0);
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int j = 0; j < NR; ++j)
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < MV; ++i) acc[j][i] = _mm512_setzero_ps();
     for (i64 k = 0; k < kc; ++k) {
         __m512 av[MV];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < MV; ++i) av[i] = _mm512_loadu_ps(a + i * 16);
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
         for (int j = 0; j < NR; ++j) {
             const __m512 bj = _mm512_set1_ps(b[j]);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
             for (int i = 0; i < MV; ++i) acc[j][i] = _mm512_fmadd_ps(av[i], bj, acc[j][i]);
         }
         a += MV * 16;
         b += nr;
     }
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int j = 0; j < NR; ++j) {
         float* cj = reinterpret_cast<float*>(c + static_cast<std::size_t>(j) * ldc);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int i = 0; i < MV; ++i) {
             const __mmask16 m = i == MV - 1 ? last : __mmask16(0xffff);
             __m512 v = acc[j][i];
@@ -245,9 +246,11 @@ BACKPLANE_TARGET_AVX512 void ukr(i64 kc, const float* a, const float* b, std::by
 
 using ukr_fn = void (*)(i64, const float*, const float*, std::byte*, std::size_t, __mmask16, bool) noexcept;
 
+// the array type spelt out: nvcc's front end drops the pack expansion of a braced
+// `return {...}` from the host code it hands on
 template <int MV, std::size_t... J>
 constexpr std::array<ukr_fn, nr> ukr_row(std::index_sequence<J...>) noexcept {
-    return {&ukr<MV, static_cast<int>(J) + 1>...};
+    return std::array<ukr_fn, nr>{&ukr<MV, static_cast<int>(J) + 1>...};
 }
 inline constexpr std::array<std::array<ukr_fn, nr>, mv_max> ukr_table = {
     ukr_row<1>(std::make_index_sequence<nr>{}), ukr_row<2>(std::make_index_sequence<nr>{}),
@@ -260,28 +263,28 @@ template <class T, int R, int C>
 BACKPLANE_TARGET_AVX512 void mv_block(const std::byte* a, std::size_t lda, i64 K, const float* b, i64 ldb,
                                       std::byte* d, std::size_t ds, std::size_t ldd) noexcept {
     __m512 acc[R][C];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < C; ++j) acc[r][j] = _mm512_setzero_ps();
     // one loop for body and tail: a masked load costs what a plain one does
     for (i64 k = 0; k < K; k += 16) {
         const __mmask16 m = mask16(K - k);
         __m512 bv[C];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < C; ++j) bv[j] = _mm512_maskz_loadu_ps(m, b + j * ldb + k);
         const std::byte* ak = a + static_cast<std::size_t>(k) * sizeof(T);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int r = 0; r < R; ++r) {
             _mm_prefetch(reinterpret_cast<const char*>(ak + static_cast<std::size_t>(r) * lda) + mv_prefetch, _MM_HINT_T0);
             const __m512 av = load16<T>(ak + static_cast<std::size_t>(r) * lda, m);
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
             for (int j = 0; j < C; ++j) acc[r][j] = _mm512_fmadd_ps(av, bv[j], acc[r][j]);
         }
     }
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int j = 0; j < C; ++j) {
             const float s = hsum(acc[r][j]);
             std::memcpy(d + static_cast<std::size_t>(j) * ldd + static_cast<std::size_t>(r) * ds, &s, sizeof s);
@@ -307,19 +310,24 @@ BACKPLANE_TARGET_AVX512 void mv_rows(const std::byte* a, std::size_t lda, i64 ro
 /// Rows [0, rows) of a against ncols (<= matvec_max_n) columns. Up to 4 columns, all rows
 /// at once (mv_rows); more, row blocks of 32 and columns in groups of 4, a block's rows
 /// coming from L2 for every group after the first, so a is streamed from memory once.
+/// nr_ rows of a against nc <= 4 columns (a function, not a lambda: nvcc's front end
+/// drops a lambda's target attribute from the host code it hands on).
+template <class T>
+BACKPLANE_TARGET_AVX512 inline void mv_group(const std::byte* ar, std::size_t lda, i64 nr_, i64 K, const float* bc, i64 ldb,
+                                            i64 nc, std::byte* dc, std::size_t ldd) noexcept {
+    switch (nc) {
+    case 1: mv_rows<T, 1>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
+    case 2: mv_rows<T, 2>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
+    case 3: mv_rows<T, 3>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
+    default: mv_rows<T, 4>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
+    }
+}
+
 template <class T>
 BACKPLANE_TARGET_AVX512 void matvec_t(const std::byte* a, std::size_t lda, i64 rows, i64 K, const float* b, i64 ldb, i64 ncols,
                                      std::byte* d, std::size_t ldd) noexcept {
-    const auto group = [&](const std::byte* ar, i64 nr_, const float* bc, i64 nc, std::byte* dc) BACKPLANE_TARGET_AVX512 {
-        switch (nc) {
-        case 1: mv_rows<T, 1>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
-        case 2: mv_rows<T, 2>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
-        case 3: mv_rows<T, 3>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
-        default: mv_rows<T, 4>(ar, lda, nr_, K, bc, ldb, dc, ldd); break;
-        }
-    };
     if (ncols <= 4) {
-        group(a, rows, b, ncols, d);
+        mv_group<T>(a, lda, rows, K, b, ldb, ncols, d, ldd);
         return;
     }
     constexpr i64 block = 32; // rows per block: 32 x K of a stays in L2 for K up to 16 Ki (f32)
@@ -328,7 +336,8 @@ BACKPLANE_TARGET_AVX512 void matvec_t(const std::byte* a, std::size_t lda, i64 r
         const std::byte* ar = a + static_cast<std::size_t>(r0) * lda;
         std::byte* dr = d + static_cast<std::size_t>(r0) * sizeof(float);
         for (i64 c0 = 0; c0 < ncols; c0 += 4)
-            group(ar, nr_, b + c0 * ldb, std::min<i64>(4, ncols - c0), dr + static_cast<std::size_t>(c0) * ldd);
+            mv_group<T>(ar, lda, nr_, K, b + c0 * ldb, ldb, std::min<i64>(4, ncols - c0),
+                        dr + static_cast<std::size_t>(c0) * ldd, ldd);
     }
 }
 

@@ -8,6 +8,7 @@
 // Sources are read through memcpy (any alignment a view produces is fine) and
 // converted to f32 while packing.
 
+#include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/gemm/plan.hpp>
 #include <backplane/core/types.hpp>
 
@@ -101,9 +102,9 @@ inline void tile(i64 kc, const float* a, i64 rows, const float* b, i64 cols, std
     for (i64 k = 0; k < kc; ++k) {
         const float* ak = a + k * mr;
         const float* bk = b + k * nr;
-#pragma GCC unroll 16
+BACKPLANE_UNROLL(16)
         for (int j = 0; j < nr; ++j)
-#pragma GCC unroll 16
+BACKPLANE_UNROLL(16)
             for (int i = 0; i < mr; ++i) acc[j][i] += ak[i] * bk[j];
     }
     for (i64 j = 0; j < cols; ++j) {

@@ -29,6 +29,7 @@
 // floats of dst), masked on a partial panel: stored after the first K chunk, loaded and
 // added to after the others.
 
+#include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/tensor.hpp>
@@ -88,7 +89,7 @@ BACKPLANE_TARGET_AVX512 inline void pack_panel_avx512(const std::byte* const* ro
     const __m512i spread = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
     // the 32 scales are gathered with 64-bit offsets from row 0 (rows may be far apart)
     __m512i doff[4];
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
     for (int q = 0; q < 4; ++q) {
         alignas(64) std::int64_t o[8];
         for (int i = 0; i < 8; ++i) o[i] = rows[8 * q + i] - rows[0];
@@ -104,10 +105,10 @@ BACKPLANE_TARGET_AVX512 inline void pack_panel_avx512(const std::byte* const* ro
                 _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(rows[i]) + off +
                                                            pf_blocks * wb),
                              _MM_HINT_T0);
-#pragma GCC unroll 2
+BACKPLANE_UNROLL(2)
         for (int v = 0; v < 2; ++v) {
             __m512i x[8];
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
             for (int j = 0; j < 8; ++j) {
                 const std::byte* p0 = rows[16 * v + j] + off + 2;
                 const std::byte* p1 = rows[16 * v + j + 8] + off + 2;
@@ -124,14 +125,14 @@ BACKPLANE_TARGET_AVX512 inline void pack_panel_avx512(const std::byte* const* ro
                 }
             }
             transpose8_halves(x);
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
             for (int k = 0; k < 8; ++k) {
                 const __m512i u = T == elem_type::q8_0 ? _mm512_xor_si512(x[k], bias) : x[k];
                 _mm512_store_si512(reinterpret_cast<__m512i*>(o + k * 128 + v * 64), u);
             }
         }
         // scales: the low 16 bits of the dword at each block start
-#pragma GCC unroll 4
+BACKPLANE_UNROLL(4)
         for (int q = 0; q < 4; ++q) {
             const __m256i w = _mm512_i64gather_epi32(doff[q], rows[0] + off, 1);
             _mm256_store_ps(reinterpret_cast<float*>(o + 1024 + 32 * q), _mm256_cvtph_ps(_mm256_cvtepi32_epi16(w)));
@@ -146,7 +147,7 @@ template <int W>
 BACKPLANE_TARGET_AVX512 inline void tile_avx512(const std::byte* pa, const std::byte* pb, i64 nblk, std::byte* out,
                                                 std::size_t ldn, __mmask16 mk0, __mmask16 mk1, bool accumulate) noexcept {
     __m512 f0[W], f1[W];
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int n = 0; n < W; ++n) {
         const std::byte* o = out + static_cast<std::size_t>(n) * ldn;
         f0[n] = accumulate ? _mm512_maskz_loadu_ps(mk0, o) : _mm512_setzero_ps();
@@ -156,16 +157,16 @@ BACKPLANE_TARGET_AVX512 inline void tile_avx512(const std::byte* pa, const std::
         const std::byte* qa = pa + kb * panel_block_bytes;
         const std::byte* qb = pb + kb * (W * rec_bytes);
         __m512i c0[W], c1[W];
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
         for (int n = 0; n < W; ++n) {
             c0[n] = _mm512_set1_epi32(load_i32(qb + W * (qk + 4) + 4 * n));
             c1[n] = c0[n];
         }
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
         for (int k = 0; k < 8; ++k) {
             const __m512i a0 = _mm512_load_si512(reinterpret_cast<const __m512i*>(qa + k * 128));
             const __m512i a1 = _mm512_load_si512(reinterpret_cast<const __m512i*>(qa + k * 128 + 64));
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
             for (int n = 0; n < W; ++n) {
                 const __m512i bb = _mm512_set1_epi32(load_i32(qb + n * qk + 4 * k));
                 c0[n] = _mm512_dpbusd_epi32(c0[n], a0, bb);
@@ -174,14 +175,14 @@ BACKPLANE_TARGET_AVX512 inline void tile_avx512(const std::byte* pa, const std::
         }
         const __m512 da0 = _mm512_load_ps(reinterpret_cast<const float*>(qa + 1024));
         const __m512 da1 = _mm512_load_ps(reinterpret_cast<const float*>(qa + 1088));
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
         for (int n = 0; n < W; ++n) {
             const __m512 db = _mm512_set1_ps(load_f32(qb + W * qk + 4 * n));
             f0[n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c0[n]), da0), db, f0[n]);
             f1[n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c1[n]), da1), db, f1[n]);
         }
     }
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int n = 0; n < W; ++n) {
         std::byte* o = out + static_cast<std::size_t>(n) * ldn;
         _mm512_mask_storeu_ps(o, mk0, f0[n]);

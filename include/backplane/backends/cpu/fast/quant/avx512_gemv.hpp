@@ -33,6 +33,7 @@
 // third of the compute time stays exposed, which is q4_0's remaining gap. Jobs of more
 // than 32 rows (longer streams) measured 0.91 for both in the kernel alone.
 
+#include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/tensor.hpp>
@@ -58,6 +59,29 @@ BACKPLANE_TARGET_AVX512 inline void prefetch_at(std::uintptr_t p) noexcept {
     _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }
 
+/// Group g's 16 block scales of R q8_0 rows times b's scales, into s[g & 1] (functions,
+/// not lambdas, here and below: nvcc's front end drops a lambda's target attribute from
+/// the host code it hands on).
+template <int R>
+BACKPLANE_TARGET_AVX512 inline void q8_scales(const std::byte* const* arow, const std::byte* bd, i64 nblk, i64 g,
+                                              float (&s)[2][R][16]) noexcept {
+    constexpr i64 wb = static_cast<i64>(sizeof(block_q8_0));
+    constexpr i64 group = 16;
+    const __m256i widx = _mm256_setr_epi32(0, wb, 2 * wb, 3 * wb, 4 * wb, 5 * wb, 6 * wb, 7 * wb);
+    const i64 g0 = g * group;
+    const i64 nb = std::min(group, nblk - g0);
+    for (int half = 0; half < 2; ++half) {
+        const i64 h0 = g0 + 8 * half;
+        const i64 n8 = std::clamp<i64>(nb - 8 * half, 0, 8);
+        const auto mk = static_cast<__mmask8>((1u << n8) - 1u);
+        const __m256 db = _mm256_maskz_loadu_ps(mk, bd + h0 * 4);
+        for (int r = 0; r < R; ++r) {
+            const __m256i d16 = _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), mk, widx, arow[r] + h0 * wb, 1);
+            _mm256_store_ps(&s[g & 1][r][8 * half], _mm256_mul_ps(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(d16)), db));
+        }
+    }
+}
+
 /// q8_0: R rows times one b column (tile-width-1 arrangement: qs[nblk][32] | d[nblk] |
 /// corr[nblk]) over all blocks; out[r] = dst value of row r. Row r's block kb prefetches
 /// the line at prow[r] + kb * 34 (prow: see gemv_rows_avx512).
@@ -71,36 +95,20 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q8_avx512(const std::byte* const* arow,
     const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
     alignas(64) float s[2][R][group];
     __m256 f[R];
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) f[r] = _mm256_setzero_ps();
 
     const i64 ngroups = (nblk + group - 1) / group;
-    const auto scales = [&](i64 g) BACKPLANE_TARGET_AVX512 {
-        const __m256i widx = _mm256_setr_epi32(0, wb, 2 * wb, 3 * wb, 4 * wb, 5 * wb, 6 * wb, 7 * wb);
-        const i64 g0 = g * group;
-        const i64 nb = std::min(group, nblk - g0);
-        for (int half = 0; half < 2; ++half) {
-            const i64 h0 = g0 + 8 * half;
-            const i64 n8 = std::clamp<i64>(nb - 8 * half, 0, 8);
-            const auto mk = static_cast<__mmask8>((1u << n8) - 1u);
-            const __m256 db = _mm256_maskz_loadu_ps(mk, bd + h0 * 4);
-            for (int r = 0; r < R; ++r) {
-                const __m256i d16 =
-                    _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), mk, widx, arow[r] + h0 * wb, 1);
-                _mm256_store_ps(&s[g & 1][r][8 * half], _mm256_mul_ps(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(d16)), db));
-            }
-        }
-    };
-    scales(0);
+    q8_scales<R>(arow, bd, nblk, 0, s);
     for (i64 g = 0; g < ngroups; ++g) {
-        if (g + 1 < ngroups) scales(g + 1);
+        if (g + 1 < ngroups) q8_scales<R>(arow, bd, nblk, g + 1, s);
         const i64 g0 = g * group;
         const i64 g1 = std::min(nblk, g0 + group);
         const auto& sg = s[g & 1];
         for (i64 kb = g0; kb < g1; ++kb) {
             const __m256i bq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bcol + kb * qk));
             const __m256i corr = _mm256_zextsi128_si256(_mm_cvtsi32_si128(load_i32(bc + kb * 4)));
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
             for (int r = 0; r < R; ++r) {
                 const std::byte* blk = arow[r] + kb * wb + 2;
                 prefetch_at(prow[r] + static_cast<std::uintptr_t>(kb * wb));
@@ -110,7 +118,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q8_avx512(const std::byte* const* arow,
             }
         }
     }
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) {
         __m128 t = _mm_add_ps(_mm256_castps256_ps128(f[r]), _mm256_extractf128_ps(f[r], 1));
         t = _mm_add_ps(t, _mm_movehl_ps(t, t));
@@ -148,7 +156,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q4_step(const std::byte* const* arow, c
     }
     const __m512i blo = _mm512_shuffle_i64x2(b01, b23, 0x88); // 128-bit lanes 0, 2 of each
     const __m512i bhi = _mm512_shuffle_i64x2(b01, b23, 0xdd); // lanes 1, 3
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) {
         const std::byte* blk = arow[r] + kb * wb + 2;
         __m512i x;
@@ -172,6 +180,26 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q4_step(const std::byte* const* arow, c
     }
 }
 
+/// Group g's 16 block scales of R q4_0 rows times b's scales, into s[g & 1]; b's corr
+/// terms added to fc.
+template <int R>
+BACKPLANE_TARGET_AVX512 inline void q4_scales(const std::byte* const* arow, const std::byte* bd, const std::byte* bc,
+                                              __m512i widx, i64 nblk, i64 g, float (&s)[2][R][16], __m512* fc) noexcept {
+    constexpr i64 wb = static_cast<i64>(sizeof(block_q4_0));
+    constexpr i64 group = 16;
+    const i64 g0 = g * group;
+    const i64 nb = std::min(group, nblk - g0);
+    const __mmask16 mk = nb >= group ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << nb) - 1u);
+    const __m512 db = _mm512_maskz_loadu_ps(mk, bd + g0 * 4);
+    const __m512 corr = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mk, bc + g0 * 4));
+    for (int r = 0; r < R; ++r) {
+        const __m512i d16 = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mk, widx, arow[r] + g0 * wb, 1);
+        const __m512 sr = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(d16)), db); // 0 past the end
+        _mm512_store_ps(s[g & 1][r], sr);
+        fc[r] = _mm512_fmadd_ps(sr, corr, fc[r]);
+    }
+}
+
 /// q4_0: R rows times one b column over all blocks (see gemv_q8_avx512), four blocks per
 /// 512-bit operation: a 64-byte load and an 8-byte load hold the 4 x 16 code bytes of
 /// blocks j..j+3 (their 2-byte scales in between), one word permutation packs them, an
@@ -190,34 +218,31 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q4_avx512(const std::byte* const* arow,
                                             _mm512_set1_epi32(static_cast<int>(wb)));
     alignas(64) float s[2][R][group];
     __m512 f[R], fc[R]; // block sums, corr terms
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) f[r] = fc[r] = _mm512_setzero_ps();
 
     const i64 ngroups = (nblk + group - 1) / group;
-    const auto scales = [&](i64 g) BACKPLANE_TARGET_AVX512 {
-        const i64 g0 = g * group;
-        const i64 nb = std::min(group, nblk - g0);
-        const __mmask16 mk = nb >= group ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << nb) - 1u);
-        const __m512 db = _mm512_maskz_loadu_ps(mk, bd + g0 * 4);
-        const __m512 corr = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mk, bc + g0 * 4));
-        for (int r = 0; r < R; ++r) {
-            const __m512i d16 = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mk, widx, arow[r] + g0 * wb, 1);
-            const __m512 sr = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(d16)), db); // 0 past the end
-            _mm512_store_ps(s[g & 1][r], sr);
-            fc[r] = _mm512_fmadd_ps(sr, corr, fc[r]);
-        }
-    };
-    scales(0);
+    q4_scales<R>(arow, bd, bc, widx, nblk, 0, s, fc);
     for (i64 g = 0; g < ngroups; ++g) {
-        if (g + 1 < ngroups) scales(g + 1);
+        if (g + 1 < ngroups) q4_scales<R>(arow, bd, bc, widx, nblk, g + 1, s, fc);
         const i64 g0 = g * group;
         const i64 nb = std::min(group, nblk - g0);
         i64 j = 0;
         for (; j + 4 <= nb; j += 4) gemv_q4_step<R, true>(arow, bcol, g0 + j, 4, &s[g & 1][0][j], prow, f);
         if (j < nb) gemv_q4_step<R, false>(arow, bcol, g0 + j, nb - j, &s[g & 1][0][j], prow, f);
     }
-#pragma GCC unroll 8
+BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(f[r], fc[r]));
+}
+
+/// R rows of type T times one b column.
+template <elem_type T, int R>
+BACKPLANE_TARGET_AVX512 inline void gemv_tile(const std::byte* const* arow, const std::byte* bcol, i64 nblk,
+                                              const std::uintptr_t* prow, float* o) noexcept {
+    if constexpr (T == elem_type::q8_0)
+        gemv_q8_avx512<R>(arow, bcol, nblk, prow, o);
+    else
+        gemv_q4_avx512<R>(arow, bcol, nblk, prow, o);
 }
 
 /// Rows [0, nrow) of a (lda bytes apart) times one b column into the floats at out (any
@@ -233,12 +258,6 @@ BACKPLANE_TARGET_AVX512 inline void gemv_rows_avx512(const std::byte* a, std::si
     const auto base = reinterpret_cast<std::uintptr_t>(a);
     const auto row_at = [&](i64 m) { return base + static_cast<std::uintptr_t>(m) * lda; };
     float o[R];
-    const auto run = [&](const std::byte* const* arow, const std::uintptr_t* prow) BACKPLANE_TARGET_AVX512 {
-        if constexpr (T == elem_type::q8_0)
-            gemv_q8_avx512<R>(arow, bcol, nblk, prow, o);
-        else
-            gemv_q4_avx512<R>(arow, bcol, nblk, prow, o);
-    };
     for (i64 t = 0; t < q; ++t) {
         const std::byte* arow[R];
         std::uintptr_t prow[R];
@@ -246,7 +265,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_rows_avx512(const std::byte* a, std::si
             arow[r] = a + static_cast<std::size_t>(t + r * q) * lda;
             prow[r] = t + 1 < q ? row_at(t + 1 + r * q) : row_at(nrow + r * q);
         }
-        run(arow, prow);
+        gemv_tile<T, R>(arow, bcol, nblk, prow, o);
         for (int r = 0; r < R; ++r) put(t + r * q, o[r]);
     }
     const i64 rest = nrow - R * q;
@@ -257,7 +276,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_rows_avx512(const std::byte* a, std::si
             arow[r] = a + static_cast<std::size_t>(R * q + std::min<i64>(r, rest - 1)) * lda;
             prow[r] = row_at(nrow + r);
         }
-        run(arow, prow);
+        gemv_tile<T, R>(arow, bcol, nblk, prow, o);
         for (int r = 0; r < rest; ++r) put(R * q + r, o[r]);
     }
 }

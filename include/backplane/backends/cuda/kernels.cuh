@@ -1,0 +1,78 @@
+#pragma once
+// The CUDA backend's kernels (nvcc only). One header per op family under kernels/; this
+// one routes a node to its family and, in the one translation unit that defines
+// BACKPLANE_CUDA_DEFINE_KERNEL_TABLE before including it, defines the kernel table the
+// host code calls (kernel_api.hpp). backplane::cuda compiles that translation unit
+// (src/backplane_cuda_kernels.cu) for you.
+//
+// Every family handles any layout its op accepts (byte strides, views, permutations,
+// broadcasting) and every type combination of supports.hpp, which is the CPU backend's
+// set: the CUDA backend refuses no valid node.
+
+#ifndef __CUDACC__
+#error "<backplane/backends/cuda/kernels.cuh> holds CUDA kernels: include it only from a translation unit compiled by nvcc (linking backplane::cuda builds it for you)"
+#endif
+
+#include <backplane/backends/cuda/kernel_api.hpp>
+#include <backplane/backends/cuda/kernels/common.cuh>
+#include <backplane/backends/cuda/kernels/concat.cuh>
+#include <backplane/backends/cuda/kernels/copy.cuh>
+#include <backplane/backends/cuda/kernels/elementwise.cuh>
+#include <backplane/backends/cuda/kernels/get_rows.cuh>
+#include <backplane/backends/cuda/kernels/mul_mat.cuh>
+#include <backplane/backends/cuda/kernels/rope.cuh>
+#include <backplane/backends/cuda/kernels/rows.cuh>
+
+namespace backplane::cuda::kernels {
+
+/// Scratch bytes of a node (kernel_table::scratch_bytes).
+inline std::size_t scratch_bytes(const tensor& node, const detail::launch_context& ctx) noexcept {
+    return node.op == op_kind::mul_mat ? mul_mat_scratch(node, ctx) : 0;
+}
+
+/// Queues node's kernels (kernel_table::launch).
+inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx) noexcept {
+    switch (node.op) {
+    case op_kind::dup:
+    case op_kind::cont:
+    case op_kind::cpy: return launch_copy(node, ctx);
+    case op_kind::add:
+    case op_kind::sub:
+    case op_kind::mul:
+    case op_kind::div: return launch_binary(node, ctx);
+    case op_kind::scale:
+    case op_kind::sqr:
+    case op_kind::sqrt:
+    case op_kind::silu:
+    case op_kind::gelu:
+    case op_kind::relu: return launch_unary(node, ctx);
+    case op_kind::sum_rows:
+    case op_kind::argmax:
+    case op_kind::norm:
+    case op_kind::rms_norm: return launch_rows(node, ctx);
+    case op_kind::soft_max: return launch_soft_max(node, ctx);
+    case op_kind::mul_mat: return launch_mul_mat(node, ctx);
+    case op_kind::get_rows: return launch_get_rows(node, ctx);
+    case op_kind::rope: return launch_rope(node, ctx);
+    case op_kind::concat: return launch_concat(node, ctx);
+    default: return cudaErrorNotSupported;
+    }
+}
+
+} // namespace backplane::cuda::kernels
+
+#ifdef BACKPLANE_CUDA_DEFINE_KERNEL_TABLE
+const backplane::cuda::detail::kernel_table& backplane::cuda::detail::kernel_table_instance() noexcept {
+    static const kernel_table table = [] {
+        kernel_table t;
+        t.version = kernel_api_version;
+        t.with_cublas = kernels::with_cublas;
+        t.scratch_bytes = &kernels::scratch_bytes;
+        t.launch = &kernels::launch;
+        t.cublas_create = &kernels::cublas_create;
+        t.cublas_destroy = &kernels::cublas_destroy;
+        return t;
+    }();
+    return table;
+}
+#endif

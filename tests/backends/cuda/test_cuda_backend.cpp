@@ -1,0 +1,357 @@
+// The CUDA device and stream: without a GPU, every entry point is a clear status (and
+// the kernel library is linked and answers); with one, the device's description and
+// memory, async transfers and device-side copies, events between streams, timing,
+// CUDA graphs captured on the second sight of a graph and replayed after, errors naming
+// their node, and the scheduler with {cuda, cpu} on the llama-like reference graph equal
+// to the CPU alone, with cuBLAS and with the own kernels.
+
+#include <backplane/backends/cuda.hpp>
+#include <backplane/backplane.hpp>
+#include <backplane/runtime.hpp>
+#include <backplane/sched.hpp>
+
+#include "../../support/llama_graph.hpp"
+#include "../../support/ref_oracle.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace backplane;
+
+namespace {
+
+std::optional<cuda_device> open_or_skip(int index = 0) {
+    auto dev = cuda_device::open({.index = index});
+    if (!dev) {
+        WARN("no usable CUDA device " << index << ", skipping: " << dev.error().describe());
+        return std::nullopt;
+    }
+    return std::move(*dev);
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<float> v(n);
+    for (float& x : v) x = static_cast<float>(test::uniform01(rng)) * 2.0f - 1.0f;
+    return v;
+}
+
+std::vector<float> read(const tensor& t) {
+    std::vector<float> v(static_cast<std::size_t>(t.nelements()));
+    REQUIRE(tensor_get(t, v.data(), 0, v.size() * sizeof(float)));
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("cuda backend: without a GPU every entry point is a status", "[cuda]") {
+    // the kernel library is linked and speaks this header's interface, GPU or not
+    const auto& k = cuda::detail::kernel_table_instance();
+    CHECK(k.version == cuda::detail::kernel_api_version);
+    REQUIRE(k.launch != nullptr);
+    REQUIRE(k.scratch_bytes != nullptr);
+    tensor leaf;
+    CHECK(k.launch(leaf, {}) == cudaErrorNotSupported); // a leaf is no kernel's
+    CHECK(k.scratch_bytes(leaf, {}) == 0);
+
+    auto devs = cuda::physical_devices();
+    if (devs) {
+        auto bad = cuda_device::open({.index = static_cast<int>(devs->size())});
+        REQUIRE_FALSE(bad);
+        CHECK(bad.error().code() == errc::invalid_argument);
+        CHECK_THAT(bad.error().message(), Catch::Contains("no device"));
+        return;
+    }
+    WARN("no usable CUDA device, checking the error paths: " << devs.error().message());
+    auto dev = cuda_device::open();
+    REQUIRE_FALSE(dev);
+    CHECK(dev.error().code() == errc::not_supported);
+    auto all = cuda_device::all();
+    REQUIRE_FALSE(all);
+    CHECK(all.error().code() == errc::not_supported);
+    // the registry lists the entry with no device, and says why
+    auto reg = registry::global().reg("CUDA");
+    REQUIRE(reg);
+    CHECK(reg->devices().empty());
+    CHECK(reg->enumeration_status().code() == errc::not_supported);
+    CHECK_FALSE(registry::global().device("CUDA0"));
+    auto best = registry::global().best_device();
+    REQUIRE(best);
+    CHECK(best->name() != "CUDA0");
+}
+
+TEST_CASE("cuda device: description, memory, features, registry", "[cuda]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    CHECK(dev->name() == "CUDA0");
+    CHECK(dev->kind() == (dev->properties().integrated ? device_kind::igpu : device_kind::gpu));
+    CHECK_THAT(std::string(dev->description()), Catch::Contains("compute capability"));
+    const memory_info m = dev->memory();
+    CHECK(m.total > 0);
+    CHECK(m.free <= m.total);
+    bool cc = false;
+    for (const auto& f : dev->features()) cc = cc || f.name == "compute_capability";
+    CHECK(cc);
+    CHECK(dev->caps().events);
+    CHECK(dev->supports_buffer_type(buffer_type_ref(dev->buffer_type())));
+    CHECK_FALSE(dev->supports_buffer_type(buffer_type_ref(cpu_buffer_type::instance())));
+    // the registry's device is the same GPU
+    auto any = registry::global().device("cuda0");
+    REQUIRE(any);
+    CHECK(any->get_if<cuda_device>() != nullptr);
+    auto best = registry::global().best_device();
+    REQUIRE(best);
+    CHECK(best->kind() != device_kind::cpu);
+}
+
+TEST_CASE("cuda stream: async set, copy and get, and transfer errors", "[cuda][stream]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    auto be = dev->make_backend();
+    REQUIRE(be);
+    context ctx(context_params{.no_alloc = true});
+    tensor* a = ctx.new_tensor_1d(elem_type::f32, 3000);
+    tensor* b = ctx.new_tensor_1d(elem_type::f32, 3000);
+    auto bufs = alloc_tensors(ctx, dev->buffer_type());
+    REQUIRE(bufs);
+    auto v = random_floats(3000, 1);
+    const std::size_t bytes = v.size() * sizeof(float);
+    REQUIRE(be->set_tensor_async(*a, v.data(), 0, bytes));
+    v.assign(v.size(), 0.0f); // the source was read before set_tensor_async returned
+    REQUIRE(be->copy_tensor_async(*a, *b));
+    std::vector<float> got(3000, -1.0f);
+    REQUIRE(be->get_tensor_async(*b, got.data(), 0, bytes));
+    REQUIRE(be->synchronize());
+    CHECK(got == random_floats(3000, 1));
+    // a byte range
+    std::vector<float> part(10);
+    REQUIRE(be->get_tensor_async(*a, part.data(), 100 * sizeof(float), 10 * sizeof(float)));
+    REQUIRE(be->synchronize());
+    for (std::size_t i = 0; i < 10; ++i) CHECK(part[i] == got[100 + i]);
+    // out of range, or not device memory
+    const status oor = be->set_tensor_async(*a, got.data(), 4, bytes);
+    CHECK(oor.code() == errc::out_of_range);
+    context host(context_params{});
+    tensor* h = host.new_tensor_1d(elem_type::f32, 4);
+    const status not_mine = be->get_tensor_async(*h, got.data(), 0, 16);
+    CHECK(not_mine.code() == errc::invalid_argument);
+    CHECK_THAT(not_mine.message(), Catch::Contains("not in this device's memory"));
+    CHECK_FALSE(be->copy_tensor_async(*h, *b)); // host memory: the caller copies
+}
+
+TEST_CASE("cuda stream: CUDA graphs are captured on the second sight and replayed after", "[cuda][stream][graphs]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    for (const bool graphs : {true, false}) {
+        INFO("cuda graphs: " << graphs);
+        auto be = dev->make_backend({.cuda_graphs = graphs});
+        REQUIRE(be);
+        context ctx(context_params{.no_alloc = true});
+        tensor* x = ctx.new_tensor_1d(elem_type::f32, 1 << 14);
+        tensor* y = ctx.new_tensor_1d(elem_type::f32, 1 << 14);
+        tensor* step = cpy(ctx, scale(ctx, silu(ctx, add(ctx, x, y)), 0.5f, 1.0f), x); // x = silu(x + y) / 2 + 1
+        graph g(step);
+        auto bufs = alloc_tensors(ctx, dev->buffer_type());
+        REQUIRE(bufs);
+        const auto vx = random_floats(1 << 14, 2), vy = random_floats(1 << 14, 3);
+        REQUIRE(tensor_set(*x, vx.data(), 0, vx.size() * sizeof(float)));
+        REQUIRE(tensor_set(*y, vy.data(), 0, vy.size() * sizeof(float)));
+        for (int i = 0; i < 4; ++i) REQUIRE(be->compute(g)); // queued back to back
+        REQUIRE(be->synchronize());
+        const auto s = be->stats();
+        CHECK(s.computes == 4);
+        if (graphs) {
+            CHECK(s.captures == 1);
+            CHECK(s.replays == 2);
+            CHECK(s.launches == 4); // the first sight, node by node
+        } else {
+            CHECK(s.captures == 0);
+            CHECK(s.launches == 16);
+        }
+        const auto got = read(*x);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            float want = vx[i];
+            for (int k = 0; k < 4; ++k) {
+                const float t = want + vy[i];
+                want = t / (1.0f + std::exp(-t)) * 0.5f + 1.0f;
+            }
+            REQUIRE(std::abs(got[i] - want) <= 1e-5f * (1.0f + std::abs(want)));
+        }
+    }
+}
+
+TEST_CASE("cuda stream: events order two streams, timing spans a compute", "[cuda][stream]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    auto ba = dev->make_backend();
+    auto bb = dev->make_backend();
+    REQUIRE(ba);
+    REQUIRE(bb);
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = ctx.new_tensor_1d(elem_type::f32, 1 << 20);
+    tensor* r = relu(ctx, x);
+    tensor* s = sqr(ctx, r);
+    auto bufs = alloc_tensors(ctx, dev->buffer_type());
+    REQUIRE(bufs);
+    const auto v = random_floats(1 << 20, 4);
+    REQUIRE(ba->set_tensor_async(*x, v.data(), 0, v.size() * sizeof(float)));
+    graph ga(r), gb;
+    gb.build_forward(s);
+    ba->set_timing(true);
+    REQUIRE(ba->compute(graph_view(ga)));
+    auto e = ba->make_event();
+    REQUIRE(e);
+    REQUIRE(ba->record(*e));
+    REQUIRE(bb->wait(*e)); // s = r^2 runs on b after r on a
+    REQUIRE(bb->compute(graph_view(gb).subview(gb.n_nodes() - 1, gb.n_nodes())));
+    REQUIRE(bb->synchronize());
+    REQUIRE(e->synchronize());
+    const auto got = read(*s);
+    for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == std::max(v[i], 0.0f) * std::max(v[i], 0.0f));
+    const auto span = ba->last_compute_time();
+    REQUIRE(span);
+    CHECK(span->end_ns >= span->start_ns);
+}
+
+TEST_CASE("cuda backend: a node it cannot run is named, and nothing is queued", "[cuda]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    auto be = dev->make_backend();
+    REQUIRE(be);
+    context ctx(context_params{.no_alloc = true});
+    tensor* a = ctx.new_tensor_1d(elem_type::f32, 64);
+    tensor* b = silu(ctx, a);
+    b->name = "the_silu";
+    auto bufs = alloc_tensors(ctx, dev->buffer_type());
+    REQUIRE(bufs);
+    // a source in host memory
+    context host(context_params{});
+    tensor* h = host.new_tensor_1d(elem_type::f32, 64);
+    tensor* hn = silu(host, h);
+    graph gh(hn);
+    const status s1 = be->compute(gh);
+    CHECK(s1.code() == errc::invalid_argument);
+    CHECK_THAT(s1.message(), Catch::Contains("not in this device's memory"));
+    // a node assembled by hand that breaks the shape rules
+    b->ne[0] = 63;
+    graph g(b);
+    const status s2 = be->compute(g);
+    CHECK(s2.code() == errc::not_supported);
+    CHECK_THAT(s2.message(), Catch::Contains("the_silu"));
+    CHECK(be->stats().computes == 0);
+}
+
+TEST_CASE("cuda backend: peer copies between two GPUs", "[cuda][multi]") {
+    auto devs = cuda::physical_devices();
+    if (!devs || devs->size() < 2) {
+        WARN("fewer than two CUDA devices, skipping the peer copies");
+        return;
+    }
+    auto d0 = open_or_skip(0);
+    auto d1 = open_or_skip(1);
+    REQUIRE(d0);
+    REQUIRE(d1);
+    auto b1 = d1->make_backend();
+    REQUIRE(b1);
+    context c0(context_params{.no_alloc = true}), c1(context_params{.no_alloc = true});
+    tensor* a = c0.new_tensor_1d(elem_type::f32, 5000);
+    tensor* b = c1.new_tensor_1d(elem_type::f32, 5000);
+    auto m0 = alloc_tensors(c0, d0->buffer_type());
+    auto m1 = alloc_tensors(c1, d1->buffer_type());
+    REQUIRE(m0);
+    REQUIRE(m1);
+    const auto v = random_floats(5000, 5);
+    REQUIRE(tensor_set(*a, v.data(), 0, v.size() * sizeof(float)));
+    REQUIRE(b1->copy_tensor_async(*a, *b));
+    REQUIRE(b1->synchronize());
+    CHECK(read(*b) == v);
+}
+
+namespace {
+
+test::llama_params small_llama() {
+    test::llama_params p;
+    p.n_layer = 4;
+    p.n_embd = 128;
+    p.n_head = 4;
+    p.n_ff = 344;
+    p.n_tokens = 8;
+    p.n_vocab = 256;
+    p.token_input = true;
+    return p;
+}
+
+std::vector<float> llama_on_cpu(const test::llama_params& p) {
+    context cw({.no_alloc = true});
+    test::llama_model m = test::make_llama_model(cw, p);
+    auto wb = alloc_tensors(cw, cpu_buffer_type::instance(), buffer_usage::weights);
+    REQUIRE(wb);
+    context cg({.no_alloc = true});
+    test::llama_inputs in = test::make_llama_inputs(cg, p);
+    graph g = test::build_llama_graph(cg, m, in);
+    graph_allocator ga(cpu_buffer_type::instance());
+    REQUIRE(ga.alloc_graph(g));
+    REQUIRE(test::fill_llama(m, in, 7));
+    cpu_backend cpu({.n_threads = 2});
+    REQUIRE(cpu.compute(g));
+    return read(*g.back());
+}
+
+/// Layers [0, split) and the global weights on the GPU, the rest on the CPU; three runs
+/// (the second captures the splits' CUDA graphs, the third replays them).
+std::vector<float> llama_on_cuda_cpu(const test::llama_params& p, const cuda_device& dev, cuda_backend& be,
+                                     int split) {
+    context w({.no_alloc = true});
+    test::llama_model m = test::make_llama_model(w, p);
+    std::vector<tensor*> gpu = m.global_weights();
+    for (tensor* t : m.layer_weights(0, split)) gpu.push_back(t);
+    auto b0 = test::alloc_tensor_list(gpu, dev.buffer_type());
+    REQUIRE(b0);
+    auto b1 = test::alloc_tensor_list(m.layer_weights(split, p.n_layer), cpu_buffer_type::instance());
+    REQUIRE(b1);
+    context gctx({.no_alloc = true});
+    test::llama_inputs in = test::make_llama_inputs(gctx, p);
+    graph g = test::build_llama_graph(gctx, m, in);
+    cpu_backend cpu({.n_threads = 2});
+    scheduler sched(scheduler_params{}, be, cpu);
+    std::vector<float> out;
+    for (int run = 0; run < 3; ++run) {
+        REQUIRE(sched.alloc_graph(g));
+        REQUIRE(test::fill_llama(m, in, 7));
+        const status s = sched.compute(g);
+        INFO(s.describe());
+        REQUIRE(s);
+        out = read(*g.back());
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("cuda + scheduler: the llama graph split between CUDA and the CPU equals the CPU", "[cuda][sched][llama]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    const test::llama_params p = small_llama();
+    const auto expected = llama_on_cpu(p);
+    for (const bool cublas : {true, false}) {
+        INFO("cuBLAS: " << cublas);
+        auto be = dev->make_backend({.cublas = cublas});
+        REQUIRE(be);
+        for (const int split : {2, p.n_layer}) {
+            INFO("layers on the GPU: " << split);
+            const auto got = llama_on_cuda_cpu(p, *dev, *be, split);
+            REQUIRE(got.size() == expected.size());
+            for (float v : got) REQUIRE(std::isfinite(v));
+            const double e = test::nmse_of(expected, got);
+            INFO("nmse " << e);
+            CHECK(e <= 1e-6);
+        }
+        CHECK(be->stats().replays > 0);
+    }
+}
