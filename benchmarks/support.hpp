@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -252,5 +253,35 @@ inline std::string mib_string(std::size_t bytes) {
     os << static_cast<double>(bytes) / static_cast<double>(mib) << " MiB";
     return os.str();
 }
+
+/// A mul_mat of a {K, M} weight of type wt by a {K, N} f32 activation, in one buffer of
+/// `bt` (any backend's buffer type), filled with random values through the host.
+struct mul_mat_case {
+    context ctx{context_params{.no_alloc = true}};
+    tensor* a = nullptr;
+    tensor* b = nullptr;
+    tensor* out = nullptr;
+    graph g;
+    std::optional<buffer_list> buf;
+
+    template <class BT>
+    bool make(const BT& bt, elem_type wt, std::int64_t M, std::int64_t N, std::int64_t K) {
+        a = ctx.new_tensor_2d(wt, K, M);
+        b = ctx.new_tensor_2d(elem_type::f32, K, N);
+        out = mul_mat(ctx, a, b);
+        g = graph(out);
+        auto r = alloc_tensors(ctx, bt);
+        if (!r) return false;
+        buf.emplace(std::move(*r));
+        std::uint64_t seed = 1;
+        for (tensor* t : {a, b}) {
+            context hctx(context_params{.no_alloc = false});
+            tensor* h = hctx.new_tensor_2d(t->type, t->ne[0], t->ne[1]);
+            fill_random(*h, seed++);
+            if (!tensor_set(*t, h->data, 0, t->nbytes())) return false;
+        }
+        return true;
+    }
+};
 
 } // namespace backplane::bench

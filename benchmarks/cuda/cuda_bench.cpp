@@ -55,34 +55,6 @@ cuda_device* device(std::string& why) {
     return dev ? &*dev : nullptr;
 }
 
-/// A mul_mat of a {K, M} weight of type wt by a {K, N} f32 activation in device memory.
-struct mul_mat_case {
-    context ctx{context_params{.no_alloc = true}};
-    tensor* a = nullptr;
-    tensor* b = nullptr;
-    tensor* out = nullptr;
-    graph g;
-    std::optional<buffer_list> buf;
-
-    bool make(const cuda_buffer_type& bt, elem_type wt, std::int64_t M, std::int64_t N, std::int64_t K) {
-        a = ctx.new_tensor_2d(wt, K, M);
-        b = ctx.new_tensor_2d(elem_type::f32, K, N);
-        out = mul_mat(ctx, a, b);
-        g = graph(out);
-        auto r = alloc_tensors(ctx, bt);
-        if (!r) return false;
-        buf.emplace(std::move(*r));
-        std::uint64_t seed = 1;
-        for (tensor* t : {a, b}) {
-            context hctx(context_params{.no_alloc = false});
-            tensor* h = hctx.new_tensor_2d(t->type, t->ne[0], t->ne[1]);
-            bench::fill_random(*h, seed++);
-            if (!tensor_set(*t, h->data, 0, t->nbytes())) return false;
-        }
-        return true;
-    }
-};
-
 void cuda_mul_mat(benchmark::State& state, elem_type wt, bool cublas, std::int64_t M, std::int64_t N, std::int64_t K) {
     std::string why;
     cuda_device* dev = device(why);
@@ -91,7 +63,7 @@ void cuda_mul_mat(benchmark::State& state, elem_type wt, bool cublas, std::int64
         return state.SkipWithError("the kernels were built without cuBLAS");
     auto be = dev->make_backend({.cublas = cublas});
     if (!be) return state.SkipWithError(be.error().describe().c_str());
-    mul_mat_case c;
+    bench::mul_mat_case c;
     if (!c.make(dev->buffer_type(), wt, M, N, K)) return state.SkipWithError("allocation failed");
     for (int warm = 0; warm < 3; ++warm) // the second compute captures the CUDA graph
         if (!be->compute(c.g) || !be->synchronize()) return state.SkipWithError("compute failed");

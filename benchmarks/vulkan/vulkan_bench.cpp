@@ -46,42 +46,12 @@ vulkan_device* device(bool staged = false) {
     return dev[i] ? &*dev[i] : nullptr;
 }
 
-/// A mul_mat of a {K, M} weight of type wt by a {K, N} f32 activation, in one buffer of
-/// `bt`, filled with random values.
-struct mul_mat_case {
-    context ctx{context_params{.no_alloc = true}};
-    tensor* a = nullptr;
-    tensor* b = nullptr;
-    tensor* out = nullptr;
-    graph g;
-    std::optional<buffer_list> buf;
-
-    template <class BT>
-    bool make(const BT& bt, elem_type wt, std::int64_t M, std::int64_t N, std::int64_t K) {
-        a = ctx.new_tensor_2d(wt, K, M);
-        b = ctx.new_tensor_2d(elem_type::f32, K, N);
-        out = mul_mat(ctx, a, b);
-        g = graph(out);
-        auto r = alloc_tensors(ctx, bt);
-        if (!r) return false;
-        buf.emplace(std::move(*r));
-        std::uint64_t seed = 1;
-        for (tensor* t : {a, b}) { // random values, through the host
-            context hctx(context_params{.no_alloc = false});
-            tensor* h = hctx.new_tensor_2d(t->type, t->ne[0], t->ne[1]);
-            bench::fill_random(*h, seed++);
-            if (!tensor_set(*t, h->data, 0, t->nbytes())) return false;
-        }
-        return true;
-    }
-};
-
 void vulkan_mul_mat(benchmark::State& state, elem_type wt, std::int64_t M, std::int64_t N, std::int64_t K) {
     vulkan_device* dev = device();
     if (dev == nullptr) return state.SkipWithError("no Vulkan device");
     auto be = dev->make_backend();
     if (!be) return state.SkipWithError(be.error().describe().c_str());
-    mul_mat_case c;
+    bench::mul_mat_case c;
     if (!c.make(dev->buffer_type(), wt, M, N, K)) return state.SkipWithError("allocation failed");
     if (!be->supports_op(*c.out)) return state.SkipWithError("mul_mat of this type is not supported");
     if (!be->compute(c.g) || !be->synchronize()) return state.SkipWithError("compute failed");
@@ -98,7 +68,7 @@ void vulkan_mul_mat(benchmark::State& state, elem_type wt, std::int64_t M, std::
 
 void cpu_mul_mat(benchmark::State& state, elem_type wt, std::int64_t M, std::int64_t N, std::int64_t K) {
     cpu_backend cpu({.n_threads = 2});
-    mul_mat_case c;
+    bench::mul_mat_case c;
     if (!c.make(cpu_buffer_type::instance(), wt, M, N, K)) return state.SkipWithError("allocation failed");
     for (auto _ : state)
         if (!cpu.compute(c.g)) return state.SkipWithError("compute failed");

@@ -43,9 +43,9 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
 }
 
 std::vector<float> read(const tensor& t) {
-    std::vector<float> v(static_cast<std::size_t>(t.nelements()));
-    REQUIRE(tensor_get(t, v.data(), 0, v.size() * sizeof(float)));
-    return v;
+    auto v = tensor_get_all<float>(t);
+    REQUIRE(v);
+    return std::move(*v);
 }
 
 } // namespace
@@ -287,47 +287,32 @@ test::llama_params small_llama() {
     return p;
 }
 
+/// The reference: the whole graph on the CPU backend.
 std::vector<float> llama_on_cpu(const test::llama_params& p) {
-    context cw({.no_alloc = true});
-    test::llama_model m = test::make_llama_model(cw, p);
-    auto wb = alloc_tensors(cw, cpu_buffer_type::instance(), buffer_usage::weights);
-    REQUIRE(wb);
-    context cg({.no_alloc = true});
-    test::llama_inputs in = test::make_llama_inputs(cg, p);
-    graph g = test::build_llama_graph(cg, m, in);
+    test::llama_instance s(p);
     graph_allocator ga(cpu_buffer_type::instance());
-    REQUIRE(ga.alloc_graph(g));
-    REQUIRE(test::fill_llama(m, in, 7));
+    REQUIRE(ga.alloc_graph(s.g));
+    REQUIRE(test::fill_llama(s.model, s.inputs, 7));
     cpu_backend cpu({.n_threads = 2});
-    REQUIRE(cpu.compute(g));
-    return read(*g.back());
+    REQUIRE(cpu.compute(s.g));
+    return read(*s.g.back());
 }
 
 /// Layers [0, split) and the global weights on the GPU, the rest on the CPU; three runs
 /// (the second captures the splits' CUDA graphs, the third replays them).
 std::vector<float> llama_on_cuda_cpu(const test::llama_params& p, const cuda_device& dev, cuda_backend& be,
                                      int split) {
-    context w({.no_alloc = true});
-    test::llama_model m = test::make_llama_model(w, p);
-    std::vector<tensor*> gpu = m.global_weights();
-    for (tensor* t : m.layer_weights(0, split)) gpu.push_back(t);
-    auto b0 = test::alloc_tensor_list(gpu, dev.buffer_type());
-    REQUIRE(b0);
-    auto b1 = test::alloc_tensor_list(m.layer_weights(split, p.n_layer), cpu_buffer_type::instance());
-    REQUIRE(b1);
-    context gctx({.no_alloc = true});
-    test::llama_inputs in = test::make_llama_inputs(gctx, p);
-    graph g = test::build_llama_graph(gctx, m, in);
+    test::llama_instance s(p, buffer_type_ref(dev.buffer_type()), split, true);
     cpu_backend cpu({.n_threads = 2});
     scheduler sched(scheduler_params{}, be, cpu);
     std::vector<float> out;
     for (int run = 0; run < 3; ++run) {
-        REQUIRE(sched.alloc_graph(g));
-        REQUIRE(test::fill_llama(m, in, 7));
-        const status s = sched.compute(g);
-        INFO(s.describe());
-        REQUIRE(s);
-        out = read(*g.back());
+        REQUIRE(sched.alloc_graph(s.g));
+        REQUIRE(test::fill_llama(s.model, s.inputs, 7));
+        const status st = sched.compute(s.g);
+        INFO(st.describe());
+        REQUIRE(st);
+        out = read(*s.g.back());
     }
     return out;
 }

@@ -33,6 +33,7 @@
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/core/graph.hpp>
+#include <backplane/memory/tensor_io.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -107,7 +108,8 @@ struct stream_state {
     static constexpr std::size_t graph_cache_size = 16;
     std::vector<graph_entry> graphs;
     std::uint64_t tick = 0;
-    std::vector<std::uint64_t> key; // reused between computes
+    std::vector<std::uint64_t> key;      // reused between computes
+    std::vector<const tensor*> nodes;    // reused between computes
 
     std::vector<staging_slot> staging;
 
@@ -357,8 +359,8 @@ public:
         auto& st = *s_;
         st.timed_latest = false;
         st.span.reset();
-        std::vector<const tensor*> nodes;
-        nodes.reserve(g.size());
+        std::vector<const tensor*>& nodes = st.nodes; // kept between computes: no allocation per compute
+        nodes.clear();
         for (tensor* node : g) {
             if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
             if (node->op == op_kind::none || is_view_op(node->op)) continue;
@@ -569,12 +571,7 @@ private:
         if (mine(t) == nullptr)
             return {errc::invalid_argument, prefix() + what + ": tensor " + backplane::detail::describe(&t) +
                                                 " is not in this device's memory"};
-        if (offset > t.nbytes() || size > t.nbytes() - offset)
-            return {errc::out_of_range, prefix() + what + ": bytes [" + std::to_string(offset) + ", " +
-                                            std::to_string(offset + size) + ") of tensor " +
-                                            backplane::detail::describe(&t) + " (" + std::to_string(t.nbytes()) +
-                                            " bytes)"};
-        return {};
+        return with_prefix(backplane::detail::host_range_check(what, t, offset, size));
     }
 
     /// Launches every node's kernels on the stream.

@@ -70,29 +70,17 @@ public:
         if (params.index < 0 || static_cast<std::size_t>(params.index) >= devs->size())
             return status(errc::invalid_argument, "cuda: no device " + std::to_string(params.index) +
                                                       " (the driver reports " + std::to_string(devs->size()) + ")");
-        auto bt = cuda_buffer_type::of(params.index);
-        if (!bt) return bt.error();
-        auto info = std::make_shared<cuda::detail::device_info>();
-        info->phys = (*devs)[static_cast<std::size_t>(params.index)];
-        info->bt = *bt;
-        info->params = params;
-        const auto& p = info->phys;
-        info->description = p.name + " (compute capability " + std::to_string(p.cc_major) + "." +
-                            std::to_string(p.cc_minor) + ", " + std::to_string(p.multiprocessors) + " SMs, " +
-                            std::to_string(p.total_memory >> 20) + " MiB)";
-        return cuda_device(std::move(info));
+        return from((*devs)[static_cast<std::size_t>(params.index)], params);
     }
 
     /// Every device of this machine, opened with default parameters; not_supported
     /// without a driver or device.
     [[nodiscard]] static result<std::vector<cuda_device>> all() {
-        auto devs = cuda::physical_devices();
+        auto devs = cuda::physical_devices(); // asked once for all of them
         if (!devs) return devs.error();
         std::vector<cuda_device> out;
         for (const auto& p : *devs) {
-            auto d = open({.index = p.index});
-            if (!d) return d.error();
-            out.push_back(std::move(*d));
+            out.push_back(from(p, {.index = p.index}));
         }
         return out;
     }
@@ -157,6 +145,18 @@ public:
 
 private:
     explicit cuda_device(std::shared_ptr<const cuda::detail::device_info> info) : info_(std::move(info)) {}
+
+    /// The device the driver described as p.
+    static cuda_device from(const cuda::physical_device_info& p, const cuda_device_params& params) {
+        auto info = std::make_shared<cuda::detail::device_info>();
+        info->phys = p;
+        info->bt = cuda_buffer_type::of(p);
+        info->params = params;
+        info->description = p.name + " (compute capability " + std::to_string(p.cc_major) + "." +
+                            std::to_string(p.cc_minor) + ", " + std::to_string(p.multiprocessors) + " SMs, " +
+                            std::to_string(p.total_memory >> 20) + " MiB)";
+        return cuda_device(std::move(info));
+    }
     std::shared_ptr<const cuda::detail::device_info> info_;
 };
 

@@ -121,17 +121,18 @@ public:
     /// The buffer type of device `index`; errc::not_supported without a driver,
     /// errc::invalid_argument for a device that does not exist.
     [[nodiscard]] static result<const cuda_buffer_type*> of(int index) {
-        static std::mutex m;
-        static std::deque<cuda_buffer_type> types; // stable addresses: buffer types are identified by them
-        std::lock_guard lk(m);
-        for (const auto& t : types) // the driver is asked once per device
-            if (t.device_ == index) return &t;
+        if (const cuda_buffer_type* t = registry().find(index)) return t; // the driver is asked once per device
         auto devs = cuda::physical_devices();
         if (!devs) return devs.error();
         if (index < 0 || static_cast<std::size_t>(index) >= devs->size())
             return status(errc::invalid_argument, "cuda: no device " + std::to_string(index) + " (the driver reports " +
                                                       std::to_string(devs->size()) + ")");
-        return &types.emplace_back(index, (*devs)[static_cast<std::size_t>(index)].total_memory);
+        return of((*devs)[static_cast<std::size_t>(index)]);
+    }
+
+    /// The buffer type of the device the driver described as p (no driver call).
+    [[nodiscard]] static const cuda_buffer_type* of(const cuda::physical_device_info& p) {
+        return registry().get(p.index, p.total_memory);
     }
 
     [[nodiscard]] std::string_view name() const noexcept { return name_; }
@@ -158,6 +159,29 @@ public:
         : device_(device), max_size_(max_size), name_("CUDA" + std::to_string(device)) {}
 
 private:
+    /// The process-wide objects, one per device (stable addresses: buffer types are
+    /// identified by them).
+    struct table {
+        std::mutex m;
+        std::deque<cuda_buffer_type> types;
+        const cuda_buffer_type* find(int index) {
+            std::lock_guard lk(m);
+            for (const auto& t : types)
+                if (t.device_ == index) return &t;
+            return nullptr;
+        }
+        const cuda_buffer_type* get(int index, std::size_t total_memory) {
+            std::lock_guard lk(m);
+            for (const auto& t : types)
+                if (t.device_ == index) return &t;
+            return &types.emplace_back(index, total_memory);
+        }
+    };
+    static table& registry() {
+        static table t;
+        return t;
+    }
+
     int device_;
     std::size_t max_size_;
     std::string name_;

@@ -133,6 +133,23 @@ inline cudaError_t run_gemm(const tensor& node, const plan& p, const detail::lau
     return cudaSuccess;
 }
 
+/// The mat-vec kernels' output: node itself, p's batches.
+inline mv_output mv_output_of(const tensor& node, const plan& p) noexcept {
+    mv_output o;
+    o.c = static_cast<float*>(node.data);
+    o.cs0 = static_cast<i64>(node.nb[0] / 4);
+    o.cs1 = static_cast<i64>(node.nb[1] / 4);
+    o.cs2 = static_cast<i64>(node.nb[2] / 4);
+    o.cs3 = static_cast<i64>(node.nb[3] / 4);
+    o.m = p.m;
+    o.ncols = p.n;
+    o.n2 = p.b2;
+    o.batches = p.b2 * p.b3;
+    o.r2 = p.r2;
+    o.r3 = p.r3;
+    return o;
+}
+
 inline cudaError_t run_gemv(const tensor& node, const plan& p, const detail::launch_context& ctx) noexcept {
     const tensor& a = *node.src[0];
     const tensor& b = *node.src[1];
@@ -157,18 +174,8 @@ inline cudaError_t run_gemv(const tensor& node, const plan& p, const detail::lau
         g.sb3 = static_cast<i64>(b.nb[3] / 4);
         g.b_vec = aligned_rows(b, 16) ? 1 : 0;
     }
-    g.c = static_cast<float*>(node.data);
-    g.cs0 = static_cast<i64>(node.nb[0] / 4);
-    g.cs1 = static_cast<i64>(node.nb[1] / 4);
-    g.cs2 = static_cast<i64>(node.nb[2] / 4);
-    g.cs3 = static_cast<i64>(node.nb[3] / 4);
-    g.m = p.m;
     g.k = p.k;
-    g.ncols = p.n;
-    g.n2 = p.b2;
-    g.batches = p.b2 * p.b3;
-    g.r2 = p.r2;
-    g.r3 = p.r3;
+    g.out = mv_output_of(node, p);
     return launch_gemv(a.type, g, ctx.stream);
 }
 
@@ -196,17 +203,7 @@ inline cudaError_t run_qmv(const tensor& node, const plan& p, const detail::laun
     q.img = reinterpret_cast<const uint4*>(img);
     q.img_stride = p.q_units;
     q.meta = meta;
-    q.c = static_cast<float*>(node.data);
-    q.cs0 = static_cast<i64>(node.nb[0] / 4);
-    q.cs1 = static_cast<i64>(node.nb[1] / 4);
-    q.cs2 = static_cast<i64>(node.nb[2] / 4);
-    q.cs3 = static_cast<i64>(node.nb[3] / 4);
-    q.m = p.m;
-    q.ncols = p.n;
-    q.n2 = p.b2;
-    q.batches = p.b2 * p.b3;
-    q.r2 = p.r2;
-    q.r3 = p.r3;
+    q.out = mv_output_of(node, p);
     return launch_qmv(a.type, q, ctx.stream);
 }
 

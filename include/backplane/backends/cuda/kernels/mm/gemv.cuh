@@ -23,9 +23,8 @@ struct gemv_args {
     const float* b = nullptr;
     i64 ldb = 0, sb2 = 0, sb3 = 0; ///< elements
     int b_vec = 0;                 ///< b's columns are 16-byte aligned
-    float* c = nullptr;
-    i64 cs0 = 1, cs1 = 0, cs2 = 0, cs3 = 0;
-    i64 m = 0, k = 0, ncols = 1, n2 = 1, batches = 1, r2 = 1, r3 = 1;
+    i64 k = 0;
+    mv_output out;
 };
 
 template <class T>
@@ -71,11 +70,11 @@ __global__ void __launch_bounds__(128) gemv_kernel(const gemv_args p) {
     constexpr int U = NC == 1 ? 4 : 2;                   // units in flight per lane
     const int lane = static_cast<int>(threadIdx.x & 31u);
     const i64 row_id = static_cast<i64>(blockIdx.x) * 4 + (threadIdx.x >> 5);
-    if (row_id >= p.m) return;
-    for (i64 z = blockIdx.y; z < p.batches; z += gridDim.y) {
-        const i64 i2 = z % p.n2;
-        const i64 i3 = z / p.n2;
-        const char* row = p.a + row_id * p.a_nb1 + (i2 / p.r2) * p.a_nb2 + (i3 / p.r3) * p.a_nb3;
+    if (row_id >= p.out.m) return;
+    for (i64 z = blockIdx.y; z < p.out.batches; z += gridDim.y) {
+        const i64 i2 = z % p.out.n2;
+        const i64 i3 = z / p.out.n2;
+        const char* row = p.a + row_id * p.a_nb1 + (i2 / p.out.r2) * p.a_nb2 + (i3 / p.out.r3) * p.a_nb3;
         const float* bz = p.b + i2 * p.sb2 + i3 * p.sb3;
         float acc[NC];
 #pragma unroll
@@ -100,7 +99,7 @@ __global__ void __launch_bounds__(128) gemv_kernel(const gemv_args p) {
                     unpack16<T>(w[x], xv);
 #pragma unroll
                     for (int j = 0; j < NC; ++j) {
-                        if (j < p.ncols) {
+                        if (j < p.out.ncols) {
                             const auto* bv = reinterpret_cast<const float4*>(bz + j * p.ldb + v * V);
 #pragma unroll
                             for (int h = 0; h < V / 4; ++h) {
@@ -120,29 +119,18 @@ __global__ void __launch_bounds__(128) gemv_kernel(const gemv_args p) {
             const float x = elem_to_float<T>(row + k * p.a_nb0);
 #pragma unroll
             for (int j = 0; j < NC; ++j)
-                if (j < p.ncols) acc[j] = fmaf(x, bz[j * p.ldb + k], acc[j]);
+                if (j < p.out.ncols) acc[j] = fmaf(x, bz[j * p.ldb + k], acc[j]);
         }
-#pragma unroll
-        for (int j = 0; j < NC; ++j) {
-            if (j < p.ncols) {
-                const float s = warp_sum(acc[j]);
-                if (lane == 0) p.c[row_id * p.cs0 + j * p.cs1 + i2 * p.cs2 + i3 * p.cs3] = s;
-            }
-        }
+        store_warp_sums<NC>(p.out, acc, row_id, i2, i3, lane);
     }
 }
 
 template <class T>
 inline cudaError_t launch_gemv_t(const gemv_args& p, cudaStream_t stream) noexcept {
-    const dim3 grid(static_cast<unsigned>((p.m + 3) / 4), batch_grid(p.batches));
-    if (p.ncols == 1)
-        gemv_kernel<T, 1><<<grid, 128, 0, stream>>>(p);
-    else
-        gemv_kernel<T, 8><<<grid, 128, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_mv(&gemv_kernel<T, 1>, &gemv_kernel<T, 8>, p, stream);
 }
 
-/// Queues gemv for weights of type t (f32, f16 or bf16), p.ncols <= 8.
+/// Queues gemv for weights of type t (f32, f16 or bf16), p.out.ncols <= 8.
 inline cudaError_t launch_gemv(elem_type t, const gemv_args& p, cudaStream_t stream) noexcept {
     switch (t) {
     case elem_type::f32: return launch_gemv_t<float>(p, stream);

@@ -52,6 +52,37 @@ inline unsigned batch_grid(i64 n) noexcept {
     return static_cast<unsigned>(n < 1 ? 1 : (n > 65535 ? 65535 : n));
 }
 
+/// What the mat-vec kernels (gemv, qmv) write: M rows by ncols columns of c (f32, element
+/// strides) for each of `batches` matrices (n2 x n3, i2 fastest), a broadcast by r2, r3.
+struct mv_output {
+    float* c = nullptr;
+    i64 cs0 = 1, cs1 = 0, cs2 = 0, cs3 = 0;
+    i64 m = 0, ncols = 1, n2 = 1, batches = 1, r2 = 1, r3 = 1;
+};
+
+/// Each warp's sums of acc[j] (its NC columns) written by lane 0 to row `row` of batch
+/// matrix (i2, i3).
+template <int NC>
+__device__ __forceinline__ void store_warp_sums(const mv_output& o, const float (&acc)[NC], i64 row, i64 i2, i64 i3,
+                                                int lane) {
+#pragma unroll
+    for (int j = 0; j < NC; ++j) {
+        if (j < o.ncols) {
+            const float s = warp_sum(acc[j]);
+            if (lane == 0) o.c[row * o.cs0 + j * o.cs1 + i2 * o.cs2 + i3 * o.cs3] = s;
+        }
+    }
+}
+
+/// Launches a mat-vec kernel, its one-column variant for a single column: 4 rows (warps)
+/// per block of 128 threads, batch matrices along y.
+template <class Args>
+inline cudaError_t launch_mv(void (*one)(Args), void (*eight)(Args), const Args& p, cudaStream_t stream) noexcept {
+    const dim3 grid(static_cast<unsigned>((p.out.m + 3) / 4), batch_grid(p.out.batches));
+    (p.out.ncols == 1 ? one : eight)<<<grid, 128, 0, stream>>>(p);
+    return cudaGetLastError();
+}
+
 /// 4-way int8 dot product with accumulate (dp4a from sm_61 on).
 __device__ __forceinline__ int dot4(int a, int b, int c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610

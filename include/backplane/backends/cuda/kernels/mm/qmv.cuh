@@ -37,9 +37,7 @@ struct qmv_args {
     const uint4* img = nullptr;
     i64 img_stride = 0; ///< 16-byte units per column image
     const float2* meta = nullptr; ///< per column and block: d_b, 8 * d_b * sum of the int8 values
-    float* c = nullptr;
-    i64 cs0 = 1, cs1 = 0, cs2 = 0, cs3 = 0;
-    i64 m = 0, ncols = 1, n2 = 1, batches = 1, r2 = 1, r3 = 1;
+    mv_output out;
 };
 
 /// The 16-byte unit u of a row frame whose valid bytes are [lo, hi) (both even): 2-byte
@@ -61,16 +59,16 @@ __global__ void __launch_bounds__(128) qmv_kernel(const qmv_args p) {
     constexpr int U = NC == 1 ? 4 : 2; // units in flight per lane
     const int lane = static_cast<int>(threadIdx.x & 31u);
     const i64 row_id = static_cast<i64>(blockIdx.x) * 4 + (threadIdx.x >> 5);
-    if (row_id >= p.m) return;
+    if (row_id >= p.out.m) return;
     const int end = p.phase + p.nblk * BS; // the row's bytes are [phase, end) of its frame
     const int nu = (end + 15) >> 4;
-    for (i64 z = blockIdx.y; z < p.batches; z += gridDim.y) {
-        const i64 i2 = z % p.n2;
-        const i64 i3 = z / p.n2;
-        const char* row = p.a + row_id * p.a_nb1 + (i2 / p.r2) * p.a_nb2 + (i3 / p.r3) * p.a_nb3;
+    for (i64 z = blockIdx.y; z < p.out.batches; z += gridDim.y) {
+        const i64 i2 = z % p.out.n2;
+        const i64 i3 = z / p.out.n2;
+        const char* row = p.a + row_id * p.a_nb1 + (i2 / p.out.r2) * p.a_nb2 + (i3 / p.out.r3) * p.a_nb3;
         const auto* base = reinterpret_cast<const uint4*>(row - p.phase);
         const auto* wscale = reinterpret_cast<const std::uint16_t*>(row);
-        const i64 col0 = z * p.ncols;
+        const i64 col0 = z * p.out.ncols;
         float acc[NC];
 #pragma unroll
         for (int j = 0; j < NC; ++j) acc[j] = 0.0f;
@@ -104,7 +102,7 @@ __global__ void __launch_bounds__(128) qmv_kernel(const qmv_args p) {
                 const unsigned w[4] = {wv[x].x, wv[x].y, wv[x].z, wv[x].w};
 #pragma unroll
                 for (int j = 0; j < NC; ++j) {
-                    if (j < p.ncols) {
+                    if (j < p.out.ncols) {
                         const uint4* im = p.img + (col0 + j) * p.img_stride;
                         int d[4];
                         if constexpr (q4) {
@@ -135,27 +133,16 @@ __global__ void __launch_bounds__(128) qmv_kernel(const qmv_args p) {
                 }
             }
         }
-#pragma unroll
-        for (int j = 0; j < NC; ++j) {
-            if (j < p.ncols) {
-                const float s = warp_sum(acc[j]);
-                if (lane == 0) p.c[row_id * p.cs0 + j * p.cs1 + i2 * p.cs2 + i3 * p.cs3] = s;
-            }
-        }
+        store_warp_sums<NC>(p.out, acc, row_id, i2, i3, lane);
     }
 }
 
 template <int BS>
 inline cudaError_t launch_qmv_bs(const qmv_args& p, cudaStream_t stream) noexcept {
-    const dim3 grid(static_cast<unsigned>((p.m + 3) / 4), batch_grid(p.batches));
-    if (p.ncols == 1)
-        qmv_kernel<BS, 1><<<grid, 128, 0, stream>>>(p);
-    else
-        qmv_kernel<BS, 8><<<grid, 128, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_mv(&qmv_kernel<BS, 1>, &qmv_kernel<BS, 8>, p, stream);
 }
 
-/// Queues qmv for weights of type t (q8_0 or q4_0), p.ncols <= 8.
+/// Queues qmv for weights of type t (q8_0 or q4_0), p.out.ncols <= 8.
 inline cudaError_t launch_qmv(elem_type t, const qmv_args& p, cudaStream_t stream) noexcept {
     return t == elem_type::q4_0 ? launch_qmv_bs<18>(p, stream) : launch_qmv_bs<34>(p, stream);
 }
