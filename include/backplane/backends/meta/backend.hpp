@@ -1,0 +1,560 @@
+#pragma once
+// meta_backend: computes a graph of meta tensors on all devices of a meta device.
+//
+// Plan (once per graph; a graph computed again with the same nodes, shapes and sources
+// reuses it):
+//   1. states: every leaf's from its meta buffer (the split callback's), every node's
+//      from the propagation rules (rules.hpp) or its view geometry (view_map.hpp). A
+//      partial tensor that a consumer cannot take, or that is a graph output, is marked
+//      for reduction after the node that computes it, and planning starts over. A node
+//      no rule fits is an error naming the op, the tensors and their states.
+//   2. per device, a graph of local tensors: each node with its local shape, sources
+//      the devices' pieces (mirrored sources cut by a view where a rule asks), cut into
+//      segments after each reduced node; every local node must be supported by its
+//      device's backend, or planning fails naming it.
+//   3. per device, a graph allocator sized by that device's own graph: compute memory
+//      follows each device's share, not the whole graph.
+//
+// Compute: for each segment, every device computes its piece in parallel (one thread
+// per device drives its backend), then the collective sums the reduced node's partial
+// tensors across devices. Graph outputs are published to their meta buffer, from which
+// reads gather them.
+
+#include <backplane/backends/meta/collective.hpp>
+#include <backplane/backends/meta/device.hpp>
+#include <backplane/backends/meta/memory.hpp>
+#include <backplane/backends/meta/rules.hpp>
+#include <backplane/backends/meta/split.hpp>
+#include <backplane/backends/meta/view_map.hpp>
+#include <backplane/core/context.hpp>
+#include <backplane/core/detail/describe.hpp>
+#include <backplane/core/graph.hpp>
+#include <backplane/memory/graph_alloc.hpp>
+#include <backplane/runtime/any.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace backplane {
+
+namespace meta {
+
+/// What a plan decided, for users who check a graph before computing it (meta_backend::plan).
+struct plan_summary {
+    /// Every node's state, in graph order.
+    std::vector<std::pair<const tensor*, split_state>> states;
+    /// The nodes whose partial sums are reduced right after they are computed.
+    std::vector<const tensor*> reduced;
+    /// Bytes of compute memory each device's graph needs (its own graph allocator's plan).
+    std::vector<std::size_t> compute_bytes;
+    /// Segments each device computes (reductions + 1).
+    std::size_t segments = 0;
+
+    [[nodiscard]] const split_state* state_of(const tensor* t) const noexcept {
+        for (const auto& [n, s] : states)
+            if (n == t) return &s;
+        return nullptr;
+    }
+};
+
+/// Counters of a meta backend since it was made.
+struct meta_stats {
+    std::uint64_t computes = 0;
+    std::uint64_t plans = 0;       ///< plans built (a graph seen for the first time)
+    std::uint64_t reductions = 0;  ///< all-reduces run
+    std::uint64_t bytes_moved = 0; ///< bytes the collective copied between devices
+};
+
+namespace detail {
+
+struct device_graph {
+    context ctx{context_params{.no_alloc = true}};
+    std::vector<tensor*> nodes;
+    std::vector<tensor*> leafs;
+    std::vector<std::size_t> cuts; ///< segment i is nodes [cuts[i - 1], cuts[i]) (cuts[-1] = 0)
+    tensor* scratch = nullptr;     ///< the collective's receive buffer
+    buffer_ptr scratch_buffer;
+};
+
+struct plan {
+    std::vector<device_graph> dev;
+    std::vector<std::vector<tensor*>> reductions; ///< after segment i: each device's tensor
+    std::vector<const tensor*> leaves;            ///< dev[d].leafs[i] is leaves[i]'s piece
+    std::vector<std::pair<const tensor*, split_state>> outputs;
+    std::vector<std::vector<tensor*>> output_locals;
+    std::vector<tensor*> key_nodes;
+    std::uint64_t key_hash = 0;
+    plan_summary summary;
+};
+
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+/// A hash of what a plan depends on in a graph's nodes.
+inline std::uint64_t graph_hash(graph_view g) noexcept {
+    std::uint64_t h = g.size();
+    for (const tensor* t : g) {
+        h = mix(h, reinterpret_cast<std::uintptr_t>(t));
+        h = mix(h, static_cast<std::uint64_t>(t->op) | (static_cast<std::uint64_t>(t->type) << 8) |
+                       (static_cast<std::uint64_t>(t->flags) << 16));
+        for (std::size_t i = 0; i < max_dims; ++i) {
+            h = mix(h, static_cast<std::uint64_t>(t->ne[i]));
+            h = mix(h, t->nb[i]);
+        }
+        for (const tensor* s : t->src) h = mix(h, reinterpret_cast<std::uintptr_t>(s));
+        h = mix(h, reinterpret_cast<std::uintptr_t>(t->view_src));
+        h = mix(h, t->view_offs);
+        for (auto p : t->op_params) h = mix(h, static_cast<std::uint32_t>(p));
+    }
+    return h;
+}
+
+} // namespace detail
+} // namespace meta
+
+class meta_backend {
+public:
+    /// Backends on every part of `dev` (see meta::meta_params for threads and the
+    /// collective). Fails with the first part's failure.
+    [[nodiscard]] static result<meta_backend> make(const meta_device& dev) {
+        auto s = std::make_unique<state>(dev);
+        const int n = dev.n_devices();
+        int cpu_parts = 0;
+        for (int d = 0; d < n; ++d) cpu_parts += dev.part(d).kind() == device_kind::cpu ? 1 : 0;
+        const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        for (int d = 0; d < n; ++d) {
+            backend_options o;
+            o.n_threads = dev.params().threads_per_device > 0 ? dev.params().threads_per_device
+                          : dev.part(d).kind() == device_kind::cpu ? std::max(1, hw / std::max(1, cpu_parts))
+                                                                    : 0;
+            auto b = dev.part(d).make_backend(o);
+            if (!b)
+                return status(b.error().code(), "meta_backend: device " + std::to_string(d) + " (" +
+                                                    std::string(dev.part(d).name()) + "): " + b.error().message());
+            s->parts.push_back(std::move(*b));
+            s->allocs.emplace_back(s->parts.back().buffer_type());
+        }
+        if (dev.params().make_collective) {
+            std::vector<any_device> devs;
+            for (int d = 0; d < n; ++d) devs.push_back(dev.part(d));
+            s->coll = dev.params().make_collective(devs);
+        }
+        if (!s->coll) s->coll = std::make_unique<meta::generic_collective>(dev.params().ring_min_bytes);
+        s->lanes = std::make_unique<meta::detail::lanes>(n);
+        return meta_backend(std::move(s));
+    }
+
+    meta_backend(meta_backend&&) noexcept = default;
+    meta_backend& operator=(meta_backend&&) noexcept = default;
+    ~meta_backend() {
+        if (s_) (void)synchronize();
+    }
+
+    [[nodiscard]] std::string_view name() const noexcept { return s_->dev.name(); }
+    [[nodiscard]] const meta_device& device() const noexcept { return s_->dev; }
+    [[nodiscard]] const meta_buffer_type& buffer_type() const noexcept { return s_->dev.buffer_type(); }
+    [[nodiscard]] bool supports_op(const tensor& t) const {
+        for (const auto& p : s_->parts)
+            if (!p.supports_op(t)) return false;
+        return true;
+    }
+    [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const noexcept {
+        return s_->dev.supports_buffer_type(bt);
+    }
+
+    /// Plans g (or reuses the plan of the same graph) and computes it on every device.
+    /// Errors: plan errors (not_supported: the op, tensors and states; invalid_argument:
+    /// a tensor outside the meta device's buffers), device failures, allocation.
+    status compute(graph_view g) {
+        try {
+            auto p = plan_for(g);
+            if (!p) return p.error();
+            ++s_->stats.computes;
+            return run(**p);
+        } catch (const std::bad_alloc&) {
+            return {errc::alloc_failed, "meta_backend: out of host memory"};
+        } catch (const std::exception& e) {
+            return {errc::failed, std::string("meta_backend: ") + e.what()};
+        }
+    }
+
+    status synchronize() {
+        return s_->lanes->run([&](int d) { return s_->parts[static_cast<std::size_t>(d)].synchronize(); });
+    }
+
+    /// Plans g without computing it: every node's state, the reductions, each device's
+    /// compute memory. The plan is kept for the next compute of g.
+    [[nodiscard]] result<meta::plan_summary> plan(graph_view g) {
+        try {
+            auto p = plan_for(g);
+            if (!p) return p.error();
+            meta::plan_summary sum = (*p)->summary;
+            for (int d = 0; d < n_devices(); ++d) {
+                auto& dg = (*p)->dev[static_cast<std::size_t>(d)];
+                auto need = s_->allocs[static_cast<std::size_t>(d)].measure(dg.nodes, dg.leafs);
+                if (!need) return need.error();
+                sum.compute_bytes.push_back(need->empty() ? 0 : need->front());
+            }
+            return sum;
+        } catch (const std::bad_alloc&) {
+            return status(errc::alloc_failed, "meta_backend: out of host memory");
+        }
+    }
+
+    [[nodiscard]] int n_devices() const noexcept { return s_->dev.n_devices(); }
+    /// Device d's own backend.
+    [[nodiscard]] any_backend& part(int d) { return s_->parts.at(static_cast<std::size_t>(d)); }
+    /// Bytes of device d's compute buffers (its graph allocator's).
+    [[nodiscard]] std::size_t compute_buffer_bytes(int d) const {
+        const auto& a = s_->allocs.at(static_cast<std::size_t>(d));
+        std::size_t n = 0;
+        for (std::size_t c = 0; c < a.n_chunks(0); ++c)
+            if (a.buffer(0, c) != nullptr) n += a.buffer(0, c)->size();
+        return n;
+    }
+    [[nodiscard]] meta::meta_stats stats() const noexcept {
+        meta::meta_stats st = s_->stats;
+        st.bytes_moved = s_->coll->stats().bytes_moved;
+        return st;
+    }
+    [[nodiscard]] const meta::collective& collective() const noexcept { return *s_->coll; }
+
+private:
+    struct state;
+    class group_impl final : public meta::group {
+    public:
+        explicit group_impl(state& s) noexcept : s_(s) {}
+        [[nodiscard]] int size() const noexcept override { return static_cast<int>(s_.parts.size()); }
+        [[nodiscard]] any_backend& backend(int d) noexcept override { return s_.parts[static_cast<std::size_t>(d)]; }
+        status run_each(const std::function<status(int)>& f) override { return s_.lanes->run(f); }
+        [[nodiscard]] tensor& scratch(int d) noexcept override {
+            return *s_.plan->dev[static_cast<std::size_t>(d)].scratch;
+        }
+
+    private:
+        state& s_;
+    };
+    struct state {
+        explicit state(meta_device d) : dev(std::move(d)) {}
+        meta_device dev;
+        std::vector<any_backend> parts;
+        std::vector<graph_allocator> allocs;
+        std::unique_ptr<meta::collective> coll;
+        std::unique_ptr<meta::detail::lanes> lanes;
+        std::unique_ptr<meta::detail::plan> plan;
+        meta::meta_stats stats;
+        ~state() { lanes.reset(); } // threads stop before the backends they drive go
+    };
+
+    explicit meta_backend(std::unique_ptr<state> s) noexcept : s_(std::move(s)) {}
+
+    [[nodiscard]] meta_buffer* meta_buffer_of(const tensor& t) const noexcept {
+        if (t.buffer == nullptr || !(t.buffer->type() == buffer_type_ref(s_->dev.buffer_type()))) return nullptr;
+        return t.buffer->get_if<meta_buffer>();
+    }
+
+    status plan_error(const tensor& node, const std::string& why) const {
+        return {errc::not_supported, "meta plan: " + std::string(to_string(node.op)) + " " +
+                                         backplane::detail::describe(&node) + ": " + why};
+    }
+
+    result<meta::detail::plan*> plan_for(graph_view g) {
+        const std::uint64_t h = meta::detail::graph_hash(g);
+        auto& cur = s_->plan;
+        if (cur && cur->key_hash == h && std::equal(cur->key_nodes.begin(), cur->key_nodes.end(), g.begin(), g.end()))
+            return cur.get();
+        auto p = std::make_unique<meta::detail::plan>();
+        if (status s = build(g, *p); !s) return s;
+        p->key_hash = h;
+        p->key_nodes.assign(g.begin(), g.end());
+        ++s_->stats.plans;
+        cur = std::move(p);
+        return cur.get();
+    }
+
+    status build(graph_view g, meta::detail::plan& p) {
+        using meta::split_state;
+        const int n = n_devices();
+        std::unordered_map<const tensor*, std::size_t> node_index;
+        for (std::size_t i = 0; i < g.size(); ++i) node_index.emplace(g[i], i);
+        const auto is_node = [&](const tensor* t) { return node_index.contains(t); };
+
+        // leaves: every tensor read that the graph does not compute
+        std::unordered_map<const tensor*, std::size_t> leaf_index;
+        std::vector<const meta::record*> leaf_records;
+        const auto add_leaf = [&](const tensor* t) -> status {
+            if (t == nullptr || is_node(t) || leaf_index.contains(t)) return {};
+            if (t->view_src != nullptr)
+                return {errc::invalid_argument, "meta plan: the view " + backplane::detail::describe(t) +
+                                                    " is read but not computed by the graph"};
+            meta_buffer* mb = meta_buffer_of(*t);
+            if (mb == nullptr)
+                return {errc::invalid_argument,
+                        "meta plan: " + backplane::detail::describe(t) + " lives in " +
+                            (t->buffer ? "buffer type '" + std::string(t->buffer->type().name()) + "'" : "no buffer") +
+                            ", not in a buffer of " + std::string(s_->dev.description())};
+            auto rec = mb->find(*t);
+            if (!rec) return rec.error();
+            if (*rec == nullptr)
+                return {errc::invalid_argument, "meta plan: " + backplane::detail::describe(t) +
+                                                    " has no storage on the devices (not a leaf placed in a meta "
+                                                    "buffer, nor a published output)"};
+            leaf_index.emplace(t, p.leaves.size());
+            p.leaves.push_back(t);
+            leaf_records.push_back(*rec);
+            return {};
+        };
+        for (const tensor* t : g) {
+            for (const tensor* s : t->src)
+                if (status st = add_leaf(s); !st) return st;
+            if (status st = add_leaf(t->view_src); !st) return st;
+        }
+
+        // 1. states, starting over while reductions are added
+        std::unordered_map<const tensor*, split_state> states;
+        std::unordered_map<const tensor*, meta::match> matches;
+        std::unordered_map<const tensor*, std::vector<meta::local_view>> views;
+        std::unordered_set<const tensor*> reduce;
+        for (bool again = true; again;) {
+            again = false;
+            states.clear();
+            matches.clear();
+            views.clear();
+            for (std::size_t i = 0; i < p.leaves.size(); ++i) states.emplace(p.leaves[i], leaf_records[i]->state);
+            for (std::size_t i = 0; i < g.size() && !again; ++i) {
+                const tensor& t = *g[i];
+                if (is_view_op(t.op)) {
+                    const tensor* root = t.view_src;
+                    if (root == nullptr || !states.contains(root))
+                        return plan_error(t, "a view whose root is not part of the graph");
+                    auto vm = meta::map_view(*root, states.at(root), t, n);
+                    if (!vm) return plan_error(t, vm.error().message());
+                    states.insert_or_assign(&t, vm->state);
+                    views.insert_or_assign(&t, std::move(vm->local));
+                } else {
+                    std::array<const split_state*, 2> ss{};
+                    for (std::size_t j = 0; j < 2; ++j)
+                        if (t.src[j] != nullptr) ss[j] = &states.at(t.src[j]);
+                    auto m = meta::match_rule(t, ss);
+                    if (!m) {
+                        for (std::size_t j = 0; j < 2; ++j) {
+                            const tensor* s = t.src[j];
+                            if (s == nullptr || !ss[j]->is_partial()) continue;
+                            const tensor* root = &meta::detail::root_of(*s);
+                            if (is_node(root) && reduce.insert(root).second) again = true;
+                        }
+                        if (again) break;
+                        return {errc::not_supported, "meta plan: " + backplane::detail::describe(&t) + ": " +
+                                                         m.error().message()};
+                    }
+                    states.insert_or_assign(&t, m->out);
+                    matches.insert_or_assign(&t, std::move(*m));
+                }
+                split_state& st = states.at(&t);
+                const bool output = t.has_flag(tensor_flag::output) || i + 1 == g.size();
+                if (st.is_partial() && output) reduce.insert(&t);
+                if (reduce.contains(&t)) {
+                    if (t.view_src != nullptr || t.type != elem_type::f32 || !t.is_contiguous())
+                        return plan_error(t, "its partial sums must be reduced, and only contiguous f32 tensors "
+                                             "that are not views can be");
+                    st = split_state::mirrored();
+                }
+            }
+        }
+
+        // 2. each device's graph
+        p.dev.resize(static_cast<std::size_t>(n));
+        std::unordered_map<const tensor*, std::vector<tensor*>> local;
+        for (std::size_t i = 0; i < p.leaves.size(); ++i) {
+            const tensor* t = p.leaves[i];
+            auto& ls = local[t];
+            for (int d = 0; d < n; ++d) {
+                const tensor& piece = leaf_records[i]->local[static_cast<std::size_t>(d)];
+                tensor* l = p.dev[static_cast<std::size_t>(d)].ctx.new_tensor(piece.type, std::span(piece.ne));
+                l->nb = piece.nb;
+                l->data = piece.data;
+                l->buffer = piece.buffer;
+                l->name = piece.name;
+                ls.push_back(l);
+                p.dev[static_cast<std::size_t>(d)].leafs.push_back(l);
+            }
+        }
+        std::size_t max_reduce = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) {
+            const tensor& t = *g[i];
+            const split_state& st = states.at(&t);
+            auto& ls = local[&t];
+            for (int d = 0; d < n; ++d) {
+                auto& dg = p.dev[static_cast<std::size_t>(d)];
+                const auto du = static_cast<std::size_t>(d);
+                tensor* l = nullptr;
+                if (is_view_op(t.op)) {
+                    const meta::local_view& v = views.at(&t)[du];
+                    l = dg.ctx.new_view(local.at(t.view_src)[du], t.type, v.ne, v.nb, v.offs);
+                    l->src[0] = local.at(t.src[0])[du];
+                } else {
+                    const meta::match& m = matches.at(&t);
+                    std::array<tensor*, 2> srcs{};
+                    for (std::size_t j = 0; j < 2; ++j) {
+                        if (t.src[j] == nullptr) continue;
+                        tensor* s = local.at(t.src[j])[du];
+                        const meta::source_use& u = m.use[j];
+                        if (u.slice) {
+                            auto ne = s->ne;
+                            const auto ax = static_cast<std::size_t>(u.axis);
+                            ne[ax] = u.length[du];
+                            tensor* v = dg.ctx.new_view(s, s->type, ne, s->nb,
+                                                        static_cast<std::size_t>(u.start[du]) * s->nb[ax]);
+                            v->op = op_kind::view;
+                            v->src[0] = s;
+                            v->name = s->name + "[slice]";
+                            dg.nodes.push_back(v);
+                            s = v;
+                        }
+                        srcs[j] = s;
+                    }
+                    if (t.op == op_kind::cpy) {
+                        tensor* dst = srcs[1];
+                        l = dg.ctx.new_view(dst, t.type, dst->ne, dst->nb, 0);
+                    } else {
+                        const auto ne = st.local_shape(t.ne, d);
+                        l = dg.ctx.new_tensor(t.type, std::span<const std::int64_t>(ne));
+                    }
+                    l->src[0] = srcs[0];
+                    l->src[1] = srcs[1];
+                    if (!s_->parts[du].supports_op(*l))
+                        return plan_error(t, "device " + std::to_string(d) + " (" +
+                                                 std::string(s_->parts[du].name()) + ") does not support its piece " +
+                                                 backplane::detail::describe(l) + " in state " + st.to_string() +
+                                                 sources_of(t, states));
+                }
+                l->op = t.op;
+                l->op_params = t.op_params;
+                l->flags = t.flags;
+                l->name = t.name + "@" + std::to_string(d);
+                dg.nodes.push_back(l);
+                ls.push_back(l);
+                if (reduce.contains(&t)) dg.cuts.push_back(dg.nodes.size());
+            }
+            if (reduce.contains(&t)) {
+                p.reductions.push_back(ls);
+                max_reduce = std::max<std::size_t>(max_reduce, static_cast<std::size_t>(t.nelements()));
+                p.summary.reduced.push_back(&t);
+            }
+            if (t.view_src == nullptr && (t.has_flag(tensor_flag::output) || i + 1 == g.size()) &&
+                meta_buffer_of(t) != nullptr) {
+                p.outputs.emplace_back(&t, st);
+                p.output_locals.push_back(ls);
+            }
+            p.summary.states.emplace_back(&t, st);
+        }
+        for (auto& dg : p.dev) dg.cuts.push_back(dg.nodes.size());
+        p.summary.segments = p.reductions.size() + 1;
+
+        // the collective's receive buffers
+        if (max_reduce > 0) {
+            for (int d = 0; d < n; ++d) {
+                auto& dg = p.dev[static_cast<std::size_t>(d)];
+                const buffer_type_ref bt = s_->parts[static_cast<std::size_t>(d)].buffer_type();
+                const std::size_t align = backplane::detail::sane_alignment(bt.alignment());
+                auto buf = bt.allocate(max_reduce * 4 + align);
+                if (!buf)
+                    return {buf.error().code(), "meta plan: the receive buffer of device " + std::to_string(d) + ": " +
+                                                    buf.error().message()};
+                tensor* sc = dg.ctx.new_tensor_1d(elem_type::f32, static_cast<std::int64_t>(max_reduce));
+                sc->data = static_cast<std::byte*>((*buf)->base()) + backplane::detail::padding_for((*buf)->base(), align);
+                sc->buffer = buf->get();
+                sc->name = "meta_recv@" + std::to_string(d);
+                if (status s = (*buf)->init_tensor(*sc); !s) return s;
+                dg.scratch = sc;
+                dg.scratch_buffer = std::move(*buf);
+            }
+        }
+        return {};
+    }
+
+    std::string sources_of(const tensor& t,
+                           const std::unordered_map<const tensor*, meta::split_state>& states) const {
+        std::string s;
+        for (std::size_t j = 0; j < 2; ++j)
+            if (t.src[j] != nullptr)
+                s += "; src" + std::to_string(j) + " " + backplane::detail::describe(t.src[j]) + " " +
+                     states.at(t.src[j]).to_string();
+        return s;
+    }
+
+    status run(meta::detail::plan& p) {
+        const int n = n_devices();
+        // leaves: their storage may have been placed again since the plan was made
+        for (std::size_t i = 0; i < p.leaves.size(); ++i) {
+            meta_buffer* mb = meta_buffer_of(*p.leaves[i]);
+            if (mb == nullptr)
+                return {errc::invalid_argument,
+                        "meta compute: " + backplane::detail::describe(p.leaves[i]) + " left its meta buffer"};
+            auto rec = mb->find(*p.leaves[i]);
+            if (!rec) return rec.error();
+            if (*rec == nullptr)
+                return {errc::invalid_argument,
+                        "meta compute: " + backplane::detail::describe(p.leaves[i]) + " has no storage any more"};
+            for (int d = 0; d < n; ++d) {
+                tensor* l = p.dev[static_cast<std::size_t>(d)].leafs[i];
+                const tensor& piece = (*rec)->local[static_cast<std::size_t>(d)];
+                l->data = piece.data;
+                l->buffer = piece.buffer;
+            }
+        }
+        for (int d = 0; d < n; ++d) {
+            auto& dg = p.dev[static_cast<std::size_t>(d)];
+            for (tensor* t : dg.nodes)
+                if (t->view_src != nullptr) {
+                    t->data = nullptr; // the allocator places views on their sources again
+                    t->buffer = nullptr;
+                }
+            if (status s = s_->allocs[static_cast<std::size_t>(d)].alloc_graph(dg.nodes, dg.leafs); !s)
+                return {s.code(), "meta compute: device " + std::to_string(d) + ": " + s.message()};
+        }
+        group_impl grp(*s_);
+        const std::size_t segments = p.reductions.size() + 1;
+        for (std::size_t seg = 0; seg < segments; ++seg) {
+            const bool reduce = seg < p.reductions.size();
+            status s = s_->lanes->run([&](int d) -> status {
+                auto& dg = p.dev[static_cast<std::size_t>(d)];
+                const std::size_t first = seg == 0 ? 0 : dg.cuts[seg - 1];
+                any_backend& b = s_->parts[static_cast<std::size_t>(d)];
+                if (first < dg.cuts[seg])
+                    if (status st = b.compute(graph_view(dg.nodes).subview(first, dg.cuts[seg])); !st) return st;
+                return reduce ? b.synchronize() : status{};
+            });
+            if (!s) return s;
+            if (reduce) {
+                ++s_->stats.reductions;
+                if (status st = s_->coll->all_reduce(grp, p.reductions[seg]); !st) return st;
+            }
+        }
+        for (std::size_t i = 0; i < p.outputs.size(); ++i)
+            if (meta_buffer* mb = meta_buffer_of(*p.outputs[i].first))
+                mb->publish(*p.outputs[i].first, p.outputs[i].second, p.output_locals[i]);
+        return {};
+    }
+
+    std::unique_ptr<state> s_;
+};
+
+inline result<meta_backend> meta_device::make_backend() const { return meta_backend::make(*this); }
+
+static_assert(device<meta_device>);
+static_assert(backend<meta_backend>);
+
+} // namespace backplane
