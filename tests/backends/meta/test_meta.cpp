@@ -105,3 +105,258 @@ TEST_CASE("meta on 2, 3 and 4 CPU devices: the llama graph equals one CPU", "[me
     CHECK(m.be.stats().plans == 1);
     CHECK(m.be.stats().reductions == 4 * static_cast<std::uint64_t>(p.n_layer));
 }
+
+TEST_CASE("meta memory: weights hold 1/n per device plus the mirrored ones; compute buffers follow each "
+          "device's graph",
+          "[meta]") {
+    test::llama_params p;
+    p.n_layer = 2;
+    p.n_embd = 256;
+    p.n_head = 8;
+    p.n_ff = 512;
+    p.n_tokens = 16;
+    p.n_vocab = 1024;
+    const int n = GENERATE(2, 4);
+    INFO("devices: " << n);
+    meta_setup m(n, {.split = [&](const tensor& t, int nd) { return test::split_llama(t, nd, p.head_dim()); }});
+    test::meta_llama ml(p, m.dev, m.be);
+    REQUIRE(test::fill_llama(ml.model, ml.inputs, 7).ok());
+
+    std::size_t split_bytes = 0, mirrored_bytes = 0;
+    for (const tensor* w : ml.model.all_weights())
+        (test::split_llama(*w, n, p.head_dim()).is_split() ? split_bytes : mirrored_bytes) += w->nbytes();
+    REQUIRE(ml.weights.size() == 1);
+    auto* mb = ml.weights[0].get_if<meta_buffer>();
+    REQUIRE(mb != nullptr);
+    const std::size_t align = m.dev.buffer_type().alignment();
+    const std::size_t slack = ml.model.all_weights().size() * align + 2 * align;
+    for (int d = 0; d < n; ++d) {
+        const std::size_t held = mb->device_bytes(d);
+        INFO("device " << d << " holds " << held << " bytes; split " << split_bytes << ", mirrored " << mirrored_bytes);
+        CHECK(held >= split_bytes / static_cast<std::size_t>(n) + mirrored_bytes);
+        CHECK(held <= split_bytes / static_cast<std::size_t>(n) + mirrored_bytes + slack);
+    }
+
+    // compute memory: each device's own graph, less than the whole graph on one CPU
+    graph_allocator whole(cpu_buffer_type::instance());
+    test::llama_instance ref(p);
+    REQUIRE(whole.reserve(ref.g).ok());
+    const std::size_t one = whole.buffer_size(0);
+    auto plan = m.be.plan(ml.g);
+    REQUIRE(plan.ok());
+    REQUIRE(m.be.compute(ml.g).ok());
+    for (int d = 0; d < n; ++d) {
+        INFO("device " << d << ": " << m.be.compute_buffer_bytes(d) << " bytes of compute buffers, one CPU " << one);
+        CHECK(plan->compute_bytes[static_cast<std::size_t>(d)] <= m.be.compute_buffer_bytes(d));
+        CHECK(m.be.compute_buffer_bytes(d) < one * 3 / 4);
+    }
+}
+
+namespace {
+
+/// Small integers in [-3, 3] as f32: their sums are exact.
+std::vector<float> small_integers(std::size_t count, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<float> v(count);
+    for (float& x : v) x = static_cast<float>(static_cast<int>(rng() % 7) - 3);
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("meta reductions are exact for f32 sums of integers, by ring and by recursive doubling", "[meta]") {
+    const int n = GENERATE(2, 3, 4);
+    const bool ring = GENERATE(false, true);
+    INFO("devices: " << n << (ring ? ", ring" : ", recursive doubling"));
+    const std::int64_t K = 96, M = 40, N = 9;
+    meta::meta_params params;
+    params.ring_min_bytes = ring ? 0 : ~std::size_t{0};
+    params.split = [&](const tensor& t, int nd) {
+        return t.name == "x" ? split_state::mirrored() : split_state::even(0, t.ne[0], nd);
+    };
+    meta_setup m(n, std::move(params));
+
+    context wctx({.no_alloc = true});
+    tensor* a = wctx.new_tensor_2d(elem_type::f32, K, M);
+    tensor* b = wctx.new_tensor_2d(elem_type::f32, K, N);
+    a->name = "a";
+    b->name = "b";
+    auto wbuf = alloc_tensors(wctx, m.dev.buffer_type()).value();
+    const auto av = small_integers(static_cast<std::size_t>(K * M), 1), bv = small_integers(static_cast<std::size_t>(K * N), 2);
+    REQUIRE(tensor_set(*a, av).ok());
+    REQUIRE(tensor_set(*b, bv).ok());
+    // a round trip through the devices' slices gives the values back
+    CHECK(tensor_get_all<float>(*a).value() == av);
+
+    context gctx({.no_alloc = true});
+    tensor* c = mul_mat(gctx, a, b); // split along K on both: partial sums, reduced as an output
+    c->name = "c";
+    c->set_output();
+    tensor* s = sum_rows(gctx, a); // a row cut along dimension 0: partial too
+    s->name = "s";
+    s->set_output();
+    graph g{c, s};
+    graph_allocator ga(m.be.buffer_type());
+    REQUIRE(ga.alloc_graph(g).ok());
+    auto plan = m.be.plan(g);
+    REQUIRE(plan.ok());
+    CHECK(plan->reduced.size() == 2);
+    const status st = m.be.compute(g);
+    INFO(st.describe());
+    REQUIRE(st.ok());
+    REQUIRE(m.be.synchronize().ok());
+
+    std::vector<float> want(static_cast<std::size_t>(M * N)), want_s(static_cast<std::size_t>(M));
+    for (std::int64_t j = 0; j < N; ++j)
+        for (std::int64_t i = 0; i < M; ++i) {
+            float acc = 0;
+            for (std::int64_t k = 0; k < K; ++k)
+                acc += av[static_cast<std::size_t>(i * K + k)] * bv[static_cast<std::size_t>(j * K + k)];
+            want[static_cast<std::size_t>(j * M + i)] = acc;
+        }
+    for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t k = 0; k < K; ++k) want_s[static_cast<std::size_t>(i)] += av[static_cast<std::size_t>(i * K + k)];
+    CHECK(tensor_get_all<float>(*c).value() == want);
+    CHECK(tensor_get_all<float>(*s).value() == want_s);
+
+    // bytes moved: recursive doubling moves the whole tensor log2(n) times per device (plus
+    // the folds), the ring 2 (n - 1) / n of it
+    const auto* gc = dynamic_cast<const meta::generic_collective*>(&m.be.collective());
+    REQUIRE(gc != nullptr);
+    CHECK(gc->uses_ring(c->nbytes(), n, c->nelements()) == (ring && n > 2));
+    CHECK(m.be.stats().bytes_moved > 0);
+}
+
+TEST_CASE("meta plan errors name the op, the tensors and their states", "[meta][errors]") {
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        if (t.name == "rows") return split_state::even(0, t.ne[0], nd);
+        if (t.name == "cols") return split_state::even(1, t.ne[1], nd);
+        if (t.name == "part") return split_state::partial();
+        return split_state::mirrored();
+    };
+    meta_setup m(2, std::move(params));
+    context wctx({.no_alloc = true});
+    tensor* rows = wctx.new_tensor_2d(elem_type::f32, 64, 8);
+    rows->name = "rows";
+    tensor* cols = wctx.new_tensor_2d(elem_type::f32, 64, 8);
+    cols->name = "cols";
+    tensor* part = wctx.new_tensor_2d(elem_type::f32, 64, 8);
+    part->name = "part";
+    auto wbuf = alloc_tensors(wctx, m.dev.buffer_type()).value();
+    context host;
+    tensor* outside = host.new_tensor_2d(elem_type::f32, 64, 8);
+    outside->name = "outside";
+
+    const auto fails_with = [&](tensor* out, std::vector<std::string> words, errc code = errc::not_supported) {
+        graph g(out);
+        graph_allocator ga(m.be.buffer_type());
+        REQUIRE(ga.alloc_graph(g).ok());
+        auto planned = m.be.plan(g);
+        REQUIRE_FALSE(planned.ok());
+        const status st = m.be.compute(g);
+        REQUIRE_FALSE(st.ok());
+        CHECK(st.code() == code);
+        CHECK(st.message() == planned.error().message());
+        for (const auto& w : words) {
+            INFO(st.message());
+            CHECK_THAT(st.message(), Catch::Contains(w));
+        }
+    };
+    context gctx({.no_alloc = true});
+    // a norm needs whole rows
+    fails_with(rms_norm(gctx, rows), {"rms_norm", "'rows'", "axis0 {32, 32}", "(S) -> S, A in {1,2,3}"});
+    // a view holding one index of the split dimension
+    fails_with(view_1d(gctx, cols, 64, 0), {"view", "single index", "axis1"});
+    // joining along the split dimension
+    fails_with(concat(gctx, cols, cols, 1), {"concat", "'cols'"});
+    // a partial leaf cannot be reduced where a consumer needs whole values
+    fails_with(silu(gctx, part), {"silu", "'part'", "partial"});
+    // a tensor outside the meta device's buffers
+    fails_with(add(gctx, cols, outside), {"'outside'", "not in a buffer of Meta(CPU, CPU)"}, errc::invalid_argument);
+
+    // writing a partial tensor needs to say how; reading it sums the devices' copies
+    const auto v = small_integers(64 * 8, 3);
+    const status w = tensor_set(*part, v);
+    CHECK(w.code() == errc::invalid_argument);
+    CHECK_THAT(w.message(), Catch::Contains("meta_set_partial"));
+    for (auto how : {meta::partial_write::first_device, meta::partial_write::divide}) {
+        REQUIRE(meta_set_partial(*part, v.data(), how).ok());
+        CHECK(tensor_get_all<float>(*part).value() == v);
+    }
+    CHECK(meta_set_partial(*cols, v.data(), meta::partial_write::divide).code() == errc::invalid_argument);
+    // an intermediate that is not an output has no storage to read
+    tensor* mid = add(gctx, cols, cols);
+    mid->name = "mid";
+    tensor* fin = scale(gctx, mid, 2.0f);
+    fin->set_output();
+    graph g(fin);
+    graph_allocator ga(m.be.buffer_type());
+    REQUIRE(ga.alloc_graph(g).ok());
+    REQUIRE(m.be.compute(g).ok());
+    std::vector<float> out(64 * 8);
+    CHECK_THAT(tensor_get(*mid, out.data(), 0, mid->nbytes()).message(), Catch::Contains("flagged output"));
+    REQUIRE(tensor_get(*fin, out.data(), 0, fin->nbytes()).ok());
+}
+
+TEST_CASE("meta segments: a fused QKV weight split per segment, taken apart by views", "[meta]") {
+    const std::int64_t E = 128, D = 32, H = E / D, T = 5;
+    const int n = GENERATE(2, 4);
+    INFO("devices: " << n);
+    meta::meta_params params;
+    params.split = [&](const tensor& t, int nd) {
+        return t.name == "wqkv" ? split_state::even(1, t.ne[1], nd, D, 3) : split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+
+    // the same graph twice: on the meta device and on one CPU
+    const auto build = [&](context& wctx, context& gctx, tensor*& wqkv, tensor*& x) {
+        wqkv = wctx.new_tensor_2d(elem_type::f32, E, 3 * E);
+        wqkv->name = "wqkv";
+        x = wctx.new_tensor_2d(elem_type::f32, E, T);
+        x->name = "x";
+        (void)gctx;
+    };
+    const auto graph_of = [&](context& gctx, tensor* wqkv, tensor* x) {
+        tensor* qkv = mul_mat(gctx, wqkv, x); // [3E, T], axis0 in 3 segments
+        tensor* q = cont(gctx, view_2d(gctx, qkv, E, T, qkv->nb[1], 0));
+        tensor* k3 = view_3d(gctx, qkv, D, H, T, D * 4, qkv->nb[1], static_cast<std::size_t>(E) * 4); // heads of K
+        tensor* k = reshape(gctx, cont(gctx, k3), {E, T});
+        tensor* v = cont(gctx, view_2d(gctx, qkv, E, T, qkv->nb[1], static_cast<std::size_t>(2 * E) * 4));
+        tensor* out = add(gctx, q, mul(gctx, k, v));
+        out->set_output();
+        return graph(out);
+    };
+    const auto wv = small_integers(static_cast<std::size_t>(E * 3 * E), 11);
+    const auto xv = small_integers(static_cast<std::size_t>(E * T), 12);
+
+    context rw, rg({.no_alloc = true});
+    tensor *rwqkv = nullptr, *rx = nullptr;
+    build(rw, rg, rwqkv, rx);
+    REQUIRE(tensor_set(*rwqkv, wv).ok());
+    REQUIRE(tensor_set(*rx, xv).ok());
+    graph rgraph = graph_of(rg, rwqkv, rx);
+    graph_allocator rga(cpu_buffer_type::instance());
+    REQUIRE(rga.alloc_graph(rgraph).ok());
+    cpu_backend cpu = cpu_device::instance().make_backend();
+    REQUIRE(cpu.compute(rgraph).ok());
+
+    context mw({.no_alloc = true}), mg({.no_alloc = true});
+    tensor *wqkv = nullptr, *x = nullptr;
+    build(mw, mg, wqkv, x);
+    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    REQUIRE(tensor_set(*wqkv, wv).ok());
+    REQUIRE(tensor_set(*x, xv).ok());
+    CHECK(tensor_get_all<float>(*wqkv).value() == wv);
+    graph mgraph = graph_of(mg, wqkv, x);
+    graph_allocator mga(m.be.buffer_type());
+    REQUIRE(mga.alloc_graph(mgraph).ok());
+    auto plan = m.be.plan(mgraph);
+    INFO(plan.error().describe());
+    REQUIRE(plan.ok());
+    CHECK(plan->reduced.empty()); // every piece stays on its device
+    CHECK(plan->state_of(mgraph.node(0))->n_segments() == 3);
+    REQUIRE(m.be.compute(mgraph).ok());
+    REQUIRE(m.be.synchronize().ok());
+    CHECK(tensor_get_all<float>(*mgraph.back()).value() == tensor_get_all<float>(*rgraph.back()).value());
+}

@@ -104,15 +104,14 @@ inline tensor* shaped(context& ctx, tensor* scratch, const tensor& like) {
     return ctx.new_view(scratch, elem_type::f32, like.ne, like.nb, 0);
 }
 
-/// dst += src on `b`, in place (dst's memory is the result's).
-inline status add_into(any_backend& b, context& ctx, tensor* dst, tensor* src) {
+/// The node dst += src: its result is dst's memory.
+inline tensor* add_node(context& ctx, tensor* dst, tensor* src) {
     tensor* r = ctx.new_view(dst, elem_type::f32, dst->ne, dst->nb, 0);
     r->op = op_kind::add;
     r->src[0] = dst;
     r->src[1] = src;
     r->name = dst->name + "+=";
-    tensor* nodes[] = {r};
-    return b.compute(graph_view(nodes));
+    return r;
 }
 
 } // namespace detail
@@ -158,7 +157,12 @@ private:
     };
     status step(group& g, context& ctx, const std::vector<transfer>& ts) {
         ++stats_.steps;
-        for (const transfer& t : ts) stats_.bytes_moved += t.src->nbytes();
+        // the add nodes are made here: a context is not shared between threads
+        std::vector<tensor*> sums(ts.size(), nullptr);
+        for (std::size_t i = 0; i < ts.size(); ++i) {
+            stats_.bytes_moved += ts[i].src->nbytes();
+            if (ts[i].acc != nullptr) sums[i] = detail::add_node(ctx, ts[i].acc, ts[i].dst);
+        }
         status s = g.run_each([&](int d) -> status {
             for (const transfer& t : ts)
                 if (t.to == d)
@@ -167,9 +171,10 @@ private:
         });
         if (!s) return s;
         return g.run_each([&](int d) -> status {
-            for (const transfer& t : ts)
-                if (t.to == d && t.acc != nullptr)
-                    if (status st = detail::add_into(g.backend(d), ctx, t.acc, t.dst); !st) return st;
+            for (std::size_t i = 0; i < ts.size(); ++i)
+                if (ts[i].to == d && sums[i] != nullptr)
+                    if (status st = g.backend(d).compute(graph_view(std::span<tensor* const>(&sums[i], 1))); !st)
+                        return st;
             return g.backend(d).synchronize();
         });
     }
