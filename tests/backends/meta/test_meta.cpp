@@ -360,3 +360,67 @@ TEST_CASE("meta segments: a fused QKV weight split per segment, taken apart by v
     REQUIRE(m.be.synchronize().ok());
     CHECK(tensor_get_all<float>(*mgraph.back()).value() == tensor_get_all<float>(*rgraph.back()).value());
 }
+
+TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repeated or stretched", "[meta]") {
+    const int n = GENERATE(2, 3);
+    INFO("devices: " << n);
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        if (t.name == "a") return split_state::even(1, t.ne[1], nd);     // [48, 12, 6]: rows split
+        if (t.name == "h") return split_state::even(2, t.ne[2], nd, 2);  // [16, 5, 6]: "heads" in pairs
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *a, *same, *bias, *h, *kv, *kv_h;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.a = w.new_tensor_3d(elem_type::f32, 48, 12, 6);
+        t.same = w.new_tensor_3d(elem_type::f32, 48, 12, 6); // cut along dim 1 like a
+        t.bias = w.new_tensor_3d(elem_type::f32, 48, 1, 6);  // extent 1 along dim 1: used whole
+        t.h = w.new_tensor_3d(elem_type::f32, 16, 5, 6);
+        t.kv = w.new_tensor_3d(elem_type::f32, 16, 7, 6);   // mul_mat's a, cut with h's heads
+        t.kv_h = w.new_tensor_3d(elem_type::f32, 16, 7, 3); // stretched: 2 heads of h per head of kv_h
+        t.a->name = "a";
+        t.same->name = "same";
+        t.bias->name = "bias";
+        t.h->name = "h";
+        t.kv->name = "kv";
+        t.kv_h->name = "kv_h";
+        return t;
+    };
+    const auto build = [](context& g, const tensors& t) {
+        tensor* x = add(g, mul(g, t.a, t.same), t.bias);
+        tensor* y = mul_mat(g, t.kv, t.h);
+        tensor* z = mul_mat(g, t.kv_h, t.h);
+        for (tensor* o : {x, y, z}) o->set_output();
+        return graph{x, y, z};
+    };
+    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
+    const tensors r = make(rw), mt = make(mw);
+    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    std::uint32_t seed = 20;
+    for (auto [rt, mtt] : {std::pair{r.a, mt.a}, {r.same, mt.same}, {r.bias, mt.bias}, {r.h, mt.h}, {r.kv, mt.kv},
+                           {r.kv_h, mt.kv_h}}) {
+        const auto v = small_integers(static_cast<std::size_t>(rt->nelements()), seed++);
+        REQUIRE(tensor_set(*rt, v).ok());
+        REQUIRE(tensor_set(*mtt, v).ok());
+    }
+    graph rgraph = build(rg, r), mgraph = build(mg, mt);
+    graph_allocator rga(cpu_buffer_type::instance()), mga(m.be.buffer_type());
+    REQUIRE(rga.alloc_graph(rgraph).ok());
+    REQUIRE(mga.alloc_graph(mgraph).ok());
+    cpu_backend cpu = cpu_device::instance().make_backend();
+    REQUIRE(cpu.compute(rgraph).ok());
+    const status st = m.be.compute(mgraph);
+    INFO(st.describe());
+    REQUIRE(st.ok());
+    REQUIRE(m.be.synchronize().ok());
+    for (std::size_t i = 0; i < 3; ++i) {
+        INFO("output " << i);
+        const tensor* rt = rgraph.nodes()[rgraph.n_nodes() - 3 + i];
+        const tensor* mtt = mgraph.nodes()[mgraph.n_nodes() - 3 + i];
+        CHECK(tensor_get_all<float>(*mtt).value() == tensor_get_all<float>(*rt).value());
+    }
+}
