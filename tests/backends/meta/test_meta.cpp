@@ -424,3 +424,32 @@ TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repe
         CHECK(tensor_get_all<float>(*mtt).value() == tensor_get_all<float>(*rt).value());
     }
 }
+
+TEST_CASE("meta device through the run-time face: any_device and any_backend", "[meta]") {
+    auto dev = meta_device::make(test::cpu_parts(2)).value();
+    CHECK(dev.description() == "Meta(CPU, CPU)");
+    CHECK(dev.memory().total == 2 * cpu_device::instance().memory().total);
+    CHECK_FALSE(meta_device::make({}).ok());
+    const any_device any = any_device::make(dev);
+    CHECK(any.name() == "Meta");
+    auto be = any.make_backend();
+    REQUIRE(be.ok());
+    CHECK(be->buffer_type() == buffer_type_ref(dev.buffer_type()));
+
+    // everything mirrored (no split callback): the same result on both devices, read from one
+    context wctx({.no_alloc = true});
+    tensor* a = wctx.new_tensor_2d(elem_type::f32, 8, 4);
+    auto wbuf = alloc_tensors(wctx, be->buffer_type()).value();
+    const auto v = small_integers(32, 9);
+    REQUIRE(tensor_set(*a, v).ok());
+    context gctx({.no_alloc = true});
+    tensor* out = scale(gctx, a, 3.0f);
+    out->set_output();
+    graph g(out);
+    graph_allocator ga(be->buffer_type());
+    REQUIRE(ga.alloc_graph(g).ok());
+    REQUIRE(be->compute(g).ok());
+    REQUIRE(be->synchronize().ok());
+    const auto got = tensor_get_all<float>(*out).value();
+    for (std::size_t i = 0; i < v.size(); ++i) CHECK(got[i] == 3.0f * v[i]);
+}
