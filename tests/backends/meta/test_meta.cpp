@@ -65,13 +65,7 @@ struct meta_setup {
 } // namespace
 
 TEST_CASE("meta on 2, 3 and 4 CPU devices: the llama graph equals one CPU", "[meta]") {
-    test::llama_params p;
-    p.n_layer = 2;
-    p.n_embd = 256;
-    p.n_head = 8;
-    p.n_ff = 384;
-    p.n_tokens = 7;
-    p.n_vocab = 1000;
+    test::llama_params p{.n_layer = 2, .n_embd = 256, .n_head = 8, .n_ff = 384, .n_tokens = 7, .n_vocab = 1000};
     p.token_input = GENERATE(false, true);
     const std::uint32_t seed = 1234;
     const std::vector<float> ref = test::llama_on_cpu(p, seed);
@@ -109,13 +103,7 @@ TEST_CASE("meta on 2, 3 and 4 CPU devices: the llama graph equals one CPU", "[me
 TEST_CASE("meta memory: weights hold 1/n per device plus the mirrored ones; compute buffers follow each "
           "device's graph",
           "[meta]") {
-    test::llama_params p;
-    p.n_layer = 2;
-    p.n_embd = 256;
-    p.n_head = 8;
-    p.n_ff = 512;
-    p.n_tokens = 16;
-    p.n_vocab = 1024;
+    test::llama_params p{.n_layer = 2, .n_embd = 256, .n_head = 8, .n_ff = 512, .n_tokens = 16, .n_vocab = 1024};
     const int n = GENERATE(2, 4);
     INFO("devices: " << n);
     meta_setup m(n, {.split = [&](const tensor& t, int nd) { return test::split_llama(t, nd, p.head_dim()); }});

@@ -22,14 +22,7 @@ std::optional<any_device> vulkan_part(const char* name) {
 }
 
 void check_llama(std::vector<any_device> parts) {
-    test::llama_params p;
-    p.n_layer = 1;
-    p.n_embd = 128;
-    p.n_head = 4;
-    p.n_ff = 256;
-    p.n_tokens = 5;
-    p.n_vocab = 512;
-    p.token_input = true;
+    test::llama_params p{.n_layer = 1, .n_embd = 128, .n_head = 4, .n_ff = 256, .n_tokens = 5, .n_vocab = 512, .token_input = true};
     const std::uint32_t seed = 77;
     const std::vector<float> ref = test::llama_on_cpu(p, seed);
 
