@@ -347,6 +347,19 @@ TEST_CASE("meta segments: a fused QKV weight split per segment, taken apart by v
     REQUIRE(m.be.compute(mgraph).ok());
     REQUIRE(m.be.synchronize().ok());
     CHECK(tensor_get_all<float>(*mgraph.back()).value() == tensor_get_all<float>(*rgraph.back()).value());
+
+    // a second graph, then the first again: both plans are kept
+    tensor* other = scale(mg, mul_mat(mg, wqkv, x), 0.5f);
+    other->set_output();
+    graph g2(other);
+    graph_allocator ga2(m.be.buffer_type());
+    REQUIRE(ga2.alloc_graph(g2).ok());
+    REQUIRE(m.be.compute(g2).ok());
+    REQUIRE(mga.alloc_graph(mgraph).ok());
+    REQUIRE(m.be.compute(mgraph).ok());
+    REQUIRE(m.be.synchronize().ok());
+    CHECK(m.be.stats().plans == 2);
+    CHECK(tensor_get_all<float>(*mgraph.back()).value() == tensor_get_all<float>(*rgraph.back()).value());
 }
 
 TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repeated or stretched", "[meta]") {

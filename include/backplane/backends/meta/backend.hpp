@@ -2,7 +2,7 @@
 // meta_backend: computes a graph of meta tensors on all devices of a meta device.
 //
 // Plan (once per graph; a graph computed again with the same nodes, shapes and sources
-// reuses it):
+// reuses it; the plans of the 8 graphs computed last are kept):
 //   1. states: every leaf's from its meta buffer (the split callback's), every node's
 //      from the propagation rules (rules.hpp) or its view geometry (view_map.hpp). A
 //      partial tensor that a consumer cannot take, or that is a graph output, is marked
@@ -240,7 +240,7 @@ private:
         [[nodiscard]] any_backend& backend(int d) noexcept override { return s_.parts[static_cast<std::size_t>(d)]; }
         status run_each(const std::function<status(int)>& f) override { return s_.lanes->run(f); }
         [[nodiscard]] tensor& scratch(int d) noexcept override {
-            return *s_.plan->dev[static_cast<std::size_t>(d)].scratch;
+            return *s_.current->dev[static_cast<std::size_t>(d)].scratch;
         }
 
     private:
@@ -253,7 +253,8 @@ private:
         std::vector<graph_allocator> allocs;
         std::unique_ptr<meta::collective> coll;
         std::unique_ptr<meta::detail::lanes> lanes;
-        std::unique_ptr<meta::detail::plan> plan;
+        std::vector<std::unique_ptr<meta::detail::plan>> plans; ///< most recently used first
+        meta::detail::plan* current = nullptr;                   ///< the plan being computed
         meta::meta_stats stats;
         ~state() { lanes.reset(); } // threads stop before the backends they drive go
     };
@@ -272,16 +273,25 @@ private:
 
     result<meta::detail::plan*> plan_for(graph_view g) {
         const std::uint64_t h = meta::detail::graph_hash(g);
-        auto& cur = s_->plan;
-        if (cur && cur->key_hash == h && std::equal(cur->key_nodes.begin(), cur->key_nodes.end(), g.begin(), g.end()))
-            return cur.get();
+        auto& plans = s_->plans;
+        for (std::size_t i = 0; i < plans.size(); ++i) {
+            auto& p = *plans[i];
+            if (p.key_hash == h && std::equal(p.key_nodes.begin(), p.key_nodes.end(), g.begin(), g.end())) {
+                std::rotate(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(i),
+                            plans.begin() + static_cast<std::ptrdiff_t>(i) + 1); // most recent first
+                s_->current = plans.front().get();
+                return s_->current;
+            }
+        }
         auto p = std::make_unique<meta::detail::plan>();
         if (status s = build(g, *p); !s) return s;
         p->key_hash = h;
         p->key_nodes.assign(g.begin(), g.end());
         ++s_->stats.plans;
-        cur = std::move(p);
-        return cur.get();
+        if (plans.size() == max_plans) plans.pop_back();
+        plans.insert(plans.begin(), std::move(p));
+        s_->current = plans.front().get();
+        return s_->current;
     }
 
     status build(graph_view g, meta::detail::plan& p) {
@@ -549,6 +559,7 @@ private:
         return {};
     }
 
+    static constexpr std::size_t max_plans = 8; ///< graphs whose plans are kept (prefill and decode, ...)
     std::unique_ptr<state> s_;
 };
 
