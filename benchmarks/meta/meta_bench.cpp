@@ -51,14 +51,7 @@ namespace {
 constexpr std::uint32_t seed = 42;
 
 test::llama_params params(int n_tokens) {
-    test::llama_params p;
-    p.n_layer = 4;
-    p.n_embd = 512;
-    p.n_head = 8;
-    p.n_ff = 1376;
-    p.n_vocab = 4096;
-    p.n_tokens = n_tokens;
-    return p;
+    return {.n_layer = 4, .n_embd = 512, .n_head = 8, .n_ff = 1376, .n_tokens = n_tokens, .n_vocab = 4096};
 }
 
 int hw_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }

@@ -27,6 +27,7 @@
 #include <backplane/memory/buffer.hpp>
 #include <backplane/runtime/any.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -246,6 +247,8 @@ namespace detail {
 
 /// One thread per device, running one job at a time for all of them (the meta backend's
 /// way of driving its devices in parallel; device 0's job runs on the caller's thread).
+/// A compute hands out a job per segment and per collective step, so hand-offs are
+/// frequent and short: threads spin briefly on the job counter before they sleep.
 class lanes {
 public:
     explicit lanes(int n) : n_(n) {
@@ -270,15 +273,16 @@ public:
             std::lock_guard lock(m_);
             job_ = &f;
             results_ = &results;
-            remaining_ = n_ - 1;
-            ++generation_;
+            remaining_.store(n_ - 1, std::memory_order_relaxed);
+            generation_.fetch_add(1, std::memory_order_release);
         }
         cv_.notify_all();
         results[0] = call(f, 0);
-        {
+        for (int i = 0; i < spin_rounds && remaining_.load(std::memory_order_acquire) != 0; ++i)
+            std::this_thread::yield();
+        if (remaining_.load(std::memory_order_acquire) != 0) {
             std::unique_lock lock(m_);
-            done_cv_.wait(lock, [&] { return remaining_ == 0; });
-            job_ = nullptr;
+            done_cv_.wait(lock, [&] { return remaining_.load(std::memory_order_acquire) == 0; });
         }
         for (auto& r : results)
             if (!r) return r;
@@ -286,6 +290,8 @@ public:
     }
 
 private:
+    static constexpr int spin_rounds = 2000;
+
     static status call(const std::function<status(int)>& f, int d) {
         try {
             return f(d);
@@ -298,21 +304,22 @@ private:
     void loop(int d) {
         std::uint64_t seen = 0;
         for (;;) {
+            for (int i = 0; i < spin_rounds && generation_.load(std::memory_order_acquire) == seen; ++i)
+                std::this_thread::yield();
             const std::function<status(int)>* job = nullptr;
             std::vector<status>* results = nullptr;
             {
                 std::unique_lock lock(m_);
-                cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+                cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
                 if (stop_) return;
-                seen = generation_;
+                seen = generation_.load(std::memory_order_acquire);
                 job = job_;
                 results = results_;
             }
-            status r = call(*job, d);
-            {
-                std::lock_guard lock(m_);
-                (*results)[static_cast<std::size_t>(d)] = std::move(r);
-                if (--remaining_ == 0) done_cv_.notify_one();
+            (*results)[static_cast<std::size_t>(d)] = call(*job, d);
+            if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                std::lock_guard lock(m_); // the caller checks under the lock before it sleeps
+                done_cv_.notify_one();
             }
         }
     }
@@ -323,8 +330,8 @@ private:
     std::condition_variable cv_, done_cv_;
     const std::function<status(int)>* job_ = nullptr;
     std::vector<status>* results_ = nullptr;
-    int remaining_ = 0;
-    std::uint64_t generation_ = 0;
+    std::atomic<int> remaining_{0};
+    std::atomic<std::uint64_t> generation_{0};
     bool stop_ = false;
 };
 
