@@ -210,6 +210,8 @@ public:
             return sum;
         } catch (const std::bad_alloc&) {
             return status(errc::alloc_failed, "meta_backend: out of host memory");
+        } catch (const std::exception& e) {
+            return status(errc::failed, std::string("meta_backend: ") + e.what());
         }
     }
 
