@@ -39,7 +39,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -133,7 +132,7 @@ public:
         const int n = dev.n_devices();
         int cpu_parts = 0;
         for (int d = 0; d < n; ++d) cpu_parts += dev.part(d).kind() == device_kind::cpu ? 1 : 0;
-        const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const int hw = cpu::hardware_threads();
         for (int d = 0; d < n; ++d) {
             backend_options o;
             o.n_threads = dev.params().threads_per_device > 0 ? dev.params().threads_per_device
@@ -152,7 +151,7 @@ public:
             s->coll = dev.params().make_collective(devs);
         }
         if (!s->coll) s->coll = std::make_unique<meta::generic_collective>(dev.params().ring_min_bytes);
-        s->lanes = std::make_unique<meta::detail::lanes>(n);
+        s->pool = std::make_unique<cpu::thread_pool>(n);
         return meta_backend(std::move(s));
     }
 
@@ -191,7 +190,7 @@ public:
     }
 
     status synchronize() {
-        return s_->lanes->run([&](int d) { return s_->parts[static_cast<std::size_t>(d)].synchronize(); });
+        return meta::detail::run_each(*s_->pool, [&](int d) { return s_->parts[static_cast<std::size_t>(d)].synchronize(); });
     }
 
     /// Plans g without computing it: every node's state, the reductions, each device's
@@ -240,7 +239,7 @@ private:
         explicit group_impl(state& s) noexcept : s_(s) {}
         [[nodiscard]] int size() const noexcept override { return static_cast<int>(s_.parts.size()); }
         [[nodiscard]] any_backend& backend(int d) noexcept override { return s_.parts[static_cast<std::size_t>(d)]; }
-        status run_each(const std::function<status(int)>& f) override { return s_.lanes->run(f); }
+        status run_each(const std::function<status(int)>& f) override { return meta::detail::run_each(*s_.pool, f); }
         [[nodiscard]] tensor& scratch(int d) noexcept override {
             return *s_.current->dev[static_cast<std::size_t>(d)].scratch;
         }
@@ -254,11 +253,11 @@ private:
         std::vector<any_backend> parts;
         std::vector<graph_allocator> allocs;
         std::unique_ptr<meta::collective> coll;
-        std::unique_ptr<meta::detail::lanes> lanes;
+        std::unique_ptr<cpu::thread_pool> pool; ///< one thread per device
         std::vector<std::unique_ptr<meta::detail::plan>> plans; ///< most recently used first
         meta::detail::plan* current = nullptr;                   ///< the plan being computed
         meta::meta_stats stats;
-        ~state() { lanes.reset(); } // threads stop before the backends they drive go
+        ~state() { pool.reset(); } // threads stop before the backends they drive go
     };
 
     explicit meta_backend(std::unique_ptr<state> s) noexcept : s_(std::move(s)) {}
@@ -541,7 +540,7 @@ private:
         const std::size_t segments = p.reductions.size() + 1;
         for (std::size_t seg = 0; seg < segments; ++seg) {
             const bool reduce = seg < p.reductions.size();
-            status s = s_->lanes->run([&](int d) -> status {
+            status s = meta::detail::run_each(*s_->pool, [&](int d) -> status {
                 auto& dg = p.dev[static_cast<std::size_t>(d)];
                 const std::size_t first = seg == 0 ? 0 : dg.cuts[seg - 1];
                 any_backend& b = s_->parts[static_cast<std::size_t>(d)];

@@ -16,19 +16,19 @@
 //
 // chosen by size and count (meta_params::ring_min_bytes). Both add in the same order
 // on every device, so all devices end with the same bits, and sums of integers in f32
-// are exact. Copies use the destination buffer's device-side copy, then the destination
-// backend's asynchronous copy, then a transfer staged through host memory.
+// are exact. Copies use the destination backend's asynchronous copy, then the memory
+// layer's blocking copy (the destination buffer's device-side copy, or through the host).
 
+#include <backplane/backends/cpu/thread_pool.hpp>
 #include <backplane/core/context.hpp>
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
+#include <backplane/memory/tensor_io.hpp>
 #include <backplane/runtime/any.hpp>
 
-#include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -38,7 +38,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 namespace backplane::meta {
@@ -80,18 +79,18 @@ protected:
 
 namespace detail {
 
-/// Copies src (on one device) into dst (on another) of the same layout. Copies between
-/// host buffers run in parallel; others take `serial`, as two devices' transfer paths may
+/// Copies src (on one device) into dst (on another) of the same layout: the destination
+/// backend's asynchronous copy where it has one for these buffers, else the blocking
+/// copy of the memory layer (device-side or through the host). Copies between host
+/// buffers run in parallel; others take `serial`, as two devices' transfer paths may
 /// touch the same device from two threads.
 inline status copy_between(any_backend& dst_backend, const tensor& src, tensor& dst, std::mutex& serial) {
     const bool on_host = src.buffer != nullptr && dst.buffer != nullptr && src.buffer->is_host() && dst.buffer->is_host();
     std::unique_lock lock(serial, std::defer_lock);
     if (!on_host) lock.lock();
-    if (dst.buffer != nullptr && dst.buffer->copy_tensor(src, dst)) return {};
     if (dst_backend.copy_tensor_async(src, dst)) return {};
-    std::vector<std::byte> host(src.nbytes());
-    if (status s = src.buffer->get_tensor(src, host.data(), 0, host.size()); !s) return s;
-    return dst.buffer->set_tensor(dst, host.data(), 0, host.size());
+    std::vector<std::byte> staging;
+    return backplane::detail::copy_tensor_blocking(src, dst, staging);
 }
 
 /// A 1-d f32 view of elements [first, first + count) of contiguous tensor t.
@@ -245,95 +244,36 @@ private:
 
 namespace detail {
 
-/// One thread per device, running one job at a time for all of them (the meta backend's
-/// way of driving its devices in parallel; device 0's job runs on the caller's thread).
-/// A compute hands out a job per segment and per collective step, so hand-offs are
-/// frequent and short: threads spin briefly on the job counter before they sleep.
-class lanes {
-public:
-    explicit lanes(int n) : n_(n) {
-        for (int d = 1; d < n; ++d) threads_.emplace_back([this, d] { loop(d); });
-    }
-    lanes(const lanes&) = delete;
-    lanes& operator=(const lanes&) = delete;
-    ~lanes() {
-        {
-            std::lock_guard lock(m_);
-            stop_ = true;
-        }
-        cv_.notify_all();
-        for (auto& t : threads_) t.join();
-    }
-
-    /// f(d) for d in [0, n), in parallel; the failure of the lowest device that failed.
-    status run(const std::function<status(int)>& f) {
-        if (n_ == 1) return call(f, 0);
-        std::vector<status> results(static_cast<std::size_t>(n_));
-        {
-            std::lock_guard lock(m_);
-            job_ = &f;
-            results_ = &results;
-            remaining_.store(n_ - 1, std::memory_order_relaxed);
-            generation_.fetch_add(1, std::memory_order_release);
-        }
-        cv_.notify_all();
-        results[0] = call(f, 0);
-        for (int i = 0; i < spin_rounds && remaining_.load(std::memory_order_acquire) != 0; ++i)
-            std::this_thread::yield();
-        if (remaining_.load(std::memory_order_acquire) != 0) {
-            std::unique_lock lock(m_);
-            done_cv_.wait(lock, [&] { return remaining_.load(std::memory_order_acquire) == 0; });
-        }
-        for (auto& r : results)
-            if (!r) return r;
-        return {};
-    }
-
-private:
-    static constexpr int spin_rounds = 2000;
-
-    static status call(const std::function<status(int)>& f, int d) {
-        try {
-            return f(d);
-        } catch (const std::exception& e) {
-            return {errc::failed, std::string("meta device ") + std::to_string(d) + ": " + e.what()};
-        } catch (...) {
-            return {errc::failed, "meta device " + std::to_string(d) + ": unknown exception"};
-        }
-    }
-    void loop(int d) {
-        std::uint64_t seen = 0;
-        for (;;) {
-            for (int i = 0; i < spin_rounds && generation_.load(std::memory_order_acquire) == seen; ++i)
-                std::this_thread::yield();
-            const std::function<status(int)>* job = nullptr;
-            std::vector<status>* results = nullptr;
-            {
-                std::unique_lock lock(m_);
-                cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
-                if (stop_) return;
-                seen = generation_.load(std::memory_order_acquire);
-                job = job_;
-                results = results_;
+/// Runs f(d) for every device d in parallel on `pool` (one thread per device, device 0 on
+/// the caller's thread: the CPU backend's pool, whose threads poll briefly between jobs
+/// before they sleep, as a compute hands work to the devices at every segment and
+/// collective step); the failure of the lowest device that failed.
+inline status run_each(cpu::thread_pool& pool, const std::function<status(int)>& f) {
+    struct job {
+        const std::function<status(int)>* f;
+        std::vector<status> results;
+        std::vector<char> threw;
+    };
+    job j{&f, std::vector<status>(static_cast<std::size_t>(pool.n_threads())),
+          std::vector<char>(static_cast<std::size_t>(pool.n_threads()), 0)};
+    const status started = pool.run(
+        [](void* ctx, int d) noexcept {
+            auto& jb = *static_cast<job*>(ctx);
+            const auto du = static_cast<std::size_t>(d);
+            try {
+                jb.results[du] = (*jb.f)(d);
+            } catch (...) {
+                jb.threw[du] = 1;
             }
-            (*results)[static_cast<std::size_t>(d)] = call(*job, d);
-            if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                std::lock_guard lock(m_); // the caller checks under the lock before it sleeps
-                done_cv_.notify_one();
-            }
-        }
+        },
+        &j);
+    if (!started) return started;
+    for (std::size_t d = 0; d < j.results.size(); ++d) {
+        if (j.threw[d]) return {errc::failed, "meta device " + std::to_string(d) + ": an exception was thrown"};
+        if (!j.results[d]) return j.results[d];
     }
-
-    int n_;
-    std::vector<std::thread> threads_;
-    std::mutex m_;
-    std::condition_variable cv_, done_cv_;
-    const std::function<status(int)>* job_ = nullptr;
-    std::vector<status>* results_ = nullptr;
-    std::atomic<int> remaining_{0};
-    std::atomic<std::uint64_t> generation_{0};
-    bool stop_ = false;
-};
+    return {};
+}
 
 } // namespace detail
 

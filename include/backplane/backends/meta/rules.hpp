@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace backplane::meta {
@@ -348,9 +349,9 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         } else {
             const int oa = axis + r.shift;
             if (oa < 0 || oa >= max_dims) continue;
-            bool scaled = false;
-            m.out = rs->rescaled(oa, t.ne[static_cast<std::size_t>(oa)], er, scaled);
+            auto scaled = rs->rescaled(oa, t.ne[static_cast<std::size_t>(oa)], er);
             if (!scaled) continue;
+            m.out = std::move(*scaled);
         }
         m.by = &r;
         return m;

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -170,19 +171,14 @@ public:
         return std::accumulate(sizes_.begin(), sizes_.end(), std::int64_t{0});
     }
 
-    /// The same split along another dimension with every size multiplied by num / den
-    /// (which must divide them); nullopt-like failure is reported as an empty state
-    /// through `ok`.
-    [[nodiscard]] split_state rescaled(int axis, std::int64_t num, std::int64_t den, bool& ok) const {
-        ok = is_split() && num > 0 && den > 0;
+    /// The same split along another dimension with every size multiplied by num / den;
+    /// nothing when this is no axis split or den does not divide a size.
+    [[nodiscard]] std::optional<split_state> rescaled(int axis, std::int64_t num, std::int64_t den) const {
+        if (!is_split() || num <= 0 || den <= 0) return std::nullopt;
         split_state s = *this;
         s.axis_ = axis;
-        if (!ok) return s;
         for (auto& v : s.sizes_) {
-            if ((v * num) % den != 0) {
-                ok = false;
-                return s;
-            }
+            if ((v * num) % den != 0) return std::nullopt;
             v = v * num / den;
         }
         return s;

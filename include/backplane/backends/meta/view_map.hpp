@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace backplane::meta {
@@ -104,9 +105,9 @@ inline result<view_mapping> map_view(const tensor& root, const split_state& rs, 
         if (!indexing.empty()) return fail("it both flattens and walks the split dimension");
         if (i_k0 != 0 || inner_off != 0) return fail("it flattens the split dimension from an offset");
         const auto per_unit = static_cast<std::int64_t>(U / v.nb[static_cast<std::size_t>(merging)]);
-        bool ok = false;
-        m.state = rs.rescaled(merging, per_unit, q, ok);
-        if (!ok) return fail("the split cuts the flattened dimension unevenly");
+        auto st = rs.rescaled(merging, per_unit, q);
+        if (!st) return fail("the split cuts the flattened dimension unevenly");
+        m.state = std::move(*st);
         for (int d = 0; d < n; ++d) {
             local_view& lv = m.local[static_cast<std::size_t>(d)];
             const auto units_d = rs.local_extent(d) / q;
@@ -138,9 +139,9 @@ inline result<view_mapping> map_view(const tensor& root, const split_state& rs, 
             if ((rs.size(s, d) / q) % c_star != 0)
                 return fail("a device's range is not a whole number of the view's steps of " +
                             std::to_string(c_star * q));
-    bool ok = false;
-    m.state = rs.segments(a, b, star).rescaled(star, 1, c_star * q, ok);
-    if (!ok) return fail("the split cuts the view's steps");
+    auto st = rs.segments(a, b, star).rescaled(star, 1, c_star * q);
+    if (!st) return fail("the split cuts the view's steps");
+    m.state = std::move(*st);
     for (int d = 0; d < n; ++d) {
         local_view& lv = m.local[static_cast<std::size_t>(d)];
         const std::size_t B_d = U * static_cast<std::size_t>(rs.local_extent(d) / q);
