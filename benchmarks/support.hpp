@@ -282,6 +282,24 @@ struct mul_mat_case {
         }
         return true;
     }
+
+    /// Computes the product `warm` times on backend `be`, then once per iteration (with
+    /// a synchronize), and reports GFLOP/s, and for a mat-vec (N = 1) the weight's GB/s.
+    template <class B>
+    void run(benchmark::State& state, B& be, int warm = 1) {
+        for (int i = 0; i < warm; ++i)
+            if (!be.compute(g) || !be.synchronize()) return state.SkipWithError("compute failed");
+        for (auto _ : state) {
+            if (!be.compute(g)) return state.SkipWithError("compute failed");
+            if (!be.synchronize()) return state.SkipWithError("synchronize failed");
+        }
+        const double flops = 2.0 * static_cast<double>(a->ne[1]) * static_cast<double>(b->ne[1]) *
+                             static_cast<double>(a->ne[0]);
+        state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+        if (b->ne[1] == 1)
+            state.counters["GB/s"] = benchmark::Counter(static_cast<double>(a->nbytes()) * 1e-9,
+                                                        benchmark::Counter::kIsIterationInvariantRate);
+    }
 };
 
 } // namespace backplane::bench

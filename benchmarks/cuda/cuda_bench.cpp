@@ -65,17 +65,7 @@ void cuda_mul_mat(benchmark::State& state, elem_type wt, bool cublas, std::int64
     if (!be) return state.SkipWithError(be.error().describe().c_str());
     bench::mul_mat_case c;
     if (!c.make(dev->buffer_type(), wt, M, N, K)) return state.SkipWithError("allocation failed");
-    for (int warm = 0; warm < 3; ++warm) // the second compute captures the CUDA graph
-        if (!be->compute(c.g) || !be->synchronize()) return state.SkipWithError("compute failed");
-    for (auto _ : state) {
-        if (!be->compute(c.g)) return state.SkipWithError("compute failed");
-        if (!be->synchronize()) return state.SkipWithError("synchronize failed");
-    }
-    const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    if (N == 1)
-        state.counters["GB/s"] = benchmark::Counter(static_cast<double>(c.a->nbytes()) * 1e-9,
-                                                    benchmark::Counter::kIsIterationInvariantRate);
+    c.run(state, *be, 3); // the second compute captures the CUDA graph
 }
 
 /// RAII device memory for the references.

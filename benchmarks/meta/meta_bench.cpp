@@ -123,7 +123,7 @@ void meta_llama(benchmark::State& state, int n_tokens, int n_devices) {
     if (status st = be.synchronize(); !st) return state.SkipWithError(st.describe().c_str());
     auto got = tensor_get_all<float>(*g.back());
     if (!got) return state.SkipWithError(got.error().describe().c_str());
-    if (const double e = test::nmse(*got, reference_logits(n_tokens)); !(e < 1e-6))
+    if (const double e = test::nmse_of(reference_logits(n_tokens), *got); !(e < 1e-6))
         return state.SkipWithError(("wrong result: nmse " + std::to_string(e) + " against one CPU").c_str());
 
     const meta::meta_stats before = be.stats();

@@ -54,29 +54,14 @@ void vulkan_mul_mat(benchmark::State& state, elem_type wt, std::int64_t M, std::
     bench::mul_mat_case c;
     if (!c.make(dev->buffer_type(), wt, M, N, K)) return state.SkipWithError("allocation failed");
     if (!be->supports_op(*c.out)) return state.SkipWithError("mul_mat of this type is not supported");
-    if (!be->compute(c.g) || !be->synchronize()) return state.SkipWithError("compute failed");
-    for (auto _ : state) {
-        if (!be->compute(c.g)) return state.SkipWithError("compute failed");
-        if (!be->synchronize()) return state.SkipWithError("synchronize failed");
-    }
-    const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    if (N == 1)
-        state.counters["GB/s"] = benchmark::Counter(static_cast<double>(c.a->nbytes()) * 1e-9,
-                                                    benchmark::Counter::kIsIterationInvariantRate);
+    c.run(state, *be);
 }
 
 void cpu_mul_mat(benchmark::State& state, elem_type wt, std::int64_t M, std::int64_t N, std::int64_t K) {
     cpu_backend cpu({.n_threads = 2});
     bench::mul_mat_case c;
     if (!c.make(cpu_buffer_type::instance(), wt, M, N, K)) return state.SkipWithError("allocation failed");
-    for (auto _ : state)
-        if (!cpu.compute(c.g)) return state.SkipWithError("compute failed");
-    const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    if (N == 1)
-        state.counters["GB/s"] = benchmark::Counter(static_cast<double>(c.a->nbytes()) * 1e-9,
-                                                    benchmark::Counter::kIsIterationInvariantRate);
+    c.run(state, cpu, 0);
 }
 
 void vulkan_dispatch_tiny(benchmark::State& state) {

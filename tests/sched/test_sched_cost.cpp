@@ -3,7 +3,7 @@
 // optimiser on the reference llama graph and on random graphs, dry-run sizes against real
 // allocations, and caps.
 
-#include "../support/llama_graph.hpp"
+#include "../support/llama_cpu.hpp"
 #include "sched_fixtures.hpp"
 
 #include <backplane/sched/cost_policy.hpp>
@@ -76,7 +76,7 @@ std::size_t computing(const graph& g) {
     return n;
 }
 
-llama_params small_llama() {
+llama_params cost_llama() {
     llama_params p;
     p.n_layer = 4;
     p.n_embd = 64;
@@ -85,22 +85,6 @@ llama_params small_llama() {
     p.n_tokens = 8;
     p.n_vocab = 128;
     return p;
-}
-
-std::vector<float> llama_reference(const llama_params& p) {
-    context cw({.no_alloc = true});
-    llama_model m = make_llama_model(cw, p);
-    auto wb = alloc_tensors(cw, cpu_buffer_type::instance(), buffer_usage::weights);
-    REQUIRE(wb);
-    context cg({.no_alloc = true});
-    llama_inputs in = make_llama_inputs(cg, p);
-    graph g = build_llama_graph(cg, m, in);
-    graph_allocator ga(cpu_buffer_type::instance());
-    REQUIRE(ga.alloc_graph(g));
-    REQUIRE(fill_llama(m, in, 7));
-    cpu_backend cpu(cpu_backend_params{.n_threads = 1, .reference = true});
-    REQUIRE(cpu.compute(g));
-    return read_f32(*g.back());
 }
 
 template <class Sched>
@@ -284,8 +268,8 @@ TEST_CASE("calibration of a backend with private memory measures links both ways
 
 TEST_CASE("cost policy on the llama graph: a slow test backend keeps the work on the CPU, a fast one takes it",
           "[sched][cost]") {
-    const llama_params p = small_llama();
-    const std::vector<float> want = llama_reference(p);
+    const llama_params p = cost_llama();
+    const std::vector<float> want = llama_on_cpu(p, 7, {.n_threads = 1, .reference = true});
 
     test_device dev({.name = "TEST0"});
     test_backend tb = dev.make_backend();
@@ -401,7 +385,7 @@ TEST_CASE("cost policy on 200 random graphs: never rated worse than greedy, corr
 
 TEST_CASE("dry runs of the llama graph: sizes equal the allocation's, weights counted where they live",
           "[sched][cost]") {
-    const llama_params p = small_llama();
+    const llama_params p = cost_llama();
     test_device dev({.name = "TEST0"});
     test_backend tb = dev.make_backend();
     cpu_backend cpu(cpu_backend_params{.n_threads = 1});
@@ -453,8 +437,8 @@ TEST_CASE("dry runs of the llama graph: sizes equal the allocation's, weights co
 // memory caps
 
 TEST_CASE("memory caps: the plan moves work until the buffers fit, results unchanged", "[sched][cost]") {
-    const llama_params p = small_llama();
-    const std::vector<float> want = llama_reference(p);
+    const llama_params p = cost_llama();
+    const std::vector<float> want = llama_on_cpu(p, 7, {.n_threads = 1, .reference = true});
     test_device dev({.name = "TEST0"});
     test_backend tb = dev.make_backend();
     cpu_backend cpu(cpu_backend_params{.n_threads = 1});

@@ -10,7 +10,7 @@
 #include <backplane/runtime.hpp>
 #include <backplane/sched.hpp>
 
-#include "../../support/llama_graph.hpp"
+#include "../../support/llama_cpu.hpp"
 #include "../../support/ref_oracle.hpp"
 
 #include <catch2/catch.hpp>
@@ -275,29 +275,6 @@ TEST_CASE("cuda backend: peer copies between two GPUs", "[cuda][multi]") {
 
 namespace {
 
-test::llama_params small_llama() {
-    test::llama_params p;
-    p.n_layer = 4;
-    p.n_embd = 128;
-    p.n_head = 4;
-    p.n_ff = 344;
-    p.n_tokens = 8;
-    p.n_vocab = 256;
-    p.token_input = true;
-    return p;
-}
-
-/// The reference: the whole graph on the CPU backend.
-std::vector<float> llama_on_cpu(const test::llama_params& p) {
-    test::llama_instance s(p);
-    graph_allocator ga(cpu_buffer_type::instance());
-    REQUIRE(ga.alloc_graph(s.g));
-    REQUIRE(test::fill_llama(s.model, s.inputs, 7));
-    cpu_backend cpu({.n_threads = 2});
-    REQUIRE(cpu.compute(s.g));
-    return read(*s.g.back());
-}
-
 /// Layers [0, split) and the global weights on the GPU, the rest on the CPU; three runs
 /// (the second captures the splits' CUDA graphs, the third replays them).
 std::vector<float> llama_on_cuda_cpu(const test::llama_params& p, const cuda_device& dev, cuda_backend& be,
@@ -322,8 +299,8 @@ std::vector<float> llama_on_cuda_cpu(const test::llama_params& p, const cuda_dev
 TEST_CASE("cuda + scheduler: the llama graph split between CUDA and the CPU equals the CPU", "[cuda][sched][llama]") {
     auto dev = open_or_skip();
     if (!dev) return;
-    const test::llama_params p = small_llama();
-    const auto expected = llama_on_cpu(p);
+    const test::llama_params p = test::small_llama();
+    const auto expected = test::llama_on_cpu(p, 7);
     for (const bool cublas : {true, false}) {
         INFO("cuBLAS: " << cublas);
         auto be = dev->make_backend({.cublas = cublas});

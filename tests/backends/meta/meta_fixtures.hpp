@@ -7,7 +7,8 @@
 #include <backplane/backends/meta.hpp>
 #include <backplane/backplane.hpp>
 
-#include "../../support/llama_graph.hpp"
+#include "../../support/llama_cpu.hpp"
+#include "../../support/ref_oracle.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -62,26 +63,5 @@ struct meta_llama {
         ga->alloc_graph(g).throw_if_failed();
     }
 };
-
-/// Logits of the reference graph on one CPU backend.
-inline std::vector<float> llama_on_cpu(const llama_params& p, std::uint32_t seed) {
-    llama_instance inst(p);
-    graph_allocator ga(cpu_buffer_type::instance());
-    ga.alloc_graph(inst.g).throw_if_failed();
-    fill_llama(inst.model, inst.inputs, seed).throw_if_failed();
-    cpu_backend cpu = cpu_device::instance().make_backend();
-    cpu.compute(inst.g).throw_if_failed();
-    return tensor_get_all<float>(*inst.g.back()).value();
-}
-
-/// Normalized mean squared error of a against the reference b.
-inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
-    double err = 0, ref = 0;
-    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        err += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-        ref += static_cast<double>(b[i]) * b[i];
-    }
-    return a.size() == b.size() ? err / std::max(ref, 1e-30) : 1e30;
-}
 
 } // namespace backplane::test

@@ -8,7 +8,7 @@
 #include <backplane/backplane.hpp>
 #include <backplane/sched.hpp>
 
-#include "../../support/llama_graph.hpp"
+#include "../../support/llama_cpu.hpp"
 #include "../../support/ref_oracle.hpp"
 
 #include <catch2/catch.hpp>
@@ -263,35 +263,6 @@ struct llama_run {
     std::size_t on_vulkan = 0; // nodes the scheduler placed on a Vulkan backend
 };
 
-test::llama_params small_llama() {
-    test::llama_params p;
-    p.n_layer = 4;
-    p.n_embd = 128;
-    p.n_head = 4;
-    p.n_ff = 344;
-    p.n_tokens = 8;
-    p.n_vocab = 256;
-    p.token_input = true;
-    return p;
-}
-
-/// The reference: the whole graph on the CPU backend.
-std::vector<float> llama_on_cpu(const test::llama_params& p) {
-    context cw({.no_alloc = true});
-    test::llama_model m = test::make_llama_model(cw, p);
-    auto wb = alloc_tensors(cw, cpu_buffer_type::instance(), buffer_usage::weights);
-    REQUIRE(wb);
-    context cg({.no_alloc = true});
-    test::llama_inputs in = test::make_llama_inputs(cg, p);
-    graph g = test::build_llama_graph(cg, m, in);
-    graph_allocator ga(cpu_buffer_type::instance());
-    REQUIRE(ga.alloc_graph(g));
-    REQUIRE(test::fill_llama(m, in, 7));
-    cpu_backend cpu({.n_threads = 2});
-    REQUIRE(cpu.compute(g));
-    return read(*g.back());
-}
-
 /// Layers [0, split) and the global weights on `first`'s memory, the rest on `second`'s;
 /// scheduled over `backends`.
 template <class BT1, class BT2, class... B>
@@ -337,8 +308,8 @@ void check_close(const std::vector<float>& want, const std::vector<float>& got) 
 
 TEST_CASE("vulkan + scheduler: the llama graph with weights split between Vulkan and the CPU equals the CPU",
           "[vulkan][sched][llama]") {
-    const test::llama_params p = small_llama();
-    const auto expected = llama_on_cpu(p);
+    const test::llama_params p = test::small_llama();
+    const auto expected = test::llama_on_cpu(p, 7);
     for (const bool staging : {false, true}) {
         auto dev = open_or_skip(staging);
         if (!dev) return;
@@ -361,8 +332,8 @@ TEST_CASE("vulkan + scheduler: the llama graph with weights split between Vulkan
 
 TEST_CASE("vulkan + scheduler: the llama graph over two logical Vulkan devices and the CPU equals the CPU",
           "[vulkan][sched][llama][multi]") {
-    const test::llama_params p = small_llama();
-    const auto expected = llama_on_cpu(p);
+    const test::llama_params p = test::small_llama();
+    const auto expected = test::llama_on_cpu(p, 7);
     auto d0 = open_or_skip(false, "VulkanA");
     auto d1 = open_or_skip(true, "VulkanB");
     if (!d0 || !d1) return;
