@@ -179,7 +179,12 @@ TEST_CASE("meta reductions are exact for f32 sums of integers, by ring and by re
     const auto av = small_integers(static_cast<std::size_t>(K * M), 1), bv = small_integers(static_cast<std::size_t>(K * N), 2);
     REQUIRE(tensor_set(*a, av).ok());
     REQUIRE(tensor_set(*b, bv).ok());
-    // a round trip through the devices' slices gives the values back
+    // a round trip through the devices' slices gives the values back, whole and in part
+    CHECK(tensor_get_all<float>(*a).value() == av);
+    std::vector<float> part(50);
+    REQUIRE(tensor_get(*a, part.data(), 70 * 4, part.size() * 4).ok()); // across a device boundary
+    CHECK(std::equal(part.begin(), part.end(), av.begin() + 70));
+    REQUIRE(tensor_set(*a, part.data(), 70 * 4, part.size() * 4).ok());
     CHECK(tensor_get_all<float>(*a).value() == av);
 
     context gctx({.no_alloc = true});

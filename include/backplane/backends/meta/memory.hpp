@@ -128,6 +128,10 @@ private:
         std::size_t used = 0;  // bytes used in it
     };
     result<std::pair<meta::record*, const tensor*>> locate(const tensor& t, const char* what);
+    /// Bytes [offset, offset + size) of a split root between host memory and the devices'
+    /// pieces (write: to the devices).
+    status transfer_split(meta::record& rec, const tensor& root, std::byte* host, std::size_t offset,
+                          std::size_t size, bool write);
 
     std::shared_ptr<meta::detail::shared> sh_;
     std::size_t size_ = 0;
@@ -347,6 +351,39 @@ inline result<std::pair<meta::record*, const tensor*>> meta_buffer::locate(const
     return std::pair<meta::record*, const tensor*>{&it->second, &root};
 }
 
+inline status meta_buffer::transfer_split(meta::record& rec, const tensor& root, std::byte* host, std::size_t offset,
+                                          std::size_t size, bool write) {
+    if (offset == 0 && size == root.nbytes()) { // the whole tensor: one transfer per device
+        std::vector<std::vector<std::byte>> staging(rec.local.size());
+        for (std::size_t d = 0; d < staging.size(); ++d) {
+            staging[d].resize(rec.local[d].nbytes());
+            if (!write)
+                if (status s = rec.local[d].buffer->get_tensor(rec.local[d], staging[d].data(), 0, staging[d].size()); !s)
+                    return s;
+        }
+        meta::detail::for_each_run(root, rec.state, 0, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
+            std::byte* piece = staging[static_cast<std::size_t>(d)].data() + l;
+            if (write)
+                std::memcpy(piece, host + m, len);
+            else
+                std::memcpy(host + m, piece, len);
+        });
+        if (write)
+            for (std::size_t d = 0; d < staging.size(); ++d)
+                if (status s = rec.local[d].buffer->set_tensor(rec.local[d], staging[d].data(), 0, staging[d].size()); !s)
+                    return s;
+        return {};
+    }
+    status result;
+    meta::detail::for_each_run(root, rec.state, offset, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
+        if (!result) return;
+        tensor& loc = rec.local[static_cast<std::size_t>(d)];
+        result = write ? loc.buffer->set_tensor(loc, host + (m - offset), l, len)
+                       : loc.buffer->get_tensor(loc, host + (m - offset), l, len);
+    });
+    return result;
+}
+
 inline status meta_buffer::set_tensor(tensor& t, const void* src, std::size_t offset, std::size_t size) {
     auto at = locate(t, "meta set_tensor");
     if (!at) return at.error();
@@ -364,24 +401,7 @@ inline status meta_buffer::set_tensor(tensor& t, const void* src, std::size_t of
         return {};
     case meta::split_kind::axis: break;
     }
-    if (offset == 0 && size == root->nbytes()) { // whole tensor: one transfer per device
-        std::vector<std::vector<std::byte>> staging(rec->local.size());
-        for (std::size_t d = 0; d < staging.size(); ++d) staging[d].resize(rec->local[d].nbytes());
-        meta::detail::for_each_run(*root, rec->state, 0, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
-            std::memcpy(staging[static_cast<std::size_t>(d)].data() + l, bytes + m, len);
-        });
-        for (std::size_t d = 0; d < staging.size(); ++d)
-            if (status s = rec->local[d].buffer->set_tensor(rec->local[d], staging[d].data(), 0, staging[d].size()); !s)
-                return s;
-        return {};
-    }
-    status result;
-    meta::detail::for_each_run(*root, rec->state, offset, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
-        if (!result) return;
-        tensor& loc = rec->local[static_cast<std::size_t>(d)];
-        result = loc.buffer->set_tensor(loc, bytes + (m - offset), l, len);
-    });
-    return result;
+    return transfer_split(*rec, *root, const_cast<std::byte*>(bytes), offset, size, true);
 }
 
 inline status meta_buffer::get_tensor(const tensor& t, void* dst, std::size_t offset, std::size_t size) {
@@ -409,25 +429,7 @@ inline status meta_buffer::get_tensor(const tensor& t, void* dst, std::size_t of
     }
     case meta::split_kind::axis: break;
     }
-    if (offset == 0 && size == root->nbytes()) {
-        std::vector<std::vector<std::byte>> staging(rec->local.size());
-        for (std::size_t d = 0; d < staging.size(); ++d) {
-            staging[d].resize(rec->local[d].nbytes());
-            if (status s = rec->local[d].buffer->get_tensor(rec->local[d], staging[d].data(), 0, staging[d].size()); !s)
-                return s;
-        }
-        meta::detail::for_each_run(*root, rec->state, 0, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
-            std::memcpy(bytes + m, staging[static_cast<std::size_t>(d)].data() + l, len);
-        });
-        return {};
-    }
-    status result;
-    meta::detail::for_each_run(*root, rec->state, offset, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
-        if (!result) return;
-        tensor& loc = rec->local[static_cast<std::size_t>(d)];
-        result = loc.buffer->get_tensor(loc, bytes + (m - offset), l, len);
-    });
-    return result;
+    return transfer_split(*rec, *root, bytes, offset, size, false);
 }
 
 inline status meta_buffer::memset_tensor(tensor& t, std::uint8_t value, std::size_t offset, std::size_t size) {
