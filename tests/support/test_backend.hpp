@@ -67,6 +67,7 @@
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/detail/align.hpp>
+#include <backplane/memory/tensor_copy.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -204,35 +205,16 @@ struct test_device_params {
     std::chrono::milliseconds wait_timeout{30000}; ///< event waits give up (device_error) after this
     /// Backends keep the list of nodes they computed (test_backend::computed_nodes()).
     bool record_nodes = false;
+    /// Fault injection: called with each computed node's result (host scratch with the
+    /// node's type, shape and strides, after the reference kernel, before it is written
+    /// back), so a test can break one op (scale it by 1 + 2^-10, say) and check that a
+    /// comparison catches it. Runs on the backend's worker thread.
+    std::function<void(tensor&)> fault = {};
 };
 
 namespace detail {
 
-/// Calls f(byte offset, length) for each run of bytes holding t's elements (relative to
-/// t.data): one run when t is contiguous, a run per row when rows are, else one per
-/// element (block). Holes between rows of a view are never touched.
-template <class F>
-void for_each_byte_run(const tensor& t, F&& f) {
-    if (t.nbytes() == 0) return;
-    if (t.is_contiguous()) {
-        f(std::size_t{0}, t.nbytes());
-        return;
-    }
-    const std::size_t ts = type_size(t.type);
-    const std::int64_t blocks = t.ne[0] / block_size(t.type);
-    for (std::int64_t i3 = 0; i3 < t.ne[3]; ++i3)
-        for (std::int64_t i2 = 0; i2 < t.ne[2]; ++i2)
-            for (std::int64_t i1 = 0; i1 < t.ne[1]; ++i1) {
-                const std::size_t row = static_cast<std::size_t>(i1) * t.nb[1] +
-                                        static_cast<std::size_t>(i2) * t.nb[2] +
-                                        static_cast<std::size_t>(i3) * t.nb[3];
-                if (t.nb[0] == ts) {
-                    f(row, static_cast<std::size_t>(blocks) * ts);
-                } else {
-                    for (std::int64_t b = 0; b < blocks; ++b) f(row + static_cast<std::size_t>(b) * t.nb[0], ts);
-                }
-            }
-}
+using backplane::for_each_byte_run; // memory/tensor_copy.hpp
 
 /// Copies the element bytes of a tensor with t's layout from `from` to `to` (both point
 /// at element 0).
@@ -672,7 +654,8 @@ private:
 };
 
 /// Runs captured nodes: stage sources, compute with the reference kernel, write back.
-inline status run_launches(const std::vector<node_launch>& launches, test_stream& s, std::string_view dev) {
+inline status run_launches(const std::vector<node_launch>& launches, test_stream& s, std::string_view dev,
+                           const std::function<void(tensor&)>& fault) {
     count::compute(s.counters);
     for (const node_launch& l : launches) {
         // scratch: the destination and each source, 64-aligned one after another
@@ -711,6 +694,7 @@ inline status run_launches(const std::vector<node_launch>& launches, test_stream
         if (const errc e = cpu::compute_forward(p, node); e != errc::ok)
             return {e, device_prefix(dev) + "node " + backplane::detail::describe(&l.dst.meta) + " (" +
                            std::string(to_string(node.op)) + ") failed: " + std::string(to_string(e))};
+        if (fault) fault(node);
         copy_elements(node, l.dst.at, static_cast<const std::byte*>(node.data));
         count::node(s.counters);
         s.computed(l.origin);
@@ -876,8 +860,8 @@ public:
             return {errc::alloc_failed, prefix() + "out of host memory capturing a graph"};
         }
         std::string dev{name()};
-        return stream_->submit({[launches = std::move(launches), dev](detail::test_stream& s) {
-            return detail::run_launches(launches, s, dev);
+        return stream_->submit({[launches = std::move(launches), dev, fault = dev_->params().fault](detail::test_stream& s) {
+            return detail::run_launches(launches, s, dev, fault);
         }});
     }
 

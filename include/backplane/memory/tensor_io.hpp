@@ -77,6 +77,44 @@ result<std::vector<T>> tensor_get_all(const tensor& t) {
     return out;
 }
 
+/// Reads every element of t, of any type and layout and wherever it lives, converted to
+/// f32 in index order (dim 0 fastest; quantized blocks dequantized, i32 converted).
+[[nodiscard]] inline result<std::vector<float>> tensor_read_f32(const tensor& t) {
+    try {
+        const std::size_t n = t.nbytes();
+        std::vector<std::byte> bytes;
+        const std::byte* base = nullptr;
+        if (t.data != nullptr && (t.buffer == nullptr || t.buffer->is_host())) {
+            base = static_cast<const std::byte*>(t.data);
+        } else {
+            bytes.resize(n);
+            if (auto s = tensor_get(t, bytes.data(), 0, n); !s) return s;
+            base = bytes.data();
+        }
+        const std::int64_t ne0 = t.ne[0];
+        const std::int64_t bs = block_size(t.type);
+        std::vector<float> out(static_cast<std::size_t>(t.nelements()));
+        std::vector<std::byte> row(row_size(t.type, ne0));
+        float* y = out.data();
+        for (std::int64_t i3 = 0; i3 < t.ne[3]; ++i3)
+            for (std::int64_t i2 = 0; i2 < t.ne[2]; ++i2)
+                for (std::int64_t i1 = 0; i1 < t.ne[1]; ++i1, y += ne0) {
+                    const std::byte* r = base + static_cast<std::size_t>(i1) * t.nb[1] +
+                                         static_cast<std::size_t>(i2) * t.nb[2] + static_cast<std::size_t>(i3) * t.nb[3];
+                    if (t.nb[0] != type_size(t.type)) { // gather the row's blocks
+                        for (std::int64_t b = 0; b < ne0 / bs; ++b)
+                            std::memcpy(row.data() + static_cast<std::size_t>(b) * type_size(t.type),
+                                        r + static_cast<std::size_t>(b) * t.nb[0], type_size(t.type));
+                        r = row.data();
+                    }
+                    to_float_row(t.type, r, y, ne0);
+                }
+        return out;
+    } catch (const std::bad_alloc&) {
+        return status(errc::alloc_failed, "tensor_read_f32: out of host memory reading '" + t.name + "'");
+    }
+}
+
 /// Sets `size` bytes of t at byte `offset` to `value`.
 inline status tensor_memset(tensor& t, std::uint8_t value, std::size_t offset, std::size_t size) {
     if (t.buffer != nullptr) return t.buffer->memset_tensor(t, value, offset, size);

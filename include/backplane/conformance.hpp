@@ -1,0 +1,11 @@
+#pragma once
+// backplane/conformance.hpp: checking a backend against the CPU reference.
+//   compare_backends   one graph on two backends, node by node or at chosen nodes
+//   conformance::      the op catalogue (every core op as seeded, shrinkable cases), the
+//                      case runner with NMSE thresholds, guard bytes and NaN checks,
+//                      shrinking, the perf timer; the engine of backplane-conformance
+// graph_copy and tensor_copy, which these build on, are in <backplane/memory.hpp>.
+
+#include <backplane/conformance/catalogue.hpp>
+#include <backplane/conformance/compare.hpp>
+#include <backplane/conformance/runner.hpp>

@@ -1,0 +1,457 @@
+#pragma once
+// The conformance catalogue: every core op as a family of cases. A case is a plain value
+// (case_spec: op, operand types, a main shape, a variant, a seed) from which the family
+// builds the same graph, with the same data, every time: the seed drives a std::mt19937
+// that fills the inputs. Shrinking a failing case changes only its shape; the repro
+// command names all five fields.
+//
+// What a family's fields mean:
+//   types    the operand types, in the family's order (binary: a, b; mul_mat: weights,
+//            activations; cpy: from, to; soft_max: a, mask)
+//   ne       the main operand's extents (mul_mat: {k, m, n, batch})
+//   variant  0 .. n_variants - 1: the layout of the main operand (contiguous, rows with a
+//            stride, permuted, transposed), a broadcast pattern, a rope mode, a mask, a
+//            concat dimension; see each family
+// A family's build throws backplane::error for a spec it cannot make (a quantized row
+// that is not whole blocks, a mask type soft_max refuses): such a spec is "invalid",
+// never a failure.
+//
+// Thresholds are ggml's test-backend-ops': NMSE 1e-7; 5e-4 when an f16, bf16 or
+// quantized operand or result takes part; 1e-6 for soft_max; argmax and get_rows of
+// unquantized rows exact.
+
+#include <backplane/core/context.hpp>
+#include <backplane/core/error.hpp>
+#include <backplane/core/ops.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace backplane::conformance {
+
+using extents = std::array<std::int64_t, max_dims>;
+
+/// One case: everything needed to rebuild its graph and data.
+struct case_spec {
+    std::string op;
+    std::vector<elem_type> types;
+    extents ne{1, 1, 1, 1};
+    int variant = 0;
+    std::uint32_t seed = 0;
+    friend bool operator==(const case_spec&, const case_spec&) = default;
+};
+
+inline std::string shape_arg(const extents& ne) {
+    return std::to_string(ne[0]) + "x" + std::to_string(ne[1]) + "x" + std::to_string(ne[2]) + "x" +
+           std::to_string(ne[3]);
+}
+inline std::string types_arg(std::span<const elem_type> types) {
+    std::string s;
+    for (elem_type t : types)
+        s += (s.empty() ? "" : ",") + std::string(backplane::to_string(t));
+    return s;
+}
+/// "mul_mat f16,f32 [64, 3, 2, 1] v1 seed 7"
+inline std::string to_string(const case_spec& c) {
+    return c.op + " " + types_arg(c.types) + " [" + std::to_string(c.ne[0]) + ", " +
+           std::to_string(c.ne[1]) + ", " + std::to_string(c.ne[2]) + ", " +
+           std::to_string(c.ne[3]) + "] v" + std::to_string(c.variant) + " seed " +
+           std::to_string(c.seed);
+}
+/// The tool's arguments selecting exactly this case.
+inline std::string repro_args(const case_spec& c) {
+    return "--op " + c.op + " --types " + types_arg(c.types) + " --shape " + shape_arg(c.ne) +
+           " --variant " + std::to_string(c.variant) + " --seed " + std::to_string(c.seed);
+}
+
+/// A case built into a context: the node under test and how to judge it.
+struct built_case {
+    tensor* out = nullptr;
+    double max_nmse = 1e-7;
+    bool exact = false;
+    double flops = 0; ///< arithmetic of one compute (0: a memory-bound op, judged in bytes)
+    double bytes = 0; ///< bytes read and written by one compute
+};
+
+/// ggml's thresholds for a node (see the file comment).
+inline double default_max_nmse(const tensor& node) {
+    if (node.op == op_kind::argmax)
+        return 0.0;
+    bool low = node.type != elem_type::f32 && node.type != elem_type::i32;
+    for (const tensor* s : node.src)
+        if (s != nullptr && s->type != elem_type::f32 && s->type != elem_type::i32)
+            low = true;
+    if (low)
+        return 5e-4;
+    if (node.op == op_kind::soft_max)
+        return 1e-6;
+    return 1e-7;
+}
+
+namespace detail {
+
+inline double uniform(std::mt19937& rng, double lo, double hi) {
+    return lo + (hi - lo) * (static_cast<double>(rng() >> 8) / static_cast<double>(1u << 24));
+}
+
+/// Fills all of contiguous host tensor t with values uniform in [lo, hi) (integers for i32).
+inline void fill(tensor& t, std::mt19937& rng, double lo, double hi) {
+    const auto n = t.nelements();
+    if (t.type == elem_type::i32) {
+        auto* p = static_cast<std::int32_t*>(t.data);
+        const auto span = static_cast<std::uint32_t>(std::max(1.0, hi - lo));
+        for (std::int64_t i = 0; i < n; ++i)
+            p[i] = static_cast<std::int32_t>(lo) + static_cast<std::int32_t>(rng() % span);
+        return;
+    }
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& x : v)
+        x = static_cast<float>(uniform(rng, lo, hi));
+    from_float_row(t.type, v.data(), t.data, n);
+}
+
+/// An input of type t with extents ne, in the layout `layout` (0 contiguous, 1 rows with
+/// a stride, 2 dims 1 and 2 permuted, 3 transposed; quantized types fall back from 3 to
+/// 1), filled with values in [lo, hi).
+inline tensor* input(context& ctx, elem_type t, const extents& ne, int layout, std::mt19937& rng,
+                     double lo = -1.0, double hi = 1.0) {
+    if (is_quantized(t) && layout == 3)
+        layout = 1;
+    tensor* root = nullptr;
+    tensor* x = nullptr;
+    switch (layout) {
+    case 1: { // every row padded by one block
+        root = ctx.new_tensor(t, {ne[0] + block_size(t), ne[1], ne[2], ne[3]});
+        x = view(ctx, root, ne, {root->nb[0], root->nb[1], root->nb[2], root->nb[3]}, 0);
+        break;
+    }
+    case 2: // [ne0, ne2, ne1, ne3] seen with dims 1 and 2 swapped
+        root = ctx.new_tensor(t, {ne[0], ne[2], ne[1], ne[3]});
+        x = permute(ctx, root, 0, 2, 1, 3);
+        break;
+    case 3: // [ne1, ne0, ...] transposed
+        root = ctx.new_tensor(t, {ne[1], ne[0], ne[2], ne[3]});
+        x = transpose(ctx, root);
+        break;
+    default:
+        root = x = ctx.new_tensor(t, {ne[0], ne[1], ne[2], ne[3]});
+        break;
+    }
+    fill(*root, rng, lo, hi);
+    root->name = "input";
+    return x;
+}
+
+inline std::int64_t pick(std::mt19937& rng, std::initializer_list<std::int64_t> l) {
+    return *(l.begin() + rng() % l.size());
+}
+inline std::int64_t upto(std::mt19937& rng, std::int64_t n) {
+    return 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(n));
+}
+/// A row length for type t: odd sizes no vector width divides; whole blocks when quantized.
+inline std::int64_t row(std::mt19937& rng, elem_type t) {
+    if (is_quantized(t))
+        return 32 * pick(rng, {1, 2, 3, 5, 7});
+    return pick(rng, {1, 2, 3, 5, 7, 9, 13, 16, 17, 31, 33, 47, 64, 65, 100, 127, 129, 257});
+}
+/// Extents for an op over rows of type t, at most about `budget` elements.
+inline extents rows_shape(std::mt19937& rng, elem_type t, std::int64_t budget = 4000) {
+    extents ne{row(rng, t), upto(rng, 7), upto(rng, 3), upto(rng, 2)};
+    for (std::size_t d = 3; d >= 1; --d)
+        while (ne[0] * ne[1] * ne[2] * ne[3] > budget && ne[d] > 1)
+            --ne[d];
+    return ne;
+}
+inline double nbytes_of(const tensor* t) {
+    if (t == nullptr)
+        return 0;
+    return static_cast<double>(t->nelements()) * static_cast<double>(type_size(t->type)) /
+           static_cast<double>(block_size(t->type));
+}
+inline double traffic(const tensor* out) {
+    double b = nbytes_of(out);
+    for (const tensor* s : out->src)
+        b += nbytes_of(s);
+    return b;
+}
+inline void require(bool ok, const std::string& why) {
+    if (!ok)
+        throw error("conformance: " + why);
+}
+inline elem_type type_at(const case_spec& c, std::size_t i) {
+    require(c.types.size() > i, c.op + " needs " + std::to_string(i + 1) + " operand types");
+    return c.types[i];
+}
+
+} // namespace detail
+
+/// A family of cases for one op.
+struct op_family {
+    std::string_view name;
+    int n_types;    ///< operand types a case names
+    int n_variants; ///< variants 0 .. n_variants - 1
+    /// Builds the case's graph in ctx (host data) from rng, seeded by the caller with
+    /// spec.seed; throws backplane::error for a spec it cannot build.
+    built_case (*build)(context& ctx, const case_spec& spec, std::mt19937& rng);
+    /// A random main shape for these operand types (test mode).
+    extents (*shape)(std::mt19937& rng, std::span<const elem_type> types);
+    /// The main shape of the perf mode.
+    extents perf_shape;
+};
+
+namespace detail {
+
+inline built_case finish(tensor* out, double flops = 0) {
+    built_case b;
+    b.out = out;
+    b.max_nmse = default_max_nmse(*out);
+    b.flops = flops;
+    b.bytes = traffic(out);
+    return b;
+}
+
+template <op_kind Op> built_case build_unary(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    const bool is_sqrt = Op == op_kind::sqrt;
+    tensor* a = input(ctx, t, c.ne, c.variant, rng, is_sqrt ? 0.0 : -6.0, is_sqrt ? 4.0 : 6.0);
+    tensor* r = nullptr;
+    switch (Op) {
+    case op_kind::scale:
+        r = scale(ctx, a, static_cast<float>(uniform(rng, -2, 2)),
+                  static_cast<float>(uniform(rng, -0.5, 0.5)));
+        break;
+    case op_kind::sqr:
+        r = sqr(ctx, a);
+        break;
+    case op_kind::sqrt:
+        r = backplane::sqrt(ctx, a);
+        break;
+    case op_kind::silu:
+        r = silu(ctx, a);
+        break;
+    case op_kind::gelu:
+        r = gelu(ctx, a);
+        break;
+    default:
+        r = relu(ctx, a);
+        break;
+    }
+    return finish(r);
+}
+
+/// variant: bits 0-3 say which of b's dims are broadcast (extent 1), bits 4-5 a's layout.
+template <op_kind Op> built_case build_binary(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type ta = type_at(c, 0), tb = type_at(c, 1);
+    extents nb = c.ne;
+    for (std::size_t d = 0; d < max_dims; ++d)
+        if (c.variant & (1 << d))
+            nb[d] = d == 0 && is_quantized(tb) ? nb[d] : 1;
+    tensor* a = input(ctx, ta, c.ne, (c.variant >> 4) & 3, rng);
+    tensor* b =
+        Op == op_kind::div ? input(ctx, tb, nb, 0, rng, 0.5, 2.0) : input(ctx, tb, nb, 0, rng);
+    tensor* r = Op == op_kind::add   ? add(ctx, a, b)
+                : Op == op_kind::sub ? sub(ctx, a, b)
+                : Op == op_kind::mul ? mul(ctx, a, b)
+                                     : div(ctx, a, b);
+    return finish(r);
+}
+
+/// sum_rows, argmax, norm, rms_norm; variant: a's layout.
+template <op_kind Op> built_case build_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    tensor* a = input(ctx, t, c.ne, c.variant, rng, -1.0, 3.0);
+    if (Op == op_kind::argmax)
+        return finish(argmax(ctx, a));
+    if (Op == op_kind::sum_rows)
+        return finish(sum_rows(ctx, a));
+    const float eps = Op == op_kind::norm ? 1e-5f : 1e-6f;
+    return finish(Op == op_kind::norm ? norm(ctx, a, eps) : rms_norm(ctx, a, eps));
+}
+
+/// variant: 0 no mask, 1 a mask of types[1] with a's rows, 2 a taller mask broadcast over
+/// dims 2 and 3.
+inline built_case build_soft_max(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    tensor* a = input(ctx, t, c.ne, 0, rng, -3.0, 3.0);
+    tensor* mask = nullptr;
+    require(c.variant > 0 || type_at(c, 1) == elem_type::f32,
+            "soft_max without a mask names the mask type f32");
+    if (c.variant > 0) {
+        const extents mne = c.variant == 1 ? c.ne : extents{c.ne[0], c.ne[1] + 2, 1, 1};
+        mask = input(ctx, type_at(c, 1), mne, 0, rng, -2.0, 2.0);
+    }
+    return finish(soft_max(ctx, a, mask, static_cast<float>(uniform(rng, 0.1, 2.0))));
+}
+
+/// ne = {k, m, n, batch}; variant: bit 0 the weights broadcast over the batch, bits 1-2
+/// the activations' layout (0 contiguous, 1 strided rows, 2 permuted, 3 transposed).
+inline built_case build_mul_mat(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type ta = type_at(c, 0), tb = type_at(c, 1);
+    const auto [k, m, n, batch] = c.ne;
+    tensor* a = input(ctx, ta, {k, m, (c.variant & 1) ? 1 : batch, 1}, 0, rng);
+    tensor* b = input(ctx, tb, {k, n, batch, 1}, (c.variant >> 1) & 3, rng);
+    built_case r = finish(mul_mat(ctx, a, b),
+                          2.0 * static_cast<double>(k) * static_cast<double>(m * n * batch));
+    r.max_nmse = ta == elem_type::f32 && tb == elem_type::f32 ? 1e-7 : 5e-4;
+    return r;
+}
+
+/// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
+inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    tensor* a = input(ctx, t, {c.ne[0], c.ne[1], c.ne[2], 1}, c.variant, rng, -4.0, 4.0);
+    tensor* idx = input(ctx, elem_type::i32, {c.ne[3], c.ne[2], 1, 1}, 0, rng, 0.0,
+                        static_cast<double>(c.ne[1]));
+    built_case r = finish(get_rows(ctx, a, idx));
+    r.exact = !is_quantized(t);
+    r.max_nmse = is_quantized(t) ? 1e-7 : 0.0;
+    return r;
+}
+
+/// a = [head_dim, heads, tokens, ne3]; variant: bit 0 neox, bit 1 rotate half the dims.
+inline built_case build_rope(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    tensor* a = input(ctx, t, c.ne, 0, rng);
+    tensor* pos = input(ctx, elem_type::i32, {c.ne[2], 1, 1, 1}, 0, rng, -64.0, 8192.0);
+    const int hd = static_cast<int>(c.ne[0]);
+    const int n_dims = (c.variant & 2) ? std::max(2, (hd / 2) & ~1) : hd;
+    return finish(rope(ctx, a, pos, n_dims, (c.variant & 1) ? rope_mode::neox : rope_mode::normal,
+                       (c.variant & 1) ? 500000.0f : 10000.0f, 1.0f));
+}
+
+/// variant: the dimension; b's extent there is 1 + (seed-driven) up to 3 (a block when
+/// quantized along dim 0).
+inline built_case build_concat(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    const int dim = c.variant & 3;
+    extents nb = c.ne;
+    nb[static_cast<std::size_t>(dim)] = dim == 0 && is_quantized(t) ? 32 : upto(rng, 3);
+    tensor* a = input(ctx, t, c.ne, 0, rng, -100, 100);
+    tensor* b = input(ctx, t, nb, 0, rng, -100, 100);
+    return finish(concat(ctx, a, b, dim));
+}
+
+/// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
+/// a row-strided view (unquantized destinations only).
+inline built_case build_cpy(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type from = type_at(c, 0), to = type_at(c, 1);
+    tensor* a = input(ctx, from, c.ne, (c.variant & 1) ? 2 : 0, rng);
+    tensor* b = input(ctx, to, c.ne, (c.variant & 2) && !is_quantized(to) ? 1 : 0, rng);
+    return finish(cpy(ctx, a, b));
+}
+
+/// cont of a (permuted, strided or transposed: variant + 1) and dup (variant 3).
+inline built_case build_cont(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    if (c.variant == 3)
+        return finish(dup(ctx, input(ctx, t, c.ne, 0, rng)));
+    return finish(cont(ctx, input(ctx, t, c.ne, c.variant + 1, rng)));
+}
+
+inline extents shape_rows(std::mt19937& rng, std::span<const elem_type> types) {
+    elem_type t = types.empty() ? elem_type::f32 : types[0];
+    for (elem_type x : types)
+        if (is_quantized(x))
+            t = x;
+    return rows_shape(rng, t);
+}
+inline extents shape_mul_mat(std::mt19937& rng, std::span<const elem_type> types) {
+    const bool quant = !types.empty() && is_quantized(types[0]);
+    const std::int64_t k =
+        quant ? 32 * pick(rng, {1, 2, 3, 5}) : pick(rng, {1, 3, 7, 16, 17, 33, 64, 65, 100, 129});
+    return {k, pick(rng, {1, 2, 3, 7, 8, 16, 17, 33}), pick(rng, {1, 2, 3, 5, 8, 9, 17}),
+            upto(rng, 3)};
+}
+inline extents shape_get_rows(std::mt19937& rng, std::span<const elem_type> types) {
+    return {row(rng, types.empty() ? elem_type::f32 : types[0]), upto(rng, 9), upto(rng, 3),
+            upto(rng, 7)};
+}
+inline extents shape_rope(std::mt19937& rng, std::span<const elem_type>) {
+    return {pick(rng, {2, 6, 10, 18, 34, 64, 66, 128}), upto(rng, 5), upto(rng, 7), upto(rng, 2)};
+}
+
+} // namespace detail
+
+/// Every family, in a fixed order.
+inline std::span<const op_family> catalogue() {
+    using namespace detail;
+    static const op_family families[] = {
+        {"add", 2, 64, &build_binary<op_kind::add>, &shape_rows, {4096, 1024, 1, 1}},
+        {"sub", 2, 64, &build_binary<op_kind::sub>, &shape_rows, {4096, 1024, 1, 1}},
+        {"mul", 2, 64, &build_binary<op_kind::mul>, &shape_rows, {4096, 1024, 1, 1}},
+        {"div", 2, 64, &build_binary<op_kind::div>, &shape_rows, {4096, 1024, 1, 1}},
+        {"scale", 1, 4, &build_unary<op_kind::scale>, &shape_rows, {4096, 1024, 1, 1}},
+        {"sqr", 1, 4, &build_unary<op_kind::sqr>, &shape_rows, {4096, 1024, 1, 1}},
+        {"sqrt", 1, 4, &build_unary<op_kind::sqrt>, &shape_rows, {4096, 1024, 1, 1}},
+        {"silu", 1, 4, &build_unary<op_kind::silu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"gelu", 1, 4, &build_unary<op_kind::gelu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"relu", 1, 4, &build_unary<op_kind::relu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"sum_rows", 1, 4, &build_rows<op_kind::sum_rows>, &shape_rows, {4096, 1024, 1, 1}},
+        {"argmax", 1, 4, &build_rows<op_kind::argmax>, &shape_rows, {32000, 32, 1, 1}},
+        {"norm", 1, 4, &build_rows<op_kind::norm>, &shape_rows, {4096, 512, 1, 1}},
+        {"rms_norm", 1, 4, &build_rows<op_kind::rms_norm>, &shape_rows, {4096, 512, 1, 1}},
+        {"soft_max", 2, 3, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
+        {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
+        {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
+        {"rope", 1, 4, &build_rope, &shape_rope, {128, 32, 512, 1}},
+        {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},
+        {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
+        {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
+    };
+    return families;
+}
+
+/// The family named `op`, or null.
+inline const op_family* find_family(std::string_view op) {
+    for (const op_family& f : catalogue())
+        if (f.name == op)
+            return &f;
+    return nullptr;
+}
+
+/// Builds spec's case in ctx; nullopt when the spec is invalid (an unknown op, types or a
+/// shape the family cannot build).
+inline std::optional<built_case> build(context& ctx, const case_spec& spec) {
+    const op_family* f = find_family(spec.op);
+    if (f == nullptr || static_cast<int>(spec.types.size()) != f->n_types || spec.variant < 0 ||
+        spec.variant >= f->n_variants)
+        return std::nullopt;
+    for (auto n : spec.ne)
+        if (n <= 0 || n > (std::int64_t{1} << 24))
+            return std::nullopt;
+    std::mt19937 rng(spec.seed);
+    try {
+        built_case b = f->build(ctx, spec, rng);
+        if (b.out == nullptr)
+            return std::nullopt;
+        return b;
+    } catch (const error&) {
+        return std::nullopt;
+    }
+}
+
+/// Every operand type combination of family f (types^n_types, in a fixed order).
+inline std::vector<std::vector<elem_type>> type_combinations(const op_family& f) {
+    std::vector<std::vector<elem_type>> out{{}};
+    for (int i = 0; i < f.n_types; ++i) {
+        std::vector<std::vector<elem_type>> next;
+        for (const auto& prefix : out)
+            for (elem_type t : all_elem_types) {
+                next.push_back(prefix);
+                next.back().push_back(t);
+            }
+        out = std::move(next);
+    }
+    return out;
+}
+
+} // namespace backplane::conformance
