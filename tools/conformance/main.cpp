@@ -22,6 +22,7 @@
 //   --cases N        random shapes per type combination (default 6)
 //   --reduced        a quick pass: 2 shapes per combination, f32 / f16 / q8_0 / i32 only
 //   --no-shrink      report failures as found
+//   --skip-missing   exit with 77 (a skipped test) when no --backend name matches a device
 //   --min-time S     perf: seconds per case (default 0.3)
 //
 // BACKPLANE_DISABLE_BACKENDS=vulkan hides compiled-in backends (registry rule).
@@ -56,6 +57,7 @@ struct options {
     int cases = 6;
     bool reduced = false;
     bool shrink = true;
+    bool skip_missing = false;
     double min_time = 0.3;
 };
 
@@ -92,7 +94,7 @@ int usage(const char* why) {
                  "usage: backplane-conformance [test|perf|support|list] [--backend NAME] [--op "
                  "NAME] [--types A,B]\n"
                  "       [--shape AxBxCxD] [--variant N] [--seed N] [--cases N] [--reduced] "
-                 "[--no-shrink] [--min-time S]\n",
+                 "[--no-shrink] [--skip-missing] [--min-time S]\n",
                  why);
     return 2;
 }
@@ -117,6 +119,8 @@ std::optional<options> parse(int argc, char** argv, std::string& error) {
             o.reduced = true;
         } else if (a == "--no-shrink") {
             o.shrink = false;
+        } else if (a == "--skip-missing") {
+            o.skip_missing = true;
         } else if (a == "--backend" || a == "--op" || a == "--types" || a == "--shape" ||
                    a == "--variant" || a == "--seed" || a == "--cases" || a == "--min-time") {
             const auto v = value();
@@ -418,9 +422,9 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (targets.empty()) {
-            std::fprintf(stderr,
-                         "backplane-conformance: no backend matches the --backend names given\n");
-            return 1;
+            std::fprintf(stderr, "backplane-conformance: no device matches the --backend names given%s\n",
+                         o->skip_missing ? ", skipping" : "");
+            return o->skip_missing ? 77 : 1;
         }
         if (o->mode == "support")
             return run_support(*o, targets);
