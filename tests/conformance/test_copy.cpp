@@ -3,6 +3,7 @@
 // the staged device-to-device path, and the errors; graph_copy (views, one buffer, fill
 // bytes, guards, allocation failure, the llama graph on another backend).
 
+#include "../support/device_copy_cases.hpp"
 #include "../support/llama_cpu.hpp"
 #include "../support/llama_graph.hpp"
 #include "../support/ref_oracle.hpp"
@@ -20,6 +21,8 @@
 #include <vector>
 
 using namespace backplane;
+using backplane::test::bytes_of;
+using backplane::test::random_bytes;
 using backplane::test::test_backend;
 using backplane::test::test_device;
 
@@ -28,10 +31,14 @@ namespace {
 enum class where { host_data, cpu_buffer, device_a, device_b };
 const char* name_of(where w) {
     switch (w) {
-    case where::host_data: return "host data";
-    case where::cpu_buffer: return "CPU buffer";
-    case where::device_a: return "test device A";
-    case where::device_b: return "test device B";
+    case where::host_data:
+        return "host data";
+    case where::cpu_buffer:
+        return "CPU buffer";
+    case where::device_a:
+        return "test device A";
+    case where::device_b:
+        return "test device B";
     }
     return "?";
 }
@@ -45,7 +52,8 @@ struct places {
     std::vector<buffer_ptr> buffers;
 
     tensor* make(where w, elem_type t, const std::array<std::int64_t, 4>& ne) {
-        if (w == where::host_data) return host.new_tensor(t, std::span<const std::int64_t>(ne));
+        if (w == where::host_data)
+            return host.new_tensor(t, std::span<const std::int64_t>(ne));
         tensor* x = meta.new_tensor(t, std::span<const std::int64_t>(ne));
         buffer_type_ref bt = w == where::cpu_buffer ? buffer_type_ref(cpu_buffer_type::instance())
                              : w == where::device_a ? buffer_type_ref(dev_a.buffer_type())
@@ -59,22 +67,10 @@ struct places {
     }
 };
 
-std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::uint8_t> v(n);
-    for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-    return v;
-}
-
-std::vector<std::uint8_t> bytes_of(const tensor& t) {
-    std::vector<std::uint8_t> v(t.nbytes());
-    REQUIRE(tensor_get(t, v.data(), 0, v.size()).ok());
-    return v;
-}
-
 } // namespace
 
-TEST_CASE("tensor_copy: contiguous tensors in every direction among host data, CPU and device buffers") {
+TEST_CASE(
+    "tensor_copy: contiguous tensors in every direction among host data, CPU and device buffers") {
     const where all[] = {where::host_data, where::cpu_buffer, where::device_a, where::device_b};
     for (const elem_type type : {elem_type::f32, elem_type::q8_0, elem_type::f16})
         for (where from : all)
@@ -87,7 +83,8 @@ TEST_CASE("tensor_copy: contiguous tensors in every direction among host data, C
                 REQUIRE(tensor_set(*src, data.data(), 0, data.size()).ok());
                 p.dev_a.reset_counters();
                 REQUIRE(tensor_copy(*src, *dst).ok());
-                if (from == where::device_a && to == where::device_a) { // the device-side path, no host staging
+                if (from == where::device_a &&
+                    to == where::device_a) { // the device-side path, no host staging
                     CHECK(p.dev_a.counters().n_copies() == 1);
                     CHECK(p.dev_a.counters().n_gets() == 0);
                 }
@@ -97,7 +94,8 @@ TEST_CASE("tensor_copy: contiguous tensors in every direction among host data, C
 
 TEST_CASE("tensor_copy: strided views copy their elements and leave the holes alone") {
     for (where to : {where::host_data, where::cpu_buffer, where::device_a})
-        for (std::size_t max_runs : {std::size_t{1}, std::size_t{1000}}) { // read-modify-write, then run by run
+        for (std::size_t max_runs :
+             {std::size_t{1}, std::size_t{1000}}) { // read-modify-write, then run by run
             INFO("to " << name_of(to) << ", max_device_runs " << max_runs);
             places p;
             tensor* sroot = p.make(where::device_b, elem_type::f32, {9, 7, 2, 1});
@@ -107,15 +105,19 @@ TEST_CASE("tensor_copy: strided views copy their elements and leave the holes al
             const std::vector<std::uint8_t> fill(droot->nbytes(), 0x5a);
             REQUIRE(tensor_set(*droot, fill.data(), 0, fill.size()).ok());
             // the transposed [7, 9] views of rows 0 of both, and strided rows
-            tensor* sv = transpose(p.meta, view_3d(p.meta, sroot, 9, 7, 1, sroot->nb[1], sroot->nb[2], 0));
-            tensor* dv = transpose(p.meta, view_3d(p.meta, droot, 9, 7, 1, droot->nb[1], droot->nb[2], 0));
+            tensor* sv =
+                transpose(p.meta, view_3d(p.meta, sroot, 9, 7, 1, sroot->nb[1], sroot->nb[2], 0));
+            tensor* dv =
+                transpose(p.meta, view_3d(p.meta, droot, 9, 7, 1, droot->nb[1], droot->nb[2], 0));
             REQUIRE(init_view(*sv).ok());
-            if (dv->data == nullptr) REQUIRE(init_view(*dv).ok());
+            if (dv->data == nullptr)
+                REQUIRE(init_view(*dv).ok());
             REQUIRE(tensor_copy(*sv, *dv, {.max_device_runs = max_runs}).ok());
             const auto got = bytes_of(*droot);
             // batch 0 copied, batch 1 (the hole of the view) still 0x5a
             const std::size_t half = droot->nbytes() / 2;
-            CHECK(std::equal(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(half), data.begin()));
+            CHECK(std::equal(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(half),
+                             data.begin()));
             CHECK(std::all_of(got.begin() + static_cast<std::ptrdiff_t>(half), got.end(),
                               [](std::uint8_t b) { return b == 0x5a; }));
 
@@ -123,7 +125,8 @@ TEST_CASE("tensor_copy: strided views copy their elements and leave the holes al
             tensor* srows = view_2d(p.meta, sroot, 9, 3, 2 * sroot->nb[1], sroot->nb[2]);
             tensor* drows = view_2d(p.meta, droot, 9, 3, 2 * droot->nb[1], droot->nb[2]);
             REQUIRE(init_view(*srows).ok());
-            if (drows->data == nullptr) REQUIRE(init_view(*drows).ok());
+            if (drows->data == nullptr)
+                REQUIRE(init_view(*drows).ok());
             REQUIRE(tensor_copy(*srows, *drows, {.max_device_runs = max_runs}).ok());
             const auto got2 = bytes_of(*droot);
             const std::size_t row = 9 * 4;
@@ -205,8 +208,8 @@ TEST_CASE("tensor_copy_async: queued on the destination's stream, or the synchro
     CHECK(bb.counters().n_copy_async_refused() == 1);
     CHECK(bytes_of(*b) == data);
 
-    CHECK(tensor_copy_async(ba, bb, *h, *p.make(where::device_b, elem_type::f32, {4, 4, 1, 1})).code() ==
-          errc::invalid_argument);
+    CHECK(tensor_copy_async(ba, bb, *h, *p.make(where::device_b, elem_type::f32, {4, 4, 1, 1}))
+              .code() == errc::invalid_argument);
 }
 
 namespace {
@@ -236,7 +239,8 @@ struct small_graph {
 
 } // namespace
 
-TEST_CASE("graph_copy: one buffer, views on their copied sources, data copied, same result on another backend") {
+TEST_CASE("graph_copy: one buffer, views on their copied sources, data copied, same result on "
+          "another backend") {
     small_graph s;
     test_device dev({.name = "TD"});
     test_backend be = dev.make_backend();
@@ -258,7 +262,8 @@ TEST_CASE("graph_copy: one buffer, views on their copied sources, data copied, s
             CHECK(c->view_src == copy->find(o->view_src));
             CHECK(c->view_offs == o->view_offs);
         }
-        for (std::size_t j = 0; j < max_srcs; ++j) CHECK(c->src[j] == copy->find(o->src[j]));
+        for (std::size_t j = 0; j < max_srcs; ++j)
+            CHECK(c->src[j] == copy->find(o->src[j]));
     }
     CHECK(bytes_of(copy->at(*s.x)) == bytes_of(*s.x));
     CHECK(bytes_of(copy->at(*s.w)) == bytes_of(*s.w));
@@ -268,7 +273,8 @@ TEST_CASE("graph_copy: one buffer, views on their copied sources, data copied, s
     REQUIRE(cpu.compute(s.g).ok());
     REQUIRE(be.compute(g2).ok());
     REQUIRE(be.synchronize().ok());
-    CHECK(test::nmse_of(tensor_read_f32(*s.y).value(), tensor_read_f32(copy->at(*s.y)).value()) < 1e-10);
+    CHECK(test::nmse_of(tensor_read_f32(*s.y).value(), tensor_read_f32(copy->at(*s.y)).value()) <
+          1e-10);
     copy = result<copied_graph>(status(errc::invalid_argument, "gone"));
     CHECK(dev.live_buffers() == 0); // freed as one object
 }
@@ -303,7 +309,8 @@ TEST_CASE("graph_copy: an allocation failure is a status and nothing leaks") {
     CHECK(dev.live_buffers() == 0);
 }
 
-TEST_CASE("graph_copy: the llama reference graph, computed on CPU, copied onto the test device computes the same") {
+TEST_CASE("graph_copy: the llama reference graph, computed on CPU, copied onto the test device "
+          "computes the same") {
     const auto p = test::small_llama();
     test::llama_instance s(p);
     test_device dev({.name = "TD"});

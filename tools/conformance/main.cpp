@@ -25,7 +25,9 @@
 //   --skip-missing   exit with 77 (a skipped test) when no --backend name matches a device
 //   --min-time S     perf: seconds per case (default 0.3)
 //
-// BACKPLANE_DISABLE_BACKENDS=vulkan hides compiled-in backends (registry rule).
+// Backend plugins found by the registry (libbackplane-<name>.so in the directories of
+// BACKPLANE_BACKEND_DIR and beside this program) are loaded and tested like compiled-in
+// backends. BACKPLANE_DISABLE_BACKENDS=vulkan hides backends (registry rule).
 
 #include <backplane/backplane.hpp>
 #include <backplane/conformance.hpp>
@@ -395,6 +397,11 @@ int main(int argc, char** argv) {
         const auto o = parse(argc, argv, why);
         if (!o)
             return usage(why.c_str());
+
+        // backend plugins (libbackplane-*.so in BACKPLANE_BACKEND_DIR and beside this
+        // program) join the compiled-in backends; none found is no error
+        if (auto loaded = registry::global().load_all(); loaded && loaded->loaded() > 0)
+            std::fprintf(stderr, "backplane-conformance: %zu backend plugin(s) loaded\n", loaded->loaded());
 
         std::vector<target> targets;
         for (any_device& d : registry::global().devices()) {

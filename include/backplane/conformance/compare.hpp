@@ -101,8 +101,8 @@ template <class B1, class B2>
     for (tensor* t : g2.nodes())
         if (!is_view_op(t->op) && t->op != op_kind::none && !b2.supports_op(*t))
             return status(errc::not_supported, "compare_backends: " + std::string(b2.name()) +
-                                                   " does not support " + detail::describe(t) + " (op " +
-                                                   std::string(to_string(t->op)) + ")");
+                                                   " does not support " + detail::describe(t) +
+                                                   " (op " + std::string(to_string(t->op)) + ")");
 
     if (!o.nodes.empty()) {
         if (auto s = detail::compute_and_wait(b1, g, "backend 1", nullptr); !s)
