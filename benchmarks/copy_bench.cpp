@@ -15,6 +15,7 @@
 #include "../tests/support/llama_graph.hpp"
 
 #include <backplane/backplane.hpp>
+#include <backplane/memory/graph_copy.hpp>
 
 #include <benchmark/benchmark.h>
 

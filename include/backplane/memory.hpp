@@ -8,4 +8,3 @@
 #include <backplane/memory/tensor_alloc.hpp>
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/memory/tensor_copy.hpp>
-#include <backplane/memory/graph_copy.hpp>

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -117,12 +118,17 @@ inline void poison_root(tensor& t) {
 }
 
 inline std::string describe_failure(const comparison& c, double max_nmse, bool exact) {
-    std::string s = "nmse " + std::to_string(c.nmse) + " (max " + std::to_string(max_nmse) + ")";
+    auto g = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3g", v);
+        return std::string(buf);
+    };
+    std::string s = "nmse " + g(c.nmse) + " (max " + g(max_nmse) + ")";
     if (c.bad_values)
         s += ", " + std::to_string(c.bad_values) + " NaN/inf values";
     if (exact && c.mismatches)
         s += ", " + std::to_string(c.mismatches) + " elements differ (exact op)";
-    s += ", max abs error " + std::to_string(c.max_abs_err) + " at element " +
+    s += ", max abs error " + g(c.max_abs_err) + " at element " +
          std::to_string(c.worst);
     return s;
 }
