@@ -3,13 +3,17 @@
 // memory, async transfers and device-side copies, events between streams, timing,
 // CUDA graphs captured on the second sight of a graph and replayed after, errors naming
 // their node, and the scheduler with {cuda, cpu} on the llama-like reference graph equal
-// to the CPU alone, with cuBLAS and with the own kernels.
+// to the CPU alone, with cuBLAS and with the own kernels. Then the copy utilities and
+// the conformance runner on the device (tensor_copy, graph_copy, compare_backends, a
+// slice of the catalogue).
 
 #include <backplane/backends/cuda.hpp>
 #include <backplane/backplane.hpp>
+#include <backplane/enabled.hpp>
 #include <backplane/runtime.hpp>
 #include <backplane/sched.hpp>
 
+#include "../../support/device_copy_cases.hpp"
 #include "../../support/llama_cpu.hpp"
 #include "../../support/ref_oracle.hpp"
 
@@ -316,4 +320,46 @@ TEST_CASE("cuda + scheduler: the llama graph split between CUDA and the CPU equa
         }
         CHECK(be->stats().replays > 0);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The copy utilities and the conformance runner on this device
+// (tests/support/device_copy_cases.hpp): tensor_copy in every direction,
+// tensor_copy_async, graph_copy of the llama graph, compare_backends, a slice of the
+// catalogue.
+
+static_assert(is_enabled_backend<cuda_backend>);
+
+namespace {
+
+std::optional<cuda_device> open_for_copy_cases() {
+    auto dev = cuda_device::open({.index = 0});
+    if (!dev) {
+        WARN("no usable CUDA device, skipping: " << dev.error().describe());
+        return std::nullopt;
+    }
+    return std::move(*dev);
+}
+
+} // namespace
+
+TEST_CASE("cuda: tensor_copy in every direction among host data, CPU, CUDA and the test device") {
+    if (auto dev = open_for_copy_cases())
+        test::copies_every_direction(*dev, "CUDA");
+}
+
+TEST_CASE("cuda: tensor_copy_async on the CUDA stream") {
+    if (auto dev = open_for_copy_cases())
+        test::copy_async_on_stream(*dev, "CUDA");
+}
+
+TEST_CASE(
+    "cuda: graph_copy of the llama reference graph computes the same logits, node by node too") {
+    if (auto dev = open_for_copy_cases())
+        test::llama_graph_copy(*dev, "CUDA");
+}
+
+TEST_CASE("cuda: a slice of the catalogue passes against the reference") {
+    if (auto dev = open_for_copy_cases())
+        test::catalogue_slice(*dev, "CUDA");
 }

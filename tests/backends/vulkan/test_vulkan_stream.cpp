@@ -2,12 +2,16 @@
 // dependent dispatches, recordings reused when a graph runs again, two logical devices
 // with copies between them, and the scheduler over {vulkan, cpu} and {vulkan, vulkan,
 // cpu} on the llama-like reference graph against the CPU alone. Staging forced on and
-// off. Every validation-layer message fails the test.
+// off. Every validation-layer message fails the test. Then the copy utilities and the
+// conformance runner on the device (tensor_copy, graph_copy, compare_backends, a slice of
+// the catalogue).
 
 #include <backplane/backends/vulkan.hpp>
 #include <backplane/backplane.hpp>
+#include <backplane/enabled.hpp>
 #include <backplane/sched.hpp>
 
+#include "../../support/device_copy_cases.hpp"
 #include "../../support/llama_cpu.hpp"
 #include "../../support/ref_oracle.hpp"
 
@@ -16,6 +20,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -373,4 +378,47 @@ TEST_CASE("vulkan stream: one graph queued several times without waiting runs in
         REQUIRE(got[i] == want);
     }
     check_validation();
+}
+
+// ---------------------------------------------------------------------------------------
+// The copy utilities and the conformance runner on this device
+// (tests/support/device_copy_cases.hpp): tensor_copy in every direction,
+// tensor_copy_async, graph_copy of the llama graph, compare_backends, a slice of the
+// catalogue.
+
+static_assert(is_enabled_backend<vulkan_backend>);
+
+namespace {
+
+std::optional<vulkan_device> open_for_copy_cases() {
+    auto dev = vulkan_device::open({.index = 0});
+    if (!dev) {
+        WARN("no Vulkan device, skipping: " << dev.error().describe());
+        return std::nullopt;
+    }
+    return std::move(*dev);
+}
+
+} // namespace
+
+TEST_CASE(
+    "vulkan: tensor_copy in every direction among host data, CPU, Vulkan and the test device") {
+    if (auto dev = open_for_copy_cases())
+        test::copies_every_direction(*dev, "Vulkan");
+}
+
+TEST_CASE("vulkan: tensor_copy_async on the Vulkan stream") {
+    if (auto dev = open_for_copy_cases())
+        test::copy_async_on_stream(*dev, "Vulkan");
+}
+
+TEST_CASE(
+    "vulkan: graph_copy of the llama reference graph computes the same logits, node by node too") {
+    if (auto dev = open_for_copy_cases())
+        test::llama_graph_copy(*dev, "Vulkan");
+}
+
+TEST_CASE("vulkan: a slice of the catalogue passes against the reference") {
+    if (auto dev = open_for_copy_cases())
+        test::catalogue_slice(*dev, "Vulkan");
 }
