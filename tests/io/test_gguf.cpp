@@ -41,24 +41,24 @@ struct sample {
         v->name = "vector";
         test::fill_random(*v, rng);
         tensors.push_back(v);
-        w.set("general.architecture", "llama");
-        w.set("u8", std::uint8_t{200});
-        w.set("i8", std::int8_t{-100});
-        w.set("u16", std::uint16_t{60000});
-        w.set("i16", std::int16_t{-30000});
-        w.set("u32", std::uint32_t{4000000000u});
-        w.set("i32", std::int32_t{-2000000000});
-        w.set("f32", 1.5f);
-        w.set("bool", true);
-        w.set("u64", std::uint64_t{1} << 40);
-        w.set("i64", -(std::int64_t{1} << 40));
-        w.set("f64", 0.125);
+        REQUIRE(w.set("general.architecture", "llama").ok());
+        REQUIRE(w.set("u8", std::uint8_t{200}).ok());
+        REQUIRE(w.set("i8", std::int8_t{-100}).ok());
+        REQUIRE(w.set("u16", std::uint16_t{60000}).ok());
+        REQUIRE(w.set("i16", std::int16_t{-30000}).ok());
+        REQUIRE(w.set("u32", std::uint32_t{4000000000u}).ok());
+        REQUIRE(w.set("i32", std::int32_t{-2000000000}).ok());
+        REQUIRE(w.set("f32", 1.5f).ok());
+        REQUIRE(w.set("bool", true).ok());
+        REQUIRE(w.set("u64", std::uint64_t{1} << 40).ok());
+        REQUIRE(w.set("i64", -(std::int64_t{1} << 40)).ok());
+        REQUIRE(w.set("f64", 0.125).ok());
         gg::array names{gg::value_type::string, {gg::value("a"), gg::value("bc")}};
         gg::array nested{
             gg::value_type::array,
             {gg::value(gg::array{gg::value_type::i32, {std::int32_t{1}, std::int32_t{2}}})}};
-        w.set("tokenizer.ggml.tokens", names);
-        w.set("nested", nested);
+        REQUIRE(w.set("tokenizer.ggml.tokens", names).ok());
+        REQUIRE(w.set("nested", nested).ok());
         for (tensor* t : tensors)
             REQUIRE(w.add_tensor(*t).ok());
     }
@@ -126,7 +126,7 @@ TEST_CASE("gguf: round trip of every tensor type and every metadata value type")
     // writing the parsed file again gives the same bytes
     gg::writer again;
     for (const auto& [k, v] : f->metadata())
-        again.set(k, v);
+        REQUIRE(again.set(k, v).ok());
     context ctx{context_params{.no_alloc = true}};
     auto l = f->load(ctx);
     REQUIRE(l);
@@ -202,7 +202,7 @@ TEST_CASE("gguf: malformed files are rejected with a clear status") {
     tensor* t = ctx.new_tensor(elem_type::f32, {8, 2});
     t->name = "w";
     gg::writer w;
-    w.set("k", std::uint32_t{7});
+    REQUIRE(w.set("k", std::uint32_t{7}).ok());
     REQUIRE(w.add_tensor(*t).ok());
     const auto good = w.bytes();
     REQUIRE(gg::file::parse(as_span(good)));
