@@ -9,6 +9,8 @@
 # lavapipe) and the validation layers (vulkan-validationlayers).
 BACKPLANE_PACKAGES="cmake ninja-build g++ pkg-config catch2 libfmt-dev libbenchmark-dev libopenblas-dev"
 BACKPLANE_PACKAGES+=" libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers"
+# clang (with its libFuzzer runtime): the GGUF reader's fuzz test
+BACKPLANE_PACKAGES+=" clang"
 
 backplane_deps() {
     if ! command -v dpkg-query >/dev/null 2>&1; then
