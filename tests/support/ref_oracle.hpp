@@ -19,6 +19,7 @@
 //
 // Call ref_forward before computing an in-place node: it reads the sources' memory.
 
+#include <backplane/conformance/catalogue.hpp>
 #include <backplane/core.hpp>
 
 #include <algorithm>
@@ -650,20 +651,7 @@ inline comparison compare(const ref_tensor& expected, const tensor& actual,
     return compare(expected, read(actual), rel_floor);
 }
 
-/// ggml test-backend-ops' NMSE threshold for a node: 0 (exact) for argmax, 5e-4 when a
-/// non-f32 value type (f16, bf16, quantized) takes part, 1e-6 for soft_max, 1e-7 else.
-inline double default_max_nmse(const tensor& node) {
-    if (node.op == op_kind::argmax)
-        return 0.0;
-    bool low_precision = node.type != elem_type::f32 && node.type != elem_type::i32;
-    for (const tensor* s : node.src)
-        if (s != nullptr && s->type != elem_type::f32 && s->type != elem_type::i32)
-            low_precision = true;
-    if (low_precision)
-        return 5e-4;
-    if (node.op == op_kind::soft_max)
-        return 1e-6;
-    return 1e-7;
-}
+/// ggml test-backend-ops' NMSE threshold for a node (the conformance catalogue's).
+inline double default_max_nmse(const tensor& node) { return conformance::default_max_nmse(node); }
 
 } // namespace backplane::test

@@ -75,13 +75,6 @@ std::vector<std::string> split(std::string_view s) {
     return out;
 }
 
-bool iequal(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
-
 template <class T> std::optional<T> number(std::string_view s) {
     T v{};
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -401,14 +394,16 @@ int main(int argc, char** argv) {
         // backend plugins (libbackplane-*.so in BACKPLANE_BACKEND_DIR and beside this
         // program) join the compiled-in backends; none found is no error
         if (auto loaded = registry::global().load_all(); loaded && loaded->loaded() > 0)
-            std::fprintf(stderr, "backplane-conformance: %zu backend plugin(s) loaded\n", loaded->loaded());
+            std::fprintf(stderr, "backplane-conformance: %zu backend plugin(s) loaded\n",
+                         loaded->loaded());
 
         std::vector<target> targets;
         for (any_device& d : registry::global().devices()) {
             const std::string name(d.name());
             if (!o->backends.empty() &&
-                std::none_of(o->backends.begin(), o->backends.end(),
-                             [&](const std::string& b) { return iequal(b, name); }))
+                std::none_of(o->backends.begin(), o->backends.end(), [&](const std::string& b) {
+                    return backplane::detail::iequal(b, name);
+                }))
                 continue;
             auto b = d.make_backend();
             if (!b) {
@@ -429,7 +424,8 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (targets.empty()) {
-            std::fprintf(stderr, "backplane-conformance: no device matches the --backend names given%s\n",
+            std::fprintf(stderr,
+                         "backplane-conformance: no device matches the --backend names given%s\n",
                          o->skip_missing ? ", skipping" : "");
             return o->skip_missing ? 77 : 1;
         }

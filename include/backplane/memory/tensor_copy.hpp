@@ -181,9 +181,12 @@ inline status write_runs(tensor& dst, const std::byte* from, const tensor_copy_o
 
 } // namespace detail
 
-/// Copies src's data into dst (same layout), blocking until it is done. See the file
-/// comment for the paths taken.
+/// Copies src's data into dst (same layout), blocking until it is done, staging through
+/// `staging` where a copy goes through host memory: a caller that copies often (the
+/// scheduler, a collective) keeps one vector and pays for its allocation once. See the
+/// file comment for the paths taken.
 [[nodiscard]] inline status tensor_copy(const tensor& src, tensor& dst,
+                                        std::vector<std::byte>& staging,
                                         const tensor_copy_options& o = {}) {
     if (auto s = detail::check_copy("tensor_copy", src, dst); !s)
         return s;
@@ -205,7 +208,6 @@ inline status write_runs(tensor& dst, const std::byte* from, const tensor_copy_o
         if (dst_host)
             return tensor_get(src, dst.data, 0, n);
         // device to device through a bounded staging area
-        std::vector<std::byte> staging;
         const std::size_t chunk = std::max<std::size_t>(o.staging_chunk, 1);
         if (auto s = detail::stage_alloc(staging, std::min(n, chunk), src); !s)
             return s;
@@ -220,7 +222,7 @@ inline status write_runs(tensor& dst, const std::byte* from, const tensor_copy_o
     }
 
     // a view with holes: never write the holes of dst
-    std::vector<std::byte> staging, scratch;
+    std::vector<std::byte> scratch; // a device destination's span, for read-modify-write
     const std::byte* from = nullptr;
     if (src_host) {
         from = static_cast<const std::byte*>(src.data);
@@ -232,6 +234,13 @@ inline status write_runs(tensor& dst, const std::byte* from, const tensor_copy_o
         from = staging.data();
     }
     return detail::write_runs(dst, from, o, scratch);
+}
+
+/// tensor_copy with a staging vector of its own.
+[[nodiscard]] inline status tensor_copy(const tensor& src, tensor& dst,
+                                        const tensor_copy_options& o = {}) {
+    std::vector<std::byte> staging;
+    return tensor_copy(src, dst, staging, o);
 }
 
 /// Copies src into dst on the stream of `to` (dst's backend) when it can queue the copy

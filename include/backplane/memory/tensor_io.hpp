@@ -123,28 +123,4 @@ inline status tensor_memset(tensor& t, std::uint8_t value, std::size_t offset, s
     return {};
 }
 
-namespace detail {
-
-/// The host-side copy of one tensor's bytes into another of the same layout, wherever
-/// both live: a device-side copy where the destination's buffer can do it, else through
-/// host memory (directly when one side is host memory, through a staging vector when
-/// neither is).
-inline status copy_tensor_blocking(const tensor& src, tensor& dst, std::vector<std::byte>& staging) {
-    const std::size_t n = src.nbytes();
-    if (dst.buffer != nullptr && dst.buffer->copy_tensor(src, dst)) return {};
-    const bool src_host = src.buffer == nullptr ? src.data != nullptr : src.buffer->is_host();
-    const bool dst_host = dst.buffer == nullptr ? dst.data != nullptr : dst.buffer->is_host();
-    if (src_host) return tensor_set(dst, src.data, 0, n);
-    if (dst_host) return tensor_get(src, dst.data, 0, n);
-    try {
-        if (staging.size() < n) staging.resize(n);
-    } catch (const std::bad_alloc&) {
-        return {errc::alloc_failed, "out of host memory staging a copy of '" + src.name + "'"};
-    }
-    if (auto s = tensor_get(src, staging.data(), 0, n); !s) return s;
-    return tensor_set(dst, staging.data(), 0, n);
-}
-
-} // namespace detail
-
 } // namespace backplane

@@ -8,19 +8,8 @@
 // cpu_reg(), blas_reg(), vulkan_reg() and cuda_reg() are also what a plugin of that
 // backend returns.
 
-#include <backplane/backends/cpu.hpp>
+#include <backplane/enabled.hpp> // the headers of the backends compiled in
 #include <backplane/runtime/reg.hpp>
-
-#if defined(BACKPLANE_WITH_BLAS) && BACKPLANE_WITH_BLAS
-#include <backplane/backends/blas.hpp>
-#endif
-#if defined(BACKPLANE_WITH_VULKAN) && BACKPLANE_WITH_VULKAN
-#include <backplane/backends/vulkan.hpp>
-#endif
-
-#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
-#include <backplane/backends/cuda.hpp>
-#endif
 
 #include <string>
 #include <vector>

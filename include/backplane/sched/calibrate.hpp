@@ -26,6 +26,7 @@
 #include <backplane/core/graph.hpp>
 #include <backplane/core/ops.hpp>
 #include <backplane/memory/alloc_tensors.hpp>
+#include <backplane/memory/tensor_copy.hpp>
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/sched/backend_set.hpp>
 #include <backplane/sched/cost_model.hpp>
@@ -156,7 +157,7 @@ link_profile measure_link(Set& set, std::size_t from, std::size_t to, const cali
                 const auto t0 = std::chrono::steady_clock::now();
                 if (set.copy_async(to, *s, *d)) {
                     if (!set.synchronize(to)) return std::nullopt;
-                } else if (!detail::copy_tensor_blocking(*s, *d, staging)) {
+                } else if (!tensor_copy(*s, *d, staging)) {
                     return std::nullopt;
                 }
                 const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

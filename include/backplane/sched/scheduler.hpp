@@ -54,6 +54,7 @@
 #include <backplane/core/detail/tensor_map.hpp>
 #include <backplane/memory/graph_alloc.hpp>
 #include <backplane/memory/host_buffer.hpp>
+#include <backplane/memory/tensor_copy.hpp>
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/sched/backend_set.hpp>
 #include <backplane/sched/placement.hpp>
@@ -1423,7 +1424,7 @@ private:
                 // once the backend no longer reads this slot
                 if (status st = host_wait_readers(); !st) return st;
                 if (status st = set_.event_sync(b, cur_copy_); !st) return st;
-                if (status st = detail::copy_tensor_blocking(in, cp, staging_); !st) return st;
+                if (status st = tensor_copy(in, cp, staging_); !st) return st;
                 continue;
             }
             // device memory: the destination's stream copies it when it gets there; the
@@ -1437,7 +1438,7 @@ private:
             if (status st = set_.synchronize(a); !st) return st;
             if (status st = host_wait_readers(); !st) return st;
             if (status st = set_.event_sync(b, cur_copy_); !st) return st;
-            if (status st = detail::copy_tensor_blocking(in, cp, staging_); !st) return st;
+            if (status st = tensor_copy(in, cp, staging_); !st) return st;
         }
         return {};
     }

@@ -330,36 +330,23 @@ TEST_CASE("cuda + scheduler: the llama graph split between CUDA and the CPU equa
 
 static_assert(is_enabled_backend<cuda_backend>);
 
-namespace {
-
-std::optional<cuda_device> open_for_copy_cases() {
-    auto dev = cuda_device::open({.index = 0});
-    if (!dev) {
-        WARN("no usable CUDA device, skipping: " << dev.error().describe());
-        return std::nullopt;
-    }
-    return std::move(*dev);
-}
-
-} // namespace
-
 TEST_CASE("cuda: tensor_copy in every direction among host data, CPU, CUDA and the test device") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip())
         test::copies_every_direction(*dev, "CUDA");
 }
 
 TEST_CASE("cuda: tensor_copy_async on the CUDA stream") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip())
         test::copy_async_on_stream(*dev, "CUDA");
 }
 
 TEST_CASE(
     "cuda: graph_copy of the llama reference graph computes the same logits, node by node too") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip())
         test::llama_graph_copy(*dev, "CUDA");
 }
 
 TEST_CASE("cuda: a slice of the catalogue passes against the reference") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip())
         test::catalogue_slice(*dev, "CUDA");
 }

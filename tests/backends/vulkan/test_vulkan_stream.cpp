@@ -388,37 +388,24 @@ TEST_CASE("vulkan stream: one graph queued several times without waiting runs in
 
 static_assert(is_enabled_backend<vulkan_backend>);
 
-namespace {
-
-std::optional<vulkan_device> open_for_copy_cases() {
-    auto dev = vulkan_device::open({.index = 0});
-    if (!dev) {
-        WARN("no Vulkan device, skipping: " << dev.error().describe());
-        return std::nullopt;
-    }
-    return std::move(*dev);
-}
-
-} // namespace
-
 TEST_CASE(
     "vulkan: tensor_copy in every direction among host data, CPU, Vulkan and the test device") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip(false))
         test::copies_every_direction(*dev, "Vulkan");
 }
 
 TEST_CASE("vulkan: tensor_copy_async on the Vulkan stream") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip(false))
         test::copy_async_on_stream(*dev, "Vulkan");
 }
 
 TEST_CASE(
     "vulkan: graph_copy of the llama reference graph computes the same logits, node by node too") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip(false))
         test::llama_graph_copy(*dev, "Vulkan");
 }
 
 TEST_CASE("vulkan: a slice of the catalogue passes against the reference") {
-    if (auto dev = open_for_copy_cases())
+    if (auto dev = open_or_skip(false))
         test::catalogue_slice(*dev, "Vulkan");
 }

@@ -26,6 +26,7 @@
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
+#include <backplane/memory/tensor_copy.hpp>
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/runtime/any.hpp>
 
@@ -80,8 +81,8 @@ protected:
 namespace detail {
 
 /// Copies src (on one device) into dst (on another) of the same layout: the destination
-/// backend's asynchronous copy where it has one for these buffers, else the blocking
-/// copy of the memory layer (device-side or through the host). Copies between host
+/// backend's asynchronous copy where it has one for these buffers, else tensor_copy
+/// (device-side or through the host). Copies between host
 /// buffers run in parallel; others take `serial`, as two devices' transfer paths may
 /// touch the same device from two threads.
 inline status copy_between(any_backend& dst_backend, const tensor& src, tensor& dst, std::mutex& serial) {
@@ -89,8 +90,7 @@ inline status copy_between(any_backend& dst_backend, const tensor& src, tensor& 
     std::unique_lock lock(serial, std::defer_lock);
     if (!on_host) lock.lock();
     if (dst_backend.copy_tensor_async(src, dst)) return {};
-    std::vector<std::byte> staging;
-    return backplane::detail::copy_tensor_blocking(src, dst, staging);
+    return backplane::tensor_copy(src, dst);
 }
 
 /// A 1-d f32 view of elements [first, first + count) of contiguous tensor t.
