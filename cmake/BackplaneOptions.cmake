@@ -6,6 +6,8 @@ include_guard(GLOBAL)
 option(BACKPLANE_BUILD_TESTS "Build the backplane tests" ${PROJECT_IS_TOP_LEVEL})
 option(BACKPLANE_BUILD_EXAMPLES "Build the backplane examples" ${PROJECT_IS_TOP_LEVEL})
 option(BACKPLANE_BUILD_BENCHMARKS "Build the backplane benchmarks" ${PROJECT_IS_TOP_LEVEL})
+option(BACKPLANE_HEADER_CHECK
+    "With the tests: check that every public header compiles on its own (ctest header_self_containment)" ON)
 option(BACKPLANE_BUILD_PLUGINS "Build the enabled backends as plugins (libbackplane-<name>.so)" ${PROJECT_IS_TOP_LEVEL})
 
 # Optional backends are tri-state: AUTO enables a backend when its dependency is
