@@ -1,0 +1,621 @@
+// llama: a llama-style decoder run across the devices of this machine.
+//
+//   llama [--model FILE] [--device NAME] [--gpu-layers N] [--policy cost|greedy]
+//         [--pipeline N] [--batch N] [--threads N] [--prompt N] [--gen N] [--check] ...
+//
+// 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's tensor
+//    names (model.hpp). Without --model, or when the file does not exist, it first writes
+//    a deterministic random-weight model (--n-layer, --n-embd, ... --wtype, --seed), so it
+//    always runs. Weights left on the CPU are read in place over the file's memory
+//    mapping; the last --gpu-layers layers (and the output) are copied to the device.
+// 2. The device is --device NAME from the registry, else the best GPU-like one: a GPU,
+//    else the first Vulkan or CUDA device (Mesa's lavapipe, a CPU Vulkan driver, counts),
+//    else none. The CPU backend runs the rest; a scheduler (the cost policy or ggml's
+//    greedy rules) splits every step's graph between them and prints its plan: splits,
+//    copies per step and their bytes, peak memory per device.
+// 3. Processes a prompt of random token ids (there is no tokenizer: the model is random
+//    or its vocabulary unknown here) in batches, queued asynchronously (with --pipeline
+//    N > 1 the host prepares batch k + 1 while batch k runs), then generates tokens one by
+//    one greedily with the KV cache, and prints tokens per second for both.
+// 4. With --check, runs the whole sequence again on the CPU alone, in one batch, and
+//    compares the logits of every step with it: normalized mean squared error at most
+//    2e-3, else exit status 1.
+//
+// Exit status: 0 done, 1 failure, 2 bad command line, 77 --require-device and the device
+// named by --device is missing.
+
+#include "model.hpp"
+
+#include <backplane/runtime.hpp>
+#include <backplane/sched.hpp>
+#include <backplane/sched/cost_policy.hpp>
+
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using namespace backplane;
+using clock_type = std::chrono::steady_clock;
+
+struct options {
+    std::filesystem::path model_path;
+    bool write_model = false;
+    llama::hparams hp;                 // of a model written here
+    elem_type wtype = elem_type::q8_0; // of a model written here
+    std::uint32_t seed = 1;
+    bool tied = false;
+    int n_prompt = 64;
+    int n_gen = 32;
+    int batch = 0;       // 0: the whole prompt in one batch
+    int gpu_layers = -1; // -1: every layer and the output
+    int threads = 0;
+    std::string device;
+    bool require_device = false;
+    std::string policy = "cost";
+    int pipeline = 1;
+    elem_type cache_type = elem_type::f32;
+    int kv_pad = 32;
+    bool check = false;
+    bool quiet = false;
+    bool plan = false;
+};
+
+constexpr const char* usage = R"(usage: llama [options]
+model:
+  --model FILE        GGUF model (llama.cpp names); written first when missing or with
+                      --write-model (default: a file in the temporary directory)
+  --write-model       (re)write FILE with random weights
+  --n-layer N --n-embd N --n-head N --n-head-kv N --n-ff N --n-vocab N --n-ctx N
+                      shape of a written model (default 8, 512, 8, 4, 1376, 4096, 2048)
+  --wtype T           its matrices: f32, f16, bf16, q8_0 (default), q4_0
+  --tied              no output.weight: the output reuses token_embd.weight
+  --seed N            its weights' seed (default 1); also the prompt's
+run:
+  --device NAME       offload to this device (CPU: nothing offloaded); default: the best
+                      GPU-like device (a GPU, else a Vulkan or CUDA device)
+  --require-device    exit with status 77 when --device NAME does not exist
+  --gpu-layers N      offload the last N layers (N > layers: the output too; default all)
+  --policy P          cost (default) or greedy (ggml's placement rules)
+  --pipeline N        pipeline copies of the scheduler (default 1)
+  --batch N           prompt tokens per step (default: the whole prompt)
+  --threads N         CPU threads (default: the backend's)
+  --cache-type T      KV cache f32 (default) or f16
+  --prompt N          prompt tokens (default 64)
+  --gen N             generated tokens (default 32)
+  --check             compare the logits with a CPU-only run (NMSE <= 2e-3)
+  --plan              print the scheduler's plan of the prompt step in full
+  --quiet             no progress line
+)";
+
+int bad_usage(const std::string& what) {
+    std::fprintf(stderr, "llama: %s\n%s", what.c_str(), usage);
+    return 2;
+}
+
+bool parse_int(std::string_view s, int& out) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+/// Parses argv into `o`; returns a message on error.
+std::optional<std::string> parse(int argc, char** argv, options& o) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        const auto value = [&]() -> std::optional<std::string_view> {
+            if (i + 1 >= argc)
+                return std::nullopt;
+            return std::string_view(argv[++i]);
+        };
+        const auto number = [&](int& out, int min) -> std::optional<std::string> {
+            auto v = value();
+            if (!v || !parse_int(*v, out) || out < min)
+                return std::string(a) + " needs an integer >= " + std::to_string(min);
+            return std::nullopt;
+        };
+        const auto type = [&](elem_type& out) -> std::optional<std::string> {
+            auto v = value();
+            const auto t = v ? parse_elem_type(*v) : std::nullopt;
+            if (!t || *t == elem_type::i32)
+                return std::string(a) + " needs a type (f32, f16, bf16, q8_0, q4_0)";
+            out = *t;
+            return std::nullopt;
+        };
+        std::optional<std::string> err;
+        int seed = 0;
+        if (a == "--model") {
+            auto v = value();
+            if (!v)
+                return "--model needs a file";
+            o.model_path = std::string(*v);
+        } else if (a == "--write-model")
+            o.write_model = true;
+        else if (a == "--n-layer")
+            err = number(o.hp.n_layer, 1);
+        else if (a == "--n-embd")
+            err = number(o.hp.n_embd, 1);
+        else if (a == "--n-head")
+            err = number(o.hp.n_head, 1);
+        else if (a == "--n-head-kv")
+            err = number(o.hp.n_head_kv, 1);
+        else if (a == "--n-ff")
+            err = number(o.hp.n_ff, 1);
+        else if (a == "--n-vocab")
+            err = number(o.hp.n_vocab, 1);
+        else if (a == "--n-ctx")
+            err = number(o.hp.n_ctx, 1);
+        else if (a == "--wtype")
+            err = type(o.wtype);
+        else if (a == "--tied")
+            o.tied = true;
+        else if (a == "--seed") {
+            err = number(seed, 0);
+            o.seed = static_cast<std::uint32_t>(seed);
+        } else if (a == "--device") {
+            auto v = value();
+            if (!v)
+                return "--device needs a name";
+            o.device = std::string(*v);
+        } else if (a == "--require-device")
+            o.require_device = true;
+        else if (a == "--gpu-layers")
+            err = number(o.gpu_layers, 0);
+        else if (a == "--policy") {
+            auto v = value();
+            if (!v || (*v != "cost" && *v != "greedy"))
+                return "--policy needs cost or greedy";
+            o.policy = std::string(*v);
+        } else if (a == "--pipeline")
+            err = number(o.pipeline, 1);
+        else if (a == "--batch")
+            err = number(o.batch, 1);
+        else if (a == "--threads")
+            err = number(o.threads, 1);
+        else if (a == "--cache-type") {
+            err = type(o.cache_type);
+            if (!err && o.cache_type != elem_type::f32 && o.cache_type != elem_type::f16)
+                err = "--cache-type needs f32 or f16";
+        } else if (a == "--prompt")
+            err = number(o.n_prompt, 1);
+        else if (a == "--gen")
+            err = number(o.n_gen, 0);
+        else if (a == "--check")
+            o.check = true;
+        else if (a == "--plan")
+            o.plan = true;
+        else if (a == "--quiet")
+            o.quiet = true;
+        else if (a == "--help" || a == "-h")
+            return std::string();
+        else
+            return "unknown option '" + std::string(a) + "'";
+        if (err)
+            return err;
+    }
+    return std::nullopt;
+}
+
+/// One line on stderr, rewritten in place (only on a terminal, and not with --quiet).
+class progress_line {
+  public:
+    explicit progress_line(bool on) : on_(on && isatty(2) != 0) {}
+    void show(const std::string& s) {
+        if (!on_)
+            return;
+        std::fprintf(stderr, "\r\033[K%s", s.c_str());
+        std::fflush(stderr);
+        shown_ = true;
+    }
+    void clear() {
+        if (on_ && shown_)
+            std::fprintf(stderr, "\r\033[K");
+        shown_ = false;
+    }
+
+  private:
+    bool on_;
+    bool shown_ = false;
+};
+
+std::string mib(std::size_t bytes) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+    return b;
+}
+
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+/// The device to offload to: --device NAME, else a GPU, else the first Vulkan or CUDA
+/// device; none for the CPU alone.
+result<std::optional<any_device>> choose_device(const registry& reg, const std::string& name) {
+    auto cpu = reg.device("CPU");
+    if (!cpu)
+        return cpu.error();
+    if (!name.empty()) {
+        auto d = reg.device(name);
+        if (!d)
+            return d.error();
+        if (*d == *cpu)
+            return std::optional<any_device>();
+        return std::optional<any_device>(*d);
+    }
+    if (auto best = reg.best_device();
+        best && (best->kind() == device_kind::gpu || best->kind() == device_kind::igpu))
+        return std::optional<any_device>(*best);
+    for (const char* api : {"CUDA", "Vulkan"})
+        if (auto r = reg.reg(api); r)
+            for (const any_device& d : r->devices())
+                return std::optional<any_device>(d);
+    return std::optional<any_device>();
+}
+
+struct run_result {
+    std::vector<std::int32_t> tokens;       // the prompt, then every token fed back
+    std::vector<std::vector<float>> logits; // per step: the logits of its last token
+    double prompt_s = 0;
+    double gen_s = 0;
+};
+
+/// The plan of a step graph in one line: splits, copies and peak memory per backend.
+template <class Sched>
+status print_plan(Sched& sched, const graph& g, const char* what,
+                  const std::vector<any_backend>& backends) {
+    auto p = sched.dry_run(g);
+    if (!p)
+        return p.error();
+    std::printf("plan (%s): %zu nodes, %zu splits, %zu copies per step (%s); peak memory:", what,
+                p->n_nodes, p->n_splits, p->n_copies, mib(p->copy_bytes).c_str());
+    for (std::size_t b = 0; b < backends.size(); ++b)
+        std::printf("%s %.*s %s (weights and cache %s, compute %s)", b ? "," : "",
+                    static_cast<int>(backends[b].name().size()), backends[b].name().data(),
+                    mib(p->peak_bytes(b)).c_str(), mib(p->resident_bytes[b]).c_str(),
+                    mib(p->compute_bytes[b]).c_str());
+    if (!std::isnan(p->estimated_seconds))
+        std::printf("; estimate %.1f ms (greedy plan %.1f ms)", 1e3 * p->estimated_seconds,
+                    1e3 * p->greedy_estimated_seconds);
+    std::printf("\n");
+    return {};
+}
+
+/// Prompt in batches (queued without waiting), then greedy generation, on `sched`.
+template <class Sched>
+status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cache, const options& o,
+                const std::vector<any_backend>& backends, progress_line& progress,
+                run_result& out) {
+    const int batch = o.batch > 0 ? std::min(o.batch, o.n_prompt) : o.n_prompt;
+    // buffers sized once, for the largest step
+    {
+        auto worst = llama::build_step(m, cache, cache.n_ctx - batch, batch, false, o.kv_pad);
+        if (auto s = sched.reserve(worst->g); !s)
+            return s;
+    }
+    {
+        auto first = llama::build_step(m, cache, 0, batch, false, o.kv_pad);
+        if (auto s =
+                print_plan(sched, first->g,
+                           ("prompt step, " + std::to_string(batch) + " tokens").c_str(), backends);
+            !s)
+            return s;
+        auto one = llama::build_step(m, cache, o.n_prompt, 1, false, o.kv_pad);
+        if (o.n_gen > 0)
+            if (auto s = print_plan(sched, one->g, "generation step, 1 token", backends); !s)
+                return s;
+        if (o.plan) {
+            if (auto s = sched.alloc_graph(first->g); !s)
+                return s;
+            std::printf("%s", sched.describe(1).c_str());
+        }
+    }
+
+    // the prompt: every batch queued, the host preparing the next meanwhile
+    const auto t0 = clock_type::now();
+    std::vector<std::unique_ptr<llama::step>> steps;
+    for (int n_past = 0; n_past < o.n_prompt; n_past += batch) {
+        const int n = std::min(batch, o.n_prompt - n_past);
+        progress.show("prompt: " + std::to_string(n_past + n) + "/" + std::to_string(o.n_prompt) +
+                      " tokens");
+        steps.push_back(llama::build_step(m, cache, n_past, n, false, o.kv_pad));
+        llama::step& st = *steps.back();
+        if (auto s = sched.alloc_graph(st.g); !s)
+            return s;
+        if (auto s = st.set_inputs(
+                std::span(out.tokens)
+                    .subspan(static_cast<std::size_t>(n_past), static_cast<std::size_t>(n)));
+            !s)
+            return s;
+        if (auto s = sched.compute_async(st.g); !s)
+            return s;
+    }
+    if (auto s = sched.synchronize(); !s)
+        return s;
+    auto logits = tensor_get_all<float>(*steps.back()->logits);
+    if (!logits)
+        return logits.error();
+    out.logits.push_back(std::move(*logits));
+    out.prompt_s = seconds_since(t0);
+    steps.clear();
+
+    // generation: the most likely token, fed back one at a time
+    const auto t1 = clock_type::now();
+    for (int i = 0; i < o.n_gen; ++i) {
+        const std::vector<float>& last = out.logits.back();
+        const auto next =
+            static_cast<std::int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+        out.tokens.push_back(next);
+        auto st = llama::build_step(m, cache, o.n_prompt + i, 1, false, o.kv_pad);
+        if (auto s = sched.alloc_graph(st->g); !s)
+            return s;
+        if (auto s = st->set_inputs(std::span(&out.tokens.back(), 1)); !s)
+            return s;
+        if (auto s = sched.compute(st->g); !s)
+            return s;
+        auto l = tensor_get_all<float>(*st->logits);
+        if (!l)
+            return l.error();
+        out.logits.push_back(std::move(*l));
+        const double dt = seconds_since(t1);
+        progress.show("generating: " + std::to_string(i + 1) + "/" + std::to_string(o.n_gen) +
+                      " tokens, " + std::to_string(static_cast<int>((i + 1) / dt)) + " tok/s");
+    }
+    out.gen_s = seconds_since(t1);
+    progress.clear();
+    return {};
+}
+
+/// The same tokens on the CPU alone, in one batch: the logits of positions
+/// n_prompt - 1 ... (every step's last token), compared with `run`'s.
+status check_against_cpu(const options& o, const registry& reg, const run_result& run,
+                         double& nmse) {
+    auto m = llama::model::load(o.model_path, llama::placement{});
+    if (!m)
+        return m.error();
+    const int n = static_cast<int>(run.tokens.size());
+    auto cache = llama::kv_cache::make(**m, n, o.cache_type);
+    if (!cache)
+        return cache.error();
+    auto cpu_dev = reg.device("CPU");
+    if (!cpu_dev)
+        return cpu_dev.error();
+    auto cpu = cpu_dev->make_backend({.n_threads = o.threads});
+    if (!cpu)
+        return cpu.error();
+    std::vector<any_backend> backends;
+    backends.push_back(std::move(*cpu));
+    dynamic_scheduler sched(backends);
+    auto st = llama::build_step(**m, **cache, 0, n, true, 1);
+    if (auto s = sched.alloc_graph(st->g); !s)
+        return s;
+    if (auto s = st->set_inputs(run.tokens); !s)
+        return s;
+    if (auto s = sched.compute(st->g); !s)
+        return s;
+    auto all = tensor_get_all<float>(*st->logits);
+    if (!all)
+        return all.error();
+    const std::size_t V = static_cast<std::size_t>((*m)->hp.n_vocab);
+    double err = 0, ref = 0;
+    for (std::size_t k = 0; k < run.logits.size(); ++k) {
+        const std::size_t row = static_cast<std::size_t>(o.n_prompt) - 1 + k;
+        for (std::size_t j = 0; j < V; ++j) {
+            const double b = (*all)[row * V + j];
+            const double d = static_cast<double>(run.logits[k][j]) - b;
+            err += d * d;
+            ref += b * b;
+        }
+    }
+    nmse = ref > 0 ? err / ref : err;
+    if (!std::isfinite(nmse))
+        nmse = std::numeric_limits<double>::infinity();
+    return {};
+}
+
+int fail(const char* what, const status& s) {
+    std::fprintf(stderr, "llama: %s: %s\n", what, s.describe().c_str());
+    return 1;
+}
+
+int run_main(int argc, char** argv) {
+    options o;
+    if (auto err = parse(argc, argv, o)) {
+        if (err->empty()) {
+            std::printf("%s", usage);
+            return 0;
+        }
+        return bad_usage(*err);
+    }
+    progress_line progress(!o.quiet);
+
+    // the model file: written when missing (or asked), so there is always one
+    const int n_seq = o.n_prompt + o.n_gen;
+    if (o.model_path.empty()) {
+        const auto& h = o.hp;
+        o.model_path = std::filesystem::temp_directory_path() /
+                       ("backplane-llama-" + std::to_string(h.n_layer) + "x" +
+                        std::to_string(h.n_embd) + "-h" + std::to_string(h.n_head) + "-" +
+                        std::to_string(h.n_head_kv) + "-ff" + std::to_string(h.n_ff) + "-v" +
+                        std::to_string(h.n_vocab) + "-" + std::string(to_string(o.wtype)) +
+                        (o.tied ? "-tied" : "") + "-s" + std::to_string(o.seed) + ".gguf");
+    }
+    std::error_code ec;
+    const bool written = o.write_model || !std::filesystem::exists(o.model_path, ec);
+    if (written) {
+        o.hp.n_ctx = std::max(o.hp.n_ctx, n_seq);
+        const auto t0 = clock_type::now();
+        if (auto s = llama::write_random_model(o.model_path, o.hp, o.wtype, o.seed, o.tied,
+                                               [&](std::size_t i, std::size_t n) {
+                                                   progress.show("writing a random model: tensor " +
+                                                                 std::to_string(i) + "/" +
+                                                                 std::to_string(n));
+                                               });
+            !s)
+            return fail("writing the model", s);
+        progress.clear();
+        std::printf("wrote %s: random weights (seed %u) in %.2f s\n", o.model_path.string().c_str(),
+                    o.seed, seconds_since(t0));
+    }
+
+    // devices: the offload target and the CPU
+    registry& reg = registry::global();
+    auto dev = choose_device(reg, o.device);
+    if (!dev) {
+        if (o.require_device) {
+            std::fprintf(stderr, "llama: no device '%s' here (%s): skipped\n", o.device.c_str(),
+                         dev.error().describe().c_str());
+            return 77;
+        }
+        return fail("choosing the device", dev.error());
+    }
+    backend_options bopts;
+    bopts.n_threads = o.threads;
+    std::vector<any_backend> backends;
+    if (*dev) {
+        auto b = (*dev)->make_backend(bopts);
+        if (!b)
+            return fail("starting the device's backend", b.error());
+        backends.push_back(std::move(*b));
+    }
+    {
+        auto cpu_dev = reg.device("CPU");
+        if (!cpu_dev)
+            return fail("finding the CPU", cpu_dev.error());
+        auto cpu = cpu_dev->make_backend(bopts);
+        if (!cpu)
+            return fail("starting the CPU backend", cpu.error());
+        backends.push_back(std::move(*cpu));
+    }
+
+    // the model: the last gpu_layers layers (and the output past n_layer) on the device
+    auto header = gguf::file::open(o.model_path);
+    if (!header)
+        return fail("reading the model", header.error());
+    auto hp = llama::read_hparams(*header);
+    if (!hp)
+        return fail("reading the model", hp.error());
+    llama::placement place;
+    const int gpu_layers = o.gpu_layers < 0 ? hp->n_layer + 1 : o.gpu_layers;
+    if (*dev && gpu_layers > 0) {
+        place.device = backends.front().buffer_type();
+        place.first_offloaded = std::max(0, hp->n_layer - gpu_layers);
+        place.output = gpu_layers > hp->n_layer;
+    }
+    const auto t_load = clock_type::now();
+    auto m = llama::model::load(o.model_path, place, [&](std::size_t i, std::size_t n) {
+        progress.show("loading: " + std::to_string(i) + "/" + std::to_string(n) +
+                      " tensors to the device");
+    });
+    if (!m)
+        return fail("loading the model", m.error());
+    progress.clear();
+    const llama::model& model = **m;
+    if (n_seq > model.hp.n_ctx)
+        return fail("checking the lengths",
+                    status(errc::invalid_argument, "prompt + generated tokens (" +
+                                                       std::to_string(n_seq) +
+                                                       ") exceed the model's context length " +
+                                                       std::to_string(model.hp.n_ctx)));
+    auto cache = llama::kv_cache::make(model, n_seq, o.cache_type);
+    if (!cache)
+        return fail("allocating the KV cache", cache.error());
+
+    const auto& h = model.hp;
+    std::printf("model: %s: %d layers, n_embd %d, %d heads (%d for keys and values), n_ff %d, "
+                "vocabulary %d, "
+                "%s output; loaded in %.2f s\n",
+                o.model_path.filename().string().c_str(), h.n_layer, h.n_embd, h.n_head,
+                h.n_head_kv, h.n_ff, h.n_vocab, model.tied_output ? "tied" : "separate",
+                seconds_since(t_load));
+    if (*dev) {
+        const int n_off = h.n_layer - place.first_offloaded;
+        std::printf("devices: %.*s (%.*s) holds %d of %d layers%s: %s of weights copied, the CPU "
+                    "%s over the "
+                    "file's mapping\n",
+                    static_cast<int>((*dev)->name().size()), (*dev)->name().data(),
+                    static_cast<int>((*dev)->description().size()), (*dev)->description().data(),
+                    n_off, h.n_layer, place.output ? " and the output" : "",
+                    mib(model.device_bytes).c_str(), mib(model.host_bytes).c_str());
+    } else {
+        std::printf("devices: the CPU alone: %s of weights over the file's mapping\n",
+                    mib(model.host_bytes).c_str());
+    }
+    std::printf("KV cache: %d positions, %s, %s\n", n_seq,
+                std::string(to_string(o.cache_type)).c_str(), mib((*cache)->bytes).c_str());
+
+    // the prompt: random ids from the seed
+    run_result run;
+    std::mt19937 rng(o.seed ^ 0x5bd1e995u);
+    for (int i = 0; i < o.n_prompt; ++i)
+        run.tokens.push_back(
+            static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(h.n_vocab)));
+
+    scheduler_params sp;
+    sp.n_copies = o.pipeline;
+    std::printf("scheduler: %s policy, %d pipeline cop%s, backends", o.policy.c_str(), o.pipeline,
+                o.pipeline == 1 ? "y" : "ies");
+    for (const any_backend& b : backends)
+        std::printf(" %.*s", static_cast<int>(b.name().size()), b.name().data());
+    std::printf("\n");
+    status s;
+    if (o.policy == "cost") {
+        progress.show("calibrating the cost model (cached for the next run)");
+        basic_scheduler<dynamic_backend_set, cost_policy> sched(backends, sp, cost_policy{});
+        progress.clear();
+        s = generate(sched, model, **cache, o, backends, progress, run);
+    } else {
+        dynamic_scheduler sched(backends, sp);
+        s = generate(sched, model, **cache, o, backends, progress, run);
+    }
+    progress.clear();
+    if (!s)
+        return fail("running", s);
+
+    std::printf("prompt: %d tokens in %.3f s: %.1f tokens/s\n", o.n_prompt, run.prompt_s,
+                o.n_prompt / run.prompt_s);
+    if (o.n_gen > 0)
+        std::printf("generation: %d tokens in %.3f s: %.1f tokens/s\n", o.n_gen, run.gen_s,
+                    o.n_gen / run.gen_s);
+    std::printf("generated ids:");
+    for (std::size_t i = static_cast<std::size_t>(o.n_prompt); i < run.tokens.size(); ++i)
+        std::printf(" %d", run.tokens[i]);
+    const std::vector<float>& last = run.logits.back();
+    std::printf(" %d\n",
+                static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin()));
+
+    if (o.check) {
+        progress.show("checking: the same tokens on the CPU alone");
+        double nmse = 0;
+        if (auto c = check_against_cpu(o, reg, run, nmse); !c)
+            return fail("checking against the CPU", c);
+        progress.clear();
+        constexpr double max_nmse = 2e-3;
+        const bool ok = nmse <= max_nmse;
+        std::printf("check: logits of %zu steps vs a CPU-only run in one batch: NMSE %.3g (at most "
+                    "%.0e): %s\n",
+                    run.logits.size(), nmse, max_nmse, ok ? "ok" : "FAILED");
+        if (!ok)
+            return 1;
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run_main(argc, argv);
+    } catch (const backplane::error& e) {
+        std::fprintf(stderr, "llama: %s\n", e.what());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "llama: unexpected error: %s\n", e.what());
+    }
+    return 1;
+}
