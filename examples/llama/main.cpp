@@ -306,10 +306,11 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
                            ("prompt step, " + std::to_string(batch) + " tokens").c_str(), backends);
             !s)
             return s;
-        auto one = llama::build_step(m, cache, o.n_prompt, 1, false, o.kv_pad);
-        if (o.n_gen > 0)
+        if (o.n_gen > 0) {
+            auto one = llama::build_step(m, cache, o.n_prompt, 1, false, o.kv_pad);
             if (auto s = print_plan(sched, one->g, "generation step, 1 token", backends); !s)
                 return s;
+        }
         if (o.plan) {
             if (auto s = sched.alloc_graph(first->g); !s)
                 return s;

@@ -95,6 +95,14 @@ struct alloc_topology {
     std::span<const std::int32_t> view_srcs;
 };
 
+/// Called by graph_allocator::alloc_graph() before it plans a graph anew (tensors may then
+/// move, and buffers grow): a caller with work in flight on the current addresses waits
+/// for it there. A failed status stops the allocation.
+struct alloc_replan_hook {
+    status (*fn)(void* context) = nullptr;
+    void* context = nullptr;
+};
+
 /// Assigns addresses to the tensors of compute graphs, reusing memory by liveness.
 ///
 /// The algorithm (DESIGN.md section 4, reproducing ggml's gallocr), run by reserve() and
@@ -189,10 +197,12 @@ public:
     [[nodiscard]] status alloc_graph(std::span<tensor* const> nodes, std::span<tensor* const> leafs,
                                      std::span<const int> node_buffer_ids = {},
                                      std::span<const int> leaf_buffer_ids = {},
-                                     const alloc_topology* topology = nullptr) {
+                                     const alloc_topology* topology = nullptr, alloc_replan_hook before_replan = {}) {
         return guarded([&]() -> status {
             if (status s = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); !s) return s;
             if (!plan_matches()) {
+                if (before_replan.fn != nullptr)
+                    if (status s = before_replan.fn(before_replan.context); !s) return s;
                 if (status s = plan(); !s) return s;
                 bool grew = false;
                 status s = ensure_buffers(grew);

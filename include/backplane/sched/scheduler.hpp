@@ -380,8 +380,19 @@ public:
             if (status s = fit_caps(g); !s) return s;
             build_alloc_lists(g);
             apply_all(cur_copy_);
+            // a new allocation plan may move any tensor, the input slots of runs still in
+            // flight included, and grow buffers: with pipeline copies those runs finish first
+            const alloc_replan_hook idle{
+                [](void* self) -> status {
+                    auto& sc = *static_cast<basic_scheduler*>(self);
+                    if (sc.params_.n_copies == 1) return {}; // wait_slot waited for the last run
+                    for (std::size_t b = 0; b < sc.nb_; ++b)
+                        if (status st = sc.set_.synchronize(b); !st) return st;
+                    return {};
+                },
+                this};
             status s = galloc_.alloc_graph(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_,
-                                           alloc_leaf_ids_view_, &topology_);
+                                           alloc_leaf_ids_view_, &topology_, idle);
             restore_all();
             if (!s) {
                 forget_graph();
