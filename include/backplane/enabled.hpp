@@ -2,12 +2,13 @@
 // enabled_backends: the backend types compiled into this program, as a std::tuple type,
 // so code can be written once for whatever a build has:
 //
-//     using sched_t = backplane::with_enabled_backends<backplane::scheduler>; // scheduler<cpu_backend, ...>
+//     using sched_t = backplane::with_enabled_backends<backplane::scheduler>; // scheduler<..., cpu_backend>
 //     backplane::for_each_enabled_backend([]<class B>(std::type_identity<B>) { ... });
 //
-// The CPU backend is always first; then BLAS, Vulkan and CUDA, each when its CMake target
+// CUDA, Vulkan and BLAS come first, each when its CMake target
 // (backplane::blas, backplane::vulkan, backplane::cuda) is linked, which defines
-// BACKPLANE_WITH_<NAME>=1. This header includes those backends' headers, so it costs
+// BACKPLANE_WITH_<NAME>=1; the CPU backend is always there, last (the order of a
+// scheduler's backends: the host last). This header includes those backends' headers, so it costs
 // what they cost to compile (the Vulkan and CUDA headers among them): it is not part of
 // <backplane/backplane.hpp>.
 
@@ -30,36 +31,32 @@
 
 namespace backplane {
 
-using enabled_backends = std::tuple<cpu_backend
-#if defined(BACKPLANE_WITH_BLAS) && BACKPLANE_WITH_BLAS
-                                    ,
-                                    blas_backend
+// In the scheduler's priority order (as the registry lists them): CUDA, Vulkan, BLAS,
+// then the CPU, always last, the host backend a scheduler ends with.
+using enabled_backends = std::tuple<
+#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
+    cuda_backend,
 #endif
 #if defined(BACKPLANE_WITH_VULKAN) && BACKPLANE_WITH_VULKAN
-                                    ,
-                                    vulkan_backend
+    vulkan_backend,
 #endif
-#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
-                                    ,
-                                    cuda_backend
+#if defined(BACKPLANE_WITH_BLAS) && BACKPLANE_WITH_BLAS
+    blas_backend,
 #endif
-                                    >;
+    cpu_backend>;
 
-/// The names of enabled_backends' members, in order ("CPU", "BLAS", "Vulkan", "CUDA").
-inline constexpr std::string_view enabled_backend_names[] = {"CPU"
-#if defined(BACKPLANE_WITH_BLAS) && BACKPLANE_WITH_BLAS
-                                                            ,
-                                                            "BLAS"
+/// The names of enabled_backends' members, in order ("CUDA", "Vulkan", "BLAS", "CPU").
+inline constexpr std::string_view enabled_backend_names[] = {
+#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
+    "CUDA",
 #endif
 #if defined(BACKPLANE_WITH_VULKAN) && BACKPLANE_WITH_VULKAN
-                                                            ,
-                                                            "Vulkan"
+    "Vulkan",
 #endif
-#if defined(BACKPLANE_WITH_CUDA) && BACKPLANE_WITH_CUDA
-                                                            ,
-                                                            "CUDA"
+#if defined(BACKPLANE_WITH_BLAS) && BACKPLANE_WITH_BLAS
+    "BLAS",
 #endif
-};
+    "CPU"};
 static_assert(std::size(enabled_backend_names) == std::tuple_size_v<enabled_backends>);
 
 namespace detail {
@@ -72,7 +69,7 @@ struct apply_tuple<T, std::tuple<Bs...>> {
 } // namespace detail
 
 /// T<the enabled backends...>: with_enabled_backends<scheduler> is a scheduler over
-/// every backend of this build.
+/// every backend of this build, the CPU last.
 template <template <class...> class T>
 using with_enabled_backends = typename detail::apply_tuple<T, enabled_backends>::type;
 

@@ -5,8 +5,8 @@
 // the compile-time face (scheduler<B...>) and how to ship a backend as a plugin.
 //
 // Not part of <backplane/backplane.hpp>: it brings <filesystem>, <dlfcn.h> and, where
-// BACKPLANE_WITH_VULKAN / BACKPLANE_WITH_BLAS are defined (by linking backplane::vulkan /
-// backplane::blas), those backends' headers.
+// BACKPLANE_WITH_CUDA / BACKPLANE_WITH_VULKAN / BACKPLANE_WITH_BLAS are defined (by
+// linking backplane::cuda / backplane::vulkan / backplane::blas), those backends' headers.
 
 #include <backplane/runtime/any.hpp>
 #include <backplane/runtime/builtin.hpp>

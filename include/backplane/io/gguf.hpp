@@ -10,7 +10,7 @@
 //
 //     gguf::writer out;
 //     out.set("general.architecture", std::string("llama"));
-//     out.add_tensor("token_embd.weight", *emb);           // data read wherever it lives
+//     out.add_tensor(*emb, "token_embd.weight");           // data read wherever it lives
 //     if (auto s = out.write("model.gguf"); !s) ...
 //
 // The layout (little-endian): "GGUF", version (3), tensor count (u64), metadata count

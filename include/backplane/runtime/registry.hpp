@@ -7,7 +7,7 @@
 //   auto v = reg.init_by_name("vulkan0");          // names are case-insensitive
 //   auto r = reg.load_all();                       // plugins: libbackplane-*.so
 //
-// Entries (backend_reg) are listed in order: the compiled-in ones (Vulkan, BLAS, CPU:
+// Entries (backend_reg) are listed in order: the compiled-in ones (CUDA, Vulkan, BLAS, CPU:
 // GPUs before the host, as a "first device" search expects), with what is added or loaded
 // later inserted before the compiled-in CPU, so that the host stays last. BACKPLANE_DISABLE_BACKENDS (a comma-separated list of names,
 // case-insensitive) keeps compiled-in backends and plugins out of the registry: a program

@@ -32,15 +32,19 @@ struct sched_format_spec {
 
 } // namespace backplane::detail
 
-template <backplane::backend_set Set>
-struct fmt::formatter<backplane::basic_scheduler<Set>> : backplane::detail::sched_format_spec {
-    auto format(const backplane::basic_scheduler<Set>& s, fmt::format_context& ctx) const {
+template <backplane::backend... Bs>
+struct fmt::formatter<backplane::scheduler<Bs...>> : fmt::formatter<backplane::basic_scheduler<backplane::tuple_backend_set<Bs...>>> {};
+
+template <backplane::backend_set Set, class Policy>
+struct fmt::formatter<backplane::basic_scheduler<Set, Policy>> : backplane::detail::sched_format_spec {
+    auto format(const backplane::basic_scheduler<Set, Policy>& s, fmt::format_context& ctx) const {
         return fmt::format_to(ctx.out(), "{}", s.describe(level));
     }
 };
 
-template <backplane::backend... Bs>
-struct fmt::formatter<backplane::scheduler<Bs...>> : fmt::formatter<backplane::basic_scheduler<backplane::tuple_backend_set<Bs...>>> {};
+template <class Policy, backplane::backend... Bs>
+struct fmt::formatter<backplane::policy_scheduler<Policy, Bs...>>
+    : fmt::formatter<backplane::basic_scheduler<backplane::tuple_backend_set<Bs...>, Policy>> {};
 
 template <>
 struct fmt::formatter<backplane::placement_cause> : fmt::formatter<std::string_view> {

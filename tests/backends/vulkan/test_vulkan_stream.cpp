@@ -387,6 +387,7 @@ TEST_CASE("vulkan stream: one graph queued several times without waiting runs in
 // catalogue.
 
 static_assert(is_enabled_backend<vulkan_backend>);
+static_assert(sizeof(with_enabled_backends<scheduler>) > 0); // Vulkan before the CPU, which is last
 
 TEST_CASE(
     "vulkan: tensor_copy in every direction among host data, CPU, Vulkan and the test device") {
