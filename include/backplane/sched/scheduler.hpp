@@ -356,6 +356,8 @@ public:
     /// as it was and forgotten.
     [[nodiscard]] status reserve(const graph& g) {
         return guarded([&]() -> status {
+            // the buffers may grow: runs still queued on them finish first
+            if (status s = wait_idle(); !s) return s;
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g); !s) return s;
             build_alloc_lists(g);
@@ -385,10 +387,8 @@ public:
             const alloc_replan_hook idle{
                 [](void* self) -> status {
                     auto& sc = *static_cast<basic_scheduler*>(self);
-                    if (sc.params_.n_copies == 1) return {}; // wait_slot waited for the last run
-                    for (std::size_t b = 0; b < sc.nb_; ++b)
-                        if (status st = sc.set_.synchronize(b); !st) return st;
-                    return {};
+                    // one copy: wait_slot already waited for the last run
+                    return sc.params_.n_copies == 1 ? status{} : sc.wait_idle();
                 },
                 this};
             status s = galloc_.alloc_graph(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_,
@@ -1416,6 +1416,13 @@ private:
     }
 
     // -- compute ---------------------------------------------------------------------------------
+
+    /// Waits until no backend runs anything (before memory in use may move or be freed).
+    status wait_idle() {
+        for (std::size_t b = 0; b < nb_; ++b)
+            if (status s = set_.synchronize(b); !s) return s;
+        return {};
+    }
 
     status wait_slot(int c) {
         for (std::size_t b = 0; b < nb_; ++b)
