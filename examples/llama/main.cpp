@@ -496,19 +496,10 @@ int run_main(int argc, char** argv) {
     }
 
     // the model: the last gpu_layers layers (and the output past n_layer) on the device
-    auto header = gguf::file::open(o.model_path);
-    if (!header)
-        return fail("reading the model", header.error());
-    auto hp = llama::read_hparams(*header);
-    if (!hp)
-        return fail("reading the model", hp.error());
     llama::placement place;
-    const int gpu_layers = o.gpu_layers < 0 ? hp->n_layer + 1 : o.gpu_layers;
-    if (*dev && gpu_layers > 0) {
+    if (*dev)
         place.device = backends.front().buffer_type();
-        place.first_offloaded = std::max(0, hp->n_layer - gpu_layers);
-        place.output = gpu_layers > hp->n_layer;
-    }
+    place.layers = o.gpu_layers;
     const auto t_load = clock_type::now();
     auto m = llama::model::load(o.model_path, place, [&](std::size_t i, std::size_t n) {
         progress.show("loading: " + std::to_string(i) + "/" + std::to_string(n) +
@@ -536,13 +527,13 @@ int run_main(int argc, char** argv) {
                 h.n_head_kv, h.n_ff, h.n_vocab, model.tied_output ? "tied" : "separate",
                 seconds_since(t_load));
     if (*dev) {
-        const int n_off = h.n_layer - place.first_offloaded;
+        const int n_off = h.n_layer - model.place.first_offloaded;
         std::printf("devices: %.*s (%.*s) holds %d of %d layers%s: %s of weights copied, the CPU "
                     "%s over the "
                     "file's mapping\n",
                     static_cast<int>((*dev)->name().size()), (*dev)->name().data(),
                     static_cast<int>((*dev)->description().size()), (*dev)->description().data(),
-                    n_off, h.n_layer, place.output ? " and the output" : "",
+                    n_off, h.n_layer, model.place.output ? " and the output" : "",
                     mib(model.device_bytes).c_str(), mib(model.host_bytes).c_str());
     } else {
         std::printf("devices: the CPU alone: %s of weights over the file's mapping\n",

@@ -136,12 +136,14 @@ struct layer {
     tensor* ffn_down = nullptr;
 };
 
-/// Which weights live in a device's memory: layers [first_offloaded, n_layer), and the
-/// output norm and matrix with `output`. Without a device, everything stays on the CPU.
+/// Which weights live in a device's memory: the last `layers` layers, and the output norm
+/// and matrix when `layers` exceeds the layer count (-1: everything). Without a device,
+/// everything stays on the CPU. model::load resolves it into first_offloaded and output.
 struct placement {
     std::optional<buffer_type_ref> device;
-    int first_offloaded = 0;
-    bool output = true;
+    int layers = -1;
+    int first_offloaded = 0; ///< set by model::load: the first layer on the device
+    bool output = false;     ///< set by model::load: the output on the device
 };
 
 /// Called while loading with (tensors done, tensors in all).
@@ -207,11 +209,10 @@ class model {
         return m;
     }
 
-    /// The buffer type of layer il's weights and KV cache (the output: il = n_layer).
-    [[nodiscard]] buffer_type_ref buffer_type_of_layer(int il) const {
-        const bool dev =
-            place.device && (il < hp.n_layer ? il >= place.first_offloaded : place.output);
-        return dev ? *place.device : buffer_type_ref(cpu_buffer_type::instance());
+    /// True when layer il's weights and KV cache are in the device's memory (il = n_layer:
+    /// the output norm and matrix).
+    [[nodiscard]] bool on_device(int il) const {
+        return place.device && (il < hp.n_layer ? il >= place.first_offloaded : place.output);
     }
 
   private:
@@ -232,7 +233,9 @@ class model {
             return h.error();
         hp = *h;
         place = pl;
-        place.first_offloaded = std::clamp(place.first_offloaded, 0, hp.n_layer);
+        const int n_off = !place.device ? 0 : place.layers < 0 ? hp.n_layer + 1 : place.layers;
+        place.first_offloaded = hp.n_layer - std::min(n_off, hp.n_layer);
+        place.output = n_off > hp.n_layer;
         tied_output = file_->find_tensor("output.weight") == nullptr;
 
         // every tensor present with its shape and a type the backends compute
@@ -263,15 +266,14 @@ class model {
         // the offloaded weights: device tensors of the same type and shape, filled from the
         // mapping (the output matrix of a tied model is a device copy of token_embd)
         std::vector<std::pair<const tensor*, tensor*>> copies;
-        const auto on_device = [&](const expected_tensor& e) {
-            return place.device && (e.layer >= 0 ? e.layer >= place.first_offloaded
-                                                 : e.name != "token_embd.weight" && place.output);
+        const auto to_device = [&](const expected_tensor& e) { // token_embd stays for get_rows
+            return e.name != "token_embd.weight" && on_device(e.layer >= 0 ? e.layer : hp.n_layer);
         };
         std::vector<const tensor*> chosen;
         try {
             for (const expected_tensor& e : expected) {
                 const tensor* src = mapped_.find(e.name);
-                if (!on_device(e)) {
+                if (!to_device(e)) {
                     chosen.push_back(src);
                     host_bytes += src->nbytes();
                     continue;
@@ -281,7 +283,7 @@ class model {
                 copies.emplace_back(src, t);
                 chosen.push_back(t);
             }
-            if (tied_output && place.device && place.output) {
+            if (tied_output && on_device(hp.n_layer)) {
                 const tensor* src = mapped_.find("token_embd.weight");
                 tensor* t = device_ctx_.new_tensor(src->type, {src->ne[0], src->ne[1]});
                 t->name = "output.weight";
@@ -317,7 +319,7 @@ class model {
         output_norm = next();
         if (!tied_output) {
             output = next();
-        } else if (place.device && place.output) {
+        } else if (on_device(hp.n_layer)) {
             output = copies.back().second;
         } else {
             output = tok_embd;
@@ -351,8 +353,7 @@ class kv_cache {
         const std::int64_t Ekv = m.hp.n_embd_kv();
         try {
             for (int il = 0; il < m.hp.n_layer; ++il) {
-                const bool dev = m.place.device && il >= m.place.first_offloaded;
-                context& ctx = dev ? c->device_ctx_ : c->host_ctx_;
+                context& ctx = m.on_device(il) ? c->device_ctx_ : c->host_ctx_;
                 tensor* kt = ctx.new_tensor(type, {Ekv, n_ctx});
                 tensor* vt = ctx.new_tensor(type, {n_ctx, Ekv});
                 kt->name = "cache_k_l" + std::to_string(il);
