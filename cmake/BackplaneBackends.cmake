@@ -78,3 +78,12 @@ foreach(component IN ITEMS blas vulkan cuda)
 endforeach()
 message(STATUS "backplane ${PROJECT_VERSION} backends: cpu=ON${_bp_summary}")
 unset(_bp_summary)
+
+# backplane_link_enabled_backends(<target>): links every optional backend this build has
+# (backplane::blas, ::vulkan, ::cuda), so the program compiles them in (BACKPLANE_WITH_*)
+# and the registry lists them. For the examples and tools that run on whatever is there.
+function(backplane_link_enabled_backends target)
+    foreach(component IN LISTS BACKPLANE_COMPONENTS)
+        target_link_libraries(${target} PRIVATE backplane::${component})
+    endforeach()
+endfunction()
