@@ -159,7 +159,7 @@ TEST_CASE("build_forward: several outputs", "[graph]") {
     CHECK(g.n_nodes() == 2);
 }
 
-TEST_CASE("build_forward: views are nodes; a null output is an error", "[graph]") {
+TEST_CASE("build_forward: views are nodes, a null output is an error", "[graph]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_2d(elem_type::f32, 4, 6);
     tensor* t = transpose(ctx, a);
@@ -282,7 +282,7 @@ TEST_CASE("context: host data is aligned and does not overlap", "[context]") {
     }
 }
 
-TEST_CASE("context: grows beyond its chunk size; addresses stay put", "[context]") {
+TEST_CASE("context: grows beyond its chunk size, addresses stay put", "[context]") {
     context ctx({.no_alloc = false, .alignment = 64, .chunk_size = 1024});
     tensor* first = ctx.new_tensor_1d(elem_type::f32, 100);
     first->name = "first";

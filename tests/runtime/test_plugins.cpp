@@ -106,7 +106,7 @@ TEST_CASE("plugin: loaded, used through the scheduler, unloaded, loaded again", 
     }
 }
 
-TEST_CASE("plugin: unloading never invalidates what the plugin made; the library closes after the last", "[registry][plugin]") {
+TEST_CASE("plugin: unloading never invalidates what the plugin made, the library closes after the last", "[registry][plugin]") {
     registry reg;
     REQUIRE(reg.load(single));
     auto dev = reg.device("TEST0");

@@ -106,7 +106,7 @@ TEST_CASE("registry: the compiled-in backends are registered at first use, liste
     CHECK(&registry::global() == &r);
 }
 
-TEST_CASE("registry: lookup by name (case-insensitive), by kind and best; misses name what exists", "[registry]") {
+TEST_CASE("registry: lookup by name (case-insensitive), by kind and best, misses name what exists", "[registry]") {
     registry r;
     for (const char* name : {"CPU", "cpu", "Cpu"}) {
         auto d = r.device(name);

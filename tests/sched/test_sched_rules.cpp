@@ -45,7 +45,7 @@ struct device_and_cpu {
 
 } // namespace
 
-TEST_CASE("graph inputs go to the last backend; ops on weights go where the weights are", "[sched][rules]") {
+TEST_CASE("graph inputs go to the last backend, ops on weights go where the weights are", "[sched][rules]") {
     device_and_cpu f;
     auto& [dev, tb, cpu] = f;
     weight_holder wt(dev.buffer_type(), 16, 16, 1);
@@ -116,7 +116,7 @@ TEST_CASE("op offload: a higher-priority backend takes ops on host weights it as
     CHECK(sched.cause_of(*big) == placement_cause::weights);
 }
 
-TEST_CASE("user assignments are kept; set_backend refuses a backend the scheduler does not have", "[sched][rules]") {
+TEST_CASE("user assignments are kept, set_backend refuses a backend the scheduler does not have", "[sched][rules]") {
     test_device dev({.name = "TEST0"});
     test_backend tb = dev.make_backend();
     cpu_backend cpu, other_cpu;
@@ -146,7 +146,7 @@ TEST_CASE("user assignments are kept; set_backend refuses a backend the schedule
     CHECK(sched.backend_of(*y) == 0);
 }
 
-TEST_CASE("expansion passes over an op the backend does not support; that node goes to the best backend",
+TEST_CASE("expansion passes over an op the backend does not support, that node goes to the best backend",
           "[sched][rules]") {
     test_device dev({.name = "TEST0", .supports = [](const tensor& t) { return supports_all_but(t, op_kind::soft_max); }});
     test_backend tb = dev.make_backend();
@@ -229,7 +229,7 @@ TEST_CASE("upgrade: a node moves to a higher-priority backend that shares the bu
 }
 #endif
 
-TEST_CASE("views follow their source; unassigned sources follow their consumer", "[sched][rules]") {
+TEST_CASE("views follow their source, unassigned sources follow their consumer", "[sched][rules]") {
     device_and_cpu f;
     auto& [dev, tb, cpu] = f;
     weight_holder wt(dev.buffer_type(), 8, 8, 9);
@@ -263,7 +263,7 @@ TEST_CASE("views follow their source; unassigned sources follow their consumer",
     }
 }
 
-TEST_CASE("weights on another backend start a new split; split inputs are copied once per backend", "[sched][rules]") {
+TEST_CASE("weights on another backend start a new split, split inputs are copied once per backend", "[sched][rules]") {
     test_device dev0({.name = "TEST0"}), dev1({.name = "TEST1"});
     test_backend t0 = dev0.make_backend(), t1 = dev1.make_backend();
     cpu_backend cpu;

@@ -106,7 +106,7 @@ TEST_CASE("meta on 2, 3 and 4 CPU devices: the llama graph equals one CPU", "[me
     CHECK(m.be.stats().reductions == 4 * static_cast<std::uint64_t>(p.n_layer));
 }
 
-TEST_CASE("meta memory: weights hold 1/n per device plus the mirrored ones; compute buffers follow each "
+TEST_CASE("meta memory: weights hold 1/n per device plus the mirrored ones, compute buffers follow each "
           "device's graph",
           "[meta]") {
     test::llama_params p{.n_layer = 2, .n_embd = 256, .n_head = 8, .n_ff = 512, .n_tokens = 16, .n_vocab = 1024};

@@ -113,7 +113,7 @@ TEST_CASE("vulkan stream: async set, copy and get run in order and finish in syn
     check_validation();
 }
 
-TEST_CASE("vulkan stream: barriers only between dependent dispatches; recordings are reused", "[vulkan][stream]") {
+TEST_CASE("vulkan stream: barriers only between dependent dispatches, recordings are reused", "[vulkan][stream]") {
     auto dev = open_or_skip(false);
     if (!dev) return;
     auto be = dev->make_backend();

@@ -112,7 +112,7 @@ constexpr std::uint64_t slack_ns = 100'000;
 
 } // namespace
 
-TEST_CASE("vulkan timing: nothing while off; with it on, a span within the host's wall time, longer for more work",
+TEST_CASE("vulkan timing: nothing while off, with it on, a span within the host's wall time, longer for more work",
           "[vulkan][timing]") {
     auto dev = vulkan_device::open({.index = 0});
     if (!dev) {
@@ -256,7 +256,7 @@ TEST_CASE("vulkan timing: several computes queued before one synchronize give th
     check_validation();
 }
 
-TEST_CASE("vulkan timing: off again gives nothing; on again forgets earlier spans; empty computes have none",
+TEST_CASE("vulkan timing: off again gives nothing, on again forgets earlier spans, empty computes have none",
           "[vulkan][timing]") {
     auto f = timed_or_skip();
     if (!f) return;
