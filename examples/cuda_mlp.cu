@@ -57,10 +57,23 @@ int fail(const char* what, const status& s) {
     return 1;
 }
 
+/// A token count: a whole decimal number >= 1, nothing else.
+bool parse_tokens(const char* s, std::int64_t& out) {
+    char* end = nullptr;
+    const long long v = std::strtoll(s, &end, 10);
+    if (end == s || *end != '\0' || v < 1) return false;
+    out = v;
+    return true;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    const std::int64_t tokens = argc > 1 ? std::max(1L, std::atol(argv[1])) : 8;
+    std::int64_t tokens = 8;
+    if (argc > 2 || (argc == 2 && !parse_tokens(argv[1], tokens))) {
+        std::fprintf(stderr, "cuda_mlp: bad arguments\nusage: cuda_mlp [tokens] (tokens: an integer >= 1, default 8)\n");
+        return 2;
+    }
     auto dev = cuda_device::open({.index = 0});
     if (!dev) {
         std::printf("cuda_mlp: no CUDA device here (%s); nothing to do\n", dev.error().describe().c_str());

@@ -151,7 +151,15 @@ static int fail(const std::string& what) {
     return 1;
 }
 
-int main() try {
+int main(int argc, char** argv) try {
+    // It takes no arguments: anything given is a mistake worth saying so (exit status 2).
+    if (argc > 1) {
+        const std::string_view a = argv[1];
+        const bool help = a == "-h" || a == "--help";
+        if (!help) std::fprintf(stderr, "custom_backend: unknown argument '%s'\n", argv[1]);
+        std::fprintf(help ? stdout : stderr, "usage: custom_backend (no arguments)\n");
+        return help ? 0 : 2;
+    }
     flop_counter counter;
     scheduler sched(counter); // scheduler<flop_counter>: its last backend is a host backend
     block mine;

@@ -224,8 +224,9 @@ int run(int argc, char** argv) {
             device_name = argv[++i];
         } else if (a == "-h" || a == "--help" || (!a.empty() && a.front() == '-') || plugin_dir) {
             const bool help = a == "-h" || a == "--help";
+            if (!help) std::fprintf(stderr, "devices: unexpected argument '%s'\n", argv[i]);
             std::fprintf(help ? stdout : stderr, "usage: %s [--device NAME] [PLUGIN-DIR]\n", argv[0]);
-            return help ? 0 : 1;
+            return help ? 0 : 2;
         } else {
             plugin_dir = std::string(a);
         }

@@ -9,10 +9,19 @@
 #include <backplane/backplane.hpp>
 
 #include <cstdio>
+#include <string_view>
 #include <vector>
 
-int main() {
+int main(int argc, char** argv) {
     using namespace backplane;
+    // It takes no arguments: anything given is a mistake worth saying so (exit status 2).
+    if (argc > 1) {
+        const std::string_view a = argv[1];
+        const bool help = a == "-h" || a == "--help";
+        if (!help) std::fprintf(stderr, "hello_graph: unknown argument '%s'\n", argv[1]);
+        std::fprintf(help ? stdout : stderr, "usage: hello_graph (no arguments)\n");
+        return help ? 0 : 2;
+    }
 
     context ctx({.no_alloc = true});
     tensor* x = ctx.new_tensor(elem_type::f32, {4, 2}); // two columns of 4 values

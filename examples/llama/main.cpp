@@ -4,10 +4,12 @@
 //         [--pipeline N] [--batch N] [--threads N] [--prompt N] [--gen N] [--check] ...
 //
 // 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's tensor
-//    names (model.hpp). Without --model, or when the file does not exist, it first writes
-//    a deterministic random-weight model (--n-layer, --n-embd, ... --wtype, --seed), so it
-//    always runs. Weights left on the CPU are read in place over the file's memory
-//    mapping; the last --gpu-layers layers (and the output) are copied to the device.
+//    names (model.hpp). Without --model it uses a file in the temporary directory, first
+//    writing a deterministic random-weight model there when it is missing (--n-layer,
+//    --n-embd, ... --wtype, --seed), so it always runs; --write-model (re)writes the file
+//    named by --model; a --model file that does not exist is an error (exit status 2).
+//    Weights left on the CPU are read in place over the file's memory mapping; the last
+//    --gpu-layers layers (and the output) are copied to the device.
 // 2. The device is --device NAME from the registry, else the best GPU-like one: a GPU,
 //    else the first Vulkan or CUDA device (Mesa's lavapipe, a CPU Vulkan driver, counts),
 //    else none. The CPU backend runs the rest; a scheduler (the cost policy or ggml's
@@ -71,9 +73,9 @@ struct options {
 
 constexpr const char* usage = R"(usage: llama [options]
 model:
-  --model FILE        GGUF model (llama.cpp names); written first when missing or with
-                      --write-model (default: a file in the temporary directory)
-  --write-model       (re)write FILE with random weights
+  --model FILE        GGUF model (llama.cpp names); it must exist unless --write-model
+                      (default: a file in the temporary directory, written when missing)
+  --write-model       (re)write FILE with random weights first
   --n-layer N --n-embd N --n-head N --n-head-kv N --n-ff N --n-vocab N --n-ctx N
                       shape of a written model (default 8, 512, 8, 4, 1376, 4096, 2048)
   --wtype T           its matrices: f32, f16, bf16, q8_0 (default), q4_0
@@ -436,8 +438,15 @@ int run_main(int argc, char** argv) {
     }
     progress_line progress(!o.quiet);
 
-    // the model file: written when missing (or asked), so there is always one
+    // the model file: a file named with --model must exist unless --write-model asks for
+    // a random one there (a mistyped path is an error, not a new 29 MB file); the default
+    // file in the temporary directory is written when missing, so the demo always runs
     const int n_seq = o.n_prompt + o.n_gen;
+    std::error_code ec;
+    if (!o.model_path.empty() && !o.write_model && !std::filesystem::exists(o.model_path, ec))
+        return bad_usage("--model " + o.model_path.string() + ": no such file" +
+                         (ec ? " (" + ec.message() + ")" : std::string()) +
+                         "; pass --write-model to write a random model there");
     if (o.model_path.empty()) {
         const auto& h = o.hp;
         o.model_path = std::filesystem::temp_directory_path() /
@@ -447,7 +456,6 @@ int run_main(int argc, char** argv) {
                         std::to_string(h.n_vocab) + "-" + std::string(to_string(o.wtype)) +
                         (o.tied ? "-tied" : "") + "-s" + std::to_string(o.seed) + ".gguf");
     }
-    std::error_code ec;
     const bool written = o.write_model || !std::filesystem::exists(o.model_path, ec);
     if (written) {
         o.hp.n_ctx = std::max(o.hp.n_ctx, n_seq);

@@ -6,7 +6,8 @@
 //   test     (default) runs every claimed op x type x shape case on every backend,
 //            prints a matrix (op x backend: passed / run, "-" unsupported) and each
 //            failure, shrunk to its smallest failing shape, with the one-line command
-//            that reproduces it; exit status 1 when anything failed
+//            that reproduces it; exit status 1 when anything failed or when no case
+//            ran (filters that select nothing are an error in every mode, never a pass)
 //   perf     times each op on each backend at its perf shape: GFLOP/s (mul_mat) or GB/s
 //   support  the supports_op matrix: op x operand types x backend
 //   list     the backends and the catalogue's families
@@ -198,6 +199,35 @@ struct target {
     any_backend backend;
 };
 
+/// The options that select cases, as typed ("--op rope --shape 3x1x1x1"), for the
+/// message that says none matched.
+std::string filters(const options& o) {
+    std::string s;
+    auto add = [&](std::string_view flag, const std::string& v) {
+        s += (s.empty() ? "" : " ") + std::string(flag) + (v.empty() ? "" : " " + v);
+    };
+    auto joined = [](const std::vector<std::string>& v) {
+        std::string j;
+        for (const auto& x : v) j += (j.empty() ? "" : ",") + x;
+        return j;
+    };
+    if (!o.backends.empty()) add("--backend", joined(o.backends));
+    if (!o.ops.empty()) add("--op", joined(o.ops));
+    if (o.types) add("--types", cf::types_arg(*o.types));
+    if (o.shape) add("--shape", cf::shape_arg(*o.shape));
+    if (o.variant) add("--variant", std::to_string(*o.variant));
+    if (o.reduced) add("--reduced", "");
+    return s.empty() ? "none" : s;
+}
+
+/// Exit status 1 with a message when a mode selected nothing to run: an empty run is
+/// a failure, never a pass.
+int nothing_selected(const options& o, const std::string& why) {
+    std::fprintf(stderr, "backplane-conformance: %s: no case matched the filters (%s)%s%s\n",
+                 o.mode.c_str(), filters(o).c_str(), why.empty() ? "" : "; ", why.c_str());
+    return 1;
+}
+
 bool reduced_type(elem_type t) {
     return t == elem_type::f32 || t == elem_type::f16 || t == elem_type::q8_0 ||
            t == elem_type::i32;
@@ -252,7 +282,8 @@ int run_test(const options& o, std::vector<target>& targets) {
     };
     std::map<std::pair<std::string, std::string>, cell> matrix;
     std::vector<std::string> failures;
-    int n_fail = 0, n_run = 0;
+    int n_fail = 0, n_run = 0, n_unsupported = 0;
+    std::string invalid; // why the first case that could not be built was not
     for (const cf::op_family* f : families(o)) {
         const auto combos = combinations(ref, *f, o);
         for (target& t : targets) {
@@ -262,10 +293,14 @@ int run_test(const options& o, std::vector<target>& targets) {
                     const cf::case_result r = cf::run_case(ref, t.backend, spec);
                     if (r.result == cf::outcome::unsupported) {
                         ++c.unsupported;
+                        ++n_unsupported;
                         continue;
                     }
-                    if (r.result == cf::outcome::invalid)
+                    if (r.result == cf::outcome::invalid) {
+                        if (invalid.empty())
+                            invalid = r.message;
                         continue;
+                    }
                     ++c.run;
                     ++n_run;
                     if (r.result == cf::outcome::pass) {
@@ -314,6 +349,11 @@ int run_test(const options& o, std::vector<target>& targets) {
                 n_run, n_fail);
     for (const std::string& f : failures)
         std::printf("FAIL %s\n", f.c_str());
+    if (n_run == 0)
+        return nothing_selected(
+            o, n_unsupported > 0 ? std::to_string(n_unsupported) +
+                                       " case(s) selected, none supported by the backends named"
+                                 : invalid);
     return n_fail == 0 ? 0 : 1;
 }
 
@@ -323,8 +363,10 @@ int run_support(const options& o, std::vector<target>& targets) {
     for (const target& t : targets)
         std::printf(" %s", pad(t.name, 8).c_str());
     std::printf("\n");
+    int n_rows = 0;
     for (const cf::op_family* f : families(o))
         for (const auto& types : combinations(ref, *f, o)) {
+            ++n_rows;
             std::printf("%s %s", pad(std::string(f->name), 10).c_str(),
                         pad(cf::types_arg(types), 12).c_str());
             for (target& t : targets)
@@ -332,12 +374,12 @@ int run_support(const options& o, std::vector<target>& targets) {
                             pad(cf::supports(t.backend, *f, types) ? "yes" : "no", 8).c_str());
             std::printf("\n");
         }
-    return 0;
+    return n_rows == 0 ? nothing_selected(o, "") : 0;
 }
 
 int run_perf(const options& o, std::vector<target>& targets) {
     cpu_backend ref({.n_threads = 1, .reference = true});
-    int n_fail = 0;
+    int n_fail = 0, n_timed = 0;
     std::printf("%s %s %s %s %s %s\n", pad("backend", 10).c_str(), pad("op", 10).c_str(),
                 pad("types", 12).c_str(), pad("shape", 22).c_str(), pad("us/run", 12).c_str(),
                 "rate");
@@ -356,6 +398,8 @@ int run_perf(const options& o, std::vector<target>& targets) {
             for (target& t : targets) {
                 const cf::perf_result r = cf::run_perf(t.backend, spec, o.min_time);
                 std::string rate;
+                if (r.result != cf::outcome::unsupported && r.result != cf::outcome::invalid)
+                    ++n_timed;
                 if (r.result == cf::outcome::pass) {
                     char buf[64];
                     if (r.gflops > 0)
@@ -379,6 +423,8 @@ int run_perf(const options& o, std::vector<target>& targets) {
                 std::fflush(stdout);
             }
         }
+    if (n_timed == 0)
+        return nothing_selected(o, "");
     return n_fail == 0 ? 0 : 1;
 }
 

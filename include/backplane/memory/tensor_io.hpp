@@ -2,13 +2,27 @@
 // Reading and writing tensor data from the host, wherever the tensor lives: context host
 // data (no buffer) or any backend buffer, through its runtime handle. Range checked:
 // an access outside the tensor is a status, never a stray write.
+//
+// The 2-D forms (ggml's tensor_set_2d / tensor_get_2d) copy n rows of `size` bytes
+// between strided host memory and strided bytes of a tensor, e.g. one column block of a
+// row-major matrix, or every other row:
+//
+//     // rows 0, 2, 4 of a [64, 6] f32 tensor from a host array with 80-byte rows
+//     tensor_set_2d(*t, host, 0, 64 * 4, 3, 2 * t->nb[1], 80 * 4);
+//
+// Row k goes from host + k * host_stride to tensor byte offset + k * tensor_stride. The
+// whole request is checked before any byte moves (no overflow in the checks), so a
+// request that does not fit changes nothing.
 
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
 
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <span>
 #include <string>
@@ -44,6 +58,121 @@ inline status tensor_get(const tensor& t, void* dst, std::size_t offset, std::si
     if (auto s = detail::host_range_check("tensor_get", t, offset, size); !s) return s;
     if (size) std::memcpy(dst, static_cast<const std::byte*>(t.data) + offset, size);
     return {};
+}
+
+namespace detail {
+
+/// The checks of a 2-D copy: t has an address, a host pointer is given, and every row
+/// lies inside t and inside the address space, computed without overflow.
+inline status rows_2d_check(const char* what, const tensor& t, const void* host, std::size_t offset,
+                            std::size_t size, std::size_t n_rows, std::size_t tensor_stride,
+                            std::size_t host_stride) {
+    if (t.data == nullptr)
+        return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' has no data (allocate it first)"};
+    if (size == 0 || n_rows == 0) return {};
+    if (host == nullptr) return {errc::invalid_argument, std::string(what) + ": the host pointer is null"};
+    const std::size_t n = t.nbytes();
+    const std::string rows = std::to_string(n_rows) + " rows of " + std::to_string(size) + " bytes";
+    if (offset > n || size > n - offset)
+        return {errc::out_of_range, std::string(what) + ": the first of " + rows + " at byte offset " +
+                                        std::to_string(offset) + " ends past tensor '" + t.name + "' of " +
+                                        std::to_string(n) + " bytes"};
+    // (n_rows - 1) * tensor_stride <= n - offset - size, divided so that nothing wraps
+    const std::size_t last = n_rows - 1;
+    if (tensor_stride != 0 && last > (n - offset - size) / tensor_stride)
+        return {errc::out_of_range, std::string(what) + ": " + rows + " from byte offset " + std::to_string(offset) +
+                                        " with a tensor stride of " + std::to_string(tensor_stride) +
+                                        " bytes end past tensor '" + t.name + "' of " + std::to_string(n) + " bytes"};
+    // host + last * host_stride + size must not wrap around the address space
+    const auto room = std::numeric_limits<std::uintptr_t>::max() - reinterpret_cast<std::uintptr_t>(host);
+    if (size > room || (host_stride != 0 && last > (room - size) / host_stride))
+        return {errc::out_of_range, std::string(what) + ": " + rows + " with a host stride of " +
+                                        std::to_string(host_stride) + " bytes wrap around the address space"};
+    return {};
+}
+
+} // namespace detail
+
+/// Writes n_rows rows of `size` bytes into t: row k from host memory `src + k *
+/// host_stride` to t's byte `offset + k * tensor_stride` (ggml's tensor_set_2d, with
+/// its argument order: n_copies, stride_tensor, stride_data). Rows may overlap; later
+/// rows win. Works wherever t lives: one set per row through its buffer handle (a
+/// buffer with a native 2-D copy may take the whole request here later).
+inline status tensor_set_2d(tensor& t, const void* src, std::size_t offset, std::size_t size, std::size_t n_rows,
+                            std::size_t tensor_stride, std::size_t host_stride) {
+    if (auto s = detail::rows_2d_check("tensor_set_2d", t, src, offset, size, n_rows, tensor_stride, host_stride); !s)
+        return s;
+    if (size == 0) return {};
+    const auto* from = static_cast<const std::byte*>(src);
+    for (std::size_t k = 0; k < n_rows; ++k)
+        if (auto s = tensor_set(t, from + k * host_stride, offset + k * tensor_stride, size); !s) return s;
+    return {};
+}
+
+/// Reads n_rows rows of `size` bytes of t: row k from t's byte `offset + k *
+/// tensor_stride` to host memory `dst + k * host_stride` (ggml's tensor_get_2d).
+inline status tensor_get_2d(const tensor& t, void* dst, std::size_t offset, std::size_t size, std::size_t n_rows,
+                            std::size_t tensor_stride, std::size_t host_stride) {
+    if (auto s = detail::rows_2d_check("tensor_get_2d", t, dst, offset, size, n_rows, tensor_stride, host_stride); !s)
+        return s;
+    if (size == 0) return {};
+    auto* to = static_cast<std::byte*>(dst);
+    for (std::size_t k = 0; k < n_rows; ++k)
+        if (auto s = tensor_get(t, to + k * host_stride, offset + k * tensor_stride, size); !s) return s;
+    return {};
+}
+
+/// What the async 2-D copies need of a backend: synchronize() (a backend, an
+/// any_backend, a backend_ref).
+template <class B>
+concept synchronizing_stream = requires(B& b) {
+    { b.synchronize() } -> std::same_as<status>;
+};
+
+/// tensor_set_2d queued on backend b's stream: one set_tensor_async per row where b
+/// has them (an async_backend or an any_backend: `src` must then stay alive and
+/// unchanged until b.synchronize()); otherwise, and for a tensor without a buffer, b
+/// is synchronized first and the rows are written at once (ggml's fallback).
+template <synchronizing_stream B>
+status tensor_set_2d_async(B& b, tensor& t, const void* src, std::size_t offset, std::size_t size,
+                           std::size_t n_rows, std::size_t tensor_stride, std::size_t host_stride) {
+    if (auto s = detail::rows_2d_check("tensor_set_2d_async", t, src, offset, size, n_rows, tensor_stride,
+                                       host_stride);
+        !s)
+        return s;
+    if constexpr (requires { { b.set_tensor_async(t, src, offset, size) } -> std::same_as<status>; }) {
+        if (t.buffer != nullptr) {
+            const auto* from = static_cast<const std::byte*>(src);
+            for (std::size_t k = 0; size != 0 && k < n_rows; ++k)
+                if (auto s = b.set_tensor_async(t, from + k * host_stride, offset + k * tensor_stride, size); !s)
+                    return s;
+            return {};
+        }
+    }
+    if (auto s = b.synchronize(); !s) return s;
+    return tensor_set_2d(t, src, offset, size, n_rows, tensor_stride, host_stride);
+}
+
+/// tensor_get_2d queued on backend b's stream (as tensor_set_2d_async: `dst` holds the
+/// rows only after b.synchronize() where b is asynchronous).
+template <synchronizing_stream B>
+status tensor_get_2d_async(B& b, const tensor& t, void* dst, std::size_t offset, std::size_t size,
+                           std::size_t n_rows, std::size_t tensor_stride, std::size_t host_stride) {
+    if (auto s = detail::rows_2d_check("tensor_get_2d_async", t, dst, offset, size, n_rows, tensor_stride,
+                                       host_stride);
+        !s)
+        return s;
+    if constexpr (requires { { b.get_tensor_async(t, dst, offset, size) } -> std::same_as<status>; }) {
+        if (t.buffer != nullptr) {
+            auto* to = static_cast<std::byte*>(dst);
+            for (std::size_t k = 0; size != 0 && k < n_rows; ++k)
+                if (auto s = b.get_tensor_async(t, to + k * host_stride, offset + k * tensor_stride, size); !s)
+                    return s;
+            return {};
+        }
+    }
+    if (auto s = b.synchronize(); !s) return s;
+    return tensor_get_2d(t, dst, offset, size, n_rows, tensor_stride, host_stride);
 }
 
 /// Writes all of t from `values` (t must be contiguous, values of t's storage size).

@@ -71,6 +71,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -144,6 +145,14 @@ struct scheduler_params {
     /// 64 MiB).
     std::size_t weight_copy_batch = policy_default;
     static constexpr std::size_t policy_default = std::numeric_limits<std::size_t>::max();
+    /// Per backend index: the buffer type of that backend's compute buffers (its nodes
+    /// and the split inputs copied to it) instead of its default buffer type (nullopt,
+    /// or no entry: the default). ggml's `bufts` argument; e.g. pinned host memory for
+    /// the CPU's compute buffer when a GPU is present, so copies to and from the GPU run
+    /// at full speed. The backend must support the type (supports_buffer_type), and the
+    /// last backend's type must be host memory; the buffer type object must outlive the
+    /// scheduler. Weights stay where they were allocated.
+    std::vector<std::optional<buffer_type_ref>> buffer_types = {};
 };
 
 /// What a plan needs, from dry_run(): computed without allocating anything.
@@ -203,22 +212,24 @@ inline bool has_memory(const tensor& t) noexcept {
 template <backend_set Set, class Policy = greedy_policy>
 class basic_scheduler {
 public:
-    /// Throws backplane::error for an empty set, n_copies < 1, or a last backend whose
-    /// buffer type is not host memory.
+    /// Throws backplane::error for an empty set, n_copies < 1, a buffer type override
+    /// its backend does not support (or more overrides than backends), or a last backend
+    /// whose compute buffer type is not host memory.
     explicit basic_scheduler(Set backends, scheduler_params params = {}, Policy policy = {})
         : set_(std::move(backends)), params_(std::move(params)), policy_(std::move(policy)), nb_(set_.size()),
-          galloc_(make_allocator(set_)) {
+          galloc_(make_allocator(set_, params_)) {
         if (params_.n_copies < 1)
             throw error("scheduler: n_copies must be at least 1, got " + std::to_string(params_.n_copies),
                         errc::invalid_argument);
-        if (!set_.buffer_type(nb_ - 1).is_host())
+        for (std::size_t b = 0; b < nb_; ++b) // the compute buffer types, fixed for its life
+            bt_.push_back(galloc_.buffer_type(static_cast<int>(b)));
+        if (!bt_[nb_ - 1].is_host())
             throw error("scheduler: the last backend ('" + std::string(set_.name(nb_ - 1)) +
                             "') must use host memory (it runs graph inputs and whatever no other backend supports)",
                         errc::invalid_argument);
         if (auto s = set_.init_events(params_.n_copies); !s) throw error(s.message(), s.code());
         if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
         pending_readers_.resize(nb_);
-        for (std::size_t b = 0; b < nb_; ++b) bt_.push_back(set_.buffer_type(b)); // fixed for its life
         if constexpr (Policy::uses_costs)
             if (status s = policy_.attach(set_); !s) throw error(s.message(), s.code());
         if (params_.trace)
@@ -467,7 +478,9 @@ public:
     [[nodiscard]] std::size_t buffer_size(std::size_t i) const noexcept {
         return i < nb_ ? galloc_.buffer_size(static_cast<int>(i)) : 0;
     }
-    [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const { return set_.buffer_type(i); }
+    /// The buffer type of backend i's compute buffers: its override
+    /// (scheduler_params::buffer_types) or its default.
+    [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const { return bt_[i]; }
     [[nodiscard]] std::string_view backend_name(std::size_t i) const { return set_.name(i); }
 
     /// The plan in words: level 1 the splits with their inputs and bytes, level 2 also
@@ -493,11 +506,24 @@ private:
         std::uint32_t copy_base; // first of its n_copies slots in copies_
     };
 
-    static graph_allocator make_allocator(const Set& s) {
+    /// One compute buffer per backend, of its override's type or its default one.
+    static graph_allocator make_allocator(const Set& s, const scheduler_params& p) {
         if (s.size() == 0) throw error("scheduler: needs at least one backend", errc::invalid_argument);
+        if (p.buffer_types.size() > s.size())
+            throw error("scheduler: " + std::to_string(p.buffer_types.size()) + " buffer type overrides for " +
+                            std::to_string(s.size()) + " backend(s)",
+                        errc::invalid_argument);
         std::vector<buffer_type_ref> types;
         types.reserve(s.size());
-        for (std::size_t i = 0; i < s.size(); ++i) types.push_back(s.buffer_type(i));
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            const bool given = i < p.buffer_types.size() && p.buffer_types[i].has_value();
+            if (given && !s.supports_buffer_type(i, *p.buffer_types[i]))
+                throw error("scheduler: backend " + std::to_string(i) + " ('" + std::string(s.name(i)) +
+                                "') does not support buffer type '" + std::string(p.buffer_types[i]->name()) +
+                                "' given for its compute buffers (scheduler_params::buffer_types)",
+                            errc::invalid_argument);
+            types.push_back(given ? *p.buffer_types[i] : s.buffer_type(i));
+        }
         return graph_allocator(std::move(types));
     }
 
@@ -1741,9 +1767,11 @@ std::string basic_scheduler<Set, Policy>::describe(int level) const {
         }
     }
     out += "buffers:";
-    for (std::size_t b = 0; b < nb_; ++b)
+    for (std::size_t b = 0; b < nb_; ++b) {
+        const bool overridden = b < params_.buffer_types.size() && params_.buffer_types[b].has_value();
         out += " " + std::string(set_.name(b)) + " " + detail::human_bytes(galloc_.buffer_size(static_cast<int>(b))) +
-               (b + 1 < nb_ ? "," : "");
+               (overridden ? " (" + std::string(bt_[b].name()) + ")" : "") + (b + 1 < nb_ ? "," : "");
+    }
     return out + "\n";
 }
 
