@@ -46,6 +46,6 @@ bool is_own_module(void* handle) noexcept {
 
 extern "C" int dlclose(void* handle) {
     static const auto real = reinterpret_cast<dlclose_fn>(dlsym(RTLD_NEXT, "dlclose"));
-    if (handle == nullptr || unloading_asked() || is_own_module(handle)) return real(handle);
+    if (unloading_asked() || is_own_module(handle)) return real(handle);
     return 0; // a foreign library stays mapped until exit, as if another reference held it
 }
