@@ -157,17 +157,17 @@ TEST_CASE("cpu thread_pool: every thread runs, barriers order memory, subsets wa
     CHECK(j.errors.load() == 0);
 
     SECTION("shrinking joins workers, growing starts them with the next job") {
-        pool.set_n_threads(2);
+        REQUIRE(pool.set_n_threads(2).ok());
         CHECK(pool.n_workers() == 1);
         j.ran = 0;
         REQUIRE(pool.run(&job::run, &j).ok());
         CHECK(j.ran.load() == 2);
-        pool.set_n_threads(7);
+        REQUIRE(pool.set_n_threads(7).ok());
         CHECK(pool.n_workers() == 1);
         REQUIRE(pool.run(&job::run, &j).ok());
         CHECK(pool.n_workers() == 6);
         CHECK(j.ran.load() == 2 + 7);
-        pool.set_n_threads(0); // at least one thread
+        REQUIRE(pool.set_n_threads(0).ok()); // at least one thread
         CHECK(pool.n_threads() == 1);
         CHECK(pool.n_workers() == 0);
         REQUIRE(pool.run(&job::run, &j).ok());
