@@ -40,7 +40,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -91,7 +90,7 @@ public:
         ~lease() {
             if (pool_ == nullptr) return;
             current() = outer_;
-            pool_->use_.unlock();
+            pool_->unlock();
         }
 
         [[nodiscard]] thread_pool& pool() const noexcept { return *pool_; }
@@ -115,7 +114,7 @@ public:
     /// thread is inside one of the pool's jobs or holds it already (waiting would never end).
     [[nodiscard]] result<lease> acquire() {
         if (current() == this) return status(errc::busy, reentered("acquire"));
-        use_.lock();
+        lock();
         lease l(this, current());
         current() = this;
         return l;
@@ -182,6 +181,20 @@ private:
     static const thread_pool*& current() noexcept {
         static thread_local const thread_pool* p = nullptr;
         return p;
+    }
+
+    // The lease's lock: a word that is 1 while held. Waiters sleep on it (detail::wait_word,
+    // no polling: a job takes far longer than a wake-up); not fair, jobs are few. Not a
+    // std::mutex, so that <mutex> stays out of <backplane/backplane.hpp> (compile time).
+    void lock() noexcept {
+        for (std::uint32_t free = 0; !held_.value.compare_exchange_weak(free, 1, std::memory_order_acquire,
+                                                                        std::memory_order_relaxed);
+             free = 0)
+            if (free != 0) held_.block_while(1);
+    }
+    void unlock() noexcept {
+        held_.value.store(0, std::memory_order_seq_cst); // seq_cst: see wait_word::block_while
+        held_.notify_changed();
     }
 
     static std::string reentered(const char* what) {
@@ -268,8 +281,8 @@ private:
         exit_from_ = static_cast<std::size_t>(-1);
     }
 
-    std::mutex use_;                 ///< held by a lease: one job at a time
-    std::atomic<int> n_threads_;     ///< written under use_, read anywhere
+    detail::wait_word held_;         ///< 1 while a lease holds the pool: one job at a time
+    std::atomic<int> n_threads_;     ///< written under the lease, read anywhere
     std::atomic<bool> paused_;
     std::chrono::nanoseconds poll_;
     std::vector<std::thread> workers_;
