@@ -30,6 +30,7 @@ enum class errc : std::uint8_t {
     device_error,     ///< the device or driver reported a failure (see native code)
     not_found,        ///< a named thing (a file, a device) does not exist
     failed,           ///< anything else
+    busy,             ///< the object is in use by another thread (docs/threading.md)
 };
 
 /// Short, stable name of an error code (for logs and messages).
@@ -44,6 +45,7 @@ constexpr std::string_view to_string(errc c) noexcept {
     case errc::device_error: return "device error";
     case errc::not_found: return "not found";
     case errc::failed: return "failed";
+    case errc::busy: return "busy";
     }
     return "unknown";
 }

@@ -47,6 +47,7 @@
 
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/describe.hpp>
+#include <backplane/core/detail/single_user.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
@@ -71,6 +72,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -123,8 +125,11 @@ constexpr std::string_view to_string(placement_cause c) noexcept {
 
 struct scheduler_params {
     /// Pipeline copies: slots per split input and graph input, used in rotation by
-    /// successive alloc_graph calls (1: no pipeline parallelism). Any value >= 1.
+    /// successive alloc_graph calls (1: no pipeline parallelism). 1 to max_copies: each
+    /// slot holds its own copy of every split input and graph input, and backends rarely
+    /// overlap more than a few runs (ggml allows 4).
     int n_copies = 1;
+    static constexpr int max_copies = 64;
     /// Let a higher-priority backend take ops on host weights it asks for (offload_op).
     bool op_offload = true;
     /// Record an execution trace of each compute (trace(), sched/trace.hpp). A traced
@@ -207,20 +212,24 @@ inline bool has_memory(const tensor& t) noexcept {
 /// The scheduler over a backend set (see the header comment), placing nodes by `Policy`
 /// (sched/placement.hpp). scheduler<B0, ..., Bn> is this over a tuple of backend
 /// references; policy_scheduler<P, B0, ..., Bn> the same with policy P;
-/// dynamic_scheduler over a run-time list. Not thread-safe: one thread drives a
-/// scheduler.
+/// dynamic_scheduler over a run-time list.
+///
+/// Threads (docs/threading.md): one thread at a time drives a scheduler. Its mutating
+/// members (plan, dry_run, reserve, alloc_graph, compute, compute_async, synchronize,
+/// reset, set_backend, the setters) detect a call from a second thread while the first is
+/// inside: the call changes nothing and returns errc::busy (the void ones throw
+/// backplane::error with it).
 template <backend_set Set, class Policy = greedy_policy>
 class basic_scheduler {
 public:
-    /// Throws backplane::error for an empty set, n_copies < 1, a buffer type override
-    /// its backend does not support (or more overrides than backends), or a last backend
-    /// whose compute buffer type is not host memory.
-    explicit basic_scheduler(Set backends, scheduler_params params = {}, Policy policy = {})
+    /// Throws backplane::error (and no other exception) for an empty set, n_copies
+    /// outside [1, max_copies], more memory caps than backends, a buffer type override
+    /// its backend does not support (or more overrides than backends), a last backend
+    /// whose compute buffer type is not host memory, or no memory (errc::alloc_failed).
+    explicit basic_scheduler(Set backends, scheduler_params params = {}, Policy policy = {}) try
         : set_(std::move(backends)), params_(std::move(params)), policy_(std::move(policy)), nb_(set_.size()),
           galloc_(make_allocator(set_, params_)) {
-        if (params_.n_copies < 1)
-            throw error("scheduler: n_copies must be at least 1, got " + std::to_string(params_.n_copies),
-                        errc::invalid_argument);
+        check_params(params_, nb_);
         for (std::size_t b = 0; b < nb_; ++b) // the compute buffer types, fixed for its life
             bt_.push_back(galloc_.buffer_type(static_cast<int>(b)));
         if (!bt_[nb_ - 1].is_host())
@@ -238,6 +247,12 @@ public:
         if (params_.weight_copy_batch == scheduler_params::policy_default)
             for (std::size_t b = 0; b < nb_; ++b)
                 copy_batch_[b] = Policy::uses_costs ? std::max(std::size_t{64} << 20, set_.memory(b).total / 8) : 0;
+    } catch (const error&) {
+        throw;
+    } catch (const std::bad_alloc&) {
+        throw error("scheduler: out of host memory constructing the scheduler", errc::alloc_failed);
+    } catch (const std::exception& e) {
+        throw error(std::string("scheduler: constructing the scheduler failed: ") + e.what(), errc::failed);
     }
 
     basic_scheduler(const basic_scheduler&) = delete;
@@ -253,6 +268,8 @@ public:
     /// Runs `t` on backend `i` in every graph until reset(). errc::invalid_argument when
     /// there is no backend i.
     status set_backend(const tensor& t, std::size_t i) {
+        const auto use = in_use_.enter();
+        if (!use) return busy("set_backend");
         if (i >= nb_)
             return {errc::invalid_argument, "scheduler::set_backend: no backend " + std::to_string(i) + " (it has " +
                                                 std::to_string(nb_) + ")"};
@@ -287,8 +304,16 @@ public:
         return user_.contains(&t) ? placement_cause::user : placement_cause::none;
     }
 
-    void set_eval_callback(eval_callback cb) { eval_ = std::move(cb); }
-    void set_op_offload(bool on) noexcept { params_.op_offload = on; }
+    void set_eval_callback(eval_callback cb) {
+        const auto use = in_use_.enter();
+        if (!use) throw error(busy("set_eval_callback"));
+        eval_ = std::move(cb);
+    }
+    void set_op_offload(bool on) {
+        const auto use = in_use_.enter();
+        if (!use) throw error(busy("set_op_offload"));
+        params_.op_offload = on;
+    }
     [[nodiscard]] bool op_offload() const noexcept { return params_.op_offload; }
 
     // -- the graph -----------------------------------------------------------------------
@@ -297,6 +322,8 @@ public:
     /// to_dot() then show its plan (until the next call that takes a graph, or reset()).
     /// g is left as it was.
     [[nodiscard]] status plan(const graph& g) {
+        const auto use = in_use_.enter();
+        if (!use) return busy("plan");
         return guarded([&]() -> status {
             if (status s = split(g); !s) return s;
             return fit_caps(g);
@@ -309,6 +336,8 @@ public:
     /// in their backend's compute_bytes. With memory caps the plan respects them (or this
     /// fails). The accessors, describe() and to_dot() then show the plan.
     [[nodiscard]] result<plan_summary> dry_run(const graph& g) {
+        const auto use = in_use_.enter();
+        if (!use) return busy("dry_run");
         plan_summary out;
         status st = guarded([&]() -> status {
             if (status s = split(g); !s) return s;
@@ -366,6 +395,8 @@ public:
     /// tensors, so that later graphs up to its size allocate without growing. g is left
     /// as it was and forgotten.
     [[nodiscard]] status reserve(const graph& g) {
+        const auto use = in_use_.enter();
+        if (!use) return busy("reserve");
         return guarded([&]() -> status {
             // the buffers may grow: runs still queued on them finish first
             if (status s = wait_idle(); !s) return s;
@@ -385,6 +416,8 @@ public:
     /// memory an address (see the header comment). With pipeline copies, waits until the
     /// run that last used this alloc's slot is done, so inputs can be written right away.
     [[nodiscard]] status alloc_graph(const graph& g) {
+        const auto use = in_use_.enter(); // nested when compute_async allocates
+        if (!use) return busy("alloc_graph");
         return guarded([&]() -> status {
             cur_copy_ = next_copy_;
             next_copy_ = (next_copy_ + 1) % params_.n_copies;
@@ -417,6 +450,8 @@ public:
 
     /// compute_async, then synchronize every backend.
     [[nodiscard]] status compute(const graph& g) {
+        const auto use = in_use_.enter(); // held across compute_async and synchronize
+        if (!use) return busy("compute");
         if (status s = compute_async(g); !s) {
             (void)synchronize();
             return s;
@@ -427,6 +462,8 @@ public:
     /// Allocates g unless it is the graph allocated last, then runs its splits; returns
     /// when everything is queued (backends may still be running: synchronize()).
     [[nodiscard]] status compute_async(const graph& g) {
+        const auto use = in_use_.enter();
+        if (!use) return busy("compute_async");
         if (allocated_ != &g || graph_nodes_ != g.nodes().data() || n_nodes_ != g.n_nodes())
             if (status s = alloc_graph(g); !s) return s;
         trace_.clear();
@@ -443,6 +480,8 @@ public:
 
     /// Waits for every backend.
     [[nodiscard]] status synchronize() {
+        const auto use = in_use_.enter();
+        if (!use) return busy("synchronize");
         status first;
         for (std::size_t i = 0; i < nb_; ++i)
             if (status s = set_.synchronize(i); !s && first) (void)(first = std::move(s));
@@ -453,6 +492,8 @@ public:
     /// Forgets the last graph and every set_backend assignment. Buffers are kept (the
     /// tensors placed in them keep dangling addresses: allocate their graph again).
     void reset() {
+        const auto use = in_use_.enter();
+        if (!use) throw error(busy("reset"));
         forget_graph();
         user_.clear();
     }
@@ -505,6 +546,19 @@ private:
         std::uint32_t j;         // source slot
         std::uint32_t copy_base; // first of its n_copies slots in copies_
     };
+
+    static status busy(const char* call) { return detail::busy_status("scheduler", call); }
+
+    static void check_params(const scheduler_params& p, std::size_t n_backends) {
+        if (p.n_copies < 1 || p.n_copies > scheduler_params::max_copies)
+            throw error("scheduler: n_copies must be between 1 and " + std::to_string(scheduler_params::max_copies) +
+                            " (scheduler_params::max_copies), got " + std::to_string(p.n_copies),
+                        errc::invalid_argument);
+        if (p.memory_caps.size() > n_backends)
+            throw error("scheduler: memory_caps has " + std::to_string(p.memory_caps.size()) +
+                            " entries for " + std::to_string(n_backends) + " backends",
+                        errc::invalid_argument);
+    }
 
     /// One compute buffer per backend, of its override's type or its default one.
     static graph_allocator make_allocator(const Set& s, const scheduler_params& p) {
@@ -1671,6 +1725,7 @@ private:
     std::vector<tensor*> alloc_leafs_;
     std::vector<int> alloc_node_ids_;
     std::vector<int> alloc_leaf_ids_;
+    detail::single_user in_use_; // the thread inside an entry point (docs/threading.md)
 };
 
 // -- explaining the plan ---------------------------------------------------------------------

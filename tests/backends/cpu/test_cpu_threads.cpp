@@ -12,6 +12,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -157,17 +158,17 @@ TEST_CASE("cpu thread_pool: every thread runs, barriers order memory, subsets wa
     CHECK(j.errors.load() == 0);
 
     SECTION("shrinking joins workers, growing starts them with the next job") {
-        pool.set_n_threads(2);
+        REQUIRE(pool.set_n_threads(2).ok());
         CHECK(pool.n_workers() == 1);
         j.ran = 0;
         REQUIRE(pool.run(&job::run, &j).ok());
         CHECK(j.ran.load() == 2);
-        pool.set_n_threads(7);
+        REQUIRE(pool.set_n_threads(7).ok());
         CHECK(pool.n_workers() == 1);
         REQUIRE(pool.run(&job::run, &j).ok());
         CHECK(pool.n_workers() == 6);
         CHECK(j.ran.load() == 2 + 7);
-        pool.set_n_threads(0); // at least one thread
+        REQUIRE(pool.set_n_threads(0).ok()); // at least one thread
         CHECK(pool.n_threads() == 1);
         CHECK(pool.n_workers() == 0);
         REQUIRE(pool.run(&job::run, &j).ok());
@@ -278,6 +279,9 @@ TEST_CASE("cpu threads: a transformer block is bit-identical on 1, 2, 3, 4 and 7
 TEST_CASE("cpu threads: set_n_threads between computes, up and down, leaks no thread", "[cpu][threads]") {
     split_threshold all(1); // every node uses every thread it can
     block_graph b;
+    // ThreadSanitizer's runtime starts a thread of its own with the program's first one:
+    // count from after it
+    std::thread([] {}).join();
     const int base = process_threads();
     std::vector<bt::ref_tensor> expected;
     {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -20,6 +21,9 @@ namespace backplane {
 
 template <class Tag = void>
 class basic_cpu_backend;
+namespace cpu {
+class thread_pool;
+}
 using cpu_backend = basic_cpu_backend<>;
 
 /// How a cpu_backend starts (both settings can be changed later on the backend).
@@ -30,6 +34,9 @@ struct cpu_backend_params {
     /// Reference kernels only, no fast paths: the oracle other backends are tested
     /// against (still multi-threaded).
     bool reference = false;
+    /// A thread pool shared with other backends (basic_cpu_backend::set_thread_pool);
+    /// null: a private pool of n_threads threads.
+    std::shared_ptr<cpu::thread_pool> pool = nullptr;
 };
 
 class cpu_device {

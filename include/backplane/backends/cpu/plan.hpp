@@ -293,10 +293,10 @@ inline status failure(const tensor& node, errc e) {
                    std::string(to_string(e)) + ")"};
 }
 
-/// Computes a scheduled plan on `pool` (which must have plan.n_threads() threads), or
-/// on the calling thread alone when no step needs more.
+/// Computes a scheduled plan with the pool that `pool` holds (which must have at least
+/// plan.n_threads() threads), or on the calling thread alone when no step needs more.
 template <class = void>
-inline status execute(cpu_plan& plan, thread_pool& pool, const std::function<bool()>* abort) {
+inline status execute(cpu_plan& plan, thread_pool::lease& pool, const std::function<bool()>* abort) {
     const auto& steps = plan_access::steps(plan);
     if (steps.empty()) return {};
     if (abort != nullptr && ask_abort(*abort)) return {errc::aborted, "cpu: compute aborted by the abort callback"};
@@ -310,8 +310,11 @@ inline status execute(cpu_plan& plan, thread_pool& pool, const std::function<boo
     if (plan.max_nth() <= 1) {
         run_steps(st, 0);
     } else {
-        st.pool = &pool;
-        if (auto s = pool.run(&run_steps_job<>, &st); !s) return s;
+        if (plan.n_threads() > pool.n_threads()) // its barriers would wait for threads that never come
+            return {errc::invalid_argument, "cpu: a plan for " + std::to_string(plan.n_threads()) +
+                                                " threads cannot run on a pool of " + std::to_string(pool.n_threads())};
+        st.pool = &pool.pool();
+        if (auto s = pool.run(&run_steps_job<>, &st, plan.n_threads()); !s) return s;
     }
     if (const std::uint64_t e = st.first_error.load(std::memory_order_relaxed); e != ~std::uint64_t{0})
         return failure(*steps[static_cast<std::size_t>(e >> 8)].node, static_cast<errc>(e & 0xff));

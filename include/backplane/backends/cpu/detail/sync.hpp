@@ -46,9 +46,9 @@ inline void cpu_relax() noexcept {
 inline constexpr int spin_pauses = 64; ///< ~1-3 us: a pause is 10-140 cycles depending on the core
 inline constexpr std::chrono::nanoseconds poll_time{1'000'000};
 
-/// Spins, then polls between yields, while done() is false, for at most about
-/// poll_time; returns done()'s last answer.
-template <class Done> bool spin_until(Done done) noexcept {
+/// Spins, then polls between yields, while done() is false, for at most about `poll`
+/// (poll_time by default); returns done()'s last answer.
+template <class Done> bool spin_until(Done done, std::chrono::nanoseconds poll = poll_time) noexcept {
     for (int i = 0; i < spin_pauses; ++i) {
         if (done()) return true;
         cpu_relax();
@@ -57,7 +57,7 @@ template <class Done> bool spin_until(Done done) noexcept {
     do {
         std::this_thread::yield();
         if (done()) return true;
-    } while (std::chrono::steady_clock::now() - start < poll_time);
+    } while (std::chrono::steady_clock::now() - start < poll);
     return false;
 }
 
@@ -71,6 +71,11 @@ struct alignas(cache_line) wait_word {
     /// before its release are visible).
     void wait_while(std::uint32_t old) noexcept {
         if (spin_until([&] { return value.load(std::memory_order_acquire) != old; })) return;
+        block_while(old);
+    }
+
+    /// wait_while without spinning or polling: sleeps at once (a paused thread pool).
+    void block_while(std::uint32_t old) noexcept {
         // seq_cst on both sides (here and in notify_changed()): either the notifier sees this
         // sleeper, or this load sees the new value. Never both missed (no lost wake-up).
         sleepers.fetch_add(1, std::memory_order_seq_cst);
