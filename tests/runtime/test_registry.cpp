@@ -352,3 +352,57 @@ TEST_CASE("any_device: a device whose make_backend fails gives its status", "[re
     CHECK(t.error().code() == errc::failed);
     CHECK_THAT(t.error().message(), Catch::Contains("THROW0") && Catch::Contains("driver exploded"));
 }
+
+namespace {
+
+/// A buffer type written without device_name (it does not model device_buffer_type).
+struct unnamed_buffer_type {
+    using buffer_t = host_buffer;
+    [[nodiscard]] std::string_view name() const noexcept { return "unnamed"; }
+    [[nodiscard]] std::size_t alignment() const noexcept { return host_alignment; }
+    [[nodiscard]] std::size_t max_size() const noexcept { return std::size_t{1} << 30; }
+    [[nodiscard]] std::size_t alloc_size(const tensor& t) const noexcept { return t.nbytes(); }
+    [[nodiscard]] bool is_host() const noexcept { return true; }
+    [[nodiscard]] result<host_buffer> allocate(std::size_t size) const {
+        return cpu_buffer_type::instance().allocate(size);
+    }
+};
+static_assert(buffer_type<unnamed_buffer_type> && !device_buffer_type<unnamed_buffer_type>);
+
+} // namespace
+
+TEST_CASE("buffer types name their device through buffer_type_ref and any_buffer_type", "[registry][buffer_type]") {
+    // the CPU's memory is the CPU device's (BLAS computes in it too)
+    CHECK(buffer_type_ref(cpu_buffer_type::instance()).device_name() == "CPU");
+    const any_device cpu_dev = any_device::borrow(cpu_device::instance());
+    const any_buffer_type cpu_bt = cpu_dev.buffer_type();
+    CHECK(cpu_bt.device_name() == "CPU");
+    REQUIRE(cpu_bt.device());
+    CHECK(*cpu_bt.device() == cpu_dev);
+    auto found = registry::global().device(cpu_bt.device_name());
+    REQUIRE(found);
+    CHECK(found->name() == "CPU");
+
+    // a device of the test backend: both faces name it, and device() is the same handle
+    const any_device tdev =
+        any_device::make(std::make_shared<const test::test_device>(test::test_device_params{.name = "TDEV"}));
+    const any_buffer_type tbt = tdev.buffer_type();
+    CHECK(tbt.device_name() == "TDEV");
+    CHECK(buffer_type_ref(tbt).device_name() == "TDEV");
+    REQUIRE(tbt.device());
+    CHECK(*tbt.device() == tdev);
+    CHECK(tbt.device()->buffer_type() == tbt);
+
+    // a buffer type handed out by a device but naming another: device() says nothing
+    const any_device extra = any_device::make(std::make_shared<const extra_bt_device>());
+    const auto extras = extra.extra_buffer_types();
+    REQUIRE(extras.size() == 1);
+    CHECK(extras[0].device_name() == "EXTRA");
+    CHECK_FALSE(extras[0].device());
+
+    // a buffer type that does not say: "" from both faces, and no device
+    const unnamed_buffer_type unnamed;
+    CHECK(buffer_type_ref(unnamed).device_name().empty());
+    CHECK(any_buffer_type(unnamed).device_name().empty());
+    CHECK_FALSE(any_buffer_type(unnamed).device());
+}

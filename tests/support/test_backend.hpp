@@ -325,6 +325,7 @@ public:
     [[nodiscard]] inline result<test_buffer> allocate(std::size_t size) const;
 
     [[nodiscard]] const test_device& device() const noexcept { return *dev_; }
+    [[nodiscard]] inline std::string_view device_name() const noexcept;
     /// Synchronous operations on this type's buffers.
     [[nodiscard]] const test_counters& counters() const noexcept { return counters_; }
     [[nodiscard]] test_counters& counters() noexcept { return counters_; }
@@ -466,6 +467,7 @@ static_assert(backplane::buffer<test_buffer>);
 static_assert(backplane::copy_buffer<test_buffer>);
 static_assert(backplane::buffer_type<test_buffer_type>);
 static_assert(!backplane::host_buffer_type<test_buffer_type>);
+static_assert(backplane::device_buffer_type<test_buffer_type>);
 
 // ---------------------------------------------------------------------------------------
 // events and streams (internals)
@@ -1056,6 +1058,8 @@ private:
 };
 
 inline test_backend test_device::make_backend() const { return test_backend(*this); }
+
+inline std::string_view test_buffer_type::device_name() const noexcept { return dev_->name(); }
 
 static_assert(backplane::device<test_device>);
 static_assert(backplane::offload_device<test_device>);

@@ -159,6 +159,15 @@ concept host_buffer_type = buffer_type<T> && requires {
     requires T::host_memory;
 };
 
+/// A buffer type that names the device its memory belongs to (ggml's
+/// ggml_backend_buft_get_device): `bt.device_name()` -> that device's name() (what the
+/// registry finds it by). Optional: the runtime face (buffer_type_ref::device_name)
+/// answers "" (unknown) for a buffer type that does not say.
+template <class T>
+concept device_buffer_type = buffer_type<T> && requires(const T& bt) {
+    { bt.device_name() } -> std::convertible_to<std::string_view>;
+};
+
 namespace detail {
 /// An lvalue reference to a buffer type model (what devices and backends return).
 template <class R>

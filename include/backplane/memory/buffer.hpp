@@ -57,6 +57,7 @@ struct buffer_type_vtable {
     std::size_t (*alloc_size)(const void*, const tensor&);
     bool (*is_host)(const void*);
     result<buffer_ptr> (*allocate)(const void*, std::size_t);
+    std::string_view (*device_name)(const void*); // null: the buffer type does not say
 };
 
 struct buffer_vtable {
@@ -74,6 +75,14 @@ template <buffer_type BT>
 result<buffer_ptr> allocate_erased(const void* self, std::size_t size); // defined below make_buffer
 
 template <buffer_type BT>
+consteval auto optional_device_name() -> std::string_view (*)(const void*) {
+    if constexpr (device_buffer_type<BT>)
+        return [](const void* s) -> std::string_view { return static_cast<const BT*>(s)->device_name(); };
+    else
+        return nullptr;
+}
+
+template <buffer_type BT>
 inline constexpr buffer_type_vtable buffer_type_vtable_for = {
     [](const void* s) -> std::string_view { return static_cast<const BT*>(s)->name(); },
     [](const void* s) -> std::size_t { return static_cast<const BT*>(s)->alignment(); },
@@ -81,6 +90,7 @@ inline constexpr buffer_type_vtable buffer_type_vtable_for = {
     [](const void* s, const tensor& t) -> std::size_t { return static_cast<const BT*>(s)->alloc_size(t); },
     [](const void* s) -> bool { return static_cast<const BT*>(s)->is_host(); },
     &allocate_erased<BT>,
+    optional_device_name<BT>(),
 };
 
 } // namespace detail
@@ -101,6 +111,9 @@ public:
     [[nodiscard]] bool is_host() const { return vt_->is_host(self_); }
     /// A new buffer of at least `size` bytes; out of memory is a status.
     [[nodiscard]] result<buffer_ptr> allocate(std::size_t size) const { return vt_->allocate(self_, size); }
+    /// The name of the device its memory belongs to (device_buffer_type); "" when the
+    /// buffer type does not say.
+    [[nodiscard]] std::string_view device_name() const { return vt_->device_name ? vt_->device_name(self_) : ""; }
 
     /// The concrete object, when it is a BT.
     template <buffer_type BT>

@@ -95,6 +95,8 @@ public:
     }
 
     [[nodiscard]] std::string_view name() const noexcept { return "CPU"; }
+    /// cpu_device's name (the BLAS device computes in this memory too, but it is the CPU's).
+    [[nodiscard]] std::string_view device_name() const noexcept { return "CPU"; }
     [[nodiscard]] std::size_t alignment() const noexcept { return host_alignment; }
     [[nodiscard]] std::size_t max_size() const noexcept { return std::numeric_limits<std::size_t>::max() / 2; }
     [[nodiscard]] std::size_t alloc_size(const tensor& t) const noexcept { return t.nbytes(); }
@@ -124,5 +126,6 @@ static_assert(buffer<host_buffer>);
 static_assert(copy_buffer<host_buffer>);
 static_assert(buffer_type<cpu_buffer_type>);
 static_assert(host_buffer_type<cpu_buffer_type>);
+static_assert(device_buffer_type<cpu_buffer_type>);
 
 } // namespace backplane

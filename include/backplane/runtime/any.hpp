@@ -101,6 +101,10 @@ private:
 // ---------------------------------------------------------------------------------------
 // any_buffer_type
 
+namespace detail {
+struct device_vtable;
+} // namespace detail
+
 /// A buffer type of any concrete type that keeps what it belongs to (its device, the
 /// plugin library whose code it runs) alive. Converts to buffer_type_ref, which is what
 /// the memory layer takes (alloc_tensors, graph_allocator); compares equal to references
@@ -124,14 +128,31 @@ public:
     /// A new buffer of at least `size` bytes; out of memory is a status.
     [[nodiscard]] result<buffer_ptr> allocate(std::size_t size) const { return ref_.allocate(size); }
 
+    /// The name of the device its memory belongs to (device_buffer_type); "" when the
+    /// buffer type does not say.
+    [[nodiscard]] std::string_view device_name() const { return ref_.device_name(); }
+    /// The device that handed this buffer type out (any_device's buffer_type(),
+    /// host_buffer_type(), extra_buffer_types()), unless the buffer type names another
+    /// one (CUDA's pinned host memory asked from device 1 names device 0): then, and for
+    /// a buffer type no device handed out, nothing; registry::device(device_name()) finds
+    /// the device it names.
+    [[nodiscard]] inline std::optional<any_device> device() const;
+
     [[nodiscard]] buffer_type_ref ref() const noexcept { return ref_; }
     operator buffer_type_ref() const noexcept { return ref_; } // NOLINT: implicit on purpose
     friend bool operator==(const any_buffer_type& a, const any_buffer_type& b) noexcept { return a.ref_ == b.ref_; }
     friend bool operator==(const any_buffer_type& a, const buffer_type_ref& b) noexcept { return a.ref_ == b; }
 
 private:
+    friend class any_device;
+    /// `ref`, handed out by the device whose object is `owner` and whose table is `device`.
+    any_buffer_type(buffer_type_ref ref, detail::anchored<std::shared_ptr<const void>> owner,
+                    const detail::device_vtable* device)
+        : owner_(std::move(owner)), ref_(ref), device_(device) {}
+
     detail::anchored<std::shared_ptr<const void>> owner_;
     buffer_type_ref ref_;
+    const detail::device_vtable* device_ = nullptr; // set: owner_ is that device's object
 };
 
 // ---------------------------------------------------------------------------------------
@@ -206,18 +227,18 @@ public:
     [[nodiscard]] memory_info memory() const { return vt_->memory(self()); }
     [[nodiscard]] device_caps caps() const { return vt_->caps(self()); }
     /// Its default buffer type.
-    [[nodiscard]] any_buffer_type buffer_type() const { return {vt_->buffer_type(self()), obj_.value(), obj_.anchor()}; }
+    [[nodiscard]] any_buffer_type buffer_type() const { return {vt_->buffer_type(self()), obj_, vt_}; }
     /// Its pinned host buffer type, when it has one (host_buffer_device).
     [[nodiscard]] std::optional<any_buffer_type> host_buffer_type() const {
         auto bt = vt_->host_buffer_type(self());
         if (!bt) return std::nullopt;
-        return any_buffer_type(*bt, obj_.value(), obj_.anchor());
+        return any_buffer_type(*bt, obj_, vt_);
     }
     /// Buffer types beyond the default and host ones (extra_buffer_types_device); empty
     /// when it has none.
     [[nodiscard]] std::vector<any_buffer_type> extra_buffer_types() const {
         std::vector<any_buffer_type> out;
-        for (const buffer_type_ref& bt : vt_->extra_buffer_types(self())) out.emplace_back(bt, obj_.value(), obj_.anchor());
+        for (const buffer_type_ref& bt : vt_->extra_buffer_types(self())) out.push_back(any_buffer_type(bt, obj_, vt_));
         return out;
     }
     /// User memory [ptr, ptr + size) as a buffer of this device (host_ptr_device); the
@@ -251,7 +272,10 @@ public:
     friend bool operator==(const any_device& a, const any_device& b) noexcept { return a.id() == b.id(); }
 
 private:
+    friend class any_buffer_type;
     any_device(std::shared_ptr<const void> obj, const detail::device_vtable* vt) : obj_(std::move(obj)), vt_(vt) {}
+    any_device(detail::anchored<std::shared_ptr<const void>> obj, const detail::device_vtable* vt)
+        : obj_(std::move(obj)), vt_(vt) {}
     [[nodiscard]] const void* self() const noexcept { return obj_.value().get(); }
 
     template <device D>
@@ -260,6 +284,14 @@ private:
     detail::anchored<std::shared_ptr<const void>> obj_;
     const detail::device_vtable* vt_;
 };
+
+inline std::optional<any_device> any_buffer_type::device() const {
+    if (device_ == nullptr) return std::nullopt;
+    any_device d(owner_, device_);
+    const std::string_view named = ref_.device_name();
+    if (!named.empty() && d.name() != named) return std::nullopt; // shared memory named after another device
+    return d;
+}
 
 // ---------------------------------------------------------------------------------------
 // any_backend

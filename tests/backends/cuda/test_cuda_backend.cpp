@@ -5,7 +5,9 @@
 // their node, and the scheduler with {cuda, cpu} on the llama-like reference graph equal
 // to the CPU alone, with cuBLAS and with the own kernels. Then the copy utilities and
 // the conformance runner on the device (tensor_copy, graph_copy, compare_backends, a
-// slice of the catalogue).
+// slice of the catalogue), and misuse (tests/support/device_safety_cases.hpp): memory
+// freed or a stream destroyed while work is queued, a get_rows index out of range
+// (errc::out_of_range at synchronize, as on the CPU).
 
 #include <backplane/backends/cuda.hpp>
 #include <backplane/backplane.hpp>
@@ -14,6 +16,7 @@
 #include <backplane/sched.hpp>
 
 #include "../../support/device_copy_cases.hpp"
+#include "../../support/device_safety_cases.hpp"
 #include "../../support/llama_cpu.hpp"
 #include "../../support/ref_oracle.hpp"
 
@@ -349,4 +352,33 @@ TEST_CASE(
 TEST_CASE("cuda: a slice of the catalogue passes against the reference") {
     if (auto dev = open_or_skip())
         test::catalogue_slice(*dev, "CUDA");
+}
+
+TEST_CASE("cuda lifetime: buffers freed while a compute and a read that use them are queued are freed after the work",
+          "[cuda][lifetime]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    auto be = dev->make_backend();
+    REQUIRE(be);
+    test::check_free_while_queued(*dev, *be, false); // cudaMemGetInfo counts other processes too
+}
+
+TEST_CASE("cuda lifetime: a backend destroyed with work queued waits for it and queued transfers keep their memory",
+          "[cuda][lifetime]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    test::check_destroy_while_queued(*dev);
+}
+
+TEST_CASE("cuda get_rows: an index out of range is errc::out_of_range at synchronize as on the CPU",
+          "[cuda][get_rows][errors]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    test::check_get_rows_out_of_range(*dev);
+}
+
+TEST_CASE("cuda get_rows: an out-of-range index fails a scheduler's compute", "[cuda][get_rows][errors]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    test::check_get_rows_out_of_range_scheduled(*dev);
 }

@@ -24,9 +24,13 @@
 //
 // Errors. A launch that fails names its node; a failure of the device (an illegal
 // address, a lost device) shows in the next call that waits for the stream, as a
-// device_error status. Nothing throws and nothing aborts.
+// device_error status. A get_rows index out of range is never read: the kernel raises
+// the stream's error word (pinned host memory the device writes), and synchronize()
+// reports it as errc::out_of_range naming the node (backends/detail/index_errors.hpp).
+// Nothing throws and nothing aborts.
 
 #include <backplane/backends/cuda/device.hpp>
+#include <backplane/backends/detail/index_errors.hpp>
 #include <backplane/backends/cuda/kernel_api.hpp>
 #include <backplane/backends/cuda/memory.hpp>
 #include <backplane/backends/cuda/runtime.hpp>
@@ -113,6 +117,12 @@ struct stream_state {
 
     std::vector<staging_slot> staging;
 
+    // index errors: a word of pinned, mapped host memory that kernels raise (its device
+    // address goes to every launch), and the queued nodes that may raise it
+    std::uint32_t* error_word = nullptr;
+    std::uint32_t* error_word_device = nullptr;
+    backplane::detail::index_checks checks;
+
     // timing: `origin` is recorded when timing is turned on; spans are measured from it
     bool timing = false;
     cudaEvent_t origin = nullptr, start = nullptr, end = nullptr;
@@ -140,6 +150,7 @@ struct stream_state {
         }
         for (cudaEvent_t e : {origin, start, end})
             if (e != nullptr) (void)cudaEventDestroy(e);
+        if (error_word != nullptr) (void)cudaFreeHost(error_word);
         if (stream != nullptr) (void)cudaStreamDestroy(stream);
         (void)cudaGetLastError();
     }
@@ -159,7 +170,32 @@ struct stream_state {
         c.cublas = cublas;
         c.scratch = scratch;
         c.scratch_size = scratch_size;
+        c.error_word = error_word_device;
         return c;
+    }
+
+    /// Makes the error word (stream creation; the device is current).
+    status make_error_word() {
+        void* p = nullptr;
+        if (const cudaError_t e = cudaHostAlloc(&p, sizeof(std::uint32_t), cudaHostAllocMapped); e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return fail("allocating the error word", e);
+        }
+        error_word = static_cast<std::uint32_t*>(p);
+        *error_word = 0;
+        void* d = nullptr;
+        if (auto s = check("mapping the error word", cudaHostGetDevicePointer(&d, p, 0)); !s) return s;
+        error_word_device = static_cast<std::uint32_t*>(d);
+        return {};
+    }
+
+    /// Whether a kernel raised the error word since the last call (the stream is
+    /// synchronized); lowers it.
+    bool take_error_word() noexcept {
+        volatile std::uint32_t* w = error_word; // written by the device
+        const bool raised = *w != 0;
+        *w = 0;
+        return raised;
     }
 
     /// At least `bytes` of scratch memory. Growing waits for the stream (its kernels may
@@ -319,6 +355,7 @@ public:
         if (auto st = cuda::detail::check(what, cudaSetDevice(s->device)); !st) return st;
         if (auto st = cuda::detail::check(what, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)); !st)
             return st;
+        if (auto st = s->make_error_word(); !st) return st;
         if (params.cublas && table.with_cublas) {
             if (auto st = cuda::detail::check("allocating the cuBLAS workspace",
                                               cudaMalloc(&s->cublas_workspace, cublas_workspace_size));
@@ -394,15 +431,19 @@ public:
             if (status s = cuda::detail::check("timing", cudaEventRecord(st.end, st.stream)); !s) return with_prefix(s);
             st.timed_latest = true;
         }
+        for (const tensor* n : nodes) st.checks.note(*n);
         ++st.n_computes;
         return {};
     }
 
-    /// Waits until everything queued on this stream is done.
+    /// Waits until everything queued on this stream is done. errc::out_of_range when a
+    /// get_rows node queued since the last synchronize met an index beyond its source's
+    /// rows (see the file comment).
     status synchronize() {
         if (!s_) return moved_from();
         if (status s = select(); !s) return s;
-        return with_prefix(cuda::detail::check("synchronize", cudaStreamSynchronize(s_->stream)));
+        if (status s = cuda::detail::check("synchronize", cudaStreamSynchronize(s_->stream)); !s) return with_prefix(s);
+        return s_->checks.take(s_->take_error_word(), prefix());
     }
 
     /// Queues a copy of `size` host bytes into t at `offset`; `src` is read before the

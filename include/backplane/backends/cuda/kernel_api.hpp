@@ -21,7 +21,7 @@
 namespace backplane::cuda::detail {
 
 /// Bumped whenever kernel_table or launch_context changes.
-inline constexpr std::uint32_t kernel_api_version = 1;
+inline constexpr std::uint32_t kernel_api_version = 2;
 
 /// What a node's kernels get besides the node: its tensors' data are device addresses.
 struct launch_context {
@@ -32,7 +32,14 @@ struct launch_context {
     void* cublas = nullptr;        ///< a cublasHandle_t bound to `stream`; null: own kernels only
     void* scratch = nullptr;       ///< device memory of scratch_size bytes, 256-byte aligned
     std::size_t scratch_size = 0;
+    /// The stream's error word (a device address of one word; null: errors are not
+    /// reported): a kernel that meets an index out of range sets error_index in it
+    /// (atomicOr) and reads nothing out of bounds; the backend reports it at synchronize.
+    std::uint32_t* error_word = nullptr;
 };
+
+/// The bits of launch_context::error_word.
+inline constexpr std::uint32_t error_index = 1; ///< an index beyond what it indexes (get_rows)
 
 /// The kernels, as plain functions.
 struct kernel_table {

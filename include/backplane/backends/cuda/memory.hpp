@@ -10,7 +10,10 @@
 //
 // Every CUDA failure is a status naming the device, the size and the runtime's error
 // (out of memory is errc::alloc_failed; no driver is errc::not_supported); nothing
-// aborts. Device buffers copy device-side from other CUDA device buffers (the same
+// aborts. Freeing a buffer (device or pinned host memory, or unpinning user memory)
+// first waits for the work queued on every device (cuda::detail::wait_for_devices), so
+// memory freed while a compute or a transfer using it is still queued is never freed
+// under the device. Device buffers copy device-side from other CUDA device buffers (the same
 // device, or a peer through cudaMemcpyPeer, which the runtime stages through the host when
 // the two devices cannot reach each other) and from host memory.
 
@@ -97,6 +100,7 @@ private:
     }
     void release() noexcept {
         if (ptr_ == nullptr) return;
+        cuda::detail::wait_for_devices(); // queued work of any device may still use it (file comment)
         int current = -1;
         const bool restore = cudaGetDevice(&current) == cudaSuccess && current != device_;
         (void)cudaSetDevice(device_);
@@ -141,6 +145,8 @@ public:
     [[nodiscard]] std::size_t alloc_size(const tensor& t) const noexcept { return t.nbytes(); }
     [[nodiscard]] bool is_host() const noexcept { return false; }
     [[nodiscard]] int device() const noexcept { return device_; }
+    /// cuda_device's name ("CUDA<index>", which is this type's name too).
+    [[nodiscard]] std::string_view device_name() const noexcept { return name_; }
 
     /// A buffer of `size` bytes (at least one) of the device's memory.
     [[nodiscard]] result<cuda_buffer> allocate(std::size_t size) const {
@@ -256,6 +262,7 @@ private:
     [[nodiscard]] host_buffer view() const noexcept { return host_buffer::from_ptr(ptr_, size_); }
     void release() noexcept {
         if (ptr_ == nullptr) return;
+        cuda::detail::wait_for_devices(); // any device may still transfer from or to it (file comment)
         if (registered_)
             (void)cudaHostUnregister(ptr_);
         else
@@ -281,6 +288,8 @@ public:
     }
 
     [[nodiscard]] std::string_view name() const noexcept { return "CUDA_Host"; }
+    /// Every CUDA device transfers from it; it is named after device 0, as ggml's is.
+    [[nodiscard]] std::string_view device_name() const noexcept { return "CUDA0"; }
     [[nodiscard]] std::size_t alignment() const noexcept { return host_alignment; }
     [[nodiscard]] std::size_t max_size() const noexcept { return std::numeric_limits<std::size_t>::max() / 2; }
     [[nodiscard]] std::size_t alloc_size(const tensor& t) const noexcept { return t.nbytes(); }
@@ -301,5 +310,7 @@ static_assert(copy_buffer<cuda_buffer>);
 static_assert(buffer_type<cuda_buffer_type>);
 static_assert(buffer<cuda_host_buffer>);
 static_assert(host_buffer_type<cuda_host_buffer_type>);
+static_assert(device_buffer_type<cuda_buffer_type>);
+static_assert(device_buffer_type<cuda_host_buffer_type>);
 
 } // namespace backplane

@@ -49,6 +49,26 @@ inline status fail(std::string_view what, cudaError_t e) {
 /// success, or fail(what, e).
 inline status check(std::string_view what, cudaError_t e) { return e == cudaSuccess ? status{} : fail(what, e); }
 
+/// Waits for the work queued on every device (each device synchronized in turn; the
+/// calling thread's current device is kept). What frees memory calls it first: a stream
+/// of any device may still read or write that memory (a peer copy reads another device's
+/// memory; every device transfers from pinned host memory), and the runtime's own
+/// implicit synchronisation in cudaFree is not documented to cover other devices' streams.
+/// Errors (a lost device) cannot be reported by a destructor: they are cleared.
+inline void wait_for_devices() noexcept {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); // no driver: nothing can be using the memory
+        return;
+    }
+    int current = -1;
+    const bool known = cudaGetDevice(&current) == cudaSuccess;
+    for (int i = 0; i < n; ++i)
+        if (cudaSetDevice(i) == cudaSuccess) (void)cudaDeviceSynchronize();
+    if (known) (void)cudaSetDevice(current);
+    (void)cudaGetLastError();
+}
+
 } // namespace detail
 
 /// Every device the driver reports, in its order; errc::not_supported when there is no

@@ -150,6 +150,8 @@ public:
     meta_buffer_type& operator=(const meta_buffer_type&) = delete;
 
     [[nodiscard]] std::string_view name() const noexcept;
+    /// The meta device's (its name is the device's).
+    [[nodiscard]] std::string_view device_name() const noexcept { return name(); }
     [[nodiscard]] std::size_t alignment() const noexcept;
     [[nodiscard]] std::size_t max_size() const noexcept { return std::numeric_limits<std::size_t>::max() >> 8; }
     [[nodiscard]] std::size_t alloc_size(const tensor& t) const noexcept { return t.nbytes(); }
@@ -160,6 +162,7 @@ private:
     meta::detail::shared* sh_;
 };
 static_assert(buffer_type<meta_buffer_type>);
+static_assert(device_buffer_type<meta_buffer_type>);
 
 namespace meta::detail {
 

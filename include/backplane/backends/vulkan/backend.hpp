@@ -25,6 +25,7 @@
 // submission that last used it is done: runs queued back to back never overwrite each
 // other's stamps. With timing off, a compute submits the graph alone.
 
+#include <backplane/backends/detail/index_errors.hpp>
 #include <backplane/backends/vulkan/device.hpp>
 #include <backplane/backends/vulkan/ops.hpp>
 #include <backplane/backends/vulkan/spirv.hpp>
@@ -155,6 +156,20 @@ struct stream_state {
     // semaphores the next submission waits for (events of other streams of this device)
     std::vector<std::pair<vk::Semaphore, std::uint64_t>> waits;
 
+    // the memory that queued work reads or writes, kept alive until the work is done
+    // (buffer_memory): that of the transfers being recorded, and that of each submission
+    // (until the timeline reaches its value)
+    using memory_list = std::vector<std::shared_ptr<buffer_memory>>;
+    memory_list xfer_memory;
+    std::vector<std::pair<std::uint64_t, memory_list>> kept;
+
+    // index errors (backends/detail/index_errors.hpp): a host-visible word that shaders
+    // raise (binding 3 of every dispatch), and the queued nodes that may raise it
+    vk::Buffer error_buf;
+    vk::DeviceMemory error_mem;
+    std::uint32_t* error_word = nullptr;
+    backplane::detail::index_checks checks;
+
     stream_timer timer;
 
     // counters (stats())
@@ -175,7 +190,33 @@ struct stream_state {
         for (auto& r : cache)
             if (r.pool) d.destroyDescriptorPool(r.pool);
         for (auto& s : staging) free_slot(s);
+        if (error_word != nullptr) d.unmapMemory(error_mem);
+        if (error_buf) d.destroyBuffer(error_buf);
+        if (error_mem) d.freeMemory(error_mem);
         if (pool) d.destroyCommandPool(pool); // frees every command buffer
+    }
+
+    /// Makes the error word (stream creation).
+    void make_error_word() {
+        dev->make_buffer(64, dev->host_type, error_buf, error_mem);
+        error_word = static_cast<std::uint32_t*>(dev->device.mapMemory(error_mem, 0, VK_WHOLE_SIZE));
+        *error_word = 0;
+    }
+
+    /// Adds m to `into` unless it is there.
+    static void hold(memory_list& into, const std::shared_ptr<buffer_memory>& m) {
+        for (const auto& x : into)
+            if (x == m) return;
+        into.push_back(m);
+    }
+
+    /// Keeps `memory` until the timeline reaches `value`, and lets go of what is done.
+    void keep_until(std::uint64_t value, memory_list&& memory) {
+        if (!kept.empty()) {
+            const std::uint64_t done = completed();
+            std::erase_if(kept, [&](const auto& k) { return k.first <= done; });
+        }
+        if (!memory.empty()) kept.emplace_back(value, std::move(memory));
     }
 
     void free_slot(staging_slot& s) noexcept {
@@ -267,6 +308,7 @@ struct stream_state {
         xfer = nullptr;
         const std::uint64_t value = submit(cmd);
         xfer_done.emplace_back(cmd, value);
+        keep_until(value, std::exchange(xfer_memory, {}));
         for (auto& s : staging)
             if (s.done_at == UINT64_MAX) s.done_at = value;
     }
@@ -380,12 +422,17 @@ struct stream_state {
         return t.span;
     }
 
-    /// Waits for everything queued, then finishes the deferred reads.
-    void synchronize() {
+    /// Waits for everything queued, then finishes the deferred reads and lets go of the
+    /// memory the work kept. Returns whether a shader raised the error word (and lowers it).
+    bool synchronize() {
         flush();
         wait_for(submitted);
         for (const auto& r : reads) std::memcpy(r.to, r.from, r.size);
         reads.clear();
+        kept.clear();
+        const bool raised = *error_word != 0;
+        *error_word = 0;
+        return raised;
     }
 };
 
@@ -448,6 +495,7 @@ public:
             vk::SemaphoreCreateInfo info;
             info.pNext = &type;
             s->timeline = d.createSemaphore(info);
+            s->make_error_word();
             return {};
         });
         if (!st) return st;
@@ -470,12 +518,13 @@ public:
     }
 
     /// Waits until everything queued on this stream is done, and finishes the reads of
-    /// get_tensor_async.
+    /// get_tensor_async. errc::out_of_range when a get_rows node queued since the last
+    /// synchronize met an index beyond its source's rows (backends/detail/index_errors.hpp).
     status synchronize() {
         if (!s_) return moved_from();
         return vulkan::detail::guarded(prefix(), "synchronize", [&]() -> status {
-            s_->synchronize();
-            return {};
+            const bool raised = s_->synchronize();
+            return s_->checks.take(raised, prefix());
         });
     }
 
@@ -489,6 +538,7 @@ public:
             auto& slot = s_->staging_for(size);
             std::memcpy(slot.ptr, src, size);
             s_->transfers().copyBuffer(slot.buf, b->handle(), vk::BufferCopy(0, b->offset_of(t) + offset, size));
+            s_->hold(s_->xfer_memory, b->memory());
             return {};
         });
     }
@@ -503,6 +553,7 @@ public:
             auto& slot = s_->staging_for(size);
             s_->transfers().copyBuffer(b->handle(), slot.buf, vk::BufferCopy(b->offset_of(t) + offset, 0, size));
             s_->reads.push_back({slot.ptr, static_cast<std::byte*>(dst), size});
+            s_->hold(s_->xfer_memory, b->memory());
             return {};
         });
     }
@@ -520,6 +571,8 @@ public:
         return vulkan::detail::guarded(prefix(), "copy_tensor_async", [&]() -> status {
                    s_->transfers().copyBuffer(from->handle(), to->handle(),
                                               vk::BufferCopy(from->offset_of(src), to->offset_of(dst), src.nbytes()));
+                   s_->hold(s_->xfer_memory, from->memory());
+                   s_->hold(s_->xfer_memory, to->memory());
                    return {};
                })
             .ok();
@@ -615,7 +668,8 @@ private:
 
     /// The binding of t (in this device's memory): an aligned offset at or before t and
     /// t's offset from it in binding units (ops/common.hpp).
-    status bind(const tensor& t, const tensor& node, vulkan::detail::launch& l, std::size_t slot) const {
+    status bind(const tensor& t, const tensor& node, vulkan::detail::launch& l, std::size_t slot,
+                vulkan::detail::stream_state::memory_list& memory) const {
         const vulkan_buffer* b = mine(t);
         if (b == nullptr)
             return {errc::invalid_argument, prefix() + "tensor " + backplane::detail::describe(&t) + " of node " +
@@ -634,6 +688,7 @@ private:
                                              std::to_string(off) + ", not a multiple of " + std::to_string(unit)};
         l.bind[slot] = vk::DescriptorBufferInfo(b->handle(), aligned, range);
         l.ids[slot] = b->id();
+        vulkan::detail::stream_state::hold(memory, b->memory());
         l.pc.offs[slot] = static_cast<std::uint32_t>((off - aligned) / unit);
         const vulkan::detail::mem_range r{b->id(), off, off + t.nbytes()};
         if (slot == 2)
@@ -643,9 +698,17 @@ private:
         return {};
     }
 
+    /// A graph's dispatches, the memory they use, and the nodes that check indices.
+    struct planned {
+        std::vector<vulkan::detail::launch> launches;
+        vulkan::detail::stream_state::memory_list memory;
+        std::vector<const tensor*> index_nodes;
+    };
+
     /// The dispatches of g, or the first node that cannot run.
-    status plan(graph_view g, std::vector<vulkan::detail::launch>& launches) const {
+    status plan(graph_view g, planned& out) const {
         const auto& dev = *s_->dev;
+        auto& launches = out.launches;
         launches.reserve(g.size());
         for (tensor* node : g) {
             if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
@@ -669,15 +732,16 @@ private:
             l.shader = blob;
             l.pc = d.pc;
             l.groups = d.groups;
-            if (status s = bind(*node, *node, l, 2); !s) return s;
+            if (status s = bind(*node, *node, l, 2, out.memory); !s) return s;
             for (std::size_t j = 0; j < 2; ++j) {
                 if (const tensor* src = node->src[j]) {
-                    if (status s = bind(*src, *node, l, j); !s) return s;
+                    if (status s = bind(*src, *node, l, j, out.memory); !s) return s;
                 } else { // an unused binding still needs a buffer: the node's
                     l.bind[j] = l.bind[2];
                     l.ids[j] = l.ids[2];
                 }
             }
+            if (backplane::detail::reads_by_index(node->op)) out.index_nodes.push_back(node);
         }
         return {};
     }
@@ -688,15 +752,18 @@ private:
         auto& dev = *st.dev;
         const auto& ls = rec.launches;
         const auto n = static_cast<std::uint32_t>(ls.size());
-        vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, 3 * n);
+        vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, 4 * n);
         rec.pool = dev.device.createDescriptorPool(vk::DescriptorPoolCreateInfo({}, n, size));
         std::vector<vk::DescriptorSetLayout> layouts(ls.size(), dev.set_layout);
         const auto sets = dev.device.allocateDescriptorSets(vk::DescriptorSetAllocateInfo(rec.pool, layouts));
         std::vector<vk::WriteDescriptorSet> writes;
-        writes.reserve(3 * ls.size());
-        for (std::size_t k = 0; k < ls.size(); ++k)
+        writes.reserve(4 * ls.size());
+        const vk::DescriptorBufferInfo error_word(st.error_buf, 0, VK_WHOLE_SIZE); // binding 3
+        for (std::size_t k = 0; k < ls.size(); ++k) {
             for (std::uint32_t b = 0; b < 3; ++b)
                 writes.emplace_back(sets[k], b, 0, vk::DescriptorType::eStorageBuffer, nullptr, ls[k].bind[b]);
+            writes.emplace_back(sets[k], 3, 0, vk::DescriptorType::eStorageBuffer, nullptr, error_word);
+        }
         dev.device.updateDescriptorSets(writes, {});
 
         rec.cmd = st.new_command_buffer();
@@ -798,13 +865,15 @@ private:
     status run(graph_view g) {
         s_->timer.latest.reset(); // a compute that queues nothing has no span
         s_->timer.span.reset();
-        std::vector<vulkan::detail::launch> launches;
-        if (status s = plan(g, launches); !s) return s;
-        if (launches.empty()) return {};
+        planned p;
+        if (status s = plan(g, p); !s) return s;
+        if (p.launches.empty()) return {};
         auto& st = *s_;
-        auto& rec = recording_for(std::move(launches));
+        auto& rec = recording_for(std::move(p.launches));
         st.flush();               // transfers queued before the graph run before it
         rec.done_at = st.submit_compute(rec.cmd);
+        st.keep_until(rec.done_at, std::move(p.memory));
+        for (const tensor* n : p.index_nodes) st.checks.note(*n);
         rec.last_used = ++st.tick;
         ++st.n_computes;
         return {};

@@ -48,6 +48,8 @@ public:
     using buffer_t = vulkan_buffer;
     buffer_type_impl(device_state* dev, bool host) : dev_(dev), host_(host) {}
     [[nodiscard]] inline std::string_view name() const noexcept;
+    /// The vulkan_device's name (for both of its buffer types).
+    [[nodiscard]] std::string_view device_name() const noexcept;
     [[nodiscard]] inline std::size_t alignment() const noexcept;
     [[nodiscard]] inline std::size_t max_size() const noexcept;
     [[nodiscard]] std::size_t alloc_size(const tensor& t) const noexcept { return t.nbytes(); }
@@ -325,8 +327,9 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
     s.device = s.physical.createDevice(di);
     s.queue = s.device.getQueue(s.queue_family, 0);
 
-    std::array<vk::DescriptorSetLayoutBinding, 3> bindings;
-    for (std::uint32_t b = 0; b < 3; ++b)
+    // sources, destination, and the stream's error word (backends/detail/index_errors.hpp)
+    std::array<vk::DescriptorSetLayoutBinding, 4> bindings;
+    for (std::uint32_t b = 0; b < 4; ++b)
         bindings[b] = vk::DescriptorSetLayoutBinding(b, vk::DescriptorType::eStorageBuffer, 1, vk::ShaderStageFlagBits::eCompute);
     s.set_layout = s.device.createDescriptorSetLayout(vk::DescriptorSetLayoutCreateInfo({}, bindings));
     vk::PushConstantRange pc(vk::ShaderStageFlagBits::eCompute, 0, 128);
@@ -357,70 +360,95 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
 // ---------------------------------------------------------------------------------------
 // buffer
 
+namespace vulkan::detail {
+
+/// The memory of one vulkan_buffer: its VkBuffer, VkDeviceMemory and address range.
+/// Shared: the buffer holds it, and so does each stream's work that reads or writes it
+/// until that work is done (stream_state::keep), so freeing a buffer while a compute or
+/// a transfer using it is still queued never frees memory the device is using; the
+/// memory goes when the last of them lets go.
+struct buffer_memory {
+    std::shared_ptr<device_state> dev;
+    vk::Buffer buf;
+    vk::DeviceMemory mem;
+    std::byte* mapped = nullptr; // host address of the memory, or null (staged transfers)
+    void* base = nullptr;        // tensors' addresses start here
+    std::size_t reserved = 0;    // bytes of the address reservation (device-local buffers)
+    std::size_t size = 0;
+    std::uint64_t id = 0;
+
+    explicit buffer_memory(std::shared_ptr<device_state> d) : dev(std::move(d)) {}
+    buffer_memory(const buffer_memory&) = delete;
+    buffer_memory& operator=(const buffer_memory&) = delete;
+    ~buffer_memory() {
+        if (mapped != nullptr) dev->device.unmapMemory(mem);
+        if (buf) dev->device.destroyBuffer(buf);
+        if (mem) dev->device.freeMemory(mem);
+        if (reserved != 0) ::munmap(base, reserved);
+        dev->live_bytes.fetch_sub(size);
+    }
+};
+
+} // namespace vulkan::detail
+
 /// Memory of a Vulkan device: a VkBuffer and its VkDeviceMemory. Tensors in device-local
 /// memory have addresses in a reserved, inaccessible range (never dereferenced); tensors
-/// in the host-visible buffer type have real, mapped addresses.
+/// in the host-visible buffer type have real, mapped addresses. Destroying a buffer
+/// never waits: work queued on a stream keeps the memory alive until it is done
+/// (vulkan::detail::buffer_memory).
 class vulkan_buffer {
 public:
-    vulkan_buffer(vulkan_buffer&& o) noexcept
-        : dev_(std::move(o.dev_)), buf_(std::exchange(o.buf_, nullptr)), mem_(std::exchange(o.mem_, nullptr)),
-          mapped_(std::exchange(o.mapped_, nullptr)), base_(std::exchange(o.base_, nullptr)),
-          reserved_(std::exchange(o.reserved_, 0)), size_(std::exchange(o.size_, 0)), id_(std::exchange(o.id_, 0)) {}
+    vulkan_buffer(vulkan_buffer&&) noexcept = default;
     vulkan_buffer& operator=(vulkan_buffer&&) = delete;
     vulkan_buffer(const vulkan_buffer&) = delete;
     vulkan_buffer& operator=(const vulkan_buffer&) = delete;
-    ~vulkan_buffer() {
-        if (!dev_) return;
-        if (mapped_ != nullptr) dev_->device.unmapMemory(mem_);
-        if (buf_) dev_->device.destroyBuffer(buf_);
-        if (mem_) dev_->device.freeMemory(mem_);
-        if (reserved_ != 0) ::munmap(base_, reserved_);
-        dev_->live_bytes.fetch_sub(size_);
-    }
+    ~vulkan_buffer() = default;
 
-    [[nodiscard]] void* base() const noexcept { return base_; }
-    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] void* base() const noexcept { return m_->base; }
+    [[nodiscard]] std::size_t size() const noexcept { return m_->size; }
 
     /// Byte offset of t's element 0 in the VkBuffer (t in this buffer).
     [[nodiscard]] std::size_t offset_of(const tensor& t) const noexcept {
-        return static_cast<std::size_t>(static_cast<const std::byte*>(t.data) - static_cast<const std::byte*>(base_));
+        return static_cast<std::size_t>(static_cast<const std::byte*>(t.data) - static_cast<const std::byte*>(m_->base));
     }
-    [[nodiscard]] vk::Buffer handle() const noexcept { return buf_; }
+    [[nodiscard]] vk::Buffer handle() const noexcept { return m_->buf; }
     /// A number no other buffer of this process's Vulkan devices has had (handles are
     /// reused after a buffer is freed; recorded work is keyed by ids instead).
-    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
-    [[nodiscard]] const vulkan::detail::device_state& device_state() const noexcept { return *dev_; }
+    [[nodiscard]] std::uint64_t id() const noexcept { return m_->id; }
+    [[nodiscard]] const vulkan::detail::device_state& device_state() const noexcept { return *m_->dev; }
     /// Mapped host address of the memory, or null (staged transfers).
-    [[nodiscard]] std::byte* mapped() const noexcept { return mapped_; }
+    [[nodiscard]] std::byte* mapped() const noexcept { return m_->mapped; }
+    /// The memory itself, for work that must keep it alive until it is done.
+    [[nodiscard]] const std::shared_ptr<vulkan::detail::buffer_memory>& memory() const noexcept { return m_; }
 
     status set_tensor(tensor& t, const void* src, std::size_t offset, std::size_t size) {
         if (size == 0) return {};
         const std::size_t at = offset_of(t) + offset;
-        if (mapped_ != nullptr) {
-            std::memcpy(mapped_ + at, src, size);
+        if (m_->mapped != nullptr) {
+            std::memcpy(m_->mapped + at, src, size);
             return {};
         }
-        return vulkan::detail::guarded(dev_->prefix(), "set_tensor", [&]() -> status {
-            dev_->upload(buf_, at, static_cast<const std::byte*>(src), size);
+        return vulkan::detail::guarded(m_->dev->prefix(), "set_tensor", [&]() -> status {
+            m_->dev->upload(m_->buf, at, static_cast<const std::byte*>(src), size);
             return {};
         });
     }
     status get_tensor(const tensor& t, void* dst, std::size_t offset, std::size_t size) {
         if (size == 0) return {};
         const std::size_t at = offset_of(t) + offset;
-        if (mapped_ != nullptr) {
-            std::memcpy(dst, mapped_ + at, size);
+        if (m_->mapped != nullptr) {
+            std::memcpy(dst, m_->mapped + at, size);
             return {};
         }
-        return vulkan::detail::guarded(dev_->prefix(), "get_tensor", [&]() -> status {
-            dev_->download(buf_, at, static_cast<std::byte*>(dst), size);
+        return vulkan::detail::guarded(m_->dev->prefix(), "get_tensor", [&]() -> status {
+            m_->dev->download(m_->buf, at, static_cast<std::byte*>(dst), size);
             return {};
         });
     }
     status memset_tensor(tensor& t, std::uint8_t value, std::size_t offset, std::size_t size) {
         return fill(offset_of(t) + offset, value, size);
     }
-    status clear(std::uint8_t value) { return fill(0, value, size_); }
+    status clear(std::uint8_t value) { return fill(0, value, m_->size); }
 
     /// dst (in this buffer) from src: a device-side copy when src is in a buffer of the
     /// same device, a direct upload when src is host memory; layouts must match (both
@@ -431,17 +459,17 @@ public:
         const std::size_t n = dst.nbytes();
         if (n == 0) return true;
         vulkan_buffer* from = src.buffer != nullptr ? src.buffer->get_if<vulkan_buffer>() : nullptr;
-        if (from != nullptr && from->dev_ == dev_ && from->buf_) {
-            const status s = vulkan::detail::guarded(dev_->prefix(), "copy_tensor", [&]() -> status {
-                dev_->copy(from->buf_, from->offset_of(src), buf_, offset_of(dst), n);
+        if (from != nullptr && from->m_->dev == m_->dev && from->m_->buf) {
+            const status s = vulkan::detail::guarded(m_->dev->prefix(), "copy_tensor", [&]() -> status {
+                m_->dev->copy(from->m_->buf, from->offset_of(src), m_->buf, offset_of(dst), n);
                 return {};
             });
             return s.ok();
         }
-        if (from != nullptr && from->dev_ != dev_ && from->buf_) { // another Vulkan device: through the host
-            const status s = vulkan::detail::guarded(dev_->prefix(), "copy_tensor from another device", [&]() -> status {
-                if (mapped_ != nullptr) return from->get_tensor(src, mapped_ + offset_of(dst), 0, n);
-                if (from->mapped_ != nullptr) return set_tensor(dst, from->mapped_ + from->offset_of(src), 0, n);
+        if (from != nullptr && from->m_->dev != m_->dev && from->m_->buf) { // another Vulkan device: through the host
+            const status s = vulkan::detail::guarded(m_->dev->prefix(), "copy_tensor from another device", [&]() -> status {
+                if (m_->mapped != nullptr) return from->get_tensor(src, m_->mapped + offset_of(dst), 0, n);
+                if (from->m_->mapped != nullptr) return set_tensor(dst, from->m_->mapped + from->offset_of(src), 0, n);
                 std::vector<std::byte> bounce(n);
                 if (status g = from->get_tensor(src, bounce.data(), 0, n); !g) return g;
                 return set_tensor(dst, bounce.data(), 0, n);
@@ -454,35 +482,28 @@ public:
 
 private:
     friend class vulkan::detail::buffer_type_impl;
-    explicit vulkan_buffer(std::shared_ptr<vulkan::detail::device_state> dev) : dev_(std::move(dev)) {}
+    explicit vulkan_buffer(std::shared_ptr<vulkan::detail::buffer_memory> m) noexcept : m_(std::move(m)) {}
 
     status fill(std::size_t at, std::uint8_t value, std::size_t size) {
         if (size == 0) return {};
-        if (mapped_ != nullptr) {
-            std::memset(mapped_ + at, value, size);
+        if (m_->mapped != nullptr) {
+            std::memset(m_->mapped + at, value, size);
             return {};
         }
-        return vulkan::detail::guarded(dev_->prefix(), "memset", [&]() -> status {
+        return vulkan::detail::guarded(m_->dev->prefix(), "memset", [&]() -> status {
             if (at % 4 == 0 && size % 4 == 0) { // on the device
                 const std::uint32_t word = 0x01010101u * value;
-                std::lock_guard lk(dev_->transfer_mutex);
-                dev_->run_now([&](vk::CommandBuffer cmd) { cmd.fillBuffer(buf_, at, size, word); });
+                std::lock_guard lk(m_->dev->transfer_mutex);
+                m_->dev->run_now([&](vk::CommandBuffer cmd) { cmd.fillBuffer(m_->buf, at, size, word); });
                 return {};
             }
             const std::vector<std::byte> bytes(size, static_cast<std::byte>(value));
-            dev_->upload(buf_, at, bytes.data(), size);
+            m_->dev->upload(m_->buf, at, bytes.data(), size);
             return {};
         });
     }
 
-    std::shared_ptr<vulkan::detail::device_state> dev_;
-    vk::Buffer buf_;
-    vk::DeviceMemory mem_;
-    std::byte* mapped_ = nullptr;
-    void* base_ = nullptr;
-    std::size_t reserved_ = 0; // bytes of the address reservation (device-local buffers)
-    std::size_t size_ = 0;
-    std::uint64_t id_ = 0;
+    std::shared_ptr<vulkan::detail::buffer_memory> m_; // never null but in a moved-from buffer
 };
 static_assert(buffer<vulkan_buffer>);
 static_assert(copy_buffer<vulkan_buffer>);
@@ -490,6 +511,7 @@ static_assert(copy_buffer<vulkan_buffer>);
 namespace vulkan::detail {
 
 inline std::string_view buffer_type_impl::name() const noexcept { return host_ ? dev_->host_bt_name : dev_->local_bt_name; }
+inline std::string_view buffer_type_impl::device_name() const noexcept { return dev_->name; }
 inline std::size_t buffer_type_impl::alignment() const noexcept {
     return std::max<std::size_t>(64, dev_->storage_alignment());
 }
@@ -506,28 +528,28 @@ inline result<vulkan_buffer> buffer_type_impl::allocate(std::size_t size) const 
     if (size > max_size())
         return status(errc::alloc_failed, dev_->prefix() + "a buffer of " + std::to_string(size) +
                                                " bytes is larger than the memory heap (" + std::to_string(max_size()) + ")");
-    vulkan_buffer b(dev_->shared_from_this());
+    auto m = std::make_shared<buffer_memory>(dev_->shared_from_this());
     const status s = guarded(dev_->prefix(), "allocating " + std::to_string(size) + " bytes", [&]() -> status {
-        dev_->make_buffer(size, host_ ? dev_->host_type : dev_->local_type, b.buf_, b.mem_);
-        b.size_ = size;
-        b.id_ = vulkan_buffer_ids().fetch_add(1);
+        dev_->make_buffer(size, host_ ? dev_->host_type : dev_->local_type, m->buf, m->mem);
+        m->size = size;
+        m->id = vulkan_buffer_ids().fetch_add(1);
         dev_->live_bytes.fetch_add(size);
         if (host_ || dev_->local_mappable)
-            b.mapped_ = static_cast<std::byte*>(dev_->device.mapMemory(b.mem_, 0, VK_WHOLE_SIZE));
+            m->mapped = static_cast<std::byte*>(dev_->device.mapMemory(m->mem, 0, VK_WHOLE_SIZE));
         if (host_) {
-            b.base_ = b.mapped_;
+            m->base = m->mapped;
         } else {
             // an address range nothing can touch, for the tensors' data pointers
             void* r = ::mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
             if (r == MAP_FAILED)
                 return {errc::alloc_failed, dev_->prefix() + "cannot reserve " + std::to_string(size) + " bytes of addresses"};
-            b.base_ = r;
-            b.reserved_ = size;
+            m->base = r;
+            m->reserved = size;
         }
         return {};
     });
-    if (!s) return s; // b's destructor frees what was made
-    return b;
+    if (!s) return s; // m's destructor frees what was made
+    return vulkan_buffer(std::move(m));
 }
 
 } // namespace vulkan::detail
@@ -535,6 +557,7 @@ inline result<vulkan_buffer> buffer_type_impl::allocate(std::size_t size) const 
 /// The device-local memory of a Vulkan device (what its backends compute in).
 using vulkan_buffer_type = vulkan::detail::buffer_type_impl;
 static_assert(buffer_type<vulkan_buffer_type>);
+static_assert(device_buffer_type<vulkan_buffer_type>);
 
 // ---------------------------------------------------------------------------------------
 // device

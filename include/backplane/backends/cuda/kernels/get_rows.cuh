@@ -6,9 +6,9 @@
 // on all three (a quantized row's nb0 is its block stride).
 //
 // An index outside [0, R) reads nothing: its row of dst is written with zeros, as the
-// CPU's kernel writes them. The CPU also reports errc::out_of_range for it; a launch
-// cannot (the indices are on the device and the launch is asynchronous), so here the
-// zeros are all there is to see.
+// CPU's kernel writes them, and the row's first thread sets error_index in the stream's
+// error word (launch_context::error_word), which the backend's synchronize() reports as
+// errc::out_of_range, as the CPU reports it.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh> // elem_io
@@ -22,7 +22,7 @@ namespace get_rows_detail {
 using namespace elem_io;
 
 template <elem_type S>
-__global__ void k_get_rows(tview d, tview a, tview idx) {
+__global__ void k_get_rows(tview d, tview a, tview idx, std::uint32_t* error_word) {
     const i64 n0 = d.ne[0];
     const i64 rows = d.nrows();
     const i64 nrows_a = a.ne[1];
@@ -33,6 +33,7 @@ __global__ void k_get_rows(tview d, tview a, tview idx) {
         const bool valid = r >= 0 && r < nrows_a;
         const char* pa = a.row(valid ? r : 0, j, k); // not read when invalid
         char* pd = d.row(n, j, k);
+        if (!valid && error_word != nullptr && col_first() == 0) atomicOr(error_word, detail::error_index);
         for (i64 i0 = col_first(); i0 < n0; i0 += col_step()) {
             if constexpr (S == elem_type::i32)
                 *reinterpret_cast<std::int32_t*>(pd + i0 * d.nb[0]) =
@@ -57,12 +58,12 @@ inline cudaError_t launch_get_rows(const tensor& node, const detail::launch_cont
     const tview d = view_of(node), va = view_of(*a), vi = view_of(*idx);
     const rows_grid g = rows_geometry(d.ne[0], d.nrows());
     if (ints) {
-        k_get_rows<elem_type::i32><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vi);
+        k_get_rows<elem_type::i32><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vi, ctx.error_word);
         return cudaGetLastError();
     }
     return visit_real(a->type, [&](auto tag) -> cudaError_t {
         constexpr elem_type S = decltype(tag)::value;
-        k_get_rows<S><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vi);
+        k_get_rows<S><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vi, ctx.error_word);
         return cudaGetLastError();
     });
 }

@@ -1,8 +1,8 @@
 #pragma once
 // get_rows (get_rows.comp): rows of source 0 picked by the i32 indices of source 1. One
 // invocation per destination element; any strides and offsets. An index out of range
-// reads nothing and fills its row of dst with NaN (i32 results: INT32_MIN); see the
-// shader.
+// reads nothing, fills its row of dst with zeros and raises the stream's error word,
+// which synchronize() reports as errc::out_of_range (see the shader).
 //
 //   a       dst   variant          needs
 //   f32     f32   get_rows_f32     -

@@ -9,7 +9,9 @@
 //               destination in their bindings (each binding starts at an aligned byte
 //               offset at or before the tensor); w: op-specific
 //   prm         op parameters (floats as their bits: uintBitsToFloat)
-// Bindings (set 0): 0 source 0, 1 source 1, 2 the destination.
+// Bindings (set 0): 0 source 0, 1 source 1, 2 the destination, 3 the stream's error
+// word (one uint; a shader that finds an index out of range sets a bit of it with
+// atomicOr, and the backend reports it at synchronize).
 #extension GL_EXT_scalar_block_layout : require
 
 layout(push_constant, std430) uniform op_push {
@@ -40,3 +42,6 @@ uint linear_id(uint size) { return gl_GlobalInvocationID.x + gl_GlobalInvocation
 
 // The workgroup's linear index in a 2-D grid of workgroups (ops/common.hpp groups_per_item).
 uint group_id() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
+
+// The error word's bits.
+#define ERROR_INDEX 1u // an index beyond what it indexes (get_rows)

@@ -5,9 +5,9 @@
 // q8_0 and q4_0 values dequantized as core's dequantize_row_* do (d * q in f32). One
 // invocation per destination element; every operand may have any strides and offsets.
 //
-// An index outside [0, R) reads nothing: its whole row of dst is written with OOB_BITS
-// (a quiet NaN for f32 results, INT32_MIN for i32 ones), which the results show, as the
-// device cannot report an error status.
+// An index outside [0, R) reads nothing: its whole row of dst is written with zeros (as
+// the CPU's kernel writes it) and the row's first invocation raises ERROR_INDEX in the
+// stream's error word (binding 3), which synchronize() reports as errc::out_of_range.
 //
 //   variant         a               needs
 //   get_rows_f32    f32             -
@@ -33,16 +33,11 @@
 #define A_UNIT uint16_t
 #endif
 
-#if defined(A_I32)
-#define OOB_BITS 0x80000000u
-#else
-#define OOB_BITS 0x7fc00000u
-#endif
-
 layout(local_size_x = 128) in;
 layout(binding = 0, std430) readonly buffer A { A_UNIT a[]; };
 layout(binding = 1, std430) readonly buffer I { int idx[]; };
 layout(binding = 2, std430) writeonly buffer D { uint d[]; };
+layout(binding = 3, std430) buffer E { uint error_word; };
 
 // Quant byte k of the block whose first 16-bit word (its f16 scale) is a[base].
 uint block_byte(uint base, uint k) { return block_byte_in_word(uint(a[block_word_of_byte(base, k)]), k); }
@@ -72,7 +67,10 @@ void main() {
     if (i >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
     const uvec4 c = coords(i, p.ne);
     const int r = idx[p.offs.y + c.y * p.b_nb.x + c.z * p.b_nb.y + c.w * p.b_nb.z];
-    uint v = OOB_BITS;
-    if (r >= 0 && uint(r) < p.a_ne.y) v = load(p.offs.x + uint(r) * p.a_nb.y + c.z * p.a_nb.z + c.w * p.a_nb.w, c.x);
+    uint v = 0u; // f32 0.0 and i32 0 alike
+    if (r >= 0 && uint(r) < p.a_ne.y)
+        v = load(p.offs.x + uint(r) * p.a_nb.y + c.z * p.a_nb.z + c.w * p.a_nb.w, c.x);
+    else if (c.x == 0u)
+        atomicOr(error_word, ERROR_INDEX);
     d[p.offs.z + at(c, p.nb)] = v;
 }

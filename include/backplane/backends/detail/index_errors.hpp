@@ -1,0 +1,70 @@
+#pragma once
+// Index errors of device backends: what a kernel found out of range, as a status.
+//
+// A get_rows index outside its source's rows is errc::out_of_range on every backend. The
+// CPU sees it while computing; a device kernel runs after compute() returned, so it
+// never reads out of bounds (the row is written with zeros, as on the CPU) and raises a
+// flag in a small device-side error word instead. The backend keeps the nodes that can
+// raise it (index_checks), and synchronize() turns a raised flag into the status, naming
+// the node, in the CPU's words.
+
+#include <backplane/core/detail/describe.hpp>
+#include <backplane/core/error.hpp>
+#include <backplane/core/tensor.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace backplane::detail {
+
+/// Whether a kernel of this node reads at indices found in its data (and checks them).
+constexpr bool reads_by_index(op_kind op) noexcept { return op == op_kind::get_rows; }
+
+/// The nodes queued since the last synchronize whose kernels check their indices.
+class index_checks {
+public:
+    /// Past this many distinct nodes, the message names no more.
+    static constexpr std::size_t max_named = 8;
+
+    /// Notes a node of a queued compute (nothing when its op reads by no index).
+    void note(const tensor& node) {
+        if (!reads_by_index(node.op)) return;
+        std::string what = "node " + describe(&node) + " reads outside a source (a get_rows index beyond the rows of " +
+                           describe(node.src[0]) + ")";
+        for (const auto& n : named_)
+            if (n == what) return;
+        if (named_.size() < max_named)
+            named_.push_back(std::move(what));
+        else
+            more_ = true;
+    }
+
+    /// The status for the error flag (`raised`), and forgets the nodes: ok when nothing
+    /// was raised, else errc::out_of_range naming the node that could raise it (the
+    /// candidates when several could).
+    [[nodiscard]] status take(bool raised, std::string_view prefix) {
+        const std::vector<std::string> named = std::exchange(named_, {});
+        const bool more = std::exchange(more_, false);
+        if (!raised) return {};
+        std::string msg(prefix);
+        if (named.size() == 1 && !more) {
+            msg += "get_rows " + named.front();
+        } else {
+            msg += "a get_rows index is beyond the rows of its source in one of the nodes queued since the last "
+                   "synchronize:";
+            for (const auto& n : named) msg += " " + n + ";";
+            if (more) msg += " or another;";
+        }
+        msg += " the rows it could not read are zeros";
+        return {errc::out_of_range, std::move(msg)};
+    }
+
+private:
+    std::vector<std::string> named_;
+    bool more_ = false; // more nodes than max_named were noted
+};
+
+} // namespace backplane::detail

@@ -1,0 +1,253 @@
+#pragma once
+// Misuse of a device backend (Vulkan, CUDA) that must stay safe and clear: memory freed
+// while work that uses it is still queued, a backend destroyed with work queued, and a
+// get_rows index out of range (errc::out_of_range at synchronize, as the CPU reports
+// it). The bodies the backends' test files share, each taking an opened device.
+
+#include <backplane/backplane.hpp>
+#include <backplane/sched.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace backplane::test {
+
+/// A chain of `depth` products of n x n matrices: long enough on a CPU driver (tens of
+/// milliseconds per product) that what is queued after it is still queued when a test
+/// frees memory. a = 1/n and b = 3 make every product exactly 3 (n is a power of two).
+struct long_graph {
+    static constexpr std::int64_t n = 512;
+    static constexpr std::size_t count = static_cast<std::size_t>(n * n);
+    context ctx{context_params{.no_alloc = true}};
+    tensor* a = nullptr;
+    tensor* b = nullptr;
+    tensor* out = nullptr;
+    graph g;
+
+    explicit long_graph(int depth) {
+        a = ctx.new_tensor_2d(elem_type::f32, n, n);
+        b = ctx.new_tensor_2d(elem_type::f32, n, n);
+        tensor* x = b;
+        for (int i = 0; i < depth; ++i) x = mul_mat(ctx, a, x);
+        out = x;
+        g.build_forward(out);
+    }
+
+    [[nodiscard]] status fill() const {
+        const std::vector<float> va(count, 1.0f / static_cast<float>(n));
+        const std::vector<float> vb(count, 3.0f);
+        if (status s = tensor_set(*a, va.data(), 0, count * sizeof(float)); !s) return s;
+        return tensor_set(*b, vb.data(), 0, count * sizeof(float));
+    }
+};
+
+/// Every value of v is `want`.
+inline void check_all(const std::vector<float>& v, float want) {
+    std::size_t bad = 0;
+    for (float x : v) bad += x != want ? 1 : 0;
+    INFO(bad << " of " << v.size() << " values are not " << want);
+    CHECK(bad == 0);
+}
+
+/// Buffers freed while a compute and a read of its result are queued on `be`: the read
+/// still gets the result, and memory allocated meanwhile is not written by the queued
+/// work. With `check_release`, the device's used memory drops once the work is done.
+template <class Device, class Backend>
+void check_free_while_queued(const Device& dev, Backend& be, bool check_release) {
+    long_graph lg(6);
+    auto bufs = alloc_tensors(lg.ctx, dev.buffer_type());
+    REQUIRE(bufs);
+    REQUIRE(lg.fill());
+    std::vector<float> out(long_graph::count, -1.0f);
+    REQUIRE(be.compute(lg.g));
+    REQUIRE(be.get_tensor_async(*lg.out, out.data(), 0, long_graph::count * sizeof(float)));
+    if constexpr (event_backend<Backend>) { // an event submits what is recorded so far
+        auto ev = be.make_event();
+        REQUIRE(ev);
+        REQUIRE(be.record(*ev));
+    }
+    const memory_info before = dev.memory();
+    *bufs = buffer_list{}; // a, b and every product, while the device still uses them
+
+    context other(context_params{.no_alloc = true});
+    tensor* fresh = other.new_tensor_2d(elem_type::f32, long_graph::n, long_graph::n);
+    auto fresh_buf = alloc_tensors(other, dev.buffer_type());
+    REQUIRE(fresh_buf);
+    REQUIRE(fresh_buf->clear(0x5a));
+
+    const status s = be.synchronize();
+    INFO(s.describe());
+    REQUIRE(s);
+    check_all(out, 3.0f);
+    std::vector<std::uint8_t> back(long_graph::count * sizeof(float));
+    REQUIRE(tensor_get(*fresh, back.data(), 0, back.size()));
+    std::size_t touched = 0;
+    for (std::uint8_t byte : back) touched += byte != 0x5a ? 1 : 0;
+    CHECK(touched == 0);
+    if (check_release) CHECK(dev.memory().total - dev.memory().free < before.total - before.free);
+}
+
+/// A backend destroyed with a compute queued waits for it (the results are there); then
+/// transfers recorded into memory that is freed before they are submitted still run.
+template <class Device>
+void check_destroy_while_queued(const Device& dev) {
+    const std::size_t n = long_graph::count;
+    {
+        long_graph lg(4);
+        auto bufs = alloc_tensors(lg.ctx, dev.buffer_type());
+        REQUIRE(bufs);
+        REQUIRE(lg.fill());
+        auto be = dev.make_backend();
+        REQUIRE(be);
+        REQUIRE(be->compute(lg.g));
+        be = decltype(be)(status(errc::invalid_argument, "destroyed")); // the stream goes first
+        std::vector<float> out(n);
+        REQUIRE(tensor_get(*lg.out, out.data(), 0, n * sizeof(float)));
+        check_all(out, 3.0f);
+    }
+    auto be = dev.make_backend();
+    REQUIRE(be);
+    long_graph lg(4);
+    auto bufs = alloc_tensors(lg.ctx, dev.buffer_type());
+    REQUIRE(bufs);
+    REQUIRE(lg.fill());
+    REQUIRE(be->compute(lg.g));
+    const std::vector<float> v(n, 2.0f);
+    REQUIRE(be->set_tensor_async(*lg.b, v.data(), 0, n * sizeof(float)));
+    std::vector<float> got(n, -1.0f);
+    REQUIRE(be->get_tensor_async(*lg.b, got.data(), 0, n * sizeof(float)));
+    REQUIRE(be->copy_tensor_async(*lg.b, *lg.a));
+    *bufs = buffer_list{};
+    REQUIRE(be->synchronize());
+    check_all(got, 2.0f);
+    // the backend computes on as before
+    long_graph again(1);
+    auto bufs2 = alloc_tensors(again.ctx, dev.buffer_type());
+    REQUIRE(bufs2);
+    REQUIRE(again.fill());
+    REQUIRE(be->compute(again.g));
+    REQUIRE(be->synchronize());
+    std::vector<float> out(n);
+    REQUIRE(tensor_get(*again.out, out.data(), 0, n * sizeof(float)));
+    check_all(out, 3.0f);
+}
+
+/// get_rows(table, ids) named "picked", with table [4, 3] of `type` (row r holds 10r,
+/// 10r + 1, 10r + 2, 10r + 3) and ids i32 [3].
+struct rows_case {
+    context ctx;
+    tensor* a;
+    tensor* idx;
+    tensor* rows;
+    graph g;
+
+    rows_case(elem_type type, bool no_alloc) : ctx(context_params{.no_alloc = no_alloc}) {
+        a = ctx.new_tensor_2d(type, 4, 3);
+        a->name = "table";
+        idx = ctx.new_tensor_1d(elem_type::i32, 3);
+        idx->name = "ids";
+        rows = get_rows(ctx, a, idx);
+        rows->name = "picked";
+        g.build_forward(rows);
+    }
+
+    [[nodiscard]] status fill(const std::vector<std::int32_t>& ids) const {
+        std::vector<std::int32_t> vi(12);
+        std::vector<float> vf(12);
+        for (std::size_t k = 0; k < 12; ++k) {
+            vi[k] = static_cast<std::int32_t>(10 * (k / 4) + k % 4);
+            vf[k] = static_cast<float>(vi[k]);
+        }
+        const void* src = a->type == elem_type::i32 ? static_cast<const void*>(vi.data()) : vf.data();
+        if (status s = tensor_set(*a, src, 0, 48); !s) return s;
+        return tensor_set(*idx, ids.data(), 0, 12);
+    }
+
+    /// The 12 values of the result, as floats.
+    [[nodiscard]] std::vector<float> result() const {
+        std::vector<float> out(12);
+        if (rows->type == elem_type::i32) {
+            std::vector<std::int32_t> vi(12);
+            REQUIRE(tensor_get(*rows, vi.data(), 0, 48));
+            for (std::size_t k = 0; k < 12; ++k) out[k] = static_cast<float>(vi[k]);
+        } else {
+            REQUIRE(tensor_get(*rows, out.data(), 0, 48));
+        }
+        return out;
+    }
+};
+
+/// Rows picked by ids {2, out of range, 0}: rows 2 and 0, and zeros between.
+inline void check_rows_with_gap(const std::vector<float>& got) {
+    const std::vector<float> want = {20, 21, 22, 23, 0, 0, 0, 0, 0, 1, 2, 3};
+    for (std::size_t k = 0; k < 12; ++k) {
+        INFO("element " << k);
+        CHECK(got[k] == want[k]);
+    }
+}
+
+/// An out-of-range get_rows index: the CPU's status code, from the device's
+/// synchronize(), naming the node and its source; the row zeros; reported once.
+template <class Device>
+void check_get_rows_out_of_range(const Device& dev) {
+    for (const elem_type type : {elem_type::f32, elem_type::i32}) {
+        for (const std::int32_t bad : {3, -1, 1000}) {
+            INFO("type " << to_string(type) << ", index " << bad);
+            rows_case on_cpu(type, false);
+            REQUIRE(on_cpu.fill({2, bad, 0}));
+            cpu_backend cpu;
+            const status want = cpu.compute(on_cpu.g);
+            REQUIRE(want.code() == errc::out_of_range);
+            check_rows_with_gap(on_cpu.result());
+
+            auto be = dev.make_backend();
+            REQUIRE(be);
+            rows_case c(type, true);
+            auto bufs = alloc_tensors(c.ctx, dev.buffer_type());
+            REQUIRE(bufs);
+            REQUIRE(c.fill({2, bad, 0}));
+            REQUIRE(be->compute(c.g)); // queued: the index is read on the device
+            const status s = be->synchronize();
+            INFO(s.describe());
+            CHECK(s.code() == want.code());
+            const std::string msg(s.message());
+            CHECK(msg.find("get_rows node 'picked'") != std::string::npos);
+            CHECK(msg.find("reads outside a source") != std::string::npos);
+            CHECK(msg.find("'table'") != std::string::npos);
+            check_rows_with_gap(c.result());
+
+            CHECK(be->synchronize()); // reported once
+            REQUIRE(c.fill({2, 1, 0}));
+            REQUIRE(be->compute(c.g));
+            CHECK(be->synchronize());
+            const auto good = c.result();
+            CHECK(good[4] == 10.0f);
+            CHECK(good[7] == 13.0f);
+        }
+    }
+}
+
+/// The same through a scheduler over {the device's backend, the CPU}: its compute fails.
+template <class Device>
+void check_get_rows_out_of_range_scheduled(const Device& dev) {
+    auto be = dev.make_backend();
+    REQUIRE(be);
+    cpu_backend cpu;
+    rows_case c(elem_type::f32, true);
+    auto bufs = alloc_tensors(c.ctx, dev.buffer_type()); // the table and the ids on the device
+    REQUIRE(bufs);
+    REQUIRE(c.fill({2, 5, 0}));
+    scheduler sched(scheduler_params{}, *be, cpu);
+    REQUIRE(sched.alloc_graph(c.g));
+    const status s = sched.compute(c.g);
+    INFO(s.describe());
+    CHECK(s.code() == errc::out_of_range);
+    CHECK(std::string(s.message()).find("get_rows node 'picked'") != std::string::npos);
+}
+
+} // namespace backplane::test
