@@ -202,3 +202,96 @@ TEST_CASE("lifetime: range errors name the offset and size without wrapping arou
         CHECK(mentions(g, "offset 8 + size 32 exceeds"));
     }
 }
+
+TEST_CASE("lifetime: buffers have distinct serials, alive while they exist", "[alloc][lifetime]") {
+    context ctx({.no_alloc = true});
+    tensor* t = ctx.new_tensor_1d(elem_type::f32, 16);
+    t->name = "t";
+    tensor* v = ctx.new_tensor_1d(elem_type::f32, 16);
+    CHECK(buffer_alive(*t)); // no buffer: nothing to lose
+    CHECK(live_buffer(*t) == nullptr);
+
+    buffer_ptr a = cpu_bt().allocate(64).value();
+    buffer_ptr b = cpu_bt().allocate(64).value();
+    CHECK(a->serial() != 0);
+    CHECK(a->serial() != b->serial());
+    place_tensor(*t, *a, a->base());
+    CHECK(t->buffer == a.get());
+    CHECK(t->buffer_serial == a->serial());
+    CHECK(t->placer == placed_by::user);
+    CHECK(buffer_alive(*t));
+    CHECK(live_buffer(*t) == a.get());
+    place_like(*v, *t, t->data); // a view's placement: the same buffer and serial
+    CHECK(v->buffer_serial == a->serial());
+
+    const std::uint64_t old = a->serial();
+    a.reset();
+    CHECK(!buffer_alive(*t));
+    CHECK(!buffer_alive(*v));
+    CHECK(live_buffer(*t) == nullptr);
+    CHECK(t->buffer_serial == old);
+
+    unplace_tensor(*t);
+    CHECK(t->buffer == nullptr);
+    CHECK(t->data == nullptr);
+    CHECK(buffer_alive(*t));
+}
+
+TEST_CASE("lifetime: a buffer at the address of a freed one is not the tensor's buffer", "[alloc][lifetime]") {
+    context ctx({.no_alloc = true});
+    tensor* t = ctx.new_tensor_1d(elem_type::f32, 16);
+    t->name = "stale";
+    buffer_ptr now = cpu_bt().allocate(64).value();
+    // as if t had been placed in a buffer freed before `now` took its address
+    t->set_placement(now.get(), now->serial() + 1000, now->base());
+    CHECK(!buffer_alive(*t));
+    float junk[16] = {};
+    const status direct = now->set_tensor(*t, junk, 0, sizeof junk); // through the new buffer itself
+    CHECK(direct.code() == errc::invalid_argument);
+    CHECK(mentions(direct, "earlier buffer"));
+    CHECK(mentions(tensor_get(*t, junk, 0, sizeof junk), "freed"));
+    // a buffer pointer assigned by hand (serial 0) is never trusted
+    t->set_placement(now.get(), 0, now->base());
+    CHECK(!buffer_alive(*t));
+    CHECK(mentions(tensor_set(*t, junk, 0, sizeof junk), "place_tensor"));
+}
+
+TEST_CASE("lifetime: a graph allocator that grew places again the tensors of its old buffers", "[alloc][lifetime]") {
+    context ctx({.no_alloc = true});
+    tensor* x = ctx.new_tensor_1d(elem_type::f32, 16);
+    x->set_input();
+    tensor* y = relu(ctx, x);
+    y->set_output();
+    graph small(y);
+    graph_allocator ga(cpu_bt());
+    REQUIRE(ga.alloc_graph(small));
+    CHECK(y->placer == placed_by::allocator);
+    const std::uint64_t first = y->buffer_serial;
+    tensor* big_x = ctx.new_tensor_1d(elem_type::f32, 4096);
+    big_x->set_input();
+    tensor* big = relu(ctx, big_x);
+    graph g2(big);
+    REQUIRE(ga.alloc_graph(g2)); // grows: the first buffer is released
+    CHECK(!buffer_alive(*y));
+    REQUIRE(ga.alloc_graph(small));
+    CHECK(buffer_alive(*y));
+    CHECK(ga.holds(*y));
+    CHECK(y->buffer_serial != first);
+    REQUIRE(tensor_set(*x, std::vector<float>(16, -1.0f)));
+}
+
+TEST_CASE("lifetime: alloc_tensors places again the tensors whose buffer was freed", "[alloc][lifetime]") {
+    context ctx({.no_alloc = true});
+    tensor* w = ctx.new_tensor_2d(elem_type::f32, 4, 4);
+    tensor* v = view_1d(ctx, w, 4, 16);
+    auto first = alloc_tensors(ctx, cpu_bt()).value();
+    CHECK(alloc_tensors(ctx, cpu_bt()).value().empty()); // nothing left to place
+    first.reset();
+    CHECK(!buffer_alive(*w));
+    auto second = alloc_tensors(ctx, cpu_bt()).value();
+    REQUIRE(second.size() == 1);
+    CHECK(w->buffer == &second[0]);
+    CHECK(v->buffer == &second[0]);
+    CHECK(v->data == static_cast<std::byte*>(w->data) + 16);
+    CHECK(buffer_alive(*v));
+}
