@@ -637,9 +637,9 @@ class file {
         for (const tensor_info& t : tensors_) {
             if (t.offset > data_size || t.nbytes > data_size - t.offset)
                 return status(errc::invalid_argument,
-                              "gguf: tensor '" + t.name + "' bytes [" + std::to_string(t.offset) +
-                                  ", " + std::to_string(t.offset + t.nbytes) +
-                                  ") lie outside the data section of " + std::to_string(data_size) +
+                              "gguf: tensor '" + t.name + "' at offset " + std::to_string(t.offset) +
+                                  " + size " + std::to_string(t.nbytes) +
+                                  " lies outside the data section of " + std::to_string(data_size) +
                                   " bytes (truncated file?)");
             by_offset.push_back(&t);
         }
