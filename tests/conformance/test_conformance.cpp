@@ -302,8 +302,7 @@ TEST_CASE("graph_copy: guard bytes name a tensor written past its end") {
     tensor& w2 = copy->at(*s.w);
     context rogue;
     tensor* past = rogue.new_tensor(elem_type::f32, {2});
-    past->data = static_cast<std::byte*>(w2.data) + w2.nbytes();
-    past->buffer = w2.buffer;
+    place_like(*past, w2, static_cast<std::byte*>(w2.data) + w2.nbytes());
     const float junk[2] = {1.0f, 2.0f};
     REQUIRE(tensor_set(*past, junk, 0, sizeof junk).ok());
     const status g = copy->check_guards();

@@ -561,8 +561,7 @@ tensor placed(buffer_handle& h, std::int64_t n, std::size_t offset, std::string 
     t.type = elem_type::f32;
     t.ne = {n, 1, 1, 1};
     t.nb = contiguous_strides(t.type, t.ne);
-    t.buffer = &h;
-    t.data = static_cast<std::byte*>(h.base()) + offset;
+    place_tensor(t, h, static_cast<std::byte*>(h.base()) + offset);
     t.name = std::move(name);
     return t;
 }
@@ -623,7 +622,7 @@ TEST_CASE("make_buffer: the handle calls the optional capabilities of the model"
         CHECK(c.set == 1);
         // a tensor of another buffer is refused
         tensor foreign = t;
-        foreign.buffer = nullptr;
+        foreign.set_placement(nullptr, 0, foreign.data);
         CHECK(h->get_tensor(foreign, out, 0, 4).code() == errc::invalid_argument);
         CHECK(c.get == 1);
     }

@@ -175,6 +175,74 @@ TEST_CASE("build_forward: views are nodes, a null output is an error", "[graph]"
     CHECK_THAT(err.what(), Contains("build_forward"));
 }
 
+TEST_CASE("build_forward: a cycle made by editing a source is an error naming a tensor on it", "[graph]") {
+    context ctx({.no_alloc = true});
+    tensor* x = ctx.new_tensor_1d(elem_type::f32, 4);
+    x->name = "x";
+    tensor* a = add(ctx, x, x);
+    a->name = "a";
+    tensor* b = relu(ctx, a);
+    b->name = "b";
+    tensor* c = scale(ctx, b, 2.0f);
+    c->name = "c";
+    tensor* other = relu(ctx, x);
+    other->name = "other";
+    graph g(other);
+    const std::size_t nodes_before = g.n_nodes();
+    const std::size_t leafs_before = g.n_leafs();
+
+    SECTION("a longer cycle") {
+        a->src[1] = c; // a -> c -> b -> a
+        const error err = thrown_error([&] { g.build_forward(c); });
+        CHECK(err.code() == errc::invalid_argument);
+        CHECK_THAT(err.what(), Contains("cycle"));
+        CHECK_THAT(err.what(), Contains("'a'"));
+        CHECK_THAT(err.what(), Contains("'b'"));
+        CHECK_THAT(err.what(), Contains("'c'"));
+    }
+    SECTION("a node reading itself") {
+        b->src[0] = b;
+        const error err = thrown_error([&] { g.build_forward(c); });
+        CHECK_THAT(err.what(), Contains("cycle"));
+        CHECK_THAT(err.what(), Contains("'b'"));
+        CHECK_THAT(err.what(), !Contains("'c'"));
+    }
+    SECTION("through a view") {
+        tensor* v = view_1d(ctx, b, 4, 0);
+        v->name = "v";
+        tensor* d = add(ctx, v, x);
+        d->name = "d";
+        a->src[0] = d; // a -> d -> v -> b -> a
+        const error err = thrown_error([&] { g.build_forward(d); });
+        CHECK_THAT(err.what(), Contains("cycle"));
+        CHECK_THAT(err.what(), Contains("'v'"));
+    }
+    // the graph is left as it was, and still usable
+    CHECK(g.n_nodes() == nodes_before);
+    CHECK(g.n_leafs() == leafs_before);
+    CHECK(!g.contains(a));
+    CHECK(!g.contains(c));
+    a->src = {x, x, nullptr, nullptr};
+    b->src[0] = a;
+    g.build_forward(c);
+    require_topological(g);
+    CHECK(g.n_nodes() == nodes_before + 3);
+    CHECK(graph(c).n_nodes() == 3);
+}
+
+TEST_CASE("new_tensor: an element type outside elem_type is an error naming its value", "[graph]") {
+    context ctx({.no_alloc = true});
+    const error err = thrown_error([&] { (void)ctx.new_tensor_1d(static_cast<elem_type>(200), 4); });
+    CHECK(err.code() == errc::invalid_argument);
+    CHECK_THAT(err.what(), Contains("200"));
+    CHECK_THAT(err.what(), Contains("element type"));
+    CHECK(ctx.size() == 0);
+    context host;
+    CHECK_THROWS_AS(host.new_tensor_2d(static_cast<elem_type>(elem_type_count), 2, 2), error);
+    tensor* t = ctx.new_tensor_1d(elem_type::f32, 4);
+    CHECK_THROWS_AS(ctx.new_view(t, static_cast<elem_type>(77), {4, 1, 1, 1}, {4, 16, 16, 16}, 0), error);
+}
+
 TEST_CASE("build_forward: a 200000-node chain builds without deep recursion", "[graph]") {
     context ctx({.no_alloc = true});
     tensor* t = ctx.new_tensor_1d(elem_type::f32, 4);

@@ -96,7 +96,7 @@ TEST_CASE("gguf: round trip of every tensor type and every metadata value type")
     CHECK(f->get<std::int64_t>("i64").value() == -(std::int64_t{1} << 40));
     CHECK(f->get<double>("f64").value() == 0.125);
     CHECK(f->get<std::int64_t>("u32").value() == 4000000000);                    // widening
-    CHECK(f->get<std::int16_t>("u32").error().code() == errc::invalid_argument); // does not fit
+    CHECK(f->get<std::int16_t>("u32").error().code() == errc::out_of_range); // does not fit
     CHECK(f->get<std::string>("u8").error().code() == errc::invalid_argument);
     CHECK(f->get<std::uint32_t>("missing").error().code() == errc::not_found);
     const auto* toks = std::get_if<gg::array>(&f->find("tokenizer.ggml.tokens")->v);
@@ -133,6 +133,31 @@ TEST_CASE("gguf: round trip of every tensor type and every metadata value type")
     for (tensor* t : l->tensors)
         REQUIRE(again.add_tensor(*t).ok());
     CHECK(again.bytes() == bytes);
+}
+
+TEST_CASE("gguf: an integer that does not fit the type asked for is reported as out of its range") {
+    sample s;
+    const auto bytes = s.w.bytes();
+    auto f = gg::file::parse(as_span(bytes));
+    REQUIRE(f);
+    const auto i = f->get<int>("u32"); // 4000000000 > INT_MAX
+    REQUIRE(!i);
+    CHECK(i.error().code() == errc::out_of_range);
+    const std::string m = i.error().message();
+    INFO(m);
+    CHECK(m.find("'u32'") != std::string::npos);
+    CHECK(m.find("4000000000") != std::string::npos);
+    CHECK(m.find("2147483647") != std::string::npos);
+    CHECK(m.find("not the type asked for") == std::string::npos);
+    const auto neg = f->get<std::uint64_t>("i8"); // -100
+    REQUIRE(!neg);
+    CHECK(neg.error().code() == errc::out_of_range);
+    CHECK(neg.error().message().find("-100") != std::string::npos);
+    // another kind of value is still a type mismatch
+    const auto str = f->get<int>("general.architecture");
+    REQUIRE(!str);
+    CHECK(str.error().code() == errc::invalid_argument);
+    CHECK(str.error().message().find("string") != std::string::npos);
 }
 
 TEST_CASE("gguf: load over the mapping without a copy, or into another buffer type") {

@@ -168,13 +168,12 @@ TEST_CASE("out-of-range and foreign accesses are statuses and change nothing", "
     }
     SECTION("a tensor with no data") {
         tensor* loose = ctx.new_tensor_1d(elem_type::f32, 4);
-        loose->buffer = buf.get(); // claims the buffer but has no address
+        place_tensor(*loose, *buf, nullptr); // claims the buffer but has no address
         CHECK(buf->set_tensor(*loose, junk.data(), 0, 4).code() == errc::invalid_argument);
     }
     SECTION("a tensor whose data lies outside its buffer") {
         tensor* liar = ctx.new_tensor_1d(elem_type::f32, 16);
-        liar->buffer = buf.get();
-        liar->data = static_cast<std::byte*>(buf->base()) + 4; // 64 bytes from base+4 > 64
+        place_tensor(*liar, *buf, static_cast<std::byte*>(buf->base()) + 4); // 64 bytes from base+4 > 64
         CHECK(buf->set_tensor(*liar, junk.data(), 0, liar->nbytes()).code() == errc::out_of_range);
     }
 

@@ -1237,8 +1237,8 @@ TEST_CASE("each buffer allocation failing in turn", "[alloc][graph_alloc]") {
             CHECK(bt.live_buffers() + other.live_buffers() == needed);
             CHECK(bt.live_buffers() == ga.n_chunks(0));
             CHECK(other.live_buffers() == ga.n_chunks(1));
-            for (tensor* t : g.nodes()) t->data = nullptr, t->buffer = nullptr;
-            for (tensor* t : g.leafs()) t->data = nullptr, t->buffer = nullptr;
+            for (tensor* t : g.nodes()) unplace_tensor(*t);
+            for (tensor* t : g.leafs()) unplace_tensor(*t);
         }
         CHECK(bt.live_buffers() == 0);
         CHECK(other.live_buffers() == 0);
@@ -1303,8 +1303,8 @@ TEST_CASE("a topology saves lookups and never changes the result: right, wrong o
     }
 
     const auto offsets = [&](const alloc_topology* topo) {
-        for (tensor* x : nodes) x->data = nullptr, x->buffer = nullptr; // the last allocator is gone
-        for (tensor* x : leafs) x->data = nullptr, x->buffer = nullptr;
+        for (tensor* x : nodes) unplace_tensor(*x); // the last allocator is gone
+        for (tensor* x : leafs) unplace_tensor(*x);
         graph_allocator ga(cpu_buffer_type::instance());
         REQUIRE(ga.alloc_graph(nodes, leafs, {}, {}, topo));
         std::vector<std::ptrdiff_t> out;

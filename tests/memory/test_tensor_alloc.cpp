@@ -342,8 +342,8 @@ TEST_CASE("alloc_tensors releases everything when an allocation fails", "[alloc]
             } else {
                 REQUIRE(r.ok()); // armed past the last allocation: no failure
                 CHECK(r->size() == needed);
-                for (auto* t : ts) t->data = nullptr, t->buffer = nullptr;
-                v->data = nullptr, v->buffer = nullptr;
+                for (auto* t : ts) unplace_tensor(*t);
+                unplace_tensor(*v);
             }
         }
         CHECK(bt.live_buffers() == 0);
@@ -353,8 +353,8 @@ TEST_CASE("alloc_tensors releases everything when an allocation fails", "[alloc]
         REQUIRE(ok.ok());
         CHECK(ok->size() == needed);
         CHECK(v->data == ts[0]->data);
-        for (auto* t : ts) t->data = nullptr, t->buffer = nullptr; // reset for the next round
-        v->data = nullptr, v->buffer = nullptr;
+        for (auto* t : ts) unplace_tensor(*t); // reset for the next round
+        unplace_tensor(*v);
     }
     CHECK(bt.live_buffers() == 0);
 }

@@ -56,13 +56,11 @@ public:
     restorer& operator=(const restorer&) = delete;
     ~restorer() {
         if (queued) (void)be_.synchronize();
-        for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-            it->t->data = it->data;
-            it->t->buffer = it->buffer;
-        }
+        for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+            it->t->set_placement(it->buffer, it->serial, it->data, it->placer);
     }
 
-    void record(tensor* t) { saved_.push_back({t, t->data, t->buffer}); }
+    void record(tensor* t) { saved_.push_back({t, t->data, t->buffer, t->buffer_serial, t->placer}); }
     bool queued = false;
 
 private:
@@ -70,6 +68,8 @@ private:
         tensor* t;
         void* data;
         buffer_handle* buffer;
+        std::uint64_t serial;
+        placed_by placer;
     };
     B& be_;
     std::vector<saved> saved_;
@@ -127,8 +127,7 @@ template <backend B>
     mirror_detail::restorer<B> restore(be); // declared after buf: restores before it is freed
     for (auto& [t, data] : moves) {
         restore.record(t);
-        t->data = data;
-        t->buffer = buf->get();
+        place_tensor(*t, **buf, data);
         if (status s = t->buffer->init_tensor(*t); !s) return s;
     }
     for (std::size_t i = 0; i < roots.size(); ++i)

@@ -277,10 +277,7 @@ inline result<buffer_ptr> alloc_tensor_list(std::span<tensor* const> tensors, bu
     tensor_allocator ta(**buf);
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         if (status s = ta.allocate(*tensors[i]); !s) {
-            for (std::size_t j = 0; j < i; ++j) {
-                tensors[j]->data = nullptr;
-                tensors[j]->buffer = nullptr;
-            }
+            for (std::size_t j = 0; j < i; ++j) unplace_tensor(*tensors[j]);
             return s;
         }
     }

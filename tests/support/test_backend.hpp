@@ -681,14 +681,12 @@ inline status run_launches(const std::vector<node_launch>& launches, test_stream
                 continue;
             }
             srcs[i] = l.src[i].meta;
-            srcs[i].data = scratch + src_at[i];
-            srcs[i].buffer = nullptr;
+            srcs[i].set_placement(nullptr, 0, scratch + src_at[i]); // host scratch, no buffer
             srcs[i].view_src = nullptr;
             copy_elements(srcs[i], static_cast<std::byte*>(srcs[i].data), l.src[i].at);
             node.src[i] = &srcs[i];
         }
-        node.data = scratch + dst_at;
-        node.buffer = nullptr;
+        node.set_placement(nullptr, 0, scratch + dst_at);
         node.view_src = nullptr;
 
         cpu::compute_params p;

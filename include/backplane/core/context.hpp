@@ -48,6 +48,7 @@ public:
 
     /// A new contiguous tensor with no op (a leaf). Validates the type and shape.
     tensor* new_tensor(elem_type type, std::span<const std::int64_t> shape) {
+        check_type("new_tensor", type);
         if (shape.empty() || shape.size() > max_dims)
             throw error("new_tensor: a tensor has 1 to 4 dimensions, got " + std::to_string(shape.size()));
         std::array<std::int64_t, max_dims> ne{1, 1, 1, 1};
@@ -78,7 +79,7 @@ public:
         t.type = type;
         t.ne = ne;
         t.nb = contiguous_strides(type, ne);
-        if (!params_.no_alloc) t.data = allocate_host(t.nbytes());
+        if (!params_.no_alloc) t.set_placement(nullptr, 0, allocate_host(t.nbytes()));
         return &t;
     }
     tensor* new_tensor(elem_type type, std::initializer_list<std::int64_t> shape) {
@@ -99,6 +100,7 @@ public:
     /// Used by the view ops; data is derived from the source when it has host data.
     tensor* new_view(tensor* src, elem_type type, const std::array<std::int64_t, max_dims>& ne,
                      const std::array<std::size_t, max_dims>& nb, std::size_t offset) {
+        check_type("new_view", type);
         tensor* root = src->view_src ? src->view_src : src;
         const std::size_t offs = src->view_offs + offset;
         tensor& t = tensors_.emplace_back();
@@ -107,8 +109,9 @@ public:
         t.nb = nb;
         t.view_src = root;
         t.view_offs = offs;
-        if (root->data) t.data = static_cast<std::byte*>(root->data) + offs;
-        t.buffer = root->buffer;
+        // in the source's buffer, with its serial: the view is alive exactly while it is
+        t.set_placement(root->buffer, root->buffer_serial,
+                        root->data ? static_cast<std::byte*>(root->data) + offs : nullptr, root->placer);
         return &t;
     }
 
@@ -136,6 +139,14 @@ public:
     }
 
 private:
+    // An elem_type cast from a number elem_type does not name would index the type
+    // tables out of range.
+    static void check_type(const char* what, elem_type type) {
+        if (!is_valid(type))
+            throw error(std::string(what) + ": element type " + std::to_string(static_cast<unsigned>(type)) +
+                        " is not an elem_type (0.." + std::to_string(elem_type_count - 1) + ")");
+    }
+
     struct aligned_free {
         std::size_t alignment;
         void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{alignment}); }

@@ -54,7 +54,9 @@ public:
 
     /// Adds `t` and every tensor it depends on that the graph does not hold yet, sources
     /// before consumers (ggml's build_forward_expand). Sources are visited in order.
-    /// Iterative, so chains of any length are fine.
+    /// Iterative, so chains of any length are fine. A cycle (a source edited by hand so
+    /// that a tensor depends on itself) throws backplane::error listing the tensors on it,
+    /// and leaves the graph as it was.
     void build_forward(tensor* t) {
         if (t == nullptr) throw error("graph::build_forward: null tensor");
         if (visited_.contains(t)) return;
@@ -65,13 +67,22 @@ public:
         std::vector<frame> stack;
         stack.push_back({t, 0});
         visited_.insert(t, unplaced);
+        const std::size_t nodes_before = nodes_.size();
+        const std::size_t leafs_before = leafs_.size();
         while (!stack.empty()) {
             frame& f = stack.back();
             if (f.next_src < max_srcs) {
                 tensor* s = f.t->src[static_cast<std::size_t>(f.next_src++)];
-                if (s != nullptr && !visited_.contains(s)) {
+                if (s == nullptr) continue;
+                const std::uint32_t v = visited_.find(s);
+                if (v == detail::tensor_map::npos) {
                     visited_.insert(s, unplaced);
                     stack.push_back({s, 0});
+                } else if (v == unplaced) { // s is on the walk's path: it depends on itself
+                    std::vector<const tensor*> path;
+                    for (const frame& p : stack) path.push_back(p.t);
+                    undo(nodes_before, leafs_before);
+                    throw error(cycle_message(path, s));
                 }
                 continue;
             }
@@ -146,6 +157,34 @@ public:
     }
 
 private:
+    // The tensors added since the graph held nodes_before nodes and leafs_before leafs
+    // are forgotten (a walk that failed).
+    void undo(std::size_t nodes_before, std::size_t leafs_before) {
+        nodes_.resize(nodes_before);
+        leafs_.resize(leafs_before);
+        src_ids_.resize(nodes_before);
+        view_src_ids_.resize(nodes_before);
+        visited_.clear(nodes_.size() + leafs_.size());
+        for (std::size_t k = 0; k < nodes_.size(); ++k) visited_.insert(nodes_[k], 2 * static_cast<std::uint32_t>(k));
+        for (std::size_t k = 0; k < leafs_.size(); ++k)
+            visited_.insert(leafs_[k], 2 * static_cast<std::uint32_t>(k) + 1);
+    }
+
+    // "... 'a' (add) reads 'c' (scale), which reads 'b' (relu), which reads 'a'": the
+    // walk's path from `back` (the tensor read again) to its end, which reads `back`.
+    static std::string cycle_message(const std::vector<const tensor*>& path, const tensor* back) {
+        const auto name = [](const tensor* t) {
+            return (t->name.empty() ? std::string("(unnamed)") : "'" + t->name + "'") + " (" +
+                   std::string(to_string(t->op)) + ")";
+        };
+        std::size_t i = 0;
+        while (i < path.size() && path[i] != back) ++i;
+        std::string msg = "graph::build_forward: the graph has a cycle (a source edited after the tensor was made): ";
+        for (std::size_t k = i; k < path.size(); ++k) msg += (k == i ? "" : ", which reads ") + name(path[k]);
+        msg += path.size() - i == 1 ? " reads itself" : ", which reads " + name(back);
+        return msg;
+    }
+
     std::vector<tensor*> nodes_;
     std::vector<tensor*> leafs_;
     // visited_ maps a tensor to 2 k for node k, 2 k + 1 for leaf k, `unplaced` while it

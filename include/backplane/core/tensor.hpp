@@ -79,6 +79,13 @@ enum class tensor_flag : std::uint32_t {
     param = 1u << 2,  ///< a trainable parameter
 };
 
+/// Who placed a tensor in its buffer, which decides what happens when the tensor is met
+/// again after that buffer was freed (docs/lifetime.md).
+enum class placed_by : std::uint8_t {
+    user,      ///< memory the user owns (weights, caches): a freed buffer is reported
+    allocator, ///< a graph allocator's compute memory: the next allocation places it again
+};
+
 /// rope modes (values as ggml's: neox is bit 1).
 enum class rope_mode : std::int32_t { normal = 0, neox = 2 };
 
@@ -94,12 +101,15 @@ struct shape {
 struct alignas(64) tensor {
     elem_type type = elem_type::f32;
     op_kind op = op_kind::none;
+    placed_by placer = placed_by::user; ///< who placed it in `buffer` (set_placement)
     std::uint32_t flags = 0;
     std::array<std::int64_t, max_dims> ne{1, 1, 1, 1}; ///< elements per dimension
     std::array<tensor*, max_srcs> src{};
 
     tensor* view_src = nullptr; ///< the tensor whose memory this one aliases (never itself a view)
+    // Where the data lives. Written only by set_placement, so the three always agree.
     buffer_handle* buffer = nullptr; ///< the buffer holding the data (null for context host data)
+    std::uint64_t buffer_serial = 0; ///< that buffer's serial when placed (0: none); see buffer_alive
     void* data = nullptr;            ///< address of element 0 in that buffer's address space
     std::size_t view_offs = 0;  ///< byte offset into view_src
 
@@ -162,6 +172,20 @@ struct alignas(64) tensor {
         return static_cast<std::size_t>(i0 / block_size(type)) * nb[0] +
                static_cast<std::size_t>(i1) * nb[1] + static_cast<std::size_t>(i2) * nb[2] +
                static_cast<std::size_t>(i3) * nb[3];
+    }
+
+    // -- placement ---------------------------------------------------------------------
+
+    /// Records where the tensor lives: `at` in buffer `buf`, whose serial is `serial`
+    /// (buffer_handle::serial(); null and 0 for host data or none). The one place that
+    /// writes `buffer`, `buffer_serial`, `data` and `placer`: use place_tensor,
+    /// place_like and unplace_tensor (memory/buffer.hpp), which take the serial from the
+    /// buffer or the source tensor.
+    void set_placement(buffer_handle* buf, std::uint64_t serial, void* at, placed_by by = placed_by::user) noexcept {
+        buffer = buf;
+        buffer_serial = buf != nullptr ? serial : 0;
+        data = at;
+        placer = by;
     }
 
     // -- op parameters (stored as raw 32-bit slots, like ggml's op_params) ------------

@@ -89,6 +89,9 @@ constexpr const type_traits& traits(elem_type t) noexcept {
     return detail::type_table[i < elem_type_count ? i : elem_type_count];
 }
 
+/// True for the values elem_type names (a value cast from a wider integer may not be).
+constexpr bool is_valid(elem_type t) noexcept { return static_cast<std::size_t>(t) < elem_type_count; }
+
 constexpr std::string_view to_string(elem_type t) noexcept { return traits(t).name; }
 constexpr std::int64_t block_size(elem_type t) noexcept { return traits(t).block_size; }
 constexpr std::size_t type_size(elem_type t) noexcept { return traits(t).type_size; }

@@ -45,6 +45,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <new>
 #include <optional>
@@ -406,35 +407,39 @@ class file {
     }
     /// The value of `key` as T (an integer type, float, double, bool or std::string):
     /// integers convert when the value fits, floats to floats. A missing key is
-    /// not_found; another type, or a value that does not fit, invalid_argument.
+    /// not_found; another type invalid_argument; an integer outside T's range
+    /// out_of_range (the message gives the value and the range).
     template <class T> [[nodiscard]] result<T> get(std::string_view key) const {
         const value* v = find(key);
         if (v == nullptr)
             return status(errc::not_found, "gguf: no metadata key '" + std::string(key) + "'");
-        std::optional<T> out = std::visit(
-            [](const auto& x) -> std::optional<T> {
+        std::optional<T> out;
+        std::string out_of_range; // the value, when it is an integer T cannot hold
+        std::visit(
+            [&](const auto& x) {
                 using X = std::remove_cvref_t<decltype(x)>;
-                if constexpr (std::is_same_v<T, std::string> || std::is_same_v<X, std::string>) {
+                if constexpr (std::is_same_v<T, std::string> || std::is_same_v<X, std::string> ||
+                              std::is_same_v<T, bool> || std::is_same_v<X, bool>) {
                     if constexpr (std::is_same_v<T, X>)
-                        return x;
-                    return std::nullopt;
-                } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<X, bool>) {
-                    if constexpr (std::is_same_v<T, X>)
-                        return x;
-                    return std::nullopt;
+                        out = x;
                 } else if constexpr (std::is_same_v<X, array>) {
-                    return std::nullopt;
                 } else if constexpr (std::is_floating_point_v<T>) {
-                    return static_cast<T>(x);
+                    out = static_cast<T>(x);
                 } else if constexpr (std::is_integral_v<X>) {
                     if (std::in_range<T>(x))
-                        return static_cast<T>(x);
-                    return std::nullopt;
-                } else {
-                    return std::nullopt;
+                        out = static_cast<T>(x);
+                    else
+                        out_of_range = std::to_string(x);
                 }
             },
             v->v);
+        if constexpr (std::is_integral_v<T>)
+            if (!out_of_range.empty())
+                return status(errc::out_of_range,
+                              "gguf: metadata '" + std::string(key) + "' is " + std::string(to_string(v->type())) +
+                                  " " + out_of_range + ", outside the range of the integer type asked for (" +
+                                  std::to_string(+std::numeric_limits<T>::min()) + ".." +
+                                  std::to_string(+std::numeric_limits<T>::max()) + ")");
         if (!out)
             return status(errc::invalid_argument, "gguf: metadata '" + std::string(key) + "' is " +
                                                       std::string(to_string(v->type())) +
@@ -469,8 +474,7 @@ class file {
         try {
             for (const tensor_info& ti : tensors_) {
                 tensor* t = make_tensor(ctx, ti);
-                t->data = base + ti.offset;
-                t->buffer = buf->get();
+                place_tensor(*t, **buf, base + ti.offset);
                 if (auto s = (*buf)->init_tensor(*t); !s)
                     return s;
                 out.tensors.push_back(t);
@@ -500,8 +504,7 @@ class file {
             std::vector<tensor*> moved;
             for (std::size_t i = 0; i < tensors_.size(); ++i) {
                 tensor* t = make_tensor(ctx, tensors_[i]);
-                t->data = out.tensors[i]->data;
-                t->buffer = out.tensors[i]->buffer;
+                place_like(*t, *out.tensors[i], out.tensors[i]->data);
                 if (auto s = t->buffer->init_tensor(*t); !s)
                     return s;
                 if (auto s = tensor_set(*t, data(tensors_[i]).data(), 0, tensors_[i].nbytes); !s)
@@ -634,9 +637,9 @@ class file {
         for (const tensor_info& t : tensors_) {
             if (t.offset > data_size || t.nbytes > data_size - t.offset)
                 return status(errc::invalid_argument,
-                              "gguf: tensor '" + t.name + "' bytes [" + std::to_string(t.offset) +
-                                  ", " + std::to_string(t.offset + t.nbytes) +
-                                  ") lie outside the data section of " + std::to_string(data_size) +
+                              "gguf: tensor '" + t.name + "' at offset " + std::to_string(t.offset) +
+                                  " + size " + std::to_string(t.nbytes) +
+                                  " lies outside the data section of " + std::to_string(data_size) +
                                   " bytes (truncated file?)");
             by_offset.push_back(&t);
         }

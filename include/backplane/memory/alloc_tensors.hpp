@@ -87,10 +87,7 @@ public:
     placement_rollback& operator=(const placement_rollback&) = delete;
     ~placement_rollback() {
         if (committed_) return;
-        for (tensor* t : placed_) {
-            t->data = nullptr;
-            t->buffer = nullptr;
-        }
+        for (tensor* t : placed_) unplace_tensor(*t);
     }
     void commit() noexcept { committed_ = true; }
 
@@ -101,8 +98,8 @@ private:
 
 } // namespace detail
 
-/// Allocates every tensor of `ctx` that has no data yet in new buffers of type `bt`, and
-/// initialises views on their sources. Returns the buffers (none when there was nothing
+/// Allocates every tensor of `ctx` that has no data yet (or whose buffer was freed: it is
+/// placed again) in new buffers of type `bt`, and initialises views on their sources. Returns the buffers (none when there was nothing
 /// to allocate), each with usage `usage`.
 ///
 /// Errors (nothing allocated, tensors unchanged): a tensor larger than bt.max_size()
@@ -125,7 +122,7 @@ private:
         std::vector<tensor*> todo;
         std::vector<run> runs;
         for (tensor& t : ctx) {
-            if (t.data != nullptr || t.view_src != nullptr) continue;
+            if ((t.data != nullptr && buffer_alive(t)) || t.view_src != nullptr) continue;
             const std::size_t need = bt.alloc_size(t);
             const auto padded = detail::align_up(need, alignment);
             if (!padded || *padded > max_size)
@@ -162,7 +159,7 @@ private:
 
         // Views last: their sources, wherever they are in the context, have data now.
         for (tensor& t : ctx) {
-            if (t.view_src == nullptr || t.data != nullptr) continue;
+            if (t.view_src == nullptr || (t.data != nullptr && buffer_alive(t))) continue;
             if (status s = init_view(t); !s) return s;
             placed.push_back(&t);
         }

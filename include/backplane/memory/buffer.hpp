@@ -11,10 +11,17 @@
 // The handle also does what every buffer needs and no backend should repeat: range
 // checks of tensor reads and writes (an out-of-range access is a status, never memory
 // corruption), default no-ops for optional capabilities, and the usage flag.
+//
+// Lifetime (docs/lifetime.md): every buffer has a serial, never reused, registered while
+// the buffer exists. Tensors are placed with place_tensor / place_like, which record the
+// serial beside the buffer pointer, so buffer_alive(t) tells whether t's buffer still
+// exists without touching it.
 
 #include <backplane/core/concepts.hpp>
+#include <backplane/core/detail/describe.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/memory/detail/live_buffers.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +35,18 @@
 namespace backplane {
 
 class buffer_handle;
+
+namespace detail {
+/// An access of `size` bytes at byte `offset` of t: out_of_range when it does not fit in
+/// t's bytes. The message gives offset and size apart (their sum may not fit in size_t).
+inline status check_tensor_range(const char* what, const tensor& t, std::size_t offset, std::size_t size) {
+    const std::size_t n = t.nbytes();
+    if (offset <= n && size <= n - offset) return {};
+    return {errc::out_of_range, std::string(what) + ": offset " + std::to_string(offset) + " + size " +
+                                    std::to_string(size) + " exceeds tensor '" + t.name + "' of " + std::to_string(n) +
+                                    " bytes"};
+}
+} // namespace detail
 
 /// Deletes a buffer_handle through its generated table.
 struct buffer_deleter {
@@ -140,6 +159,8 @@ public:
     void set_usage(buffer_usage u) noexcept { usage_ = u; }
     [[nodiscard]] buffer_type_ref type() const noexcept { return type_; }
     [[nodiscard]] bool is_host() const { return type_.is_host(); }
+    /// This buffer's serial: never 0, never given to another buffer of the process.
+    [[nodiscard]] std::uint64_t serial() const noexcept { return serial_; }
 
     /// True when [p, p + n) lies inside this buffer's address range.
     [[nodiscard]] bool contains(const void* p, std::size_t n) const noexcept {
@@ -184,9 +205,9 @@ public:
     [[nodiscard]] B* get_if() noexcept;
 
 protected:
-    buffer_handle(void* impl, const detail::buffer_vtable* vt, buffer_type_ref type, void* base,
-                  std::size_t size) noexcept
-        : impl_(impl), vt_(vt), type_(type), base_(base), size_(size) {}
+    buffer_handle(void* impl, const detail::buffer_vtable* vt, buffer_type_ref type, void* base, std::size_t size,
+                  std::uint64_t serial) noexcept
+        : impl_(impl), vt_(vt), type_(type), base_(base), size_(size), serial_(serial) {}
     ~buffer_handle() = default;
     /// Base and size are read once the concrete buffer sits at its final address.
     void set_extent(void* base, std::size_t size) noexcept {
@@ -200,13 +221,12 @@ private:
     status check_range(const char* what, const tensor& t, std::size_t offset, std::size_t size) const {
         if (t.buffer != this)
             return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' does not live in this buffer"};
+        if (t.buffer_serial != serial_) // placed in a freed buffer that had this address
+            return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name +
+                                                "' was placed in an earlier buffer at this address, since freed"};
         if (t.data == nullptr)
             return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' has no data address"};
-        const std::size_t nbytes = t.nbytes();
-        if (offset > nbytes || size > nbytes - offset)
-            return {errc::out_of_range, std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
-                                            std::to_string(offset + size) + ") outside tensor '" + t.name +
-                                            "' of " + std::to_string(nbytes) + " bytes"};
+        if (status s = detail::check_tensor_range(what, t, offset, size); !s) return s;
         if (!contains(static_cast<const std::byte*>(t.data) + offset, size))
             return {errc::out_of_range, std::string(what) + ": tensor '" + t.name + "' lies outside its buffer"};
         return {};
@@ -217,6 +237,7 @@ private:
     buffer_type_ref type_;
     void* base_;
     std::size_t size_;
+    std::uint64_t serial_; ///< registered in detail::live_buffer_set() while this exists
     buffer_usage usage_ = buffer_usage::any;
     std::shared_ptr<const void> anchor_ = detail::module_anchor().lock(); ///< the module whose code vt_ points to
 };
@@ -227,8 +248,8 @@ namespace detail {
 template <buffer B>
 struct buffer_holder final : buffer_handle {
     B impl;
-    buffer_holder(B&& b, const buffer_vtable* vt, buffer_type_ref type)
-        : buffer_handle(&impl, vt, type, nullptr, 0), impl(std::move(b)) {
+    buffer_holder(B&& b, const buffer_vtable* vt, buffer_type_ref type, std::uint64_t serial)
+        : buffer_handle(&impl, vt, type, nullptr, 0, serial), impl(std::move(b)) {
         set_extent(impl.base(), impl.size());
     }
 };
@@ -283,8 +304,15 @@ template <class B>
     requires(!std::is_lvalue_reference_v<B> && buffer<B>) // takes ownership: pass an rvalue
 [[nodiscard]] result<buffer_ptr> make_buffer(B&& b, buffer_type_ref type) {
     using holder = detail::buffer_holder<std::remove_cvref_t<B>>;
-    holder* h = new (std::nothrow) holder(std::move(b), &detail::buffer_vtable_for<std::remove_cvref_t<B>>, type);
-    if (h == nullptr) return status(errc::alloc_failed, "make_buffer: out of host memory for the buffer handle");
+    detail::live_buffers& live = *detail::live_buffer_set();
+    const std::uint64_t serial = live.add();
+    holder* h = serial == 0 ? nullptr
+                            : new (std::nothrow) holder(std::move(b), &detail::buffer_vtable_for<std::remove_cvref_t<B>>,
+                                                        type, serial);
+    if (h == nullptr) {
+        live.remove(serial);
+        return status(errc::alloc_failed, "make_buffer: out of host memory for the buffer handle");
+    }
     return buffer_ptr(h);
 }
 
@@ -295,10 +323,51 @@ B* buffer_handle::get_if() noexcept {
 
 inline void buffer_deleter::operator()(buffer_handle* h) const noexcept {
     if (h == nullptr) return;
+    // Dead before its memory is released: a tensor placed in it is never trusted again.
+    detail::live_buffer_set()->remove(h->serial_);
     // The module's code runs the destructor, so the module stays loaded until it returned.
     const std::shared_ptr<const void> anchor = std::move(h->anchor_);
     h->vt_->destroy(h);
 }
+
+// -- placing tensors (docs/lifetime.md) --------------------------------------------------
+
+/// Places t at address `data` of buffer `b`, recording b's serial.
+inline void place_tensor(tensor& t, buffer_handle& b, void* data, placed_by by = placed_by::user) noexcept {
+    t.set_placement(&b, b.serial(), data, by);
+}
+/// Places t at address `data` in the buffer `like` was placed in (a view in its source),
+/// with like's serial and placer: never touches that buffer, which may be gone.
+inline void place_like(tensor& t, const tensor& like, void* data) noexcept {
+    t.set_placement(like.buffer, like.buffer_serial, data, like.placer);
+}
+/// t has no buffer and no data any more.
+inline void unplace_tensor(tensor& t) noexcept { t.set_placement(nullptr, 0, nullptr); }
+
+/// True when t has no buffer (context host data, or no data) or the buffer it was placed
+/// in still exists. Never touches the buffer. One short lock.
+[[nodiscard]] inline bool buffer_alive(const tensor& t) noexcept {
+    return t.buffer == nullptr || detail::live_buffer_set()->contains(t.buffer_serial);
+}
+/// t's buffer while it exists; null when t has none or it was freed.
+[[nodiscard]] inline buffer_handle* live_buffer(const tensor& t) noexcept {
+    return t.buffer != nullptr && buffer_alive(t) ? t.buffer : nullptr;
+}
+
+namespace detail {
+/// The status of an access through t's buffer (t.buffer not null) that is gone.
+inline status freed_buffer_error(const char* what, const tensor& t) {
+    const std::string who = std::string(what) + ": tensor " + describe(&t);
+    if (t.buffer_serial == 0)
+        return {errc::invalid_argument, who + " names a buffer but was not placed in it (use place_tensor)"};
+    return {errc::invalid_argument, who + " was placed in a buffer that has since been freed; keep the buffer alive " +
+                                        "while the tensor is used, or place the tensor again"};
+}
+/// ok while t's buffer exists (or t has none), else freed_buffer_error.
+inline status check_buffer_alive(const char* what, const tensor& t) {
+    return buffer_alive(t) ? status{} : freed_buffer_error(what, t);
+}
+} // namespace detail
 
 template <buffer_type BT>
 result<buffer_ptr> detail::allocate_erased(const void* self, std::size_t size) {

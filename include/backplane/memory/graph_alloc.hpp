@@ -30,7 +30,12 @@
 // Tensors that already have data (weights, a user's host tensor) are left alone and never
 // reused. Tensors that point into this allocator's own buffers (placed by an earlier call)
 // are placed again. When the allocator grows, tensors placed by earlier calls point to
-// released memory: allocate their graph again before using them.
+// released memory: allocate their graph again before using them. Lifetime
+// (docs/lifetime.md): a tensor a graph allocator placed in a buffer since freed (this
+// one's before it grew, or one destroyed since) is placed again like a tensor without
+// data; a user's tensor whose buffer was freed (weights) is an invalid_argument status
+// naming it. Buffers are told apart by serial, never by address: a new buffer may reuse a
+// freed one's.
 //
 // Failures (a tensor larger than the buffer type's max_size, a buffer the buffer type
 // cannot allocate, host memory) are statuses. The allocator stays usable: nothing leaks,
@@ -278,13 +283,25 @@ public:
     [[nodiscard]] std::size_t n_reallocs() const noexcept { return n_reallocs_; }
     /// True when t's data lies in this allocator's buffers (placed by an earlier call, and
     /// placed again by the next one).
-    [[nodiscard]] bool holds(const tensor& t) const noexcept { return t.data != nullptr && !is_external(t); }
-    /// True when b is one of this allocator's buffers.
+    [[nodiscard]] bool holds(const tensor& t) const noexcept {
+        return t.data != nullptr && owns_serial(t.buffer, t.buffer_serial);
+    }
+    /// True when b is one of this allocator's buffers (b must exist: a freed buffer's
+    /// address may be reused; holds() and owns_serial() tell them apart).
     [[nodiscard]] bool owns(const buffer_handle* b) const noexcept {
         if (b == nullptr) return false;
         for (const pool& p : pools_)
             for (const auto& c : p.chunks)
                 if (c.get() == b) return true;
+        return false;
+    }
+    /// True when b, whose serial was `serial` when a tensor was placed in it, is one of this
+    /// allocator's buffers now. Reads nothing through b (it may be gone).
+    [[nodiscard]] bool owns_serial(const buffer_handle* b, std::uint64_t serial) const noexcept {
+        if (b == nullptr) return false;
+        for (const pool& p : pools_)
+            for (const auto& c : p.chunks)
+                if (c.get() == b) return c->serial() == serial;
         return false;
     }
 
@@ -360,10 +377,22 @@ private:
         }
     }
 
-    /// True when t has data that is not in one of this allocator's buffers.
-    [[nodiscard]] bool is_external(const tensor& t) const noexcept {
-        if (t.data == nullptr) return false;
-        return !owns(t.buffer);
+    // What t's memory is to this allocator.
+    enum class memory_kind : std::uint8_t {
+        none,     // no data, or data an allocator placed in a buffer since freed: place it
+        held,     // in this allocator's buffers: place it again
+        external, // the user's (a live buffer, or context host data): leave it alone
+        lost,     // the user's, in a buffer since freed: an error
+    };
+    [[nodiscard]] memory_kind memory_of(const tensor& t) noexcept {
+        if (t.data == nullptr) return memory_kind::none;
+        if (t.buffer == nullptr) return memory_kind::external;
+        if (owns_serial(t.buffer, t.buffer_serial)) return memory_kind::held;
+        if (t.buffer_serial == 0 || t.buffer_serial != alive_memo_) { // consecutive tensors mostly share a buffer
+            if (!buffer_alive(t)) return t.placer == placed_by::allocator ? memory_kind::none : memory_kind::lost;
+            alive_memo_ = t.buffer_serial;
+        }
+        return memory_kind::external;
     }
 
     // Numbers the graph's tensors (nodes, then leafs, then sources and view sources found
@@ -379,6 +408,7 @@ private:
                                                 " leaf buffer ids for " + std::to_string(leafs.size()) + " leafs"};
         n_nodes_ = nodes.size();
         n_leafs_ = leafs.size();
+        alive_memo_ = 0; // buffers may have been freed since the last call
         const std::size_t n = n_nodes_ + n_leafs_;
         if (n >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max() / 2))
             return {errc::invalid_argument, "graph_allocator: graph too large"};
@@ -443,7 +473,9 @@ private:
             std::uint32_t bits = 0;
             if (t.has_flag(tensor_flag::input)) bits |= bit_input;
             if (t.has_flag(tensor_flag::output)) bits |= bit_output;
-            if (is_external(t)) bits |= bit_external;
+            const memory_kind mem = memory_of(t);
+            if (mem == memory_kind::lost) return detail::freed_buffer_error("graph_allocator", t);
+            if (mem == memory_kind::external) bits |= bit_external;
             if (t.view_src != nullptr) {
                 bits |= bit_view;
                 if (t.view_offs == 0) bits |= bit_offs0;
@@ -671,10 +703,9 @@ private:
             const placement& pl = plan_[s];
             if (pl.kind != place_kind::block) continue;
             tensor& t = *tensors_[s];
-            buffer_handle* buf = pools_[pl.pool].chunks[pl.chunk].get();
-            t.data = static_cast<std::byte*>(buf->base()) + pl.offset;
-            t.buffer = buf;
-            if (status st = buf->init_tensor(t); !st) return st;
+            buffer_handle& buf = *pools_[pl.pool].chunks[pl.chunk];
+            place_tensor(t, buf, static_cast<std::byte*>(buf.base()) + pl.offset, placed_by::allocator);
+            if (status st = buf.init_tensor(t); !st) return st;
         }
         // views after blocks: a view's source is a block or already had data
         for (std::size_t s = 0; s < tensors_.size(); ++s)
@@ -697,6 +728,7 @@ private:
     std::size_t n_leafs_ = 0;
     std::vector<sim_state> sim_;
     std::size_t failed_slot_ = 0; // the tensor place() could not place
+    std::uint64_t alive_memo_ = 0; // a buffer serial memory_of() found alive in this call
 
     // the recorded plan
     std::vector<slot_key> plan_keys_;

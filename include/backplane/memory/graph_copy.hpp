@@ -226,8 +226,7 @@ struct graph_copier {
                 tensor* gt =
                     out.ctx_.new_tensor(elem_type::i32, {static_cast<std::int64_t>(guard / 4)});
                 gt->name = "guard " + where;
-                gt->data = base + at;
-                gt->buffer = out.buffer_.get();
+                place_tensor(*gt, *out.buffer_, base + at);
                 if (auto s = out.buffer_->init_tensor(*gt); !s)
                     return s;
                 out.guards_.push_back({gt, std::move(where)});
@@ -235,8 +234,7 @@ struct graph_copier {
             };
             for (std::size_t i = 0; i < placed.size(); ++i) {
                 tensor* c = placed[i].second;
-                c->data = base + offsets[i];
-                c->buffer = out.buffer_.get();
+                place_tensor(*c, *out.buffer_, base + offsets[i]);
                 if (auto s = out.buffer_->init_tensor(*c); !s)
                     return s;
                 if (guard != 0) {

@@ -37,12 +37,11 @@ namespace backplane {
         return {errc::out_of_range, "init_view: view " + detail::describe(&view) + " at offset " +
                                         std::to_string(view.view_offs) + " spans " + std::to_string(view_bytes) +
                                         " bytes, outside its source's " + std::to_string(src_bytes)};
-    view.data = static_cast<std::byte*>(src->data) + view.view_offs;
-    view.buffer = src->buffer;
+    if (status s = detail::check_buffer_alive("init_view", *src); !s) return s;
+    place_like(view, *src, static_cast<std::byte*>(src->data) + view.view_offs);
     if (view.buffer != nullptr) {
         if (status s = view.buffer->init_tensor(view); !s) {
-            view.data = nullptr;
-            view.buffer = nullptr;
+            unplace_tensor(view);
             return s;
         }
     }
@@ -61,13 +60,14 @@ public:
         if (offset_ > buf.size()) offset_ = buf.size(); // a tiny, misaligned buffer holds nothing
     }
 
-    /// Sets t.buffer and t.data (at the next aligned address) and calls the buffer's
-    /// init_tensor. Out of space is an alloc_failed status naming the tensor and the sizes;
-    /// a tensor that already has data is an invalid_argument status. On failure t and the
-    /// allocator are unchanged.
+    /// Places t (at the next aligned address) and calls the buffer's init_tensor. Out of
+    /// space is an alloc_failed status naming the tensor and the sizes; a tensor that
+    /// already has data is an invalid_argument status (data in a buffer since freed does
+    /// not count: t is placed again). On failure the allocator is unchanged and t is left
+    /// without data.
     [[nodiscard]] status allocate(tensor& t) {
         if (t.view_src != nullptr) return init_view(t);
-        if (t.data != nullptr)
+        if (t.data != nullptr && buffer_alive(t))
             return {errc::invalid_argument, "tensor_allocator: tensor " + detail::describe(&t) + " already has data"};
         const std::size_t need = buf_->type().alloc_size(t);
         const auto padded = detail::align_up(need, alignment_);
@@ -77,11 +77,9 @@ public:
                                             std::to_string(need) + " bytes) in buffer '" +
                                             std::string(buf_->type().name()) + "' of " + std::to_string(buf_->size()) +
                                             " bytes: " + std::to_string(left) + " bytes left"};
-        t.data = static_cast<std::byte*>(buf_->base()) + offset_;
-        t.buffer = buf_;
+        place_tensor(t, *buf_, static_cast<std::byte*>(buf_->base()) + offset_);
         if (status s = buf_->init_tensor(t); !s) {
-            t.data = nullptr;
-            t.buffer = nullptr;
+            unplace_tensor(t);
             return s;
         }
         offset_ += *padded;

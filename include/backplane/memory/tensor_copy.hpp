@@ -118,6 +118,8 @@ inline status check_copy(const char* what, const tensor& src, const tensor& dst)
     if (dst.data == nullptr)
         return {errc::invalid_argument, std::string(what) + ": destination " + describe(&dst) +
                                             " has no data (allocate it first)"};
+    if (status s = check_buffer_alive(what, src); !s) return s;
+    if (status s = check_buffer_alive(what, dst); !s) return s;
     if (!same_layout(src, dst))
         return {errc::invalid_argument,
                 std::string(what) + ": layouts differ: source " + describe(&src) + " is " +

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -35,18 +36,47 @@ namespace detail {
 inline status host_range_check(const char* what, const tensor& t, std::size_t offset, std::size_t size) {
     if (t.data == nullptr)
         return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' has no data (allocate it first)"};
-    const std::size_t n = t.nbytes();
-    if (offset > n || size > n - offset)
-        return {errc::out_of_range, std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
-                                        std::to_string(offset + size) + ") outside tensor '" + t.name + "' of " +
-                                        std::to_string(n) + " bytes"};
-    return {};
+    return check_tensor_range(what, t, offset, size);
+}
+
+/// The element type whose values are stored as T, or nullopt: float f32, f16_t f16,
+/// bf16_t bf16, block_q8_0 q8_0, block_q4_0 q4_0, std::int32_t i32.
+template <class T>
+constexpr std::optional<elem_type> elem_type_of() noexcept {
+    if constexpr (std::is_same_v<T, float>) return elem_type::f32;
+    else if constexpr (std::is_same_v<T, f16_t>) return elem_type::f16;
+    else if constexpr (std::is_same_v<T, bf16_t>) return elem_type::bf16;
+    else if constexpr (std::is_same_v<T, block_q8_0>) return elem_type::q8_0;
+    else if constexpr (std::is_same_v<T, block_q4_0>) return elem_type::q4_0;
+    else if constexpr (std::is_same_v<T, std::int32_t>) return elem_type::i32;
+    else return std::nullopt;
+}
+
+/// ok when values of T are t's elements (or T is std::byte: raw bytes); the typed
+/// accessors never reinterpret one type's bytes as another's.
+template <class T>
+status check_value_type(const char* what, const tensor& t) {
+    if constexpr (std::is_same_v<T, std::byte>) {
+        return {};
+    } else {
+        constexpr std::optional<elem_type> e = elem_type_of<T>();
+        if (e == t.type) return {};
+        std::string msg = std::string(what) + ": tensor '" + t.name + "' holds " + std::string(to_string(t.type)) +
+                          " values, not ";
+        msg += e ? std::string(to_string(*e)) + " ones"
+                 : "values of this " + std::to_string(sizeof(T)) + "-byte type";
+        return {errc::invalid_argument, msg + " (use its storage type, std::byte for raw bytes, or tensor_read_f32 "
+                                              "to convert to f32)"};
+    }
 }
 } // namespace detail
 
 /// Writes `size` bytes from `src` into t at byte `offset`.
 inline status tensor_set(tensor& t, const void* src, std::size_t offset, std::size_t size) {
-    if (t.buffer != nullptr) return t.buffer->set_tensor(t, src, offset, size);
+    if (t.buffer != nullptr) {
+        if (status s = detail::check_buffer_alive("tensor_set", t); !s) return s;
+        return t.buffer->set_tensor(t, src, offset, size);
+    }
     if (auto s = detail::host_range_check("tensor_set", t, offset, size); !s) return s;
     if (size) std::memcpy(static_cast<std::byte*>(t.data) + offset, src, size);
     return {};
@@ -54,7 +84,10 @@ inline status tensor_set(tensor& t, const void* src, std::size_t offset, std::si
 
 /// Reads `size` bytes of t at byte `offset` into `dst`.
 inline status tensor_get(const tensor& t, void* dst, std::size_t offset, std::size_t size) {
-    if (t.buffer != nullptr) return t.buffer->get_tensor(t, dst, offset, size);
+    if (t.buffer != nullptr) {
+        if (status s = detail::check_buffer_alive("tensor_get", t); !s) return s;
+        return t.buffer->get_tensor(t, dst, offset, size);
+    }
     if (auto s = detail::host_range_check("tensor_get", t, offset, size); !s) return s;
     if (size) std::memcpy(dst, static_cast<const std::byte*>(t.data) + offset, size);
     return {};
@@ -69,6 +102,8 @@ inline status rows_2d_check(const char* what, const tensor& t, const void* host,
                             std::size_t host_stride) {
     if (t.data == nullptr)
         return {errc::invalid_argument, std::string(what) + ": tensor '" + t.name + "' has no data (allocate it first)"};
+    if (t.buffer != nullptr)
+        if (status s = check_buffer_alive(what, t); !s) return s;
     if (size == 0 || n_rows == 0) return {};
     if (host == nullptr) return {errc::invalid_argument, std::string(what) + ": the host pointer is null"};
     const std::size_t n = t.nbytes();
@@ -175,10 +210,13 @@ status tensor_get_2d_async(B& b, const tensor& t, void* dst, std::size_t offset,
     return tensor_get_2d(t, dst, offset, size, n_rows, tensor_stride, host_stride);
 }
 
-/// Writes all of t from `values` (t must be contiguous, values of t's storage size).
+/// Writes all of t from `values`: t contiguous, T its storage type (float for f32, f16_t,
+/// bf16_t, block_q8_0, block_q4_0, std::int32_t for i32) or std::byte for raw bytes.
+/// Another T is an invalid_argument status: bytes are never reinterpreted.
 template <class T>
     requires std::is_trivially_copyable_v<T>
 status tensor_set(tensor& t, std::span<const T> values) {
+    if (status s = detail::check_value_type<T>("tensor_set", t); !s) return s;
     if (!t.is_contiguous())
         return {errc::invalid_argument, "tensor_set: tensor '" + t.name + "' is not contiguous"};
     if (values.size_bytes() != t.nbytes())
@@ -192,10 +230,13 @@ status tensor_set(tensor& t, const std::vector<T>& values) {
     return tensor_set(t, std::span<const T>(values));
 }
 
-/// Reads all of a contiguous f32 tensor (or another type with sizeof(T) per element).
+/// Reads all of a contiguous tensor as values of its storage type T (as tensor_set: float
+/// for f32, ..., std::byte for raw bytes). Another T is an invalid_argument status; to
+/// convert any type to f32, use tensor_read_f32.
 template <class T = float>
     requires std::is_trivially_copyable_v<T>
 result<std::vector<T>> tensor_get_all(const tensor& t) {
+    if (status s = detail::check_value_type<T>("tensor_get_all", t); !s) return s;
     if (!t.is_contiguous())
         return status(errc::invalid_argument, "tensor_get_all: tensor '" + t.name + "' is not contiguous");
     if (t.nbytes() % sizeof(T) != 0)
@@ -209,6 +250,7 @@ result<std::vector<T>> tensor_get_all(const tensor& t) {
 /// Reads every element of t, of any type and layout and wherever it lives, converted to
 /// f32 in index order (dim 0 fastest; quantized blocks dequantized, i32 converted).
 [[nodiscard]] inline result<std::vector<float>> tensor_read_f32(const tensor& t) {
+    if (status s = detail::check_buffer_alive("tensor_read_f32", t); !s) return s;
     try {
         const std::size_t n = t.nbytes();
         std::vector<std::byte> bytes;
@@ -246,7 +288,10 @@ result<std::vector<T>> tensor_get_all(const tensor& t) {
 
 /// Sets `size` bytes of t at byte `offset` to `value`.
 inline status tensor_memset(tensor& t, std::uint8_t value, std::size_t offset, std::size_t size) {
-    if (t.buffer != nullptr) return t.buffer->memset_tensor(t, value, offset, size);
+    if (t.buffer != nullptr) {
+        if (status s = detail::check_buffer_alive("tensor_memset", t); !s) return s;
+        return t.buffer->memset_tensor(t, value, offset, size);
+    }
     if (auto s = detail::host_range_check("tensor_memset", t, offset, size); !s) return s;
     if (size) std::memset(static_cast<std::byte*>(t.data) + offset, value, size);
     return {};

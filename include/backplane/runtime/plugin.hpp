@@ -39,7 +39,7 @@ namespace backplane {
 
 /// The plugin interface version these headers speak. A plugin built for another version
 /// is refused with errc::not_supported naming both.
-inline constexpr std::uint32_t plugin_api_version = 1;
+inline constexpr std::uint32_t plugin_api_version = 2; // 2: attach hands over the live buffer set
 
 /// What `backplane_plugin_entry()` returns. The first two members keep their place in
 /// every version, so any host can read them; the rest is used only once api_version and
@@ -52,8 +52,10 @@ struct plugin_entry {
     /// > 0: usable on this machine, the highest among variants of one backend wins;
     /// 0: cannot run here (not loaded).
     int (*score)() noexcept;
-    /// Gives the plugin its module anchor (a handle that keeps the library loaded).
-    void (*attach)(const std::shared_ptr<const void>& library) noexcept;
+    /// Gives the plugin its module anchor (a handle that keeps the library loaded) and the
+    /// program's set of live buffers, where the plugin's buffers register
+    /// (docs/lifetime.md).
+    void (*attach)(const std::shared_ptr<const void>& library, detail::live_buffers* buffers) noexcept;
     /// The backend's registry entry.
     result<backend_reg> (*make_reg)() noexcept;
 };
@@ -89,8 +91,12 @@ inline const std::string& abi_fingerprint() {
     return fp;
 }
 
-/// The plugin side of the entry: the anchor goes where this module's code finds it.
-inline void plugin_attach(const std::shared_ptr<const void>& library) noexcept { module_anchor() = library; }
+/// The plugin side of the entry: the anchor and the program's live buffer set go where
+/// this module's code finds them.
+inline void plugin_attach(const std::shared_ptr<const void>& library, live_buffers* buffers) noexcept {
+    module_anchor() = library;
+    if (buffers != nullptr) live_buffer_set() = buffers;
+}
 
 } // namespace detail
 } // namespace backplane

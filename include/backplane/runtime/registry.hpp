@@ -521,7 +521,7 @@ private:
             return {errc::not_supported, where + " ('" + p.name + "'): reports it cannot run on this machine (score " +
                                              std::to_string(p.score) + ")"};
         if (auto s = check_free_locked(p.name); !s) return s;
-        p.entry->attach(p.library);
+        p.entry->attach(p.library, detail::live_buffer_set());
         auto r = p.entry->make_reg();
         if (!r) return {r.error().code(), where + ": " + r.error().message()};
         if (!detail::iequal(r->name(), p.name))

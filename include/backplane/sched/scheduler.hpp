@@ -464,8 +464,11 @@ public:
     [[nodiscard]] status compute_async(const graph& g) {
         const auto use = in_use_.enter();
         if (!use) return busy("compute_async");
-        if (allocated_ != &g || graph_nodes_ != g.nodes().data() || n_nodes_ != g.n_nodes())
+        if (allocated_ != &g || graph_nodes_ != g.nodes().data() || n_nodes_ != g.n_nodes()) {
             if (status s = alloc_graph(g); !s) return s;
+        } else if (status s = check_user_buffers(); !s) { // weights freed since alloc_graph
+            return s;
+        }
         trace_.clear();
         if (params_.trace) trace_start_ = std::chrono::steady_clock::now();
         return guarded([&]() -> status { return run_splits(g); });
@@ -635,14 +638,19 @@ private:
     static constexpr std::uint8_t info_late_src = 32;
 
     // What info_of learnt of the last buffer it met: tensors in a row mostly share one.
+    // Buffers are told apart by serial: a freed buffer's address may belong to a new one.
     struct buffer_memo {
         const buffer_handle* buffer = nullptr;
+        std::uint64_t serial = 0;
         std::uint32_t mem = 0;  // 1 + the index of its type in bt_seen_
         bool weights = false;   // a weights buffer
         bool held = false;      // one of the graph allocator's (memory placed again)
+        bool alive = false;     // it exists (docs/lifetime.md); nothing else is read of a dead one
     };
 
-    // Reads t once: what has_own_memory, memory_type and buffer_of would tell.
+    // Reads t once: what has_own_memory, memory_type and buffer_of would tell. Memory an
+    // allocator placed t in and has freed since counts as none (t is placed again); a
+    // user's tensor whose buffer was freed is remembered in lost_ (number() reports it).
     [[gnu::always_inline]] tensor_info info_of(const tensor& t) {
         std::uint8_t bits = 0;
         if (t.has_flag(tensor_flag::input)) bits |= info_input;
@@ -650,11 +658,10 @@ private:
         if (computes(t.op)) bits |= info_computes;
         const tensor& root = t.view_src != nullptr ? *t.view_src : t;
         const buffer_handle* b = root.buffer;
-        if (b != nullptr && b != memo_.buffer) {
-            memo_.buffer = b;
-            memo_.mem = 1 + type_index(b->type());
-            memo_.weights = b->usage() == buffer_usage::weights;
-            memo_.held = galloc_.owns(b);
+        if (b != nullptr && (b != memo_.buffer || root.buffer_serial != memo_.serial)) remember_buffer(root);
+        if (b != nullptr && !memo_.alive) {
+            if (root.placer == placed_by::user && lost_ == nullptr) lost_ = &t;
+            return {t.op, bits, 0, 0};
         }
         if (b != nullptr && memo_.weights) bits |= info_weights;
         std::uint32_t mem = 0;
@@ -666,6 +673,40 @@ private:
         }
         if (mem != 0) bits |= info_memory;
         return {t.op, bits, 0, mem};
+    }
+    // The memo for root's buffer; a user buffer that exists joins user_serials_, which
+    // compute checks again when it reuses the allocation.
+    void remember_buffer(const tensor& root) {
+        memo_ = {root.buffer, root.buffer_serial};
+        memo_.held = galloc_.owns_serial(root.buffer, root.buffer_serial);
+        memo_.alive = memo_.held || buffer_alive(root);
+        if (!memo_.alive) return;
+        memo_.mem = 1 + type_index(root.buffer->type());
+        memo_.weights = root.buffer->usage() == buffer_usage::weights;
+        if (memo_.held) return;
+        // few distinct buffers per graph: a linear look, bounded for odd graphs
+        if (user_serials_.size() < 64 &&
+            std::find(user_serials_.begin(), user_serials_.end(), root.buffer_serial) != user_serials_.end())
+            return;
+        user_serials_.push_back(root.buffer_serial);
+        user_serial_tensors_.push_back(&root);
+    }
+    // ok while every user buffer the last numbered graph reads exists: one lock.
+    status check_user_buffers() const {
+        const std::size_t dead = detail::live_buffer_set()->first_dead(user_serials_);
+        if (dead == user_serials_.size()) return {};
+        return detail::freed_buffer_error("scheduler", *user_serial_tensors_[dead]);
+    }
+    status out_of_order(std::size_t i, std::size_t k) const {
+        const auto name = [](const tensor& t) {
+            return (t.name.empty() ? std::string("(unnamed)") : "'" + t.name + "'") + " (" +
+                   std::string(to_string(t.op)) + ")";
+        };
+        return {errc::invalid_argument,
+                "scheduler: node " + std::to_string(i) + " " + name(*ts_[i]) + " reads node " + std::to_string(k) + " " +
+                    name(*ts_[k]) + ", which the graph computes " + (k == i ? "as itself" : "after it") +
+                    ": a source was edited after the graph was built (a cycle, or an order build_forward did "
+                    "not make); build the graph again"};
     }
     bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info_[i].bits & bit) != 0; }
     std::span<const std::int32_t> srcs_of(std::size_t i) const noexcept { return {srcs_[i].data(), info_[i].nsrc}; }
@@ -699,6 +740,9 @@ private:
         bt_seen_.clear();
         bt_reads_.clear();
         memo_ = {};
+        lost_ = nullptr;
+        user_serials_.clear();
+        user_serial_tensors_.clear();
         ts_.resize(n);
         std::copy(nodes.begin(), nodes.end(), ts_.begin());
         std::copy(leafs.begin(), leafs.end(), ts_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
@@ -735,7 +779,8 @@ private:
                     k = recorded ? index(ids[i][j]) : -1;
                     if (k < 0 || ts_[static_cast<std::size_t>(k)] != src) k = slow_index(src);
                     const auto ku = static_cast<std::size_t>(k);
-                    if (ku >= i && (!place || ku < n_nodes_ || bid_[ku] < 0)) info_[i].bits |= info_late_src;
+                    if (ku >= i && ku < n_nodes_) return out_of_order(i, ku);
+                    if (ku >= i && (!place || bid_[ku] < 0)) info_[i].bits |= info_late_src;
                     nsrc = j + 1;
                 }
                 srcs_[i][j] = k;
@@ -754,6 +799,7 @@ private:
             const std::int32_t k = v != nullptr ? slow_index(v) : -1;
             vsrc_[i] = k;
         }
+        if (lost_ != nullptr) return detail::freed_buffer_error("scheduler", *lost_);
         return {};
     }
 
@@ -768,11 +814,12 @@ private:
     static buffer_handle* buffer_of(const tensor& t) noexcept {
         return t.view_src != nullptr ? t.view_src->buffer : t.buffer;
     }
-    // Memory of t's own that placement must respect: not none, and not this scheduler's
-    // compute buffers (a tensor placed by an earlier alloc_graph is placed again).
+    // Memory of t's own that placement must respect: not none, not this scheduler's
+    // compute buffers (a tensor placed by an earlier alloc_graph is placed again), and not
+    // a buffer since freed.
     bool has_own_memory(const tensor& t) const noexcept {
         const tensor& root = t.view_src != nullptr ? *t.view_src : t;
-        return detail::has_memory(t) && !galloc_.holds(root);
+        return detail::has_memory(t) && !galloc_.holds(root) && buffer_alive(root);
     }
     // The buffer type of t's own memory: its buffer's, or host memory for context host
     // data; false without memory of its own.
@@ -1693,6 +1740,9 @@ private:
     std::vector<buffer_type_ref> bt_;
     std::vector<buffer_type_ref> bt_seen_; // buffer types met in this graph
     buffer_memo memo_;
+    const tensor* lost_ = nullptr;                 // a user's tensor whose buffer was freed (number)
+    std::vector<std::uint64_t> user_serials_;      // the user buffers the numbered graph reads
+    std::vector<const tensor*> user_serial_tensors_; // a tensor in each (for messages)
     std::vector<std::int8_t> bt_reads_;  // [type][backend]: -1 not asked yet
 
     std::vector<split_rec> splits_;

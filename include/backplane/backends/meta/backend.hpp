@@ -395,8 +395,7 @@ private:
                 const tensor& piece = leaf_records[i]->local[static_cast<std::size_t>(d)];
                 tensor* l = p.dev[static_cast<std::size_t>(d)].ctx.new_tensor(piece.type, std::span(piece.ne));
                 l->nb = piece.nb;
-                l->data = piece.data;
-                l->buffer = piece.buffer;
+                place_like(*l, piece, piece.data);
                 l->name = piece.name;
                 ls.push_back(l);
                 p.dev[static_cast<std::size_t>(d)].leafs.push_back(l);
@@ -485,8 +484,8 @@ private:
                     return {buf.error().code(), "meta plan: the receive buffer of device " + std::to_string(d) + ": " +
                                                     buf.error().message()};
                 tensor* sc = dg.ctx.new_tensor_1d(elem_type::f32, static_cast<std::int64_t>(max_reduce));
-                sc->data = static_cast<std::byte*>((*buf)->base()) + backplane::detail::padding_for((*buf)->base(), align);
-                sc->buffer = buf->get();
+                place_tensor(*sc, **buf,
+                             static_cast<std::byte*>((*buf)->base()) + backplane::detail::padding_for((*buf)->base(), align));
                 sc->name = "meta_recv@" + std::to_string(d);
                 if (status s = (*buf)->init_tensor(*sc); !s) return s;
                 dg.scratch = sc;
@@ -522,17 +521,13 @@ private:
             for (int d = 0; d < n; ++d) {
                 tensor* l = p.dev[static_cast<std::size_t>(d)].leafs[i];
                 const tensor& piece = (*rec)->local[static_cast<std::size_t>(d)];
-                l->data = piece.data;
-                l->buffer = piece.buffer;
+                place_like(*l, piece, piece.data);
             }
         }
         for (int d = 0; d < n; ++d) {
             auto& dg = p.dev[static_cast<std::size_t>(d)];
             for (tensor* t : dg.nodes)
-                if (t->view_src != nullptr) {
-                    t->data = nullptr; // the allocator places views on their sources again
-                    t->buffer = nullptr;
-                }
+                if (t->view_src != nullptr) unplace_tensor(*t); // the allocator places views on their sources again
             if (status s = s_->allocs[static_cast<std::size_t>(d)].alloc_graph(dg.nodes, dg.leafs); !s)
                 return {s.code(), "meta compute: device " + std::to_string(d) + ": " + s.message()};
         }

@@ -311,8 +311,7 @@ inline status meta_buffer::flush() {
             auto it = records_.find(t);
             if (it == records_.end() || it->second.placed) continue;
             tensor& l = it->second.local[static_cast<std::size_t>(d)];
-            l.data = base + s.used;
-            l.buffer = &chunk;
+            place_tensor(l, chunk, base + s.used);
             s.used += *backplane::detail::align_up(bt.alloc_size(l), align);
             if (status st = chunk.init_tensor(l); !st) return st;
         }

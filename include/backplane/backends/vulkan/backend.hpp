@@ -654,16 +654,13 @@ private:
 
     status check_transfer(const tensor& t, std::size_t offset, std::size_t size, const char* what,
                           vulkan_buffer*& b) const {
+        b = nullptr;
+        if (status s = backplane::detail::check_buffer_alive((prefix() + what).c_str(), t); !s) return s;
         b = mine(t);
         if (b == nullptr)
             return {errc::invalid_argument, prefix() + what + ": tensor " + backplane::detail::describe(&t) +
                                                 " is not in this device's memory"};
-        if (offset > t.nbytes() || size > t.nbytes() - offset)
-            return {errc::out_of_range, prefix() + what + ": bytes [" + std::to_string(offset) + ", " +
-                                            std::to_string(offset + size) + ") of tensor " +
-                                            backplane::detail::describe(&t) + " (" + std::to_string(t.nbytes()) +
-                                            " bytes)"};
-        return {};
+        return backplane::detail::check_tensor_range((prefix() + what).c_str(), t, offset, size);
     }
 
     /// The binding of t (in this device's memory): an aligned offset at or before t and
