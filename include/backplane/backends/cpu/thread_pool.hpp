@@ -115,9 +115,9 @@ public:
     [[nodiscard]] result<lease> acquire() {
         if (current() == this) return status(errc::busy, reentered("acquire"));
         lock();
-        lease l(this, current());
+        const thread_pool* outer = current();
         current() = this;
-        return l;
+        return lease(this, outer); // a prvalue: nvcc's front end does not move a named lease into result
     }
 
     /// acquire(), then lease::run(fn, ctx) with every thread of the pool.
