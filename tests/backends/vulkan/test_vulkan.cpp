@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../../support/vulkan_test_support.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -18,25 +20,7 @@
 #include <vector>
 
 using namespace backplane;
-
-namespace {
-
-// The validation layer is on for this program whenever it is installed (before the
-// instance is made, i.e. before main): its messages are counted and fail the tests.
-const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
-
-/// Physical device 0 opened with `staging` forced or not; null (and a warning) when this
-/// machine has no Vulkan.
-std::optional<vulkan_device> open_or_skip(bool force_staging) {
-    auto dev = vulkan_device::open({.index = 0, .force_staging = force_staging});
-    if (!dev) {
-        WARN("no Vulkan device, skipping: " << dev.error().describe());
-        return std::nullopt;
-    }
-    return std::move(*dev);
-}
-
-} // namespace
+using backplane::test::open_or_skip;
 
 TEST_CASE("vulkan: the instance lists its devices and each one opens", "[vulkan]") {
     auto list = vulkan::physical_devices();

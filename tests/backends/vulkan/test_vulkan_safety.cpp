@@ -13,35 +13,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "../../support/vulkan_test_support.hpp"
+
 #include <cstdlib>
 #include <optional>
 #include <string>
 
 using namespace backplane;
-
-namespace {
-
-const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
-
-std::optional<vulkan_device> open_or_skip(bool force_staging) {
-    auto dev = vulkan_device::open({.index = 0, .force_staging = force_staging});
-    if (!dev) {
-        WARN("no Vulkan device, skipping: " << dev.error().describe());
-        return std::nullopt;
-    }
-    return std::move(*dev);
-}
-
-void check_validation() {
-    INFO([] {
-        std::string all;
-        for (const auto& m : vulkan::validation_messages()) all += m + "\n";
-        return all;
-    }());
-    CHECK(vulkan::validation_message_count() == 0);
-}
-
-} // namespace
+using backplane::test::open_or_skip;
+using backplane::test::check_validation;
 
 TEST_CASE("vulkan lifetime: buffers freed while a compute and a read that use them are queued stay alive until done",
           "[vulkan][lifetime]") {

@@ -17,6 +17,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../../support/vulkan_test_support.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -26,19 +28,10 @@
 #include <vector>
 
 using namespace backplane;
+using backplane::test::open_or_skip;
+using backplane::test::check_validation;
 
 namespace {
-
-const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
-
-std::optional<vulkan_device> open_or_skip(bool force_staging, std::string name = {}) {
-    auto dev = vulkan_device::open({.index = 0, .force_staging = force_staging, .name = std::move(name)});
-    if (!dev) {
-        WARN("no Vulkan device, skipping: " << dev.error().describe());
-        return std::nullopt;
-    }
-    return std::move(*dev);
-}
 
 std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
     std::mt19937 rng(seed);
@@ -51,15 +44,6 @@ std::vector<float> read(const tensor& t) {
     std::vector<float> v(static_cast<std::size_t>(t.nelements()));
     REQUIRE(tensor_get(t, v.data(), 0, v.size() * sizeof(float)));
     return v;
-}
-
-void check_validation() {
-    INFO([] {
-        std::string all;
-        for (const auto& m : vulkan::validation_messages()) all += m + "\n";
-        return all;
-    }());
-    CHECK(vulkan::validation_message_count() == 0);
 }
 
 } // namespace

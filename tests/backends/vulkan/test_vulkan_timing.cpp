@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../../support/vulkan_test_support.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -24,21 +26,11 @@
 #include <vector>
 
 using namespace backplane;
+using backplane::test::check_validation;
 
 namespace {
 
-const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
-
 static_assert(timed_backend<vulkan_backend>);
-
-void check_validation() {
-    INFO([] {
-        std::string all;
-        for (const auto& m : vulkan::validation_messages()) all += m + "\n";
-        return all;
-    }());
-    CHECK(vulkan::validation_message_count() == 0);
-}
 
 std::uint64_t length(const device_span& s) { return s.end_ns - s.start_ns; }
 
