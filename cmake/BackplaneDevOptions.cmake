@@ -30,3 +30,15 @@ if(BACKPLANE_SANITIZE)
     message(STATUS "backplane tests/examples sanitizers: ${BACKPLANE_SANITIZE}")
     unset(_bp_sanitize_flags)
 endif()
+
+# backplane_unity(<target>)
+#
+# For a test or benchmark program: with BACKPLANE_UNITY_TESTS, compiles <target>'s
+# sources as one translation unit. The library's inline functions and templates (the CPU
+# kernels, the scheduler) are then compiled once per program instead of once per source
+# file, which is most of a test file's compile time.
+function(backplane_unity target)
+    if(BACKPLANE_UNITY_TESTS)
+        set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+    endif()
+endfunction()

@@ -8,6 +8,8 @@ option(BACKPLANE_BUILD_EXAMPLES "Build the backplane examples" ${PROJECT_IS_TOP_
 option(BACKPLANE_BUILD_BENCHMARKS "Build the backplane benchmarks" ${PROJECT_IS_TOP_LEVEL})
 option(BACKPLANE_HEADER_CHECK
     "With the tests: check that every public header compiles on its own (ctest header_self_containment)" ON)
+option(BACKPLANE_UNITY_TESTS
+    "Compile each test program, and the CPU benchmark program, as one translation unit (a full build is several times faster; off: one object per source file)" ON)
 option(BACKPLANE_BUILD_PLUGINS "Build the enabled backends as plugins (libbackplane-<name>.so)" ${PROJECT_IS_TOP_LEVEL})
 
 # Optional backends are tri-state: AUTO enables a backend when its dependency is
