@@ -68,7 +68,7 @@ void add_chain(benchmark::State& state) {
     state.SetLabel(std::to_string(g.n_nodes()) + " nodes of " + std::to_string(width) + " f32");
 }
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool registered_dispatch = [] {
     const std::string name = "cpu/dispatch/add_chain/" + std::to_string(chain_length);
     per_thread_count(benchmark::RegisterBenchmark(name.c_str(), add_chain))->MinTime(0.5);
     return true;

@@ -101,7 +101,7 @@ void mat_vec_bench(benchmark::State& state, elem_type type) {
                    std::string(cpu::to_string(cpu::active_isa())));
 }
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool registered_mat_vec = [] {
     for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_0}) {
         const std::string name =
             "cpu/mat_vec/" + std::string(to_string(t)) + "/" + std::to_string(dim);

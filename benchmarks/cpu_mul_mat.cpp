@@ -15,7 +15,7 @@ namespace {
 using namespace backplane;
 using namespace backplane::bench;
 
-constexpr std::int64_t dim = 1024;
+constexpr std::int64_t square_dim = 1024;
 
 void mul_mat_bench(benchmark::State& state, elem_type weights) {
     const int n_threads = static_cast<int>(state.range(0));
@@ -23,8 +23,8 @@ void mul_mat_bench(benchmark::State& state, elem_type weights) {
     if (!set_threads(backend, n_threads, state))
         return;
     context ctx(context_params{.no_alloc = false});
-    tensor* a = ctx.new_tensor_2d(weights, dim, dim);
-    tensor* b = ctx.new_tensor_2d(elem_type::f32, dim, dim);
+    tensor* a = ctx.new_tensor_2d(weights, square_dim, square_dim);
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, square_dim, square_dim);
     a->name = "weights";
     b->name = "activations";
     fill_random(*a, 1);
@@ -50,15 +50,15 @@ void mul_mat_bench(benchmark::State& state, elem_type weights) {
         }
         benchmark::ClobberMemory();
     }
-    state.counters["GFLOPS"] = rate(state, 2.0 * dim * dim * dim / 1e9);
+    state.counters["GFLOPS"] = rate(state, 2.0 * square_dim * square_dim * square_dim / 1e9);
     state.SetLabel(std::string(to_string(weights)) + " x f32, isa " +
                    std::string(cpu::to_string(cpu::active_isa())));
 }
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool registered_mul_mat = [] {
     for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_0}) {
         const std::string name =
-            "cpu/mul_mat/" + std::string(to_string(t)) + "/" + std::to_string(dim);
+            "cpu/mul_mat/" + std::string(to_string(t)) + "/" + std::to_string(square_dim);
         per_thread_count(benchmark::RegisterBenchmark(name.c_str(), mul_mat_bench, t))
             ->MinTime(1.0);
     }

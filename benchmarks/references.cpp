@@ -425,7 +425,7 @@ void fma_peak(benchmark::State& state) {
     state.SetLabel(to_string(level));
 }
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool registered_references = [] {
     per_thread_count(benchmark::RegisterBenchmark("ref/openblas_sgemm/1024", openblas_sgemm))
         ->MinTime(0.5);
     per_thread_count(benchmark::RegisterBenchmark("ref/read_bandwidth", read_bandwidth))

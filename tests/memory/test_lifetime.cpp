@@ -23,7 +23,7 @@ using namespace backplane;
 
 namespace {
 
-buffer_type_ref cpu_bt() { return cpu_buffer_type::instance(); }
+buffer_type_ref cpu_type() { return cpu_buffer_type::instance(); }
 
 bool mentions(const status& s, const std::string& what) { return s.message().find(what) != std::string::npos; }
 
@@ -55,7 +55,7 @@ struct net {
         g = graph(out);
     }
     void place_weights() {
-        auto r = alloc_tensors(wctx, cpu_bt(), buffer_usage::weights);
+        auto r = alloc_tensors(wctx, cpu_type(), buffer_usage::weights);
         REQUIRE(r);
         weights = std::move(*r);
         std::vector<float> wv(64), bv(8);
@@ -85,7 +85,7 @@ struct net {
 /// cannot point into the next allocator's buffers by chance.
 std::vector<buffer_ptr> squat(std::size_t n, std::size_t bytes) {
     std::vector<buffer_ptr> v;
-    for (std::size_t i = 0; i < n; ++i) v.push_back(cpu_bt().allocate(bytes).value());
+    for (std::size_t i = 0; i < n; ++i) v.push_back(cpu_type().allocate(bytes).value());
     return v;
 }
 
@@ -95,12 +95,12 @@ TEST_CASE("lifetime: a new graph allocator places again the tensors a destroyed 
     net n;
     std::vector<float> first;
     {
-        graph_allocator ga(cpu_bt());
+        graph_allocator ga(cpu_type());
         REQUIRE(ga.alloc_graph(n.g));
         first = n.compute();
     }
     const auto squatters = squat(8, 4096);
-    graph_allocator ga(cpu_bt());
+    graph_allocator ga(cpu_type());
     const status s = ga.alloc_graph(n.g);
     INFO(s.describe());
     REQUIRE(s);
@@ -116,7 +116,7 @@ TEST_CASE("lifetime: a new graph allocator places again the tensors a destroyed 
 TEST_CASE("lifetime: a user's tensor whose buffer was freed is a status for the graph allocator",
           "[alloc][lifetime]") {
     net n;
-    graph_allocator ga(cpu_bt());
+    graph_allocator ga(cpu_type());
     REQUIRE(ga.alloc_graph(n.g));
     n.weights.reset();
     const auto squatters = squat(8, 4096);
@@ -135,7 +135,7 @@ TEST_CASE("lifetime: reads and writes of a tensor whose buffer was freed are sta
     context ctx({.no_alloc = true});
     tensor* t = ctx.new_tensor_1d(elem_type::f32, 16);
     t->name = "gone";
-    std::optional<buffer_list> bufs(alloc_tensors(ctx, cpu_bt()).value());
+    std::optional<buffer_list> bufs(alloc_tensors(ctx, cpu_type()).value());
     std::vector<float> v(16, 1.0f);
     REQUIRE(tensor_set(*t, v));
     bufs.reset();
@@ -187,7 +187,7 @@ TEST_CASE("lifetime: range errors name the offset and size without wrapping arou
     context dev({.no_alloc = true});
     tensor* d = dev.new_tensor_1d(elem_type::f32, 8);
     d->name = "d";
-    const buffer_list bufs = alloc_tensors(dev, cpu_bt()).value();
+    const buffer_list bufs = alloc_tensors(dev, cpu_type()).value();
     constexpr std::size_t huge = std::numeric_limits<std::size_t>::max() - 31;
     float junk[8] = {};
     for (tensor* t : {h, d}) {
@@ -211,8 +211,8 @@ TEST_CASE("lifetime: buffers have distinct serials, alive while they exist", "[a
     CHECK(buffer_alive(*t)); // no buffer: nothing to lose
     CHECK(live_buffer(*t) == nullptr);
 
-    buffer_ptr a = cpu_bt().allocate(64).value();
-    buffer_ptr b = cpu_bt().allocate(64).value();
+    buffer_ptr a = cpu_type().allocate(64).value();
+    buffer_ptr b = cpu_type().allocate(64).value();
     CHECK(a->serial() != 0);
     CHECK(a->serial() != b->serial());
     place_tensor(*t, *a, a->base());
@@ -241,7 +241,7 @@ TEST_CASE("lifetime: a buffer at the address of a freed one is not the tensor's 
     context ctx({.no_alloc = true});
     tensor* t = ctx.new_tensor_1d(elem_type::f32, 16);
     t->name = "stale";
-    buffer_ptr now = cpu_bt().allocate(64).value();
+    buffer_ptr now = cpu_type().allocate(64).value();
     // as if t had been placed in a buffer freed before `now` took its address
     t->set_placement(now.get(), now->serial() + 1000, now->base());
     CHECK(!buffer_alive(*t));
@@ -263,7 +263,7 @@ TEST_CASE("lifetime: a graph allocator that grew places again the tensors of its
     tensor* y = relu(ctx, x);
     y->set_output();
     graph small(y);
-    graph_allocator ga(cpu_bt());
+    graph_allocator ga(cpu_type());
     REQUIRE(ga.alloc_graph(small));
     CHECK(y->placer == placed_by::allocator);
     const std::uint64_t first = y->buffer_serial;
@@ -284,11 +284,11 @@ TEST_CASE("lifetime: alloc_tensors places again the tensors whose buffer was fre
     context ctx({.no_alloc = true});
     tensor* w = ctx.new_tensor_2d(elem_type::f32, 4, 4);
     tensor* v = view_1d(ctx, w, 4, 16);
-    auto first = alloc_tensors(ctx, cpu_bt()).value();
-    CHECK(alloc_tensors(ctx, cpu_bt()).value().empty()); // nothing left to place
+    auto first = alloc_tensors(ctx, cpu_type()).value();
+    CHECK(alloc_tensors(ctx, cpu_type()).value().empty()); // nothing left to place
     first.reset();
     CHECK(!buffer_alive(*w));
-    auto second = alloc_tensors(ctx, cpu_bt()).value();
+    auto second = alloc_tensors(ctx, cpu_type()).value();
     REQUIRE(second.size() == 1);
     CHECK(w->buffer == &second[0]);
     CHECK(v->buffer == &second[0]);

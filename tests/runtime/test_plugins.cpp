@@ -7,6 +7,7 @@
 
 #include "../sched/sched_fixtures.hpp"
 
+#include "../support/scoped_env.hpp"
 #include <backplane/runtime.hpp>
 
 #include <catch2/catch.hpp>
@@ -35,12 +36,6 @@ bool is_mapped(const std::filesystem::path& p) {
     ::dlclose(h);
     return true;
 }
-
-struct scoped_env {
-    std::string name;
-    scoped_env(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
-    ~scoped_env() { ::unsetenv(name.c_str()); }
-};
 
 /// Runs random graph `seed` with weights on `dev` (a non-host device) and the host,
 /// through a dynamic scheduler over {a backend of dev, the CPU}; checks the outputs

@@ -4,6 +4,7 @@
 
 #include "../support/test_backend.hpp"
 
+#include "../support/scoped_env.hpp"
 #include <backplane/backplane.hpp>
 #include <backplane/runtime.hpp>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 using namespace backplane;
+using backplane::test::scoped_env;
 
 namespace {
 
@@ -23,13 +25,6 @@ bool has_feature(const std::vector<feature>& fs, std::string_view name) {
         if (f.name == name) return true;
     return false;
 }
-
-/// Sets an environment variable for one scope.
-struct scoped_env {
-    std::string name;
-    scoped_env(std::string n, const char* value) : name(std::move(n)) { ::setenv(name.c_str(), value, 1); }
-    ~scoped_env() { ::unsetenv(name.c_str()); }
-};
 
 /// A device with an extra buffer type: the CPU device plus a second host buffer type
 /// (an "extra_buffer_types_device" model written the way a backend author would).

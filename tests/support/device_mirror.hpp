@@ -97,16 +97,16 @@ template <backend B>
 
     // each root at an aligned offset, with the room the buffer type asks for it
     const buffer_type_ref bt(be.buffer_type());
-    const std::size_t alignment = detail::sane_alignment(bt.alignment());
+    const std::size_t alignment = backplane::detail::sane_alignment(bt.alignment());
     std::vector<std::size_t> root_offs(roots.size());
     std::size_t size = 0;
     for (std::size_t i = 0; i < roots.size(); ++i) {
-        root_offs[i] = *detail::align_up(size, alignment);
+        root_offs[i] = *backplane::detail::align_up(size, alignment);
         size = root_offs[i] + std::max(bt.alloc_size(*roots[i]), roots[i]->nbytes());
     }
     auto buf = bt.allocate(size + alignment); // room to align the buffer's own base
     if (!buf) return buf.error();
-    auto* base = static_cast<std::byte*>((*buf)->base()) + detail::padding_for((*buf)->base(), alignment);
+    auto* base = static_cast<std::byte*>((*buf)->base()) + backplane::detail::padding_for((*buf)->base(), alignment);
 
     // the new address of every tensor, worked out before any of them moves
     std::vector<std::pair<tensor*, std::byte*>> moves;

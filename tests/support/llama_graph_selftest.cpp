@@ -4,6 +4,7 @@
 
 #include "llama_graph.hpp"
 #include "ref_oracle.hpp"
+#include "require_ok.hpp"
 #include "test_backend.hpp"
 
 #include <backplane/backplane.hpp>
@@ -20,11 +21,6 @@ using namespace backplane;
 using namespace backplane::test;
 
 namespace {
-
-void require_ok(const status& s) {
-    INFO(s.describe());
-    REQUIRE(s.ok());
-}
 
 std::vector<float> read_all(const tensor& t) {
     auto r = tensor_get_all<float>(t);

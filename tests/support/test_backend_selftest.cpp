@@ -3,6 +3,7 @@
 // refusals, failure injection. The scheduler's tests rely on every one of these.
 
 #include "ref_oracle.hpp"
+#include "require_ok.hpp"
 #include "test_backend.hpp"
 
 #include <backplane/backplane.hpp>
@@ -36,6 +37,7 @@ using backplane::test::test_device;
 using backplane::test::test_device_params;
 using backplane::test::test_event;
 using backplane::test::nmse_of;
+using backplane::test::require_ok;
 
 // The adapters' conformance, proved again where the tests see it.
 static_assert(backplane::buffer<test::test_buffer>);
@@ -115,11 +117,6 @@ struct one_tensor {
         bufs = std::move(*r);
     }
 };
-
-void require_ok(const status& s) {
-    INFO(s.describe());
-    REQUIRE(s.ok());
-}
 
 } // namespace
 

@@ -34,7 +34,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+// Its own namespace, test cases included: its names (layout, float_types) differ from
+// the CPU test harness's, and the test programs compile as one translation unit.
+namespace gemm_test {
 
 using namespace backplane;
 using i64 = std::int64_t;
@@ -323,8 +325,6 @@ const std::vector<mm_shape>& matvec_shapes() {
     return s;
 }
 
-} // namespace
-
 TEST_CASE("cpu gemm: packed GEMM path matches a double reference at every level", "[cpu][gemm]") {
     std::mt19937 rng(4242);
     std::size_t i = 0;
@@ -422,3 +422,5 @@ TEST_CASE("cpu gemm: applies only to layouts it handles, work size, short buffer
         CHECK(cpu::fast::gemm(p, d.t) == errc::invalid_argument);
     }
 }
+
+} // namespace gemm_test

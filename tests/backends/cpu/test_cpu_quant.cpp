@@ -57,10 +57,10 @@ std::vector<bc::isa> levels() {
 std::string level_name(bc::isa l) { return std::string(bc::to_string(l)); }
 
 /// Zeroed memory with a 64-byte aligned start plus `offset` bytes.
-struct buffer {
+struct aligned_bytes {
     std::vector<std::byte> mem;
     std::byte* base = nullptr;
-    buffer(std::size_t bytes, std::size_t offset) : mem(bytes + offset + 128) {
+    aligned_bytes(std::size_t bytes, std::size_t offset) : mem(bytes + offset + 128) {
         const auto p = reinterpret_cast<std::uintptr_t>(mem.data());
         base = mem.data() + ((64 - p % 64) % 64) + offset;
     }
@@ -83,7 +83,7 @@ const char* to_string(blayout l) {
 struct problem {
     elem_type ta = elem_type::q8_0, tb = elem_type::f32;
     i64 K = 0, M = 0, N = 0, A2 = 1, A3 = 1, B2 = 1, B3 = 1;
-    std::unique_ptr<buffer> amem, bmem, dmem;
+    std::unique_ptr<aligned_bytes> amem, bmem, dmem;
     tensor a, b, dst;
     std::vector<float> bval; ///< b's values (as stored: f16 / bf16 rounded), [B3][B2][N][K]
     std::size_t dst_pad = 0; ///< floats of padding after each dst column (checked untouched)
@@ -161,7 +161,7 @@ problem make_problem(elem_type ta, elem_type tb, const mm_shape& s, blayout bl, 
     p.a.ne = {s.K, s.M, s.A2, s.A3};
     p.a.nb = {type_size(ta), arow, arow * static_cast<std::size_t>(s.M),
               arow * static_cast<std::size_t>(s.M * s.A2)};
-    p.amem = std::make_unique<buffer>(arow * static_cast<std::size_t>(s.M * s.A2 * s.A3), a_off);
+    p.amem = std::make_unique<aligned_bytes>(arow * static_cast<std::size_t>(s.M * s.A2 * s.A3), a_off);
     p.a.data = p.amem->base;
 
     // b
@@ -192,7 +192,7 @@ problem make_problem(elem_type ta, elem_type tb, const mm_shape& s, blayout bl, 
         bytes = es * K * N * B2 * B3;
         break;
     }
-    p.bmem = std::make_unique<buffer>(bytes, off);
+    p.bmem = std::make_unique<aligned_bytes>(bytes, off);
     p.b.data = p.bmem->base;
     p.bval.assign(K * N * B2 * B3, 0.0f);
 
@@ -202,7 +202,7 @@ problem make_problem(elem_type ta, elem_type tb, const mm_shape& s, blayout bl, 
     p.dst.type = elem_type::f32;
     p.dst.ne = {s.M, s.N, s.B2, s.B3};
     p.dst.nb = {sizeof(float), col, col * N, col * N * B2};
-    p.dmem = std::make_unique<buffer>(col * N * B2 * B3, 0);
+    p.dmem = std::make_unique<aligned_bytes>(col * N * B2 * B3, 0);
     p.dst.data = p.dmem->base;
     p.dst.op = op_kind::mul_mat;
     p.dst.src[0] = &p.a;
@@ -273,7 +273,7 @@ void run(problem& p, int nth, bc::isa level) {
     std::memset(p.dmem->mem.data(), 0xff, p.dmem->mem.size()); // NaN everywhere, padding included
     const std::size_t ws = bc::fast::quant_work_size(p.dst, nth);
     REQUIRE(ws > 0);
-    buffer work(ws, 0);
+    aligned_bytes work(ws, 0);
     std::barrier<> sync(nth);
     std::vector<errc> status(static_cast<std::size_t>(nth), errc::failed);
     const auto body = [&](int ith) {
@@ -581,7 +581,7 @@ TEST_CASE("cpu quant: quant_applies, work size and statuses", "[cpu][quant]") {
         cp.wdata = nullptr;
         cp.wsize = w1;
         CHECK(bc::fast::quant_mul_mat(cp, p.dst) == errc::invalid_argument);
-        buffer work(bc::fast::quant_work_size(p.dst, 2), 0);
+        aligned_bytes work(bc::fast::quant_work_size(p.dst, 2), 0);
         cp.wdata = work.base;
         cp.wsize = bc::fast::quant_work_size(p.dst, 2);
         cp.nth = 2; // two threads and no barrier

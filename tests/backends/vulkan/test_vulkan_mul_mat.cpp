@@ -10,6 +10,7 @@
 #include "../../support/device_mirror.hpp"
 #include "../../support/parity_suite.hpp"
 #include "vulkan_targets.hpp"
+#include "../../support/vulkan_test_support.hpp" // the validation layer is on (before main)
 
 #include <cstdlib>
 #include <memory>
@@ -17,8 +18,6 @@
 using namespace parity;
 
 namespace {
-
-const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
 
 } // namespace
 

@@ -12,6 +12,7 @@
 #include "../../support/device_mirror.hpp"
 #include "../../support/parity_suite.hpp"
 #include "vulkan_targets.hpp"
+#include "../../support/vulkan_test_support.hpp" // the validation layer is on (before main)
 
 #include <cstdlib>
 #include <memory>
@@ -21,10 +22,6 @@
 using namespace parity;
 
 namespace {
-
-// The validation layer is on for this program whenever it is installed (before the
-// instance is made, i.e. before main): its messages are counted and fail the tests.
-const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
 
 // The type combinations the Vulkan backend computes, per generator: update an entry
 // when a kernel lands (a test fails until the count here and the claimed one agree).

@@ -4,16 +4,14 @@
 
 #include <backplane/backends/vulkan.hpp>
 
+#include "../../support/vulkan_test_support.hpp" // the validation layer is on (before main)
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <string>
 
 using namespace backplane;
-
-namespace {
-const bool validation_asked = [] { return ::setenv("BACKPLANE_VULKAN_VALIDATION", "1", 0) == 0; }();
-} // namespace
 
 TEST_CASE("vulkan validation: a deliberate misuse is counted", "[vulkan][validation]") {
     auto dev = vulkan_device::open({.index = 0});
