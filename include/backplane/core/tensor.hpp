@@ -3,6 +3,7 @@
 // and where its data lives. Tensors are owned by a context (stable addresses) and are
 // handled by pointer, as in ggml, so graphs are cheap to build and walk.
 
+#include <backplane/core/op_traits.hpp>
 #include <backplane/core/types.hpp>
 
 #include <array>
@@ -22,55 +23,6 @@ class buffer_handle; // memory layer: the runtime handle of the buffer a tensor 
 inline constexpr int max_dims = 4;      ///< dimensions of a tensor (dim 0 fastest)
 inline constexpr int max_srcs = 4;      ///< sources per op
 inline constexpr int max_op_params = 16; ///< 32-bit op parameter slots
-
-/// The core op set. View ops (view, reshape, permute, transpose) compute nothing.
-enum class op_kind : std::uint8_t {
-    none, // a leaf: data provided from outside
-    dup,
-    cpy,
-    cont,
-    view,
-    reshape,
-    permute,
-    transpose,
-    add,
-    sub,
-    mul,
-    div,
-    scale,
-    sqr,
-    sqrt,
-    sum_rows,
-    mul_mat,
-    get_rows,
-    rms_norm,
-    norm,
-    soft_max,
-    rope,
-    silu,
-    gelu,
-    relu,
-    concat,
-    argmax,
-};
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::argmax) + 1;
-
-constexpr std::string_view to_string(op_kind op) noexcept {
-    constexpr std::string_view names[] = {
-        "none", "dup",     "cpy",      "cont",    "view",     "reshape", "permute",
-        "transpose", "add", "sub",     "mul",     "div",      "scale",   "sqr",
-        "sqrt", "sum_rows", "mul_mat", "get_rows", "rms_norm", "norm",   "soft_max",
-        "rope", "silu",     "gelu",    "relu",    "concat",   "argmax"};
-    static_assert(std::size(names) == op_kind_count);
-    const auto i = static_cast<std::size_t>(op);
-    return i < op_kind_count ? names[i] : std::string_view{"?"};
-}
-
-/// True for ops that only reinterpret their source's memory.
-constexpr bool is_view_op(op_kind op) noexcept {
-    return op == op_kind::view || op == op_kind::reshape || op == op_kind::permute ||
-           op == op_kind::transpose;
-}
 
 /// Tensor roles that constrain allocation and scheduling.
 enum class tensor_flag : std::uint32_t {

@@ -69,24 +69,7 @@ namespace backplane {
 
 /// Ops whose kernels may write their result over src[0] when both have the same layout:
 /// element-wise ops, and row-wise ops that read a whole row before writing it.
-constexpr bool can_inplace(op_kind op) noexcept {
-    switch (op) {
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div:
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu:
-    case op_kind::relu:
-    case op_kind::rope:
-    case op_kind::rms_norm:
-    case op_kind::soft_max: return true;
-    default: return false;
-    }
-}
+constexpr bool can_inplace(op_kind op) noexcept { return traits(op).inplace; }
 
 /// What a caller may already know of the topology of the lists it passes to
 /// graph_allocator (a scheduler numbers the graph anyway): positions in the list of nodes

@@ -35,47 +35,10 @@
 
 namespace backplane {
 
-/// Kinds of work with their own throughput.
-enum class op_class : std::uint8_t {
-    none,        ///< computes nothing (leafs, views)
-    mul_mat,     ///< matrix products: flop-bound when wide, weight-bandwidth-bound when narrow
-    elementwise, ///< add, mul, scale, unary functions: memory-bound
-    rows,        ///< per-row reductions and transforms: norms, soft_max, rope, sum_rows, argmax
-    data,        ///< data movement: copies, cont, get_rows, concat
-};
+/// Kinds of work with their own throughput: the op's family (core/op_traits.hpp).
+using op_class = op_family;
 
-constexpr op_class class_of(op_kind op) noexcept {
-    switch (op) {
-    case op_kind::none:
-    case op_kind::view:
-    case op_kind::reshape:
-    case op_kind::permute:
-    case op_kind::transpose: return op_class::none;
-    case op_kind::mul_mat: return op_class::mul_mat;
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div:
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu:
-    case op_kind::relu: return op_class::elementwise;
-    case op_kind::sum_rows:
-    case op_kind::rms_norm:
-    case op_kind::norm:
-    case op_kind::soft_max:
-    case op_kind::rope:
-    case op_kind::argmax: return op_class::rows;
-    case op_kind::dup:
-    case op_kind::cpy:
-    case op_kind::cont:
-    case op_kind::get_rows:
-    case op_kind::concat: return op_class::data;
-    }
-    return op_class::elementwise;
-}
+constexpr op_class class_of(op_kind op) noexcept { return traits(op).family; }
 
 /// Work of one node: floating-point operations and bytes read and written.
 struct op_work {

@@ -1,0 +1,105 @@
+// The op table (core/op_traits.hpp) against what the graph builders make: every op_kind
+// has its row, and every node a builder returns has a source count within the row's
+// arity, parameters only in the slots the row names, and memory of its own exactly when
+// the row says it computes.
+
+#include <backplane/core/context.hpp>
+#include <backplane/core/op_traits.hpp>
+#include <backplane/core/ops.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace backplane;
+
+namespace {
+
+/// One node of every op kind but none, built the way a user builds them.
+std::vector<tensor*> one_of_each(context& ctx) {
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 64, 8);
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 64, 8);
+    tensor* w = ctx.new_tensor_2d(elem_type::f32, 64, 16);
+    tensor* idx = ctx.new_tensor_1d(elem_type::i32, 3);
+    tensor* pos = ctx.new_tensor_1d(elem_type::i32, 8);
+    tensor* a3 = ctx.new_tensor_3d(elem_type::f32, 64, 2, 8);
+    tensor* mask = ctx.new_tensor_2d(elem_type::f32, 64, 8);
+    return {
+        dup(ctx, a),
+        cpy(ctx, a, b),
+        cont(ctx, transpose(ctx, a)),
+        view(ctx, a, {32, 8, 1, 1}, a->nb, 0),
+        reshape(ctx, a, {8, 64}),
+        permute(ctx, a3, 1, 0, 2, 3),
+        transpose(ctx, a),
+        add(ctx, a, b),
+        sub(ctx, a, b),
+        mul(ctx, a, b),
+        backplane::div(ctx, a, b),
+        scale(ctx, a, 0.5f, 0.25f),
+        sqr(ctx, a),
+        backplane::sqrt(ctx, a),
+        sum_rows(ctx, a),
+        mul_mat(ctx, w, a),
+        get_rows(ctx, a, idx),
+        rms_norm(ctx, a, 1e-5f),
+        norm(ctx, a, 1e-5f),
+        soft_max(ctx, a, mask, 0.125f),
+        rope(ctx, a3, pos, 64),
+        silu(ctx, a),
+        gelu(ctx, a),
+        relu(ctx, a),
+        concat(ctx, a, b, 1),
+        argmax(ctx, a),
+    };
+}
+
+} // namespace
+
+TEST_CASE("op table: one row per op kind, names unique, unknown values answered", "[unit][ops]") {
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < op_kind_count; ++i) {
+        const auto op = static_cast<op_kind>(i);
+        const op_traits& t = traits(op);
+        CHECK(to_string(op) == t.name);
+        CHECK(t.min_srcs <= t.max_srcs);
+        CHECK(t.max_srcs <= max_srcs);
+        CHECK(t.n_params <= max_op_params);
+        if (t.view) CHECK(t.family == op_family::none);
+        if (t.inplace) CHECK((t.family == op_family::elementwise || t.family == op_family::rows));
+        names.insert(std::string(t.name));
+    }
+    CHECK(names.size() == op_kind_count);
+    const auto bad = static_cast<op_kind>(op_kind_count + 3);
+    CHECK_FALSE(is_valid(bad));
+    CHECK(to_string(bad) == "?");
+    CHECK_FALSE(is_view_op(bad));
+}
+
+TEST_CASE("op table: every builder's node has the arity, parameters and memory its row says", "[unit][ops]") {
+    context ctx;
+    const auto nodes = one_of_each(ctx);
+    std::set<op_kind> seen;
+    for (const tensor* n : nodes) {
+        const op_traits& t = traits(n->op);
+        INFO(t.name);
+        seen.insert(n->op);
+        std::size_t set = 0;
+        for (std::size_t j = 0; j < max_srcs; ++j) {
+            if (n->src[j] == nullptr) continue;
+            ++set;
+            CHECK(j < t.max_srcs); // no source past the row's last
+        }
+        CHECK(set >= t.min_srcs);
+        for (std::size_t j = 0; j < t.min_srcs; ++j) CHECK(n->src[j] != nullptr);
+        for (std::size_t k = t.n_params; k < max_op_params; ++k) CHECK(n->op_params[k] == 0);
+        // a view (and cpy, which writes its destination) aliases memory; an op that computes
+        // into memory of its own does not
+        const bool aliases = n->view_src != nullptr;
+        CHECK(aliases == (t.view || n->op == op_kind::cpy));
+    }
+    CHECK(seen.size() == op_kind_count - 1); // every kind but none
+}
