@@ -59,7 +59,7 @@
 // and devices may be used from different threads. No leaks; ASan, UBSan and TSan clean.
 
 #include <backplane/backends/cpu/compute.hpp>
-#include <backplane/backends/cpu/supports.hpp>
+#include <backplane/core/op_traits.hpp>
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/core/error.hpp>
@@ -182,7 +182,7 @@ struct test_device_params {
     device_kind kind = device_kind::gpu;
     /// Extra restriction of the ops it computes, asked only for nodes that compute
     /// something (views and leafs are always supported). Empty: everything the CPU
-    /// backend supports. supports_op is `supports(t) && cpu::supports_op(t)`.
+    /// backend supports. supports_op is `supports(t) && is_defined(t)`.
     std::function<bool(const tensor&)> supports = {};
     bool async = true;  ///< queue work on a worker thread (false: everything inline)
     bool events = true; ///< make_event works (false: not_supported, caps().events false)
@@ -774,7 +774,7 @@ public:
     /// view ops and leafs: always; other nodes: params.supports (if set) and the CPU.
     [[nodiscard]] bool supports_op(const tensor& t) const {
         if (t.op == op_kind::none || is_view_op(t.op)) return true;
-        return (!params_.supports || params_.supports(t)) && cpu::supports_op(t);
+        return (!params_.supports || params_.supports(t)) && is_defined(t);
     }
     /// Only its own buffer type (not host memory: its kernels cannot read it).
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const noexcept {

@@ -1,49 +1,48 @@
 #pragma once
-// What each op is, in one place: a row per op_kind with everything generic about it (its
-// name, its sources, its parameters, whether it computes anything, whether its result
-// may take its first source's memory, the family of work it is). Whatever asks one of
-// these questions reads the row: the graph builders, the graph allocator, the cost model,
-// the backends. A backend narrows the answers (what it computes); it never restates them.
-// Adding an op: docs/adding-an-op.md.
+// What each op is, in one place: a row per op_kind with everything generic about it: its
+// name, its sources, its parameters, whether it computes anything, whether its result may
+// take its first source's memory, the family of work it is, and its rule (the element
+// types, shapes, layouts and parameters for which the op is defined). Whatever asks one of
+// these questions reads the row: the graph builders (which refuse an undefined node), the
+// graph allocator, the cost model, the backends. A backend narrows the answers (what it
+// computes); it never restates them. Adding an op: docs/adding-an-op.md.
+//
+// The rules, by op (element types; "= a" means the type of src[0]):
+//
+//   op                              result           src[0] (a)               src[1]
+//   ------------------------------  ---------------  -----------------------  ------------------
+//   none, view, reshape, permute,   (computes nothing)
+//   transpose
+//   dup, cont, cpy                  f32 f16 bf16     f32 f16 bf16             (cpy: the target,
+//                                   q8_0 q4_0        q8_0 q4_0  (any pair)     the result's memory)
+//                                   i32              i32
+//   add, sub, mul, div              = a              f32 f16 bf16             f32 f16 bf16, broadcast
+//   scale, sqr, sqrt, silu, gelu,   = a              f32 f16 bf16
+//   relu
+//   sum_rows                        f32              f32 f16 bf16
+//   argmax                          i32              f32 f16 bf16
+//   norm, rms_norm                  f32              f32
+//   soft_max                        f32              f32                      none, f32, f16 mask
+//   mul_mat                         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16
+//   get_rows                        f32 (i32)        f32 f16 bf16 q8_0 q4_0   i32 indices
+//                                                    (i32)
+//   rope (normal, neox)             = a              f32 f16                  i32 positions
+//   concat                          = a              f32 f16 bf16 i32         = a
+//
+// Any layout is allowed (byte strides, views, permutations), except that quantized
+// operands keep their rows' blocks contiguous and mul_mat's weights are not transposed.
+
+#include <backplane/core/op_kind.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 namespace backplane {
-
-/// The core op set. View ops (view, reshape, permute, transpose) compute nothing.
-enum class op_kind : std::uint8_t {
-    none, // a leaf: data provided from outside
-    dup,
-    cpy,
-    cont,
-    view,
-    reshape,
-    permute,
-    transpose,
-    add,
-    sub,
-    mul,
-    div,
-    scale,
-    sqr,
-    sqrt,
-    sum_rows,
-    mul_mat,
-    get_rows,
-    rms_norm,
-    norm,
-    soft_max,
-    rope,
-    silu,
-    gelu,
-    relu,
-    concat,
-    argmax,
-};
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::argmax) + 1;
 
 /// The kind of work an op is (the cost model prices each family by its own rate).
 enum class op_family : std::uint8_t {
@@ -54,62 +53,246 @@ enum class op_family : std::uint8_t {
     data,        ///< data movement: copies, cont, get_rows, concat
 };
 
+/// Why `node` is not an instance of its op that the op defines: empty when it is. The
+/// node's required sources are set (is_defined checks the arity first).
+using op_rule = std::string_view (*)(const tensor& node) noexcept;
+
 /// The generic facts of one op.
 struct op_traits {
-    std::string_view name;  ///< as ggml names the op (lower case)
-    std::uint8_t min_srcs;  ///< sources that must be set (src[0] .. src[min_srcs - 1])
-    std::uint8_t max_srcs;  ///< sources it may have; those past min_srcs are optional
-    std::uint8_t n_params;  ///< op_params slots it reads
-    bool view;              ///< reinterprets src[0]'s memory: computes nothing
-    bool inplace;           ///< its result may be written over src[0] (same layout, last reader)
+    std::string_view name; ///< as ggml names the op (lower case)
+    std::uint8_t min_srcs; ///< sources that must be set (src[0] .. src[min_srcs - 1])
+    std::uint8_t max_srcs; ///< sources it may have; those past min_srcs are optional
+    std::uint8_t n_params; ///< op_params slots it reads
+    bool view;             ///< reinterprets src[0]'s memory: computes nothing
+    bool inplace;          ///< its result may be written over src[0] (same layout, last reader)
     op_family family;
+    op_rule rule;          ///< the types, shapes, layouts and parameters it is defined for
 };
+
+// ---------------------------------------------------------------------------------------
+// The rules. Each reads one node; the graph builders call them on the node they are about
+// to make and throw with the reason, the backends ask them before their own narrowing.
+
+namespace op_rules {
+
+/// f32, f16 or bf16: the types arithmetic reads and writes.
+constexpr bool float_type(elem_type t) noexcept {
+    return t == elem_type::f32 || t == elem_type::f16 || t == elem_type::bf16;
+}
+/// A float or quantized type: what holds real numbers.
+constexpr bool real_type(elem_type t) noexcept { return float_type(t) || is_quantized(t); }
+
+/// Equal extents (std::array's == calls memcmp, which shows when checking big graphs).
+constexpr bool same_ne(const tensor& x, const tensor& y) noexcept {
+    return x.ne[0] == y.ne[0] && x.ne[1] == y.ne[1] && x.ne[2] == y.ne[2] && x.ne[3] == y.ne[3];
+}
+/// t's extents are (n0, n1, n2, n3).
+constexpr bool ne_is(const tensor& t, std::int64_t n0, std::int64_t n1, std::int64_t n2, std::int64_t n3) noexcept {
+    return t.ne[0] == n0 && t.ne[1] == n1 && t.ne[2] == n2 && t.ne[3] == n3;
+}
+/// n is a multiple of d > 0, without a 64-bit division in the usual cases (d is 1 or n):
+/// checking a big graph is dominated by those divisions otherwise.
+constexpr bool multiple_of(std::int64_t n, std::int64_t d) noexcept { return d == 1 || n == d || (d > 0 && n % d == 0); }
+
+/// Quantized rows hold whole blocks, contiguous.
+inline bool whole_blocks(const tensor& t) noexcept {
+    return !is_quantized(t.type) || (multiple_of(t.ne[0], block_size(t.type)) && t.rows_contiguous());
+}
+
+/// b broadcasts to a's shape (ggml's repeat rule): each of a's extents a multiple of b's.
+inline bool repeats(const tensor& b, const tensor& a) noexcept {
+    if (b.nelements() == 0) return a.nelements() == 0; // empty broadcasts only to empty
+    for (std::size_t i = 0; i < max_dims; ++i) {
+        const std::int64_t nb = b.ne[i];
+        const std::int64_t na = a.ne[i];
+        if (nb == 1 || (nb == na && nb > 0)) continue;
+        if (nb <= 0 || na % nb != 0) return false;
+    }
+    return true;
+}
+
+inline bool finite_param(const tensor& t, int i) noexcept { return std::isfinite(t.param<float>(i)); }
+
+inline std::string_view leaf(const tensor&) noexcept { return {}; }
+
+inline std::string_view view(const tensor& t) noexcept {
+    return t.type == t.src[0]->type ? std::string_view{} : "a view has its source's type";
+}
+
+inline std::string_view copy(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if ((a.type == elem_type::i32) != (t.type == elem_type::i32)) return "i32 copies only to and from i32";
+    if (t.type != elem_type::i32 && (!real_type(a.type) || !real_type(t.type))) return "no conversion between these types";
+    if (a.nelements() != t.nelements()) return "a and the result must have the same number of elements";
+    if (!whole_blocks(a)) return "a quantized source must have contiguous rows of whole blocks";
+    if (is_quantized(t.type) && !t.is_contiguous()) return "a quantized destination must be contiguous";
+    return {};
+}
+
+inline std::string_view binary(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (!float_type(a.type) || !float_type(b.type)) return "operands must be f32, f16 or bf16";
+    if (t.type != a.type || !same_ne(t, a)) return "the result has a's type and shape";
+    if (!repeats(b, a)) return "cannot broadcast b to a's shape (each extent of a must be a multiple of b's)";
+    return {};
+}
+
+inline std::string_view unary(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (t.type != a.type || !same_ne(t, a)) return "the result has a's type and shape";
+    return {};
+}
+
+inline std::string_view sum_rows(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (t.type != elem_type::f32 || !ne_is(t, 1, a.ne[1], a.ne[2], a.ne[3])) return "the result is f32 [1, a.ne1, a.ne2, a.ne3]";
+    return {};
+}
+
+inline std::string_view argmax(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (a.ne[0] == 0) return "rows are empty";
+    if (t.type != elem_type::i32 || !ne_is(t, a.ne[1], a.ne[2], a.ne[3], 1)) return "the result is i32 [a.ne1, a.ne2, a.ne3]";
+    return {};
+}
+
+inline std::string_view row_norm(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (a.type != elem_type::f32) return "operand must be f32";
+    if (t.type != elem_type::f32 || !same_ne(t, a)) return "the result has a's type and shape";
+    const float eps = t.param<float>(0);
+    return eps >= 0.0f && std::isfinite(eps) ? std::string_view{} : "eps must be finite and non-negative";
+}
+
+inline std::string_view soft_max(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor* mask = t.src[1];
+    if (a.type != elem_type::f32) return "operand must be f32";
+    if (t.type != elem_type::f32 || !same_ne(t, a)) return "the result has a's type and shape";
+    if (!finite_param(t, 0)) return "scale must be finite";
+    if (mask == nullptr) return {};
+    if (mask->type != elem_type::f32 && mask->type != elem_type::f16) return "mask must be f32 or f16";
+    if (mask->ne[0] != a.ne[0] || mask->ne[1] < a.ne[1] || mask->ne[2] <= 0 || mask->ne[3] <= 0 ||
+        !multiple_of(a.ne[2], mask->ne[2]) || !multiple_of(a.ne[3], mask->ne[3]))
+        return "mask must have a's row length, at least a's rows, and divide a's dims 2 and 3";
+    return {};
+}
+
+inline std::string_view mul_mat(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (!real_type(a.type) || !float_type(b.type)) return "a must be a float or quantized type and b f32, f16 or bf16";
+    if (a.ne[0] != b.ne[0]) return "a and b must have the same length in dimension 0 (K)";
+    if (a.ne[2] <= 0 || a.ne[3] <= 0 || !multiple_of(b.ne[2], a.ne[2]) || !multiple_of(b.ne[3], a.ne[3]))
+        return "b's dims 2 and 3 must be multiples of a's (broadcast of a)";
+    if (a.is_transposed()) return "a must not be transposed (use cont on the transpose)";
+    if (!whole_blocks(a)) return "a quantized a must have contiguous rows";
+    if (t.type != elem_type::f32 || !ne_is(t, a.ne[1], b.ne[1], b.ne[2], b.ne[3])) return "the result is f32 [a.ne1, b.ne1, b.ne2, b.ne3]";
+    return {};
+}
+
+inline std::string_view get_rows(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& idx = *t.src[1];
+    const bool ints = a.type == elem_type::i32;
+    if (!ints && !real_type(a.type)) return "a must be a float, quantized or i32 type";
+    if (idx.type != elem_type::i32) return "indices must be i32";
+    if (idx.ne[1] != a.ne[2] || idx.ne[2] != a.ne[3] || idx.ne[3] != 1) return "idx must be [N, a.ne2, a.ne3]";
+    if (!whole_blocks(a)) return "a quantized a must have contiguous rows";
+    if (t.type != (ints ? elem_type::i32 : elem_type::f32) || !ne_is(t, a.ne[0], idx.ne[0], idx.ne[1], idx.ne[2]))
+        return "the result is f32 (i32 for i32 a) [a.ne0, idx.ne0, idx.ne1, idx.ne2]";
+    return {};
+}
+
+inline std::string_view rope(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& pos = *t.src[1];
+    const std::int32_t n_dims = t.param<std::int32_t>(0);
+    const std::int32_t mode = t.param<std::int32_t>(1);
+    if (a.type != elem_type::f32 && a.type != elem_type::f16) return "a must be f32 or f16";
+    if (t.type != a.type || !same_ne(t, a)) return "the result has a's type and shape";
+    if (pos.type != elem_type::i32 || pos.ne[0] != a.ne[2] || pos.nelements() != pos.ne[0])
+        return "pos must be an i32 vector with one position per a.ne2";
+    if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a.ne[0]) return "n_dims must be even, positive and at most a.ne0";
+    if (mode != static_cast<std::int32_t>(rope_mode::normal) && mode != static_cast<std::int32_t>(rope_mode::neox))
+        return "unknown mode";
+    const float freq_base = t.param<float>(2);
+    if (!(freq_base > 0.0f) || !std::isfinite(freq_base) || !finite_param(t, 3))
+        return "freq_base must be positive and finite, freq_scale finite";
+    return {};
+}
+
+inline std::string_view concat(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    const std::int32_t dim = t.param<std::int32_t>(0);
+    if (dim < 0 || dim >= max_dims) return "the dimension is outside 0..3";
+    if (a.type != b.type || t.type != a.type) return "a and b must have the same type";
+    if (is_quantized(a.type)) return "quantized operands are not supported";
+    for (std::size_t i = 0; i < max_dims; ++i) {
+        const bool joined = static_cast<int>(i) == dim;
+        if (!joined && b.ne[i] != a.ne[i]) return "extents differ outside the joined dimension";
+        if (t.ne[i] != (joined ? a.ne[i] + b.ne[i] : a.ne[i])) return "the result joins a and b along the dimension";
+    }
+    return {};
+}
+
+} // namespace op_rules
 
 namespace detail {
 using fam = op_family;
+namespace r = op_rules;
 /// One row per op_kind, in its order. Sources and parameters, by op:
 ///   cpy (a, destination); permute, transpose (axes[4]); scale (s, bias);
 ///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
 ///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
-    // name       srcs  params view   inplace family
-    {"none",      0, 0, 0, false, false, fam::none},
-    {"dup",       1, 1, 0, false, false, fam::data},
-    {"cpy",       2, 2, 0, false, false, fam::data},
-    {"cont",      1, 1, 0, false, false, fam::data},
-    {"view",      1, 1, 0, true,  false, fam::none},
-    {"reshape",   1, 1, 0, true,  false, fam::none},
-    {"permute",   1, 1, 4, true,  false, fam::none},
-    {"transpose", 1, 1, 4, true,  false, fam::none},
-    {"add",       2, 2, 0, false, true,  fam::elementwise},
-    {"sub",       2, 2, 0, false, true,  fam::elementwise},
-    {"mul",       2, 2, 0, false, true,  fam::elementwise},
-    {"div",       2, 2, 0, false, true,  fam::elementwise},
-    {"scale",     1, 1, 2, false, true,  fam::elementwise},
-    {"sqr",       1, 1, 0, false, true,  fam::elementwise},
-    {"sqrt",      1, 1, 0, false, true,  fam::elementwise},
-    {"sum_rows",  1, 1, 0, false, false, fam::rows},
-    {"mul_mat",   2, 2, 0, false, false, fam::mul_mat},
-    {"get_rows",  2, 2, 0, false, false, fam::data},
-    {"rms_norm",  1, 1, 1, false, true,  fam::rows},
-    {"norm",      1, 1, 1, false, false, fam::rows},
-    {"soft_max",  1, 2, 1, false, true,  fam::rows},
-    {"rope",      2, 2, 4, false, true,  fam::rows},
-    {"silu",      1, 1, 0, false, true,  fam::elementwise},
-    {"gelu",      1, 1, 0, false, true,  fam::elementwise},
-    {"relu",      1, 1, 0, false, true,  fam::elementwise},
-    {"concat",    2, 2, 1, false, false, fam::data},
-    {"argmax",    1, 1, 0, false, false, fam::rows},
+    // name       srcs  params view   inplace family            rule
+    {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
+    {"dup",       1, 1, 0, false, false, fam::data,        r::copy},
+    {"cpy",       2, 2, 0, false, false, fam::data,        r::copy},
+    {"cont",      1, 1, 0, false, false, fam::data,        r::copy},
+    {"view",      1, 1, 0, true,  false, fam::none,        r::view},
+    {"reshape",   1, 1, 0, true,  false, fam::none,        r::view},
+    {"permute",   1, 1, 4, true,  false, fam::none,        r::view},
+    {"transpose", 1, 1, 4, true,  false, fam::none,        r::view},
+    {"add",       2, 2, 0, false, true,  fam::elementwise, r::binary},
+    {"sub",       2, 2, 0, false, true,  fam::elementwise, r::binary},
+    {"mul",       2, 2, 0, false, true,  fam::elementwise, r::binary},
+    {"div",       2, 2, 0, false, true,  fam::elementwise, r::binary},
+    {"scale",     1, 1, 2, false, true,  fam::elementwise, r::unary},
+    {"sqr",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"sqrt",      1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"sum_rows",  1, 1, 0, false, false, fam::rows,        r::sum_rows},
+    {"mul_mat",   2, 2, 0, false, false, fam::mul_mat,     r::mul_mat},
+    {"get_rows",  2, 2, 0, false, false, fam::data,        r::get_rows},
+    {"rms_norm",  1, 1, 1, false, true,  fam::rows,        r::row_norm},
+    {"norm",      1, 1, 1, false, false, fam::rows,        r::row_norm},
+    {"soft_max",  1, 2, 1, false, true,  fam::rows,        r::soft_max},
+    {"rope",      2, 2, 4, false, true,  fam::rows,        r::rope},
+    {"silu",      1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"gelu",      1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"relu",      1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"concat",    2, 2, 1, false, false, fam::data,        r::concat},
+    {"argmax",    1, 1, 0, false, false, fam::rows,        r::argmax},
 }};
 
-/// The row answered for a value outside op_kind (read from a corrupt or hand-made tensor).
-inline constexpr op_traits unknown_op{"?", 0, 0, 0, false, false, fam::none};
+inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
 
-consteval bool op_table_in_order() {
+/// The row answered for a value outside op_kind (read from a corrupt or hand-made tensor).
+inline constexpr op_traits unknown_op{"?", 0, 0, 0, false, false, fam::none, unknown_rule};
+
+constexpr bool op_table_in_order() {
     // names are unique and none is empty: a row added out of order shows up as a
     // duplicate or a missing name
     for (std::size_t i = 0; i < op_kind_count; ++i) {
-        if (op_table[i].name.empty() || op_table[i].min_srcs > op_table[i].max_srcs) return false;
+        if (op_table[i].name.empty() || op_table[i].min_srcs > op_table[i].max_srcs ||
+            op_table[i].max_srcs > max_srcs || op_table[i].n_params > max_op_params)
+            return false;
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
@@ -129,7 +312,20 @@ constexpr std::string_view to_string(op_kind op) noexcept { return traits(op).na
 /// True for ops that only reinterpret their source's memory.
 constexpr bool is_view_op(op_kind op) noexcept { return traits(op).view; }
 
-/// True for the values op_kind names.
-constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }
+/// Why `node` is not an instance of its op that the op defines (its sources as its row's
+/// arity says, then the row's rule); empty when it is.
+inline std::string_view why_undefined(const tensor& node) noexcept {
+    const op_traits& t = traits(node.op);
+    for (std::size_t j = 0; j < max_srcs; ++j) {
+        const bool set = node.src[j] != nullptr;
+        if (j < t.min_srcs && !set) return "a required source is missing";
+        if (j >= t.max_srcs && set) return "a source past the op's last is set";
+    }
+    return t.rule(node);
+}
+
+/// True when `node` is an instance of its op that the op defines: what every backend
+/// narrows, and what the graph builders make.
+inline bool is_defined(const tensor& node) noexcept { return why_undefined(node).empty(); }
 
 } // namespace backplane

@@ -3,7 +3,7 @@
 // and where its data lives. Tensors are owned by a context (stable addresses) and are
 // handled by pointer, as in ggml, so graphs are cheap to build and walk.
 
-#include <backplane/core/op_traits.hpp>
+#include <backplane/core/op_kind.hpp>
 #include <backplane/core/types.hpp>
 
 #include <array>
@@ -212,12 +212,8 @@ inline bool same_layout(const tensor& a, const tensor& b) noexcept {
 }
 inline bool same_shape(const tensor& a, const tensor& b) noexcept { return a.ne == b.ne; }
 
-/// b can be repeated (broadcast) to a's shape: each of a's extents is a multiple of b's.
-inline bool can_repeat(const tensor& b, const tensor& a) noexcept {
-    if (b.nelements() == 0) return a.nelements() == 0; // empty broadcasts only to empty
-    for (std::size_t i = 0; i < max_dims; ++i)
-        if (b.ne[i] <= 0 || a.ne[i] % b.ne[i] != 0) return false;
-    return true;
-}
-
 } // namespace backplane
+
+// What each op is (names, arity, rules) needs the complete tensor, and every reader of a
+// tensor may ask it: the op table comes with this header, after the tensor.
+#include <backplane/core/op_traits.hpp>

@@ -444,6 +444,9 @@ private:
                     }
                     l->src[0] = srcs[0];
                     l->src[1] = srcs[1];
+                    // the piece is asked about as the node it will be
+                    l->op = t.op;
+                    l->op_params = t.op_params;
                     if (!s_->parts[du].supports_op(*l))
                         return plan_error(t, "device " + std::to_string(d) + " (" +
                                                  std::string(s_->parts[du].name()) + ") does not support its piece " +

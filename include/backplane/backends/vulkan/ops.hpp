@@ -4,12 +4,12 @@
 // shader variant for the node's types and the device's features, fills the push
 // constants and counts the workgroups, or says no.
 //
-// The support matrix is in docs/backends/vulkan.md. Shapes follow the CPU backend's rules
-// (cpu::supports_op); the Vulkan side adds its own limits: element counts and strides
-// must fit 32-bit indices, and a tensor must fit one storage-buffer binding
+// The support matrix is in docs/backends/vulkan.md. A node must be one its op defines
+// (is_defined, core/op_traits.hpp); the Vulkan side adds its own limits: element counts
+// and strides must fit 32-bit indices, and a tensor must fit one storage-buffer binding
 // (maxStorageBufferRange, 128 MiB on lavapipe).
 
-#include <backplane/backends/cpu/supports.hpp>
+#include <backplane/core/op_traits.hpp>
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/backends/vulkan/ops/concat.hpp>
 #include <backplane/backends/vulkan/ops/copy.hpp>
@@ -67,7 +67,7 @@ enum class refusal : std::uint8_t {
 
 /// Plans t (not a view or a leaf) into `d`, or says why not.
 inline refusal check(const tensor& t, const features& f, dispatch& d) noexcept {
-    if (!cpu::supports_op(t) || !plan(t, f, d)) return refusal::op;
+    if (!is_defined(t) || !plan(t, f, d)) return refusal::op;
     if (!bindable(t, f)) return refusal::binding;
     for (const tensor* s : t.src)
         if (s != nullptr && !bindable(*s, f)) return refusal::binding;

@@ -61,7 +61,4 @@ inline void require_tensor(std::string_view op, std::string_view name, const ten
     if (t == nullptr) op_error(op, std::string(name) + " is null");
 }
 
-/// Types the arithmetic ops accept as operands.
-inline bool is_float_type(elem_type t) noexcept { return traits(t).is_float && !is_quantized(t); }
-
 } // namespace backplane::detail

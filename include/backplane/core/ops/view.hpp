@@ -2,8 +2,7 @@
 // Views and copies: view, reshape, permute, transpose (compute nothing: they alias their
 // source's memory) and dup, cont, cpy (compute a copy, cpy with type conversion).
 
-#include <backplane/core/context.hpp>
-#include <backplane/core/detail/describe.hpp>
+#include <backplane/core/ops/node.hpp>
 
 #include <array>
 #include <cstdint>
@@ -139,14 +138,7 @@ inline tensor* transpose(context& ctx, tensor* a) {
 
 namespace detail {
 inline tensor* copy_like(context& ctx, op_kind op, tensor* a, elem_type type) {
-    tensor* r = ctx.new_result(type, a->ne);
-    r->op = op;
-    r->src[0] = a;
-    return r;
-}
-inline bool is_convertible(elem_type from, elem_type to) noexcept {
-    // i32 copies only to i32; float types (quantized included) convert among themselves
-    return (from == elem_type::i32) == (to == elem_type::i32);
+    return make_node(ctx, proposed(op, type, a->ne, {a}), {{"a", a}});
 }
 } // namespace detail
 
@@ -167,18 +159,12 @@ inline tensor* cont(context& ctx, tensor* a) {
 inline tensor* cpy(context& ctx, tensor* a, tensor* b) {
     detail::require_tensor("cpy", "a", a);
     detail::require_tensor("cpy", "b", b);
-    if (a->nelements() != b->nelements())
-        detail::op_error("cpy", "a and b must have the same number of elements", {{"a", a}, {"b", b}});
-    if (!detail::is_convertible(a->type, b->type))
-        detail::op_error("cpy", "no conversion between these types", {{"a", a}, {"b", b}});
-    if (is_quantized(a->type) && !a->rows_contiguous())
-        detail::op_error("cpy", "a quantized source must have contiguous rows", {{"a", a}, {"b", b}});
-    if (is_quantized(b->type) && !b->is_contiguous())
-        detail::op_error("cpy", "a quantized destination must be contiguous", {{"a", a}, {"b", b}});
+    tensor node = detail::proposed(op_kind::cpy, b->type, b->ne, {a, b});
+    node.nb = b->nb; // the result is b's memory
+    detail::require_defined(node, {{"a", a}, {"b", b}});
     tensor* r = ctx.new_view(b, b->type, b->ne, b->nb, 0);
     r->op = op_kind::cpy;
-    r->src[0] = a;
-    r->src[1] = b;
+    r->src = node.src;
     return r;
 }
 

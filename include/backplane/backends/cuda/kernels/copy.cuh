@@ -344,7 +344,7 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
 } // namespace copy_detail
 
 /// dup / cont / cpy of node.src[0] into node (kernel_table::launch). Supported pairs:
-/// any two of f32 f16 bf16 q8_0 q4_0, and i32 to i32 (cpu::supports_op).
+/// any two of f32 f16 bf16 q8_0 q4_0, and i32 to i32 (is_defined, core/op_traits.hpp).
 inline cudaError_t launch_copy(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace copy_detail;
     const tensor* src = node.src[0];

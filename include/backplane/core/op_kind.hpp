@@ -1,0 +1,45 @@
+#pragma once
+// The op kinds: the enumeration alone, for the tensor that names its op. What each op is
+// (its name, sources, parameters, rules) is its row in core/op_traits.hpp.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace backplane {
+
+/// The core op set. View ops (view, reshape, permute, transpose) compute nothing.
+enum class op_kind : std::uint8_t {
+    none, // a leaf: data provided from outside
+    dup,
+    cpy,
+    cont,
+    view,
+    reshape,
+    permute,
+    transpose,
+    add,
+    sub,
+    mul,
+    div,
+    scale,
+    sqr,
+    sqrt,
+    sum_rows,
+    mul_mat,
+    get_rows,
+    rms_norm,
+    norm,
+    soft_max,
+    rope,
+    silu,
+    gelu,
+    relu,
+    concat,
+    argmax,
+};
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::argmax) + 1;
+
+/// True for the values op_kind names (a value cast from a wider integer may not be).
+constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }
+
+} // namespace backplane
