@@ -6,8 +6,8 @@
 // (src/backplane_cuda_kernels.cu) for you.
 //
 // Every family handles any layout its op accepts (byte strides, views, permutations,
-// broadcasting) and every type combination of supports.hpp, which is the CPU backend's
-// set: the CUDA backend refuses no valid node.
+// broadcasting) and every type combination the op table's rules allow
+// (core/op_traits.hpp): the CUDA backend refuses no valid node.
 
 #ifndef __CUDACC__
 #error "<backplane/backends/cuda/kernels.cuh> holds CUDA kernels: include it only from a translation unit compiled by nvcc (linking backplane::cuda builds it for you)"
