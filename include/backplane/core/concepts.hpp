@@ -246,8 +246,8 @@ concept event = std::move_constructible<E> && std::destructible<E> && requires(E
 ///  5. `cb.supports_buffer_type(bt)`: it can read and write tensors in such buffers.
 ///  6. `b.compute(g)` -> status: computes the nodes of g in order (view ops compute
 ///     nothing). May return before the work is done on asynchronous backends, but takes
-///     what it needs from the nodes (sources, shapes, addresses) before returning: the
-///     scheduler points nodes at its copies only for the duration of the call.
+///     what it needs from the nodes (sources, shapes, addresses) before returning: with
+///     pipeline copies a scheduler prepares the next run while earlier ones are in flight.
 ///  7. `b.synchronize()` -> status: waits until all submitted work is done.
 ///
 /// Example:

@@ -78,9 +78,15 @@ constexpr bool can_inplace(op_kind op) noexcept { return traits(op).inplace; }
 /// is checked against the tensor it names; a wrong or unknown one is looked up instead.
 /// With a topology the caller also promises that no tensor is listed twice (that check
 /// needs the lookup this saves).
+///
+/// With `sources_given`, `srcs` is the truth rather than a hint: a listed position is
+/// taken as node k's source j whatever tensor node k's src[j] names (only -1 is looked
+/// up). A scheduler states this way that a node reads its copy of a source, without
+/// pointing the user's node at the copy.
 struct alloc_topology {
     std::span<const std::array<std::int32_t, max_srcs>> srcs;
     std::span<const std::int32_t> view_srcs;
+    bool sources_given = false;
 };
 
 /// Called by graph_allocator::alloc_graph() before it plans a graph anew (tensors may then
@@ -442,11 +448,14 @@ private:
             const auto known = [&](std::int32_t k, const tensor* want) {
                 return k >= 0 && static_cast<std::size_t>(k) < n && tensors_[static_cast<std::size_t>(k)] == want;
             };
+            const auto given = [&](std::int32_t k, const tensor* want) {
+                return topo->sources_given ? k >= 0 && static_cast<std::size_t>(k) < n : known(k, want);
+            };
             std::array<std::int32_t, max_srcs> src{-1, -1, -1, -1};
             if (s < n_nodes_)
                 for (std::size_t j = 0; j < max_srcs; ++j)
                     if (t.src[j] != nullptr)
-                        src[j] = topo != nullptr && known(topo->srcs[s][j], t.src[j]) ? topo->srcs[s][j]
+                        src[j] = topo != nullptr && given(topo->srcs[s][j], t.src[j]) ? topo->srcs[s][j]
                                                                                        : slot_of(t.src[j], pool_index);
             std::int32_t view_src = -1;
             if (t.view_src != nullptr)
@@ -463,7 +472,8 @@ private:
                 bits |= bit_view;
                 if (t.view_offs == 0) bits |= bit_offs0;
             }
-            if (s < n_nodes_ && can_inplace(t.op) && t.src[0] != nullptr && same_layout(t, *t.src[0]))
+            if (s < n_nodes_ && can_inplace(t.op) && src[0] >= 0 &&
+                same_layout(t, *tensors_[static_cast<std::size_t>(src[0])]))
                 bits |= bit_inplace;
             slot_key& k = keys_[s]; // only now: slot_of may have grown keys_
             k.src = src;

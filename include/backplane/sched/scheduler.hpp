@@ -39,9 +39,10 @@
 //     n_copies slots used in rotation, so one run's inputs can be written while earlier
 //     runs are still in flight on other backends.
 //
-// The user's graph is not left modified: a node reading a copy points to it only while
-// the scheduler works on it (allocating, and computing that node's split); a backend's
-// compute must take what it needs from the nodes before it returns (the backend contract).
+// The user's graph is never modified (the allocator gives its tensors addresses, nothing
+// else changes): a node that reads copies runs as its shadow, the scheduler's own tensor
+// equal to the node but for those sources, which name the copies (one shadow per
+// pipeline slot). The allocator is told the same through its topology.
 // Errors are statuses on the runtime paths (alloc, compute) and backplane::error from
 // the constructors; nothing aborts.
 
@@ -193,12 +194,16 @@ struct plan_summary {
 using eval_callback = std::function<bool(tensor& node, bool ask)>;
 
 /// One split of the last graph: nodes [first, last) of it on `backend`, reading `inputs`
-/// (tensors of other backends copied in before it runs).
+/// (tensors of other backends copied in before it runs). `nodes` are what the backend
+/// computes, after alloc_graph: the graph's nodes, except that a node reading copies is
+/// its shadow there (the scheduler's tensor equal to it, its sources naming the copies of
+/// the current pipeline slot).
 struct split_info {
     std::size_t backend = 0;
     std::size_t first = 0;
     std::size_t last = 0;
     std::span<tensor* const> inputs;
+    graph_view nodes;
 };
 
 namespace detail {
@@ -239,6 +244,8 @@ public:
         if (auto s = set_.init_events(params_.n_copies); !s) throw error(s.message(), s.code());
         if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
         pending_readers_.resize(nb_);
+        exec_.resize(static_cast<std::size_t>(params_.n_copies));
+        shadows_.resize(static_cast<std::size_t>(params_.n_copies));
         if constexpr (Policy::uses_costs)
             if (status s = policy_.attach(set_); !s) throw error(s.message(), s.code());
         if (params_.trace)
@@ -403,10 +410,8 @@ public:
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g); !s) return s;
             build_alloc_lists(g);
-            apply_all(cur_copy_);
             status s = galloc_.reserve(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
                                        &topology_);
-            restore_all();
             forget_graph();
             return s;
         });
@@ -425,7 +430,6 @@ public:
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g); !s) return s;
             build_alloc_lists(g);
-            apply_all(cur_copy_);
             // a new allocation plan may move any tensor, the input slots of runs still in
             // flight included, and grow buffers: with pipeline copies those runs finish first
             const alloc_replan_hook idle{
@@ -437,11 +441,11 @@ public:
                 this};
             status s = galloc_.alloc_graph(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_,
                                            alloc_leaf_ids_view_, &topology_, idle);
-            restore_all();
             if (!s) {
                 forget_graph();
                 return s;
             }
+            make_shadows(g);
             allocated_ = &g;
             if (debug_ > 0) std::fputs(describe(debug_).c_str(), stderr);
             return {};
@@ -468,6 +472,8 @@ public:
             if (status s = alloc_graph(g); !s) return s;
         } else if (status s = check_user_buffers(); !s) { // weights freed since alloc_graph
             return s;
+        } else if (!shadows_current(g)) { // a node that runs as a shadow changed since
+            if (status st = alloc_graph(g); !st) return st;
         }
         trace_.clear();
         if (params_.trace) trace_start_ = std::chrono::steady_clock::now();
@@ -515,7 +521,7 @@ public:
                         errc::out_of_range);
         const split_rec& s = splits_[k];
         return {static_cast<std::size_t>(s.backend), s.first, s.last,
-                std::span<tensor* const>(split_input_ptrs_).subspan(s.in0, s.in1 - s.in0)};
+                std::span<tensor* const>(split_input_ptrs_).subspan(s.in0, s.in1 - s.in0), exec_view(s)};
     }
     /// Bytes of compute buffers held for backend i (backends sharing a buffer type report
     /// it under the first of them).
@@ -540,11 +546,9 @@ private:
         std::int32_t backend;
         std::uint32_t first, last; // nodes of the graph
         std::uint32_t in0, in1;    // its inputs in split_inputs_
-        std::uint32_t rw0, rw1;    // its rewrites in rewrites_
     };
+    // Node node_index reads its source j from a copy (its shadow's src[j]).
     struct rewrite {
-        tensor* node;
-        tensor* original;        // the source the user's graph has
         std::uint32_t node_index;
         std::uint32_t j;         // source slot
         std::uint32_t copy_base; // first of its n_copies slots in copies_
@@ -589,11 +593,9 @@ private:
         try {
             return f();
         } catch (const std::bad_alloc&) {
-            restore_all();
             forget_graph();
             return {errc::alloc_failed, "scheduler: out of host memory"};
         } catch (const error& e) {
-            restore_all();
             forget_graph();
             return {e.code(), e.what()};
         }
@@ -602,6 +604,7 @@ private:
     void forget_graph() noexcept {
         graph_nodes_ = nullptr;
         allocated_ = nullptr;
+        shadowed_ = false;
     }
 
     // -- numbering ---------------------------------------------------------------------------
@@ -1087,7 +1090,7 @@ private:
         pool_used_ = 0;
         cross_inplace_ = false;
         if (nb_ == 1 && params_.n_copies == 1) { // one split, nothing to copy, no slots
-            splits_.push_back(split_rec{0, 0, static_cast<std::uint32_t>(n_nodes_), 0, 0, 0, 0});
+            splits_.push_back(split_rec{0, 0, static_cast<std::uint32_t>(n_nodes_), 0, 0});
             return;
         }
         copy_of_.assign(ts_.size() * nb_, -1);
@@ -1097,7 +1100,7 @@ private:
         std::size_t i = 0;
         while (i < n_nodes_ && has(i, info_view_op)) ++i;
         std::int32_t cur = i < n_nodes_ ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
-        splits_.push_back(split_rec{cur, 0, 0, 0, 0, 0, 0});
+        splits_.push_back(split_rec{cur, 0, 0, 0, 0});
         for (; i < n_nodes_; ++i) {
             if (has(i, info_view_op)) continue;
             const std::int32_t b = bid_[i];
@@ -1119,8 +1122,7 @@ private:
             if (new_split) {
                 sp->last = static_cast<std::uint32_t>(i);
                 const auto in = static_cast<std::uint32_t>(split_inputs_.size());
-                const auto rw = static_cast<std::uint32_t>(rewrites_.size());
-                splits_.push_back(split_rec{b, static_cast<std::uint32_t>(i), 0, in, in, rw, rw});
+                splits_.push_back(split_rec{b, static_cast<std::uint32_t>(i), 0, in, in});
                 sp = &splits_.back();
                 cur = b;
                 weights_copied = 0;
@@ -1148,8 +1150,7 @@ private:
                     sp->in1 = static_cast<std::uint32_t>(split_inputs_.size());
                     if (has(su, info_weights)) weights_copied += ts_[su]->nbytes();
                 }
-                rewrites_.push_back(rewrite{ts_[i], ts_[su], static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
-                sp->rw1 = static_cast<std::uint32_t>(rewrites_.size());
+                rewrites_.push_back(rewrite{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
             }
         }
         splits_.back().last = static_cast<std::uint32_t>(n_nodes_);
@@ -1171,7 +1172,7 @@ private:
             alloc_leafs_view_ = g.leafs();
             alloc_node_ids_view_ = std::span<const int>(bid_).first(n_nodes_);
             alloc_leaf_ids_view_ = std::span<const int>(bid_).subspan(n_nodes_, n_leafs_);
-            topology_ = alloc_topology{srcs_, std::span<const std::int32_t>(vsrc_).first(n)};
+            topology_ = alloc_topology{srcs_, std::span<const std::int32_t>(vsrc_).first(n), true};
             return;
         }
         alloc_nodes_.clear();
@@ -1262,7 +1263,7 @@ private:
         for (std::size_t i = 0; i < ts_.size(); ++i)
             if (pos_of_[i] >= 0 && vsrc_[i] >= 0) topo_vsrcs_[static_cast<std::size_t>(pos_of_[i])] = pos_of_[static_cast<std::size_t>(vsrc_[i])];
         for (const auto& [p, root] : dep_view_) topo_vsrcs_[static_cast<std::size_t>(p)] = pos_of_[static_cast<std::size_t>(root)];
-        topology_ = alloc_topology{topo_srcs_, topo_vsrcs_};
+        topology_ = alloc_topology{topo_srcs_, topo_vsrcs_, true};
         alloc_nodes_view_ = alloc_nodes_;
         alloc_leafs_view_ = alloc_leafs_;
         alloc_node_ids_view_ = alloc_node_ids_;
@@ -1415,11 +1416,8 @@ private:
     // graph_allocator::measure).
     result<std::vector<std::size_t>> measure(const graph& g) {
         build_alloc_lists(g);
-        apply_all(cur_copy_);
-        auto r = galloc_.measure(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
-                                 &topology_);
-        restore_all();
-        return r;
+        return galloc_.measure(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
+                               &topology_);
     }
 
     std::size_t cap_of(std::size_t b) const noexcept {
@@ -1521,25 +1519,73 @@ private:
         return to;
     }
 
-    // -- rewrites ------------------------------------------------------------------------------
+    // -- shadows -------------------------------------------------------------------------------
 
-    void apply(std::uint32_t rw0, std::uint32_t rw1, int c) noexcept {
-        for (std::uint32_t k = rw0; k < rw1; ++k) {
-            const rewrite& r = rewrites_[k];
-            r.node->src[r.j] = copies_[r.copy_base + static_cast<std::uint32_t>(c)];
+    // Calls f(node index, rewrites [k0, k1)) for each node that reads copies (its rewrites
+    // are consecutive).
+    template <class F>
+    void for_each_shadowed(F&& f) const {
+        for (std::size_t k0 = 0, k1 = 0; k0 < rewrites_.size(); k0 = k1) {
+            while (k1 < rewrites_.size() && rewrites_[k1].node_index == rewrites_[k0].node_index) ++k1;
+            f(static_cast<std::size_t>(rewrites_[k0].node_index), k0, k1);
         }
     }
-    void restore(std::uint32_t rw0, std::uint32_t rw1) noexcept {
-        for (std::uint32_t k = rw0; k < rw1; ++k) rewrites_[k].node->src[rewrites_[k].j] = rewrites_[k].original;
+
+    // The sources node i's shadow has in slot c: the node's, those of rewrites [k0, k1)
+    // replaced by their copies.
+    std::array<tensor*, max_srcs> shadow_srcs(const tensor& node, std::size_t k0, std::size_t k1, int c) const {
+        std::array<tensor*, max_srcs> srcs = node.src;
+        for (std::size_t k = k0; k < k1; ++k)
+            srcs[rewrites_[k].j] = copies_[rewrites_[k].copy_base + static_cast<std::uint32_t>(c)];
+        return srcs;
     }
-    void apply_all(int c) noexcept {
-        apply(0, static_cast<std::uint32_t>(rewrites_.size()), c);
-        applied_ = true;
+
+    // The node list the runs of the current slot compute (exec_): g's nodes, each node that
+    // reads copies replaced by its shadow. Made when the slot is allocated, after its last
+    // run is done, so no backend still reads the shadows it replaces.
+    void make_shadows(const graph& g) {
+        const auto c = static_cast<std::size_t>(cur_copy_);
+        std::vector<tensor*>& exec = exec_[c];
+        exec.clear();
+        shadowed_ = true;
+        if (rewrites_.empty()) return; // the runs compute g's own nodes
+        const auto nodes = g.nodes();
+        exec.assign(nodes.begin(), nodes.end());
+        std::deque<tensor>& pool = shadows_[c];
+        std::size_t used = 0;
+        for_each_shadowed([&](std::size_t i, std::size_t k0, std::size_t k1) {
+            if (used == pool.size()) pool.emplace_back();
+            tensor& sh = pool[used++];
+            sh = *nodes[i];
+            sh.src = shadow_srcs(*nodes[i], k0, k1, cur_copy_);
+            exec[i] = &sh;
+        });
     }
-    void restore_all() noexcept {
-        if (!applied_) return;
-        restore(0, static_cast<std::uint32_t>(rewrites_.size()));
-        applied_ = false;
+
+    // Every shadow still equals its node but for the copied sources: false when the user
+    // changed such a node after alloc_graph (its parameters, say), which then runs again.
+    bool shadows_current(const graph& g) const {
+        const std::vector<tensor*>& exec = exec_[static_cast<std::size_t>(cur_copy_)];
+        if (!shadowed_ || exec.empty()) return true;
+        const auto nodes = g.nodes();
+        bool same = true;
+        for_each_shadowed([&](std::size_t i, std::size_t k0, std::size_t k1) {
+            const tensor& n = *nodes[i];
+            const tensor& sh = *exec[i];
+            same = same && sh.src == shadow_srcs(n, k0, k1, cur_copy_) && sh.type == n.type && sh.op == n.op &&
+                   sh.flags == n.flags && sh.ne == n.ne && sh.nb == n.nb && sh.op_params == n.op_params &&
+                   sh.view_src == n.view_src && sh.view_offs == n.view_offs && sh.data == n.data &&
+                   sh.buffer == n.buffer && sh.buffer_serial == n.buffer_serial;
+        });
+        return same;
+    }
+
+    // What split sp's backend computes: its nodes, shadows included.
+    graph_view exec_view(const split_rec& sp) const {
+        const std::vector<tensor*>& exec = exec_[static_cast<std::size_t>(cur_copy_)];
+        const std::span<tensor* const> all = shadowed_ && !exec.empty() ? std::span<tensor* const>(exec)
+                                                                          : std::span<tensor* const>(graph_nodes_, n_nodes_);
+        return graph_view(all.subspan(sp.first, sp.last - sp.first));
     }
 
     // -- compute ---------------------------------------------------------------------------------
@@ -1604,13 +1650,14 @@ private:
 
     status compute_split(const graph& g, const split_rec& sp) {
         const auto b = static_cast<std::size_t>(sp.backend);
-        const graph_view all = g.view();
-        if (!eval_) return set_.compute(b, all.subview(sp.first, sp.last));
+        const graph_view exec = exec_view(sp);
+        if (!eval_) return set_.compute(b, exec);
+        const graph_view all = g.view(); // the callback sees the user's nodes
         for (std::size_t j0 = sp.first; j0 < sp.last;) {
             std::size_t j1 = j0;
             bool need = eval_(*all[j1], true);
             while (!need && j1 + 1 < sp.last) need = eval_(*all[++j1], true);
-            if (status s = set_.compute(b, all.subview(j0, j1 + 1)); !s) return s;
+            if (status s = set_.compute(b, exec.subview(j0 - sp.first, j1 + 1 - sp.first)); !s) return s;
             if (status s = set_.synchronize(b); !s) return s;
             if (need && !eval_(*all[j1], false))
                 return {errc::aborted, "scheduler: compute cancelled by the eval callback after node '" + all[j1]->name + "'"};
@@ -1645,16 +1692,7 @@ private:
                 trace_copy(sp, t0);
             }
             const std::int64_t t1 = params_.trace ? trace_now() : 0;
-            apply(sp.rw0, sp.rw1, cur_copy_);
-            status s;
-            try {
-                (void)(s = compute_split(g, sp));
-            } catch (...) { // an eval callback that throws: the graph is restored first
-                restore(sp.rw0, sp.rw1);
-                throw;
-            }
-            restore(sp.rw0, sp.rw1);
-            if (!s) return s;
+            if (status s = compute_split(g, sp); !s) return s;
             if (params_.trace) {
                 if (status st = set_.synchronize(b); !st) return st;
                 trace_event e{trace_event::kind::compute, static_cast<std::size_t>(&sp - splits_.data()), b,
@@ -1753,7 +1791,11 @@ private:
     std::vector<tensor*> copies_;
     std::vector<std::int32_t> graph_inputs_;
     std::vector<rewrite> rewrites_;
-    bool applied_ = false;
+    // per pipeline slot: the node list its runs compute (empty: the graph's own) and the
+    // shadows in it
+    std::vector<std::vector<tensor*>> exec_;
+    std::vector<std::deque<tensor>> shadows_;
+    bool shadowed_ = false; // exec_ of the current slot is the last graph's (alloc_graph made it)
     bool cross_inplace_ = false; // a split reads another backend's compute memory in place
     /// Per backend: (reader backend, slot) of asynchronous copies queued from its memory
     /// that it has not waited for yet.
