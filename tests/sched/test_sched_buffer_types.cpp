@@ -157,3 +157,23 @@ TEST_CASE("a buffer type override its backend cannot use is a clear error", "[sc
     CHECK_THAT(m, Catch::Contains("does not support buffer type 'TEST0'"));
     CHECK(pinned.attempts() == 0);
 }
+
+TEST_CASE("a node that reads a copy and is changed after alloc_graph computes as changed", "[sched][shadows]") {
+    offload_graph f; // z (on the CPU) reads the copy of y: it runs as its shadow
+    scheduler sched(f.tb, f.cpu);
+    const graph g(f.z);
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*f.x, 32);
+    REQUIRE(sched.compute(g));
+    CHECK(nmse_of(offload_graph::expected(), read_f32(*f.z)) < 1e-10);
+
+    f.z->set_param<float>(0, 2.0f); // soft_max's scale
+    fill_seeded(*f.x, 32);
+    REQUIRE(sched.compute(g));
+    context host(context_params{.no_alloc = false});
+    tensor* hw = host_filled(host, 8, 8, 31);
+    tensor* hx = host_filled(host, 8, 2, 32);
+    const std::vector<float> want = reference_values(soft_max(host, mul_mat(host, hw, hx), nullptr, 2.0f));
+    CHECK(nmse_of(want, read_f32(*f.z)) < 1e-10);
+    CHECK(nmse_of(offload_graph::expected(), read_f32(*f.z)) > 1e-4);
+}

@@ -59,7 +59,12 @@
 #include <backplane/memory/tensor_copy.hpp>
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/sched/backend_set.hpp>
+#include <backplane/sched/alloc_request.hpp>
+#include <backplane/sched/executor.hpp>
+#include <backplane/sched/explain.hpp>
+#include <backplane/sched/splitting.hpp>
 #include <backplane/sched/placement.hpp>
+#include <backplane/sched/plan.hpp>
 #include <backplane/sched/trace.hpp>
 
 #include <algorithm>
@@ -85,44 +90,6 @@
 #include <vector>
 
 namespace backplane {
-
-/// Why a tensor runs on its backend (see the header comment, passes 1-4).
-// 16 bits: the scheduler's per-tensor arrays of these are written in its hottest loops,
-// and a character-sized type may alias anything (the compiler then reloads every pointer).
-enum class placement_cause : std::uint16_t {
-    none,     ///< not placed (not part of the last graph)
-    user,     ///< set_backend
-    buffer,   ///< it already has memory that backend uses
-    input,    ///< a graph input: the last backend
-    weights,  ///< it reads weights held there
-    offload,  ///< it reads host weights and that backend asked to run it
-    expand,   ///< next to nodes on that backend
-    upgrade,  ///< moved up to a backend sharing the buffer type
-    best,     ///< the supporting backend that reads most of its sources in place
-    source,   ///< a view takes its source's backend, a source its consumer's
-    fallback, ///< the first backend that supports it
-    cost,     ///< the cost policy's choice (explain() gives its estimates)
-    memory,   ///< moved off a backend whose memory cap the plan exceeded
-};
-
-constexpr std::string_view to_string(placement_cause c) noexcept {
-    switch (c) {
-    case placement_cause::none: return "none";
-    case placement_cause::user: return "user";
-    case placement_cause::buffer: return "buffer";
-    case placement_cause::input: return "input";
-    case placement_cause::weights: return "weights";
-    case placement_cause::offload: return "offload";
-    case placement_cause::expand: return "expand";
-    case placement_cause::upgrade: return "upgrade";
-    case placement_cause::best: return "best";
-    case placement_cause::source: return "source";
-    case placement_cause::fallback: return "fallback";
-    case placement_cause::cost: return "cost";
-    case placement_cause::memory: return "memory cap";
-    }
-    return "?";
-}
 
 struct scheduler_params {
     /// Pipeline copies: slots per split input and graph input, used in rotation by
@@ -186,12 +153,6 @@ struct plan_summary {
     }
 };
 
-/// The eval callback: asked for each node of a split in order with ask = true ("will you
-/// look at this node?"); nodes up to the first `true` are computed in one call; then it is
-/// called again for that node with ask = false, its result computed and readable (the
-/// backend synchronized). Returning false then cancels the compute: nothing after that
-/// node runs, and compute returns errc::aborted.
-using eval_callback = std::function<bool(tensor& node, bool ask)>;
 
 /// One split of the last graph: nodes [first, last) of it on `backend`, reading `inputs`
 /// (tensors of other backends copied in before it runs). `nodes` are what the backend
@@ -205,14 +166,6 @@ struct split_info {
     std::span<tensor* const> inputs;
     graph_view nodes;
 };
-
-namespace detail {
-
-inline bool has_memory(const tensor& t) noexcept {
-    return t.data != nullptr || (t.view_src != nullptr && t.view_src->data != nullptr);
-}
-
-} // namespace detail
 
 /// The scheduler over a backend set (see the header comment), placing nodes by `Policy`
 /// (sched/placement.hpp). scheduler<B0, ..., Bn> is this over a tuple of backend
@@ -233,19 +186,18 @@ public:
     /// whose compute buffer type is not host memory, or no memory (errc::alloc_failed).
     explicit basic_scheduler(Set backends, scheduler_params params = {}, Policy policy = {}) try
         : set_(std::move(backends)), params_(std::move(params)), policy_(std::move(policy)), nb_(set_.size()),
-          galloc_(make_allocator(set_, params_)) {
+          galloc_(make_allocator(set_, params_)), exec_(nb_) {
         check_params(params_, nb_);
-        for (std::size_t b = 0; b < nb_; ++b) // the compute buffer types, fixed for its life
+        for (std::size_t b = 0; b < nb_; ++b) { // the compute buffer types, fixed for its life
             bt_.push_back(galloc_.buffer_type(static_cast<int>(b)));
+            names_.push_back(set_.name(b));
+        }
         if (!bt_[nb_ - 1].is_host())
             throw error("scheduler: the last backend ('" + std::string(set_.name(nb_ - 1)) +
                             "') must use host memory (it runs graph inputs and whatever no other backend supports)",
                         errc::invalid_argument);
         if (auto s = set_.init_events(params_.n_copies); !s) throw error(s.message(), s.code());
         if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
-        pending_readers_.resize(nb_);
-        exec_.resize(static_cast<std::size_t>(params_.n_copies));
-        shadows_.resize(static_cast<std::size_t>(params_.n_copies));
         if constexpr (Policy::uses_costs)
             if (status s = policy_.attach(set_); !s) throw error(s.message(), s.code());
         if (params_.trace)
@@ -296,8 +248,8 @@ public:
     /// The backend of `t` in the last graph (or set by the user), -1 when none.
     [[nodiscard]] int backend_of(const tensor& t) const {
         if (graph_nodes_ != nullptr) {
-            ensure_map();
-            if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos) return bid_[id];
+            num_.ensure_map();
+            if (const std::uint32_t id = num_.map.find(&t); id != detail::tensor_map::npos) return asg_.backend[id];
         }
         if (auto it = user_.find(&t); it != user_.end()) return it->second;
         return -1;
@@ -305,8 +257,8 @@ public:
     /// Why `t` runs where it does in the last graph (none when it was not in it).
     [[nodiscard]] placement_cause cause_of(const tensor& t) const {
         if (graph_nodes_ != nullptr) {
-            ensure_map();
-            if (const std::uint32_t id = map_.find(&t); id != detail::tensor_map::npos) return cause_[id];
+            num_.ensure_map();
+            if (const std::uint32_t id = num_.map.find(&t); id != detail::tensor_map::npos) return asg_.cause[id];
         }
         return user_.contains(&t) ? placement_cause::user : placement_cause::none;
     }
@@ -356,22 +308,22 @@ public:
             return {};
         });
         if (!st) return st;
-        out.n_nodes = n_nodes_;
-        out.n_splits = splits_.size();
-        out.n_copies = split_inputs_.size();
-        for (std::int32_t s : split_inputs_) out.copy_bytes += ts_[static_cast<std::size_t>(s)]->nbytes();
+        out.n_nodes = num_.n_nodes;
+        out.n_splits = plan_.splits.size();
+        out.n_copies = plan_.inputs.size();
+        for (std::int32_t s : plan_.inputs) out.copy_bytes += num_.ts[static_cast<std::size_t>(s)]->nbytes();
         out.resident_bytes.assign(nb_, 0);
-        for (std::size_t i = 0; i < ts_.size(); ++i) {
-            const tensor& t = *ts_[i];
-            if (t.view_src != nullptr || !has(i, info_memory)) continue;
-            const std::uint32_t k = info_[i].mem - 1;
+        for (std::size_t i = 0; i < num_.ts.size(); ++i) {
+            const tensor& t = *num_.ts[i];
+            if (t.view_src != nullptr || !num_.has(i, tensor_info::memory)) continue;
+            const std::uint32_t k = num_.info[i].mem - 1;
             for (std::size_t b = 0; b < nb_; ++b)
                 if (type_index(bt_[b]) == k) {
                     out.resident_bytes[b] += t.nbytes();
                     break;
                 }
         }
-        out.assignment.assign(bid_.begin(), bid_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
+        out.assignment.assign(asg_.backend.begin(), asg_.backend.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes));
         if constexpr (Policy::uses_costs) {
             if (has_estimate_) {
                 out.estimated_seconds = result_.seconds;
@@ -383,7 +335,9 @@ public:
 
     /// Why node `t` of the last plan runs where it does, in words; under the cost
     /// policy with the estimates of each backend and the copies it causes.
-    [[nodiscard]] std::string explain(const tensor& t) const;
+    [[nodiscard]] std::string explain(const tensor& t) const {
+        return graph_nodes_ == nullptr ? "no plan" : detail::explain_node(facts(), t);
+    }
 
     /// The cost model's estimate of one compute of the last plan, and of the greedy plan,
     /// in seconds (NaN without a cost policy or a plan).
@@ -406,12 +360,12 @@ public:
         if (!use) return busy("reserve");
         return guarded([&]() -> status {
             // the buffers may grow: runs still queued on them finish first
-            if (status s = wait_idle(); !s) return s;
+            if (status s = exec_.wait_idle(set_); !s) return s;
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g); !s) return s;
-            build_alloc_lists(g);
-            status s = galloc_.reserve(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
-                                       &topology_);
+            req_.build(g, num_, asg_, plan_, nb_, params_.n_copies, cur_copy_);
+            status s = galloc_.reserve(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(),
+                                       req_.topology());
             forget_graph();
             return s;
         });
@@ -426,26 +380,26 @@ public:
         return guarded([&]() -> status {
             cur_copy_ = next_copy_;
             next_copy_ = (next_copy_ + 1) % params_.n_copies;
-            if (status s = wait_slot(cur_copy_); !s) return s;
+            if (status s = exec_.wait_slot(set_, cur_copy_); !s) return s;
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g); !s) return s;
-            build_alloc_lists(g);
+            req_.build(g, num_, asg_, plan_, nb_, params_.n_copies, cur_copy_);
             // a new allocation plan may move any tensor, the input slots of runs still in
             // flight included, and grow buffers: with pipeline copies those runs finish first
             const alloc_replan_hook idle{
                 [](void* self) -> status {
                     auto& sc = *static_cast<basic_scheduler*>(self);
                     // one copy: wait_slot already waited for the last run
-                    return sc.params_.n_copies == 1 ? status{} : sc.wait_idle();
+                    return sc.params_.n_copies == 1 ? status{} : sc.exec_.wait_idle(sc.set_);
                 },
                 this};
-            status s = galloc_.alloc_graph(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_,
-                                           alloc_leaf_ids_view_, &topology_, idle);
+            status s = galloc_.alloc_graph(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(),
+                                           req_.topology(), idle);
             if (!s) {
                 forget_graph();
                 return s;
             }
-            make_shadows(g);
+            exec_.make_shadows(g, plan_, cur_copy_);
             allocated_ = &g;
             if (debug_ > 0) std::fputs(describe(debug_).c_str(), stderr);
             return {};
@@ -468,24 +422,23 @@ public:
     [[nodiscard]] status compute_async(const graph& g) {
         const auto use = in_use_.enter();
         if (!use) return busy("compute_async");
-        if (allocated_ != &g || graph_nodes_ != g.nodes().data() || n_nodes_ != g.n_nodes()) {
+        if (allocated_ != &g || graph_nodes_ != g.nodes().data() || num_.n_nodes != g.n_nodes()) {
             if (status s = alloc_graph(g); !s) return s;
         } else if (status s = check_user_buffers(); !s) { // weights freed since alloc_graph
             return s;
-        } else if (!shadows_current(g)) { // a node that runs as a shadow changed since
+        } else if (!exec_.shadows_current(g, plan_, cur_copy_)) { // a node that runs as a shadow changed since
             if (status st = alloc_graph(g); !st) return st;
         }
-        trace_.clear();
-        if (params_.trace) trace_start_ = std::chrono::steady_clock::now();
+        tracer_.clear();
         return guarded([&]() -> status { return run_splits(g); });
     }
 
     /// The trace of the last compute (empty unless scheduler_params::trace).
-    [[nodiscard]] std::span<const trace_event> trace() const noexcept { return trace_; }
+    [[nodiscard]] std::span<const trace_event> trace() const noexcept { return tracer_.events(); }
     /// The trace as Chrome trace JSON (opens in ui.perfetto.dev), one track per backend.
-    [[nodiscard]] std::string trace_json() const { return trace_to_chrome_json(trace_, backend_names()); }
+    [[nodiscard]] std::string trace_json() const { return trace_to_chrome_json(tracer_.events(), backend_names()); }
     /// The trace as a table per backend.
-    [[nodiscard]] std::string trace_table() const { return trace_summary(trace_, backend_names()); }
+    [[nodiscard]] std::string trace_table() const { return trace_summary(tracer_.events(), backend_names()); }
 
     /// Waits for every backend.
     [[nodiscard]] status synchronize() {
@@ -509,19 +462,19 @@ public:
 
     // -- what the last graph became --------------------------------------------------------
 
-    [[nodiscard]] std::size_t n_splits() const noexcept { return graph_nodes_ ? splits_.size() : 0; }
+    [[nodiscard]] std::size_t n_splits() const noexcept { return graph_nodes_ ? plan_.splits.size() : 0; }
     /// Pipeline copies (scheduler_params::n_copies).
     [[nodiscard]] int n_copies() const noexcept { return params_.n_copies; }
     /// Tensors copied between backends per run of the last graph.
-    [[nodiscard]] std::size_t n_split_inputs() const noexcept { return graph_nodes_ ? split_inputs_.size() : 0; }
+    [[nodiscard]] std::size_t n_split_inputs() const noexcept { return graph_nodes_ ? plan_.inputs.size() : 0; }
     [[nodiscard]] split_info split_at(std::size_t k) const {
         if (k >= n_splits())
             throw error("scheduler::split_at: no split " + std::to_string(k) + " (the last graph has " +
                             std::to_string(n_splits()) + ")",
                         errc::out_of_range);
-        const split_rec& s = splits_[k];
+        const split_rec& s = plan_.splits[k];
         return {static_cast<std::size_t>(s.backend), s.first, s.last,
-                std::span<tensor* const>(split_input_ptrs_).subspan(s.in0, s.in1 - s.in0), exec_view(s)};
+                std::span<tensor* const>(plan_.input_ptrs).subspan(s.in0, s.in1 - s.in0), exec_.nodes_of(s, {graph_nodes_, num_.n_nodes}, cur_copy_)};
     }
     /// Bytes of compute buffers held for backend i (backends sharing a buffer type report
     /// it under the first of them).
@@ -536,23 +489,42 @@ public:
     /// The plan in words: level 1 the splits with their inputs and bytes, level 2 also
     /// every node with its backend and cause (what BACKPLANE_SCHED_DEBUG prints). This
     /// and to_dot() read the last graph's tensors: call them while that graph lives.
-    [[nodiscard]] std::string describe(int level = 1) const;
+    [[nodiscard]] std::string describe(int level = 1) const {
+        std::string out = "scheduler: " + std::to_string(nb_) + " backend(s) (";
+        for (std::size_t b = 0; b < nb_; ++b) out += (b ? ", " : "") + std::string(set_.name(b));
+        out += ")";
+        if (graph_nodes_ == nullptr) return out + ", no graph\n";
+        out += detail::describe_plan(facts(), level) + "buffers:";
+        for (std::size_t b = 0; b < nb_; ++b) {
+            const bool overridden = b < params_.buffer_types.size() && params_.buffer_types[b].has_value();
+            out += " " + std::string(set_.name(b)) + " " + detail::human_bytes(galloc_.buffer_size(static_cast<int>(b))) +
+                   (overridden ? " (" + std::string(bt_[b].name()) + ")" : "") + (b + 1 < nb_ ? "," : "");
+        }
+        return out + "\n";
+    }
     /// The last graph in Graphviz DOT: nodes coloured by backend, splits as clusters,
     /// copies as labelled edges.
-    [[nodiscard]] std::string to_dot() const;
+    [[nodiscard]] std::string to_dot() const {
+        std::string out = "digraph backplane {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n";
+        if (graph_nodes_ != nullptr) out += detail::plan_to_dot(facts());
+        return out + "}\n";
+    }
 
 private:
-    struct split_rec {
-        std::int32_t backend;
-        std::uint32_t first, last; // nodes of the graph
-        std::uint32_t in0, in1;    // its inputs in split_inputs_
-    };
-    // Node node_index reads its source j from a copy (its shadow's src[j]).
-    struct rewrite {
-        std::uint32_t node_index;
-        std::uint32_t j;         // source slot
-        std::uint32_t copy_base; // first of its n_copies slots in copies_
-    };
+    // The last plan, for the explanation (sched/explain.hpp).
+    detail::plan_facts facts() const {
+        detail::plan_facts f{num_, asg_, plan_, names_, params_.n_copies};
+        if constexpr (Policy::uses_costs)
+            if (has_estimate_) {
+                f.problem = &problem_;
+                f.estimate = &result_;
+            }
+        return f;
+    }
+
+    using split_rec = detail::split_rec;
+    using rewrite = detail::rewrite;
+    using tensor_info = detail::tensor_info;
 
     static status busy(const char* call) { return detail::busy_status("scheduler", call); }
 
@@ -604,7 +576,7 @@ private:
     void forget_graph() noexcept {
         graph_nodes_ = nullptr;
         allocated_ = nullptr;
-        shadowed_ = false;
+        exec_.forget_shadows();
     }
 
     // -- numbering ---------------------------------------------------------------------------
@@ -612,40 +584,15 @@ private:
     // Tensors are numbered nodes [0, n_nodes), leafs next, then anything reached only as a
     // source or view source. The graph recorded its topology when it was built, so this
     // needs no hashing unless a node was rewired since (checked per source) or a tensor
-    // outside the graph is read; map_ (tensor -> number) is built only then, or when a
+    // outside the graph is read; num_.map (tensor -> number) is built only then, or when a
     // query or a user assignment needs it.
-
-    void ensure_map() const {
-        if (map_size_ == ts_.size()) return;
-        if (map_size_ == 0) map_.clear(ts_.size() + 16);
-        for (std::size_t i = map_size_; i < ts_.size(); ++i) map_.insert(ts_[i], static_cast<std::uint32_t>(i));
-        map_size_ = ts_.size();
-    }
-
-    // What the passes ask of each tensor, read once per graph: tensors are large and
-    // scattered, these arrays small and dense.
-    struct tensor_info {
-        op_kind op;
-        std::uint8_t bits;
-        std::uint8_t nsrc; // a node's src[nsrc, max_srcs) are null (0 for other tensors)
-        std::uint32_t mem; // 0: no memory of its own; else 1 + its buffer type's index in bt_seen_
-    };
-    static constexpr std::uint8_t info_input = 1;     // flagged input
-    static constexpr std::uint8_t info_memory = 2;    // has memory of its own (has_own_memory)
-    static constexpr std::uint8_t info_weights = 4;   // lives in a weights buffer
-    static constexpr std::uint8_t info_view_op = 8;   // a view op (computes nothing)
-    static constexpr std::uint8_t info_computes = 16; // an op with a kernel (not none, not a view)
-    // a node reading a tensor that may still have no backend when pass_sources reaches it:
-    // a leaf the first pass left unplaced, a tensor outside the graph's lists, or a later
-    // node (every earlier node has one by then)
-    static constexpr std::uint8_t info_late_src = 32;
 
     // What info_of learnt of the last buffer it met: tensors in a row mostly share one.
     // Buffers are told apart by serial: a freed buffer's address may belong to a new one.
     struct buffer_memo {
         const buffer_handle* buffer = nullptr;
         std::uint64_t serial = 0;
-        std::uint32_t mem = 0;  // 1 + the index of its type in bt_seen_
+        std::uint32_t mem = 0;  // 1 + the index of its type in num_.types
         bool weights = false;   // a weights buffer
         bool held = false;      // one of the graph allocator's (memory placed again)
         bool alive = false;     // it exists (docs/lifetime.md); nothing else is read of a dead one
@@ -656,9 +603,9 @@ private:
     // user's tensor whose buffer was freed is remembered in lost_ (number() reports it).
     [[gnu::always_inline]] tensor_info info_of(const tensor& t) {
         std::uint8_t bits = 0;
-        if (t.has_flag(tensor_flag::input)) bits |= info_input;
-        if (is_view_op(t.op)) bits |= info_view_op;
-        if (computes(t.op)) bits |= info_computes;
+        if (t.has_flag(tensor_flag::input)) bits |= tensor_info::input;
+        if (is_view_op(t.op)) bits |= tensor_info::view_op;
+        if (computes(t.op)) bits |= tensor_info::computes;
         const tensor& root = t.view_src != nullptr ? *t.view_src : t;
         const buffer_handle* b = root.buffer;
         if (b != nullptr && (b != memo_.buffer || root.buffer_serial != memo_.serial)) remember_buffer(root);
@@ -666,7 +613,7 @@ private:
             if (root.placer == placed_by::user && lost_ == nullptr) lost_ = &t;
             return {t.op, bits, 0, 0};
         }
-        if (b != nullptr && memo_.weights) bits |= info_weights;
+        if (b != nullptr && memo_.weights) bits |= tensor_info::weights;
         std::uint32_t mem = 0;
         if (t.data != nullptr || root.data != nullptr) { // has memory; its own unless the allocator's
             if (b == nullptr)
@@ -674,7 +621,7 @@ private:
             else if (root.data == nullptr || !memo_.held)
                 mem = memo_.mem;
         }
-        if (mem != 0) bits |= info_memory;
+        if (mem != 0) bits |= tensor_info::memory;
         return {t.op, bits, 0, mem};
     }
     // The memo for root's buffer; a user buffer that exists joins user_serials_, which
@@ -706,26 +653,22 @@ private:
                    std::string(to_string(t.op)) + ")";
         };
         return {errc::invalid_argument,
-                "scheduler: node " + std::to_string(i) + " " + name(*ts_[i]) + " reads node " + std::to_string(k) + " " +
-                    name(*ts_[k]) + ", which the graph computes " + (k == i ? "as itself" : "after it") +
+                "scheduler: node " + std::to_string(i) + " " + name(*num_.ts[i]) + " reads node " + std::to_string(k) + " " +
+                    name(*num_.ts[k]) + ", which the graph computes " + (k == i ? "as itself" : "after it") +
                     ": a source was edited after the graph was built (a cycle, or an order build_forward did "
                     "not make); build the graph again"};
     }
-    bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info_[i].bits & bit) != 0; }
-    std::span<const std::int32_t> srcs_of(std::size_t i) const noexcept { return {srcs_[i].data(), info_[i].nsrc}; }
 
     std::int32_t slow_index(const tensor* t) {
-        ensure_map();
-        const auto next = static_cast<std::uint32_t>(ts_.size());
-        const std::uint32_t id = map_.insert(t, next);
+        num_.ensure_map();
+        const auto next = static_cast<std::uint32_t>(num_.ts.size());
+        const std::uint32_t id = num_.map.insert(t, next);
         if (id == next) {
-            ts_.push_back(const_cast<tensor*>(t));
-            bid_.push_back(-1);
-            ++unassigned_;
-            cause_.push_back(placement_cause::none);
-            vsrc_.push_back(-1);
-            info_.push_back(info_of(*t));
-            map_size_ = ts_.size();
+            num_.ts.push_back(const_cast<tensor*>(t));
+            asg_.push_unplaced();
+            num_.vsrc.push_back(-1);
+            num_.info.push_back(info_of(*t));
+            num_.map_size = num_.ts.size();
         }
         return static_cast<std::int32_t>(id);
     }
@@ -736,71 +679,69 @@ private:
     status number(const graph& g, bool place) {
         const auto nodes = g.nodes();
         const auto leafs = g.leafs();
-        n_nodes_ = nodes.size();
-        n_leafs_ = leafs.size();
-        const std::size_t n = n_nodes_ + n_leafs_;
-        map_size_ = 0;
-        bt_seen_.clear();
+        num_.n_nodes = nodes.size();
+        num_.n_leafs = leafs.size();
+        const std::size_t n = num_.n_nodes + num_.n_leafs;
+        num_.map_size = 0;
+        num_.types.clear();
         bt_reads_.clear();
         memo_ = {};
         lost_ = nullptr;
         user_serials_.clear();
         user_serial_tensors_.clear();
-        ts_.resize(n);
-        std::copy(nodes.begin(), nodes.end(), ts_.begin());
-        std::copy(leafs.begin(), leafs.end(), ts_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
-        bid_.assign(n, -1);
-        cause_.assign(n, placement_cause::none);
-        vsrc_.resize(n); // every entry is written below
-        info_.resize(n);
-        unassigned_ = n;
-        srcs_.resize(n_nodes_);
+        num_.ts.resize(n);
+        std::copy(nodes.begin(), nodes.end(), num_.ts.begin());
+        std::copy(leafs.begin(), leafs.end(), num_.ts.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes));
+        asg_.reset(n);
+        num_.vsrc.resize(n); // every entry is written below
+        num_.info.resize(n);
+        num_.srcs.resize(num_.n_nodes);
         const auto ids = g.src_ids();
         const auto vids = g.view_src_ids();
-        const bool recorded = ids.size() == n_nodes_ && vids.size() == n_nodes_;
+        const bool recorded = ids.size() == num_.n_nodes && vids.size() == num_.n_nodes;
         const auto index = [&](std::int32_t id) -> std::int32_t {
             if (id >= 0) return id;
             if (id == graph::no_id) return -1;
-            return static_cast<std::int32_t>(n_nodes_) + (-2 - id);
+            return static_cast<std::int32_t>(num_.n_nodes) + (-2 - id);
         };
-        sup_.assign(n_nodes_ * nb_, -1);
-        for (std::size_t i = n_nodes_; i < n; ++i) {
-            info_[i] = info_of(*ts_[i]);
-            if (place && !place_from_tensor(i)) return no_backend_for_memory(*ts_[i]);
+        sup_.assign(num_.n_nodes * nb_, -1);
+        for (std::size_t i = num_.n_nodes; i < n; ++i) {
+            num_.info[i] = info_of(*num_.ts[i]);
+            if (place && !place_from_tensor(i)) return no_backend_for_memory(*num_.ts[i]);
         }
-        for (std::size_t i = 0; i < n_nodes_; ++i) info_[i] = info_of(*ts_[i]);
-        for (std::size_t i = 0; i < n_nodes_; ++i) {
+        for (std::size_t i = 0; i < num_.n_nodes; ++i) num_.info[i] = info_of(*num_.ts[i]);
+        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
             const tensor& node = *nodes[i];
             // with one backend every node that computes is asked anyway: ask now, while
             // the node is in cache
-            if (nb_ == 1 && has(i, info_computes)) sup_[i] = set_.supports_op(0, node) ? 1 : 0;
+            if (nb_ == 1 && num_.has(i, tensor_info::computes)) sup_[i] = set_.supports_op(0, node) ? 1 : 0;
             std::size_t nsrc = 0;
             for (std::size_t j = 0; j < max_srcs; ++j) {
                 const tensor* src = node.src[j];
                 std::int32_t k = -1;
                 if (src != nullptr) {
                     k = recorded ? index(ids[i][j]) : -1;
-                    if (k < 0 || ts_[static_cast<std::size_t>(k)] != src) k = slow_index(src);
+                    if (k < 0 || num_.ts[static_cast<std::size_t>(k)] != src) k = slow_index(src);
                     const auto ku = static_cast<std::size_t>(k);
-                    if (ku >= i && ku < n_nodes_) return out_of_order(i, ku);
-                    if (ku >= i && (!place || bid_[ku] < 0)) info_[i].bits |= info_late_src;
+                    if (ku >= i && ku < num_.n_nodes) return out_of_order(i, ku);
+                    if (ku >= i && (!place || asg_.backend[ku] < 0)) num_.info[i].bits |= tensor_info::late_src;
                     nsrc = j + 1;
                 }
-                srcs_[i][j] = k;
+                num_.srcs[i][j] = k;
             }
-            info_[i].nsrc = static_cast<std::uint8_t>(nsrc);
+            num_.info[i].nsrc = static_cast<std::uint8_t>(nsrc);
             std::int32_t vk = -1;
             if (const tensor* v = node.view_src) {
                 vk = recorded ? index(vids[i]) : -1;
-                if (vk < 0 || ts_[static_cast<std::size_t>(vk)] != v) vk = slow_index(v);
+                if (vk < 0 || num_.ts[static_cast<std::size_t>(vk)] != v) vk = slow_index(v);
             }
-            vsrc_[i] = vk;
-            if (place && !place_from_tensor(i)) return no_backend_for_memory(*ts_[i]);
+            num_.vsrc[i] = vk;
+            if (place && !place_from_tensor(i)) return no_backend_for_memory(*num_.ts[i]);
         }
-        for (std::size_t i = n_nodes_; i < ts_.size(); ++i) { // leafs and extras (grows)
-            const tensor* v = ts_[i]->view_src;
+        for (std::size_t i = num_.n_nodes; i < num_.ts.size(); ++i) { // leafs and extras (grows)
+            const tensor* v = num_.ts[i]->view_src;
             const std::int32_t k = v != nullptr ? slow_index(v) : -1;
-            vsrc_[i] = k;
+            num_.vsrc[i] = k;
         }
         if (lost_ != nullptr) return detail::freed_buffer_error("scheduler", *lost_);
         return {};
@@ -810,13 +751,10 @@ private:
 
     [[gnu::always_inline]] bool supports(std::size_t node, std::size_t b) {
         std::int16_t& c = sup_[node * nb_ + b];
-        if (c < 0) c = set_.supports_op(b, *ts_[node]) ? 1 : 0;
+        if (c < 0) c = set_.supports_op(b, *num_.ts[node]) ? 1 : 0;
         return c != 0;
     }
 
-    static buffer_handle* buffer_of(const tensor& t) noexcept {
-        return t.view_src != nullptr ? t.view_src->buffer : t.buffer;
-    }
     // Memory of t's own that placement must respect: not none, not this scheduler's
     // compute buffers (a tensor placed by an earlier alloc_graph is placed again), and not
     // a buffer since freed.
@@ -828,7 +766,7 @@ private:
     // data; false without memory of its own.
     bool memory_type(const tensor& t, buffer_type_ref& out) const {
         if (!has_own_memory(t)) return false;
-        if (buffer_handle* b = buffer_of(t)) {
+        if (buffer_handle* b = detail::buffer_of(t)) {
             out = b->type();
             return true;
         }
@@ -840,7 +778,7 @@ private:
     // (a node index or -1 for a tensor that computes nothing); -1 when t has no memory,
     // -2 when no backend can.
     [[gnu::always_inline]] std::int32_t backend_from_memory(std::size_t t, std::int32_t op_node) {
-        const std::uint32_t m = info_[t].mem;
+        const std::uint32_t m = num_.info[t].mem;
         if (m == 0) return -1;
         for (std::size_t b = 0; b < nb_; ++b)
             if (reads_at(b, m - 1) && (op_node < 0 || supports(static_cast<std::size_t>(op_node), b)))
@@ -851,39 +789,39 @@ private:
     // Whether backend b can read tensor index s in place (ggml's buffer_supported).
     bool readable(std::int32_t s, std::size_t b) {
         const auto su = static_cast<std::size_t>(s);
-        if (const std::uint32_t m = info_[su].mem; m != 0) return reads_at(b, m - 1);
-        std::int32_t owner = bid_[su];
-        if (owner < 0 && vsrc_[su] >= 0) owner = bid_[static_cast<std::size_t>(vsrc_[su])];
+        if (const std::uint32_t m = num_.info[su].mem; m != 0) return reads_at(b, m - 1);
+        std::int32_t owner = asg_.backend[su];
+        if (owner < 0 && num_.vsrc[su] >= 0) owner = asg_.backend[static_cast<std::size_t>(num_.vsrc[su])];
         if (owner < 0) return false;
         return reads_at(b, type_index(bt_[static_cast<std::size_t>(owner)]));
     }
 
-    // The index of bt in bt_seen_, added on first sight.
+    // The index of bt in num_.types, added on first sight.
     std::uint32_t type_index(const buffer_type_ref& bt) {
         std::size_t k = 0;
-        while (k < bt_seen_.size() && !(bt_seen_[k] == bt)) ++k;
-        if (k == bt_seen_.size()) {
-            bt_seen_.push_back(bt);
+        while (k < num_.types.size() && !(num_.types[k] == bt)) ++k;
+        if (k == num_.types.size()) {
+            num_.types.push_back(bt);
             bt_reads_.resize(bt_reads_.size() + nb_, -1);
         }
         return static_cast<std::uint32_t>(k);
     }
 
-    // supports_buffer_type(b, bt_seen_[k]), asked once per graph for each buffer type met
+    // supports_buffer_type(b, num_.types[k]), asked once per graph for each buffer type met
     [[gnu::always_inline]] bool reads_at(std::size_t b, std::size_t k) {
         std::int8_t& c = bt_reads_[k * nb_ + b];
-        if (c < 0) c = set_.supports_buffer_type(b, bt_seen_[k]) ? 1 : 0;
+        if (c < 0) c = set_.supports_buffer_type(b, num_.types[k]) ? 1 : 0;
         return c != 0;
     }
 
     static bool computes(op_kind op) noexcept { return op != op_kind::none && !is_view_op(op); }
 
     status pass_from_tensors() {
-        const std::size_t n = n_nodes_ + n_leafs_;
+        const std::size_t n = num_.n_nodes + num_.n_leafs;
         // leafs first, then nodes, as ggml
         for (std::size_t k = 0; k < n; ++k)
-            if (const std::size_t i = k < n_leafs_ ? n_nodes_ + k : k - n_leafs_; !place_from_tensor(i))
-                return no_backend_for_memory(*ts_[i]);
+            if (const std::size_t i = k < num_.n_leafs ? num_.n_nodes + k : k - num_.n_leafs; !place_from_tensor(i))
+                return no_backend_for_memory(*num_.ts[i]);
         return {};
     }
 
@@ -891,41 +829,41 @@ private:
     // its weights decide, when they do. False when i has memory no backend can use for
     // its op (no_backend_for_memory says why).
     [[gnu::always_inline]] bool place_from_tensor(std::size_t i) {
-        if (bid_[i] >= 0) return true; // the user's
-        const bool is_node = i < n_nodes_;
-        const std::int32_t op_node = is_node && has(i, info_computes) ? static_cast<std::int32_t>(i) : -1;
-        if (has(i, info_memory)) {
+        if (asg_.backend[i] >= 0) return true; // the user's
+        const bool is_node = i < num_.n_nodes;
+        const std::int32_t op_node = is_node && num_.has(i, tensor_info::computes) ? static_cast<std::int32_t>(i) : -1;
+        if (num_.has(i, tensor_info::memory)) {
             const std::int32_t from = backend_from_memory(i, op_node);
             if (from >= 0) {
-                set(i, from, placement_cause::buffer);
+                asg_.set(i, from, placement_cause::buffer);
                 return true;
             }
             if (from == -2) return false;
         }
-        if (has(i, info_input)) {
-            set(i, static_cast<std::int32_t>(nb_ - 1), placement_cause::input);
+        if (num_.has(i, tensor_info::input)) {
+            asg_.set(i, static_cast<std::int32_t>(nb_ - 1), placement_cause::input);
             return true;
         }
-        if (!is_node || info_[i].op == op_kind::rope) return true;
-        for (const std::int32_t s : srcs_of(i)) {
-            if (s < 0 || !has(static_cast<std::size_t>(s), info_weights)) continue;
+        if (!is_node || num_.info[i].op == op_kind::rope) return true;
+        for (const std::int32_t s : num_.srcs_of(i)) {
+            if (s < 0 || !num_.has(static_cast<std::size_t>(s), tensor_info::weights)) continue;
             const std::int32_t w = backend_from_memory(static_cast<std::size_t>(s), op_node);
             if (params_.op_offload && nb_ > 1 && w == static_cast<std::int32_t>(nb_ - 1) &&
-                buffer_of(*ts_[static_cast<std::size_t>(s)])->is_host()) {
+                detail::buffer_of(*num_.ts[static_cast<std::size_t>(s)])->is_host()) {
                 for (std::size_t b = 0; b + 1 < nb_; ++b)
-                    if (supports(i, b) && set_.offload_op(b, *ts_[i])) {
-                        set(i, static_cast<std::int32_t>(b), placement_cause::offload);
+                    if (supports(i, b) && set_.offload_op(b, *num_.ts[i])) {
+                        asg_.set(i, static_cast<std::int32_t>(b), placement_cause::offload);
                         return true;
                     }
             }
-            if (w >= 0) set(i, w, placement_cause::weights);
+            if (w >= 0) asg_.set(i, w, placement_cause::weights);
             break;
         }
         return true;
     }
 
     status no_backend_for_memory(const tensor& t) const {
-        const buffer_handle* buf = buffer_of(t);
+        const buffer_handle* buf = detail::buffer_of(t);
         const std::string where = buf ? "a buffer of type '" + std::string(buf->type().name()) + "'" : "host memory";
         std::string msg = "scheduler: tensor '" + t.name + "' (" + std::string(to_string(t.op)) + ") lives in " + where;
         bool any_reads = false;
@@ -937,23 +875,18 @@ private:
         return {errc::not_supported, msg};
     }
 
-    [[gnu::always_inline]] void set(std::size_t i, std::int32_t b, placement_cause c) noexcept {
-        if (bid_[i] < 0) --unassigned_;
-        bid_[i] = b;
-        cause_[i] = c;
-    }
 
     void expand_sweep(bool down, bool include_last) {
         std::int32_t cur = -1;
         const auto last = static_cast<std::int32_t>(nb_ - 1);
-        for (std::size_t k = 0; k < n_nodes_; ++k) {
-            const std::size_t i = down ? k : n_nodes_ - 1 - k;
-            if (has(i, info_view_op)) continue;
-            const std::int32_t b = bid_[i];
+        for (std::size_t k = 0; k < num_.n_nodes; ++k) {
+            const std::size_t i = down ? k : num_.n_nodes - 1 - k;
+            if (num_.has(i, tensor_info::view_op)) continue;
+            const std::int32_t b = asg_.backend[i];
             if (b >= 0) {
                 cur = (!include_last && b == last) ? -1 : b;
             } else if (cur >= 0 && supports(i, static_cast<std::size_t>(cur))) {
-                set(i, cur, placement_cause::expand);
+                asg_.set(i, cur, placement_cause::expand);
             }
         }
     }
@@ -964,43 +897,43 @@ private:
     // nothing to upgrade to.
     void expand_single() {
         bool any = false;
-        for (std::size_t i = 0; i < n_nodes_ && !any; ++i) any = !has(i, info_view_op) && bid_[i] >= 0;
+        for (std::size_t i = 0; i < num_.n_nodes && !any; ++i) any = !num_.has(i, tensor_info::view_op) && asg_.backend[i] >= 0;
         const placement_cause c = any ? placement_cause::expand : placement_cause::best;
-        for (std::size_t i = 0; i < n_nodes_; ++i)
-            if (bid_[i] < 0 && !has(i, info_view_op) && supports(i, 0)) set(i, 0, c);
+        for (std::size_t i = 0; i < num_.n_nodes; ++i)
+            if (asg_.backend[i] < 0 && !num_.has(i, tensor_info::view_op) && supports(i, 0)) asg_.set(i, 0, c);
     }
 
     void pass_upgrade_and_best() {
-        for (std::size_t i = 0; i < n_nodes_; ++i) {
-            if (has(i, info_view_op)) continue;
-            const std::int32_t cur = bid_[i];
+        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
+            if (num_.has(i, tensor_info::view_op)) continue;
+            const std::int32_t cur = asg_.backend[i];
             if (cur < 0) {
                 int best_count = -1;
                 for (std::size_t b = 0; b < nb_; ++b) {
                     if (!supports(i, b)) continue;
                     int count = 0;
-                    for (std::int32_t s : srcs_of(i)) {
+                    for (std::int32_t s : num_.srcs_of(i)) {
                         if (s < 0) continue;
                         const auto su = static_cast<std::size_t>(s);
-                        const bool placed = bid_[su] >= 0 || (vsrc_[su] >= 0 && bid_[static_cast<std::size_t>(vsrc_[su])] >= 0);
+                        const bool placed = asg_.backend[su] >= 0 || (num_.vsrc[su] >= 0 && asg_.backend[static_cast<std::size_t>(num_.vsrc[su])] >= 0);
                         if (placed && readable(s, b)) ++count;
                     }
                     if (count > best_count) {
                         best_count = count;
-                        set(i, static_cast<std::int32_t>(b), placement_cause::best);
+                        asg_.set(i, static_cast<std::int32_t>(b), placement_cause::best);
                     }
                 }
-            } else if (cause_[i] != placement_cause::user) {
+            } else if (asg_.cause[i] != placement_cause::user) {
                 for (std::size_t b = 0; b < static_cast<std::size_t>(cur); ++b) {
                     if (!(bt_[b] == bt_[static_cast<std::size_t>(cur)]) || !supports(i, b)) continue;
                     bool all = true;
-                    for (std::int32_t s : srcs_of(i))
+                    for (std::int32_t s : num_.srcs_of(i))
                         if (s >= 0 && !readable(s, b)) {
                             all = false;
                             break;
                         }
                     if (all) {
-                        set(i, static_cast<std::int32_t>(b), placement_cause::upgrade);
+                        asg_.set(i, static_cast<std::int32_t>(b), placement_cause::upgrade);
                         break;
                     }
                 }
@@ -1009,39 +942,39 @@ private:
     }
 
     status pass_sources() {
-        for (std::size_t i = 0; i < n_nodes_; ++i) {
-            if (bid_[i] >= 0 && !has(i, info_late_src)) continue; // it and its sources are placed
-            if (bid_[i] < 0 && vsrc_[i] >= 0 && bid_[static_cast<std::size_t>(vsrc_[i])] >= 0)
-                set(i, bid_[static_cast<std::size_t>(vsrc_[i])], placement_cause::source);
-            for (std::int32_t s : srcs_of(i)) {
+        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
+            if (asg_.backend[i] >= 0 && !num_.has(i, tensor_info::late_src)) continue; // it and its sources are placed
+            if (asg_.backend[i] < 0 && num_.vsrc[i] >= 0 && asg_.backend[static_cast<std::size_t>(num_.vsrc[i])] >= 0)
+                asg_.set(i, asg_.backend[static_cast<std::size_t>(num_.vsrc[i])], placement_cause::source);
+            for (std::int32_t s : num_.srcs_of(i)) {
                 if (s < 0) continue;
                 const auto su = static_cast<std::size_t>(s);
-                if (bid_[su] >= 0) continue;
-                const std::int32_t v = vsrc_[su];
-                if (v >= 0 && bid_[static_cast<std::size_t>(v)] >= 0)
-                    set(su, bid_[static_cast<std::size_t>(v)], placement_cause::source);
-                else if (bid_[i] >= 0)
-                    set(su, bid_[i], placement_cause::source);
+                if (asg_.backend[su] >= 0) continue;
+                const std::int32_t v = num_.vsrc[su];
+                if (v >= 0 && asg_.backend[static_cast<std::size_t>(v)] >= 0)
+                    asg_.set(su, asg_.backend[static_cast<std::size_t>(v)], placement_cause::source);
+                else if (asg_.backend[i] >= 0)
+                    asg_.set(su, asg_.backend[i], placement_cause::source);
             }
-            for (std::size_t b = 0; b < nb_ && bid_[i] < 0; ++b)
-                if (!has(i, info_computes) || supports(i, b)) set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
-            if (bid_[i] < 0) {
-                const tensor& t = *ts_[i];
+            for (std::size_t b = 0; b < nb_ && asg_.backend[i] < 0; ++b)
+                if (!num_.has(i, tensor_info::computes) || supports(i, b)) asg_.set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
+            if (asg_.backend[i] < 0) {
+                const tensor& t = *num_.ts[i];
                 return {errc::not_supported, "scheduler: no backend supports node '" + t.name + "' (" +
                                                  std::string(to_string(t.op)) + ", " + std::string(to_string(t.type)) +
                                                  ")"};
             }
         }
-        if (unassigned_ == 0) return {};
+        if (asg_.unassigned == 0) return {};
         // what is still unplaced (views of views whose root was placed after them, sources
         // of such views): their consumer's backend, backwards
-        for (std::size_t k = n_nodes_; k-- > 0;)
-            for (std::int32_t s : srcs_of(k))
-                if (s >= 0 && bid_[static_cast<std::size_t>(s)] < 0) set(static_cast<std::size_t>(s), bid_[k], placement_cause::source);
-        for (std::size_t i = 0; i < ts_.size(); ++i)
-            if (bid_[i] < 0) {
-                const std::int32_t v = vsrc_[i];
-                set(i, v >= 0 && bid_[static_cast<std::size_t>(v)] >= 0 ? bid_[static_cast<std::size_t>(v)]
+        for (std::size_t k = num_.n_nodes; k-- > 0;)
+            for (std::int32_t s : num_.srcs_of(k))
+                if (s >= 0 && asg_.backend[static_cast<std::size_t>(s)] < 0) asg_.set(static_cast<std::size_t>(s), asg_.backend[k], placement_cause::source);
+        for (std::size_t i = 0; i < num_.ts.size(); ++i)
+            if (asg_.backend[i] < 0) {
+                const std::int32_t v = num_.vsrc[i];
+                asg_.set(i, v >= 0 && asg_.backend[static_cast<std::size_t>(v)] >= 0 ? asg_.backend[static_cast<std::size_t>(v)]
                                                                         : static_cast<std::int32_t>(nb_ - 1),
                     placement_cause::source);
             }
@@ -1050,244 +983,20 @@ private:
 
     // -- splits and copies ---------------------------------------------------------------------
 
-    tensor& new_pool_tensor() {
-        if (pool_used_ == pool_.size()) pool_.emplace_back();
-        tensor& t = pool_[pool_used_++];
-        t = tensor{};
-        return t;
-    }
 
-    // The n_copies slots of tensor index s on backend b, made on first use.
-    std::uint32_t copies_of(std::int32_t s, std::size_t b, bool& made) {
-        std::int32_t& slot = copy_of_[static_cast<std::size_t>(s) * nb_ + b];
-        made = slot < 0;
-        if (!made) return static_cast<std::uint32_t>(slot);
-        const tensor& src = *ts_[static_cast<std::size_t>(s)];
-        slot = static_cast<std::int32_t>(copies_.size());
-        for (int c = 0; c < params_.n_copies; ++c) {
-            tensor& t = new_pool_tensor();
-            t.type = src.type;
-            t.ne = src.ne;
-            t.nb = src.nb;
-            t.name.reserve(src.name.size() + 16);
-            t.name.append(set_.name(b)).append("#").append(src.name).append("#").append(std::to_string(c));
-            if (params_.n_copies > 1) {
-                t.set_input();
-                t.set_output();
-            }
-            copies_.push_back(&t);
-        }
-        return static_cast<std::uint32_t>(slot);
-    }
-
+    // The split plan of the assignment (sched/splitting.hpp).
     void pass_splits() {
-        splits_.clear();
-        split_inputs_.clear();
-        split_input_ptrs_.clear();
-        copies_.clear();
-        rewrites_.clear();
-        graph_inputs_.clear();
-        pool_used_ = 0;
-        cross_inplace_ = false;
-        if (nb_ == 1 && params_.n_copies == 1) { // one split, nothing to copy, no slots
-            splits_.push_back(split_rec{0, 0, static_cast<std::uint32_t>(n_nodes_), 0, 0});
-            return;
-        }
-        copy_of_.assign(ts_.size() * nb_, -1);
-
-        const std::vector<std::size_t>& batch_of = copy_batch_;
-        std::size_t weights_copied = 0; // bytes of weights the current split copies
-        std::size_t i = 0;
-        while (i < n_nodes_ && has(i, info_view_op)) ++i;
-        std::int32_t cur = i < n_nodes_ ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
-        splits_.push_back(split_rec{cur, 0, 0, 0, 0});
-        for (; i < n_nodes_; ++i) {
-            if (has(i, info_view_op)) continue;
-            const std::int32_t b = bid_[i];
-            bool new_split = b != cur;
-            split_rec* sp = &splits_.back();
-            if (!new_split && sp->in1 > sp->in0) {
-                for (std::int32_t s : srcs_of(i)) {
-                    if (s < 0) continue;
-                    const auto su = static_cast<std::size_t>(s);
-                    if (has(su, info_weights) && bid_[su] != cur && !readable(s, static_cast<std::size_t>(cur)) &&
-                        (batch_of[static_cast<std::size_t>(cur)] == 0 ||
-                         (copy_of_[su * nb_ + static_cast<std::size_t>(cur)] < 0 &&
-                          weights_copied + ts_[su]->nbytes() > batch_of[static_cast<std::size_t>(cur)]))) {
-                        new_split = true;
-                        break;
-                    }
-                }
-            }
-            if (new_split) {
-                sp->last = static_cast<std::uint32_t>(i);
-                const auto in = static_cast<std::uint32_t>(split_inputs_.size());
-                splits_.push_back(split_rec{b, static_cast<std::uint32_t>(i), 0, in, in});
-                sp = &splits_.back();
-                cur = b;
-                weights_copied = 0;
-            }
-            const auto cb = static_cast<std::size_t>(cur);
-            for (std::size_t j = 0; j < info_[i].nsrc; ++j) {
-                const std::int32_t s = srcs_[i][j];
-                if (s < 0) continue;
-                const auto su = static_cast<std::size_t>(s);
-                if (params_.n_copies > 1 && has(su, info_input)) {
-                    bool made = false;
-                    (void)copies_of(s, static_cast<std::size_t>(bid_[su]), made);
-                    if (made) graph_inputs_.push_back(s);
-                }
-                if (bid_[su] == cur) continue;
-                if (readable(s, cb)) {
-                    if (!has(su, info_weights)) cross_inplace_ = true;
-                    continue;
-                }
-                bool made = false;
-                const std::uint32_t base = copies_of(s, cb, made);
-                if (made) {
-                    split_inputs_.push_back(s);
-                    split_input_ptrs_.push_back(ts_[su]);
-                    sp->in1 = static_cast<std::uint32_t>(split_inputs_.size());
-                    if (has(su, info_weights)) weights_copied += ts_[su]->nbytes();
-                }
-                rewrites_.push_back(rewrite{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
-            }
-        }
-        splits_.back().last = static_cast<std::uint32_t>(n_nodes_);
-    }
-
-    // The allocator's view of the graph. Nodes: per split, each input's copy, then the
-    // split's nodes. Without pipeline copies the copy is itself a node reading the input
-    // (so the input lives until it is copied). With n_copies > 1, every slot of every
-    // rotated graph input and of every copy comes first, in slot order: input-flagged
-    // tensors are placed first, in node order, and never freed, so each slot keeps its
-    // own memory from one run to the next; the rotated input itself stands at the
-    // position of the current slot; and a view node keeps each split input alive until it
-    // is copied.
-    void build_alloc_lists(const graph& g) {
-        const std::size_t n = n_nodes_ + n_leafs_;
-        if (split_inputs_.empty() && params_.n_copies == 1) {
-            // nothing copied: the graph's own lists, numbered as the passes numbered them
-            alloc_nodes_view_ = g.nodes();
-            alloc_leafs_view_ = g.leafs();
-            alloc_node_ids_view_ = std::span<const int>(bid_).first(n_nodes_);
-            alloc_leaf_ids_view_ = std::span<const int>(bid_).subspan(n_nodes_, n_leafs_);
-            topology_ = alloc_topology{srcs_, std::span<const std::int32_t>(vsrc_).first(n), true};
-            return;
-        }
-        alloc_nodes_.clear();
-        alloc_node_ids_.clear();
-        alloc_leafs_.clear();
-        alloc_leaf_ids_.clear();
-        pos_of_.assign(ts_.size(), -1);
-        copy_pos_.assign(copies_.size(), -1);
-        topo_srcs_.clear();
-        const std::array<std::int32_t, max_srcs> none{-1, -1, -1, -1};
-        const auto push_node = [&](tensor* t, std::int32_t id, const std::array<std::int32_t, max_srcs>& srcs) {
-            alloc_nodes_.push_back(t);
-            alloc_node_ids_.push_back(id);
-            topo_srcs_.push_back(srcs); // ts_ indices for now; positions below
-        };
-        const bool pipeline = params_.n_copies > 1;
-        const auto nodes = g.nodes();
-        if (pipeline) {
-            for (std::int32_t s : graph_inputs_) {
-                const auto su = static_cast<std::size_t>(s);
-                if (!rotated(su)) continue;
-                const std::uint32_t base = copy_base(s, bid_[su]);
-                for (int c = 0; c < params_.n_copies; ++c) {
-                    tensor* slot = c == cur_copy_ ? ts_[su] : copies_[base + static_cast<std::uint32_t>(c)];
-                    slot->flags = ts_[su]->flags; // the same key in every rotation
-                    if (c == cur_copy_)
-                        pos_of_[su] = static_cast<std::int32_t>(alloc_nodes_.size());
-                    else
-                        copy_pos_[base + static_cast<std::uint32_t>(c)] = static_cast<std::int32_t>(alloc_nodes_.size());
-                    push_node(slot, bid_[su], none);
-                }
-            }
-            for (const split_rec& sp : splits_)
-                for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
-                    const std::uint32_t base = copy_base(split_inputs_[k], sp.backend);
-                    for (int c = 0; c < params_.n_copies; ++c) {
-                        copy_pos_[base + static_cast<std::uint32_t>(c)] = static_cast<std::int32_t>(alloc_nodes_.size());
-                        push_node(copies_[base + static_cast<std::uint32_t>(c)], sp.backend, none);
-                    }
-                }
-        }
-        dep_view_.clear();
-        for (const split_rec& sp : splits_) {
-            for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
-                const std::int32_t s = split_inputs_[k];
-                tensor* in = ts_[static_cast<std::size_t>(s)];
-                if (pipeline) {
-                    tensor& dep = new_pool_tensor(); // reads the input here; computes nothing
-                    dep.type = in->type;
-                    dep.ne = in->ne;
-                    dep.nb = in->nb;
-                    dep.op = op_kind::view;
-                    dep.src[0] = in;
-                    dep.view_src = in->view_src != nullptr ? in->view_src : in;
-                    dep.view_offs = in->view_src != nullptr ? in->view_offs : 0;
-                    dep.name = in->name + " (kept for its copy)";
-                    const std::int32_t root = vsrc_[static_cast<std::size_t>(s)] >= 0 ? vsrc_[static_cast<std::size_t>(s)] : s;
-                    dep_view_.emplace_back(static_cast<std::int32_t>(alloc_nodes_.size()), root);
-                    push_node(&dep, bid_[static_cast<std::size_t>(s)], {s, -1, -1, -1});
-                } else {
-                    const std::uint32_t base = copy_base(s, sp.backend);
-                    tensor* cp = copies_[base];
-                    cp->src[0] = in;
-                    copy_pos_[base] = static_cast<std::int32_t>(alloc_nodes_.size());
-                    push_node(cp, sp.backend, {s, -1, -1, -1});
-                }
-            }
-            for (std::uint32_t i = sp.first; i < sp.last; ++i) {
-                pos_of_[i] = static_cast<std::int32_t>(alloc_nodes_.size());
-                push_node(nodes[i], bid_[i], srcs_[i]);
-            }
-        }
-        for (std::size_t k = 0; k < n_leafs_; ++k) {
-            const std::size_t i = n_nodes_ + k;
-            if (pipeline && rotated(i)) continue; // placed with its slots above
-            pos_of_[i] = static_cast<std::int32_t>(alloc_nodes_.size() + alloc_leafs_.size());
-            alloc_leafs_.push_back(ts_[i]);
-            alloc_leaf_ids_.push_back(bid_[i]);
-        }
-        // the topology for the allocator: sources and view sources as list positions
-        for (auto& srcs : topo_srcs_)
-            for (std::int32_t& k : srcs) k = k >= 0 ? pos_of_[static_cast<std::size_t>(k)] : -1;
-        for (const rewrite& r : rewrites_) {
-            const std::int32_t p = pos_of_[r.node_index];
-            if (p >= 0) topo_srcs_[static_cast<std::size_t>(p)][r.j] = copy_pos_[r.copy_base + static_cast<std::uint32_t>(cur_copy_)];
-        }
-        topo_vsrcs_.assign(alloc_nodes_.size() + alloc_leafs_.size(), -1);
-        for (std::size_t i = 0; i < ts_.size(); ++i)
-            if (pos_of_[i] >= 0 && vsrc_[i] >= 0) topo_vsrcs_[static_cast<std::size_t>(pos_of_[i])] = pos_of_[static_cast<std::size_t>(vsrc_[i])];
-        for (const auto& [p, root] : dep_view_) topo_vsrcs_[static_cast<std::size_t>(p)] = pos_of_[static_cast<std::size_t>(root)];
-        topology_ = alloc_topology{topo_srcs_, topo_vsrcs_, true};
-        alloc_nodes_view_ = alloc_nodes_;
-        alloc_leafs_view_ = alloc_leafs_;
-        alloc_node_ids_view_ = alloc_node_ids_;
-        alloc_leaf_ids_view_ = alloc_leaf_ids_;
-    }
-
-    // A graph input that gets pipeline slots: an input-flagged leaf without memory of its
-    // own (one the user placed keeps its place).
-    bool rotated(std::size_t i) const noexcept {
-        return i >= n_nodes_ && i < n_nodes_ + n_leafs_ && has(i, info_input) && !has(i, info_memory) &&
-               copy_of_[i * nb_ + static_cast<std::size_t>(bid_[i])] >= 0;
-    }
-
-    std::uint32_t copy_base(std::int32_t s, std::int32_t b) const noexcept {
-        return static_cast<std::uint32_t>(copy_of_[static_cast<std::size_t>(s) * nb_ + static_cast<std::size_t>(b)]);
+        const auto readable_in_place = [this](std::int32_t s, std::size_t b) { return readable(s, b); };
+        detail::make_split_plan(plan_, num_, asg_, {names_, params_.n_copies, copy_batch_}, readable_in_place);
     }
 
     status split(const graph& g) {
         forget_graph();
         if (status s = number(g, user_.empty()); !s) return s;
         if (!user_.empty()) {
-            ensure_map();
+            num_.ensure_map();
             for (const auto& [t, b] : user_)
-                if (const std::uint32_t id = map_.find(t); id != detail::tensor_map::npos) set(id, b, placement_cause::user);
+                if (const std::uint32_t id = num_.map.find(t); id != detail::tensor_map::npos) asg_.set(id, b, placement_cause::user);
             if (status s = pass_from_tensors(); !s) return s;
         }
         if (nb_ > 1) {
@@ -1314,39 +1023,39 @@ private:
     // The placement problem of the numbered graph (placement.hpp), costs from the policy.
     void build_problem(detail::placement_problem& p) {
         for (std::size_t b = 0; b < nb_; ++b) (void)type_index(bt_[b]); // every backend's type numbered
-        const std::size_t nt = ts_.size();
+        const std::size_t nt = num_.ts.size();
         p.nb = nb_;
-        p.n_nodes = n_nodes_;
-        p.computes.resize(n_nodes_);
-        p.fixed.resize(n_nodes_);
-        p.node_cost.resize(n_nodes_ * nb_);
-        p.srcs.resize(n_nodes_);
-        for (std::size_t i = 0; i < n_nodes_; ++i) {
-            const bool c = has(i, info_computes);
+        p.n_nodes = num_.n_nodes;
+        p.computes.resize(num_.n_nodes);
+        p.fixed.resize(num_.n_nodes);
+        p.node_cost.resize(num_.n_nodes * nb_);
+        p.srcs.resize(num_.n_nodes);
+        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
+            const bool c = num_.has(i, tensor_info::computes);
             p.computes[i] = c ? 1 : 0;
-            const placement_cause why = cause_[i];
+            const placement_cause why = asg_.cause[i];
             p.fixed[i] = !c || why == placement_cause::user || why == placement_cause::buffer ||
                                  why == placement_cause::input
-                             ? bid_[i]
+                             ? asg_.backend[i]
                              : -1;
             for (std::size_t b = 0; b < nb_; ++b)
                 p.node_cost[i * nb_ + b] = !c                ? 0.0
-                                           : supports(i, b) ? policy_.node_seconds(b, *ts_[i])
+                                           : supports(i, b) ? policy_.node_seconds(b, *num_.ts[i])
                                                             : detail::placement_problem::unsupported;
-            p.srcs[i] = srcs_[i];
-            for (std::size_t j = info_[i].nsrc; j < max_srcs; ++j) p.srcs[i][j] = -1;
+            p.srcs[i] = num_.srcs[i];
+            for (std::size_t j = num_.info[i].nsrc; j < max_srcs; ++j) p.srcs[i][j] = -1;
         }
         p.root.resize(nt);
         p.mem.resize(nt);
         p.home.resize(nt);
         p.bytes.resize(nt);
         for (std::size_t s = 0; s < nt; ++s) {
-            p.root[s] = s < vsrc_.size() && vsrc_[s] >= 0 ? vsrc_[s] : static_cast<std::int32_t>(s);
-            p.mem[s] = info_[s].mem != 0 ? static_cast<std::int32_t>(info_[s].mem - 1) : -1;
-            p.home[s] = s >= n_nodes_ ? bid_[s] : -1;
-            p.bytes[s] = static_cast<double>(ts_[s]->nbytes());
+            p.root[s] = s < num_.vsrc.size() && num_.vsrc[s] >= 0 ? num_.vsrc[s] : static_cast<std::int32_t>(s);
+            p.mem[s] = num_.info[s].mem != 0 ? static_cast<std::int32_t>(num_.info[s].mem - 1) : -1;
+            p.home[s] = s >= num_.n_nodes ? asg_.backend[s] : -1;
+            p.bytes[s] = static_cast<double>(num_.ts[s]->nbytes());
         }
-        const std::size_t nk = bt_seen_.size();
+        const std::size_t nk = num_.types.size();
         p.n_types = nk;
         p.reads.resize(nk * nb_);
         p.link_latency.resize(nk * nb_);
@@ -1360,7 +1069,7 @@ private:
                     p.link_bandwidth[k * nb_ + b] = 1;
                     continue;
                 }
-                const auto l = policy_.link(bt_seen_[k].name(), bt_seen_[k].is_host(), b);
+                const auto l = policy_.link(num_.types[k].name(), num_.types[k].is_host(), b);
                 p.link_latency[k * nb_ + b] = l.latency;
                 p.link_bandwidth[k * nb_ + b] = l.bandwidth;
             }
@@ -1385,16 +1094,16 @@ private:
     // as last time reuses the last search).
     void apply_policy() {
         build_problem(next_problem_);
-        greedy_.assign(bid_.begin(), bid_.begin() + static_cast<std::ptrdiff_t>(n_nodes_));
+        greedy_.assign(asg_.backend.begin(), asg_.backend.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes));
         if (!has_result_ || greedy_ != last_greedy_ || !same_problem(next_problem_, problem_)) {
             std::swap(problem_, next_problem_);
             result_ = policy_.optimize(problem_, greedy_);
             last_greedy_ = greedy_;
             has_result_ = true;
         }
-        for (std::size_t i = 0; i < n_nodes_; ++i) {
+        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
             if (!problem_.computes[i] || problem_.fixed[i] >= 0) continue;
-            set(i, result_.assign[i], placement_cause::cost);
+            asg_.set(i, result_.assign[i], placement_cause::cost);
         }
         derive_views();
         has_estimate_ = true;
@@ -1402,11 +1111,11 @@ private:
 
     // Views whose memory is a node's (no memory of their own) follow that node.
     void derive_views() {
-        for (std::size_t i = 0; i < n_nodes_; ++i) {
-            if (has(i, info_computes) || has(i, info_memory)) continue;
-            const std::int32_t r = vsrc_[i];
-            if (r < 0 || static_cast<std::size_t>(r) >= n_nodes_ || cause_[i] == placement_cause::user) continue;
-            bid_[i] = bid_[static_cast<std::size_t>(r)];
+        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
+            if (num_.has(i, tensor_info::computes) || num_.has(i, tensor_info::memory)) continue;
+            const std::int32_t r = num_.vsrc[i];
+            if (r < 0 || static_cast<std::size_t>(r) >= num_.n_nodes || asg_.cause[i] == placement_cause::user) continue;
+            asg_.backend[i] = asg_.backend[static_cast<std::size_t>(r)];
         }
     }
 
@@ -1415,9 +1124,8 @@ private:
     // The bytes each backend's compute buffers need for the current plan (see
     // graph_allocator::measure).
     result<std::vector<std::size_t>> measure(const graph& g) {
-        build_alloc_lists(g);
-        return galloc_.measure(alloc_nodes_view_, alloc_leafs_view_, alloc_node_ids_view_, alloc_leaf_ids_view_,
-                               &topology_);
+        req_.build(g, num_, asg_, plan_, nb_, params_.n_copies, cur_copy_);
+        return galloc_.measure(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(), req_.topology());
     }
 
     std::size_t cap_of(std::size_t b) const noexcept {
@@ -1434,7 +1142,7 @@ private:
         for (std::size_t b = 0; b < nb_; ++b) any = any || cap_of(b) != 0;
         if (!any) return {};
         std::vector<std::uint8_t> full(nb_, 0);
-        for (std::size_t round = 0; round <= n_nodes_; ++round) {
+        for (std::size_t round = 0; round <= num_.n_nodes; ++round) {
             auto need = measure(g);
             if (!need) return need.error();
             std::size_t over = nb_;
@@ -1447,15 +1155,15 @@ private:
             full[over] = 1;
             // the largest run of movable nodes on `over`
             std::size_t best_first = 0, best_len = 0, best_bytes = 0;
-            for (std::size_t i = 0; i < n_nodes_;) {
+            for (std::size_t i = 0; i < num_.n_nodes;) {
                 if (!movable(i, over)) {
                     ++i;
                     continue;
                 }
                 std::size_t j = i, bytes = 0, len = 0;
-                for (; j < n_nodes_ && (movable(j, over) || !has(j, info_computes)); ++j)
-                    if (has(j, info_computes)) {
-                        bytes += ts_[j]->nbytes();
+                for (; j < num_.n_nodes && (movable(j, over) || !num_.has(j, tensor_info::computes)); ++j)
+                    if (num_.has(j, tensor_info::computes)) {
+                        bytes += num_.ts[j]->nbytes();
                         ++len;
                     }
                 if (bytes > best_bytes || best_len == 0) {
@@ -1468,12 +1176,12 @@ private:
             bool moved = false;
             if (best_len > 0) {
                 std::size_t seen = 0;
-                for (std::size_t i = best_first; seen < best_len && i < n_nodes_; ++i) {
-                    if (!has(i, info_computes)) continue;
+                for (std::size_t i = best_first; seen < best_len && i < num_.n_nodes; ++i) {
+                    if (!num_.has(i, tensor_info::computes)) continue;
                     if (seen++ < best_len / 2) continue; // the latter half (all of a single node)
                     const std::int32_t to = cap_target(i, full);
                     if (to < 0) continue;
-                    set(i, to, placement_cause::memory);
+                    asg_.set(i, to, placement_cause::memory);
                     moved = true;
                 }
             }
@@ -1487,16 +1195,16 @@ private:
             }
             derive_views();
             if constexpr (Policy::uses_costs)
-                if (has_estimate_) result_.seconds = policy_.evaluate(problem_, std::span<const std::int32_t>(bid_).first(n_nodes_));
+                if (has_estimate_) result_.seconds = policy_.evaluate(problem_, std::span<const std::int32_t>(asg_.backend).first(num_.n_nodes));
             pass_splits();
         }
         return {errc::alloc_failed, "scheduler: could not fit the plan under the memory caps"};
     }
 
     bool movable(std::size_t i, std::size_t b) const noexcept {
-        return has(i, info_computes) && bid_[i] == static_cast<std::int32_t>(b) &&
-               cause_[i] != placement_cause::user && cause_[i] != placement_cause::buffer &&
-               cause_[i] != placement_cause::input;
+        return num_.has(i, tensor_info::computes) && asg_.backend[i] == static_cast<std::int32_t>(b) &&
+               asg_.cause[i] != placement_cause::user && asg_.cause[i] != placement_cause::buffer &&
+               asg_.cause[i] != placement_cause::input;
     }
 
     // Where a node moved off a full backend goes (-1: nowhere).
@@ -1506,7 +1214,7 @@ private:
             double best = detail::placement_problem::unsupported;
             for (std::size_t b = 0; b < nb_; ++b) {
                 if (full[b] || !supports(i, b)) continue;
-                const double c = policy_.node_seconds(b, *ts_[i]);
+                const double c = policy_.node_seconds(b, *num_.ts[i]);
                 if (to < 0 || c < best) {
                     best = c;
                     to = static_cast<std::int32_t>(b);
@@ -1519,222 +1227,14 @@ private:
         return to;
     }
 
-    // -- shadows -------------------------------------------------------------------------------
-
-    // Calls f(node index, rewrites [k0, k1)) for each node that reads copies (its rewrites
-    // are consecutive).
-    template <class F>
-    void for_each_shadowed(F&& f) const {
-        for (std::size_t k0 = 0, k1 = 0; k0 < rewrites_.size(); k0 = k1) {
-            while (k1 < rewrites_.size() && rewrites_[k1].node_index == rewrites_[k0].node_index) ++k1;
-            f(static_cast<std::size_t>(rewrites_[k0].node_index), k0, k1);
-        }
-    }
-
-    // The sources node i's shadow has in slot c: the node's, those of rewrites [k0, k1)
-    // replaced by their copies.
-    std::array<tensor*, max_srcs> shadow_srcs(const tensor& node, std::size_t k0, std::size_t k1, int c) const {
-        std::array<tensor*, max_srcs> srcs = node.src;
-        for (std::size_t k = k0; k < k1; ++k)
-            srcs[rewrites_[k].j] = copies_[rewrites_[k].copy_base + static_cast<std::uint32_t>(c)];
-        return srcs;
-    }
-
-    // The node list the runs of the current slot compute (exec_): g's nodes, each node that
-    // reads copies replaced by its shadow. Made when the slot is allocated, after its last
-    // run is done, so no backend still reads the shadows it replaces.
-    void make_shadows(const graph& g) {
-        const auto c = static_cast<std::size_t>(cur_copy_);
-        std::vector<tensor*>& exec = exec_[c];
-        exec.clear();
-        shadowed_ = true;
-        if (rewrites_.empty()) return; // the runs compute g's own nodes
-        const auto nodes = g.nodes();
-        exec.assign(nodes.begin(), nodes.end());
-        std::deque<tensor>& pool = shadows_[c];
-        std::size_t used = 0;
-        for_each_shadowed([&](std::size_t i, std::size_t k0, std::size_t k1) {
-            if (used == pool.size()) pool.emplace_back();
-            tensor& sh = pool[used++];
-            sh = *nodes[i];
-            sh.src = shadow_srcs(*nodes[i], k0, k1, cur_copy_);
-            exec[i] = &sh;
-        });
-    }
-
-    // Every shadow still equals its node but for the copied sources: false when the user
-    // changed such a node after alloc_graph (its parameters, say), which then runs again.
-    bool shadows_current(const graph& g) const {
-        const std::vector<tensor*>& exec = exec_[static_cast<std::size_t>(cur_copy_)];
-        if (!shadowed_ || exec.empty()) return true;
-        const auto nodes = g.nodes();
-        bool same = true;
-        for_each_shadowed([&](std::size_t i, std::size_t k0, std::size_t k1) {
-            const tensor& n = *nodes[i];
-            const tensor& sh = *exec[i];
-            same = same && sh.src == shadow_srcs(n, k0, k1, cur_copy_) && sh.type == n.type && sh.op == n.op &&
-                   sh.flags == n.flags && sh.ne == n.ne && sh.nb == n.nb && sh.op_params == n.op_params &&
-                   sh.view_src == n.view_src && sh.view_offs == n.view_offs && sh.data == n.data &&
-                   sh.buffer == n.buffer && sh.buffer_serial == n.buffer_serial;
-        });
-        return same;
-    }
-
-    // What split sp's backend computes: its nodes, shadows included.
-    graph_view exec_view(const split_rec& sp) const {
-        const std::vector<tensor*>& exec = exec_[static_cast<std::size_t>(cur_copy_)];
-        const std::span<tensor* const> all = shadowed_ && !exec.empty() ? std::span<tensor* const>(exec)
-                                                                          : std::span<tensor* const>(graph_nodes_, n_nodes_);
-        return graph_view(all.subspan(sp.first, sp.last - sp.first));
-    }
-
     // -- compute ---------------------------------------------------------------------------------
 
-    /// Waits until no backend runs anything (before memory in use may move or be freed).
-    status wait_idle() {
-        for (std::size_t b = 0; b < nb_; ++b)
-            if (status s = set_.synchronize(b); !s) return s;
-        return {};
-    }
-
-    status wait_slot(int c) {
-        for (std::size_t b = 0; b < nb_; ++b)
-            if (status s = set_.event_sync(b, c); !s) return s;
-        return {};
-    }
-
-    status copy_inputs(const split_rec& sp) {
-        const auto b = static_cast<std::size_t>(sp.backend);
-        for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
-            const std::int32_t s = split_inputs_[k];
-            const auto su = static_cast<std::size_t>(s);
-            tensor& in = *ts_[su];
-            tensor& cp = *copies_[static_cast<std::size_t>(copy_of_[su * nb_ + b]) + static_cast<std::size_t>(cur_copy_)];
-            if (in.has_flag(tensor_flag::input)) {
-                // the user may overwrite the input as soon as compute returns: copy now,
-                // once the backend no longer reads this slot
-                if (status st = host_wait_readers(); !st) return st;
-                if (status st = set_.event_sync(b, cur_copy_); !st) return st;
-                if (status st = tensor_copy(in, cp, staging_); !st) return st;
-                continue;
-            }
-            // device memory: the destination's stream copies it when it gets there; the
-            // source backend must not rewrite it before then (pending_readers_). Host
-            // memory is copied at once, as the host may rewrite it right after (ggml too).
-            const auto a = static_cast<std::size_t>(bid_[su]);
-            if (!is_host_memory(in) && set_.copy_async(b, in, cp)) {
-                if (a != b) pending_readers_[a].emplace_back(sp.backend, cur_copy_);
-                continue;
-            }
-            if (status st = set_.synchronize(a); !st) return st;
-            if (status st = host_wait_readers(); !st) return st;
-            if (status st = set_.event_sync(b, cur_copy_); !st) return st;
-            if (status st = tensor_copy(in, cp, staging_); !st) return st;
-        }
-        return {};
-    }
-
-    // The host is about to write the split's backend's memory: wait until the copies
-    // queued on other backends that read that memory are done (their streams' events).
-    status host_wait_readers() {
-        for (const auto& [reader, c] : readers_now_)
-            if (status s = set_.event_sync(static_cast<std::size_t>(reader), c); !s) return s;
-        readers_now_.clear();
-        return {};
-    }
-
-    static bool is_host_memory(const tensor& t) noexcept {
-        const buffer_handle* buf = buffer_of(t);
-        return buf == nullptr ? detail::has_memory(t) : buf->is_host();
-    }
-
-    status compute_split(const graph& g, const split_rec& sp) {
-        const auto b = static_cast<std::size_t>(sp.backend);
-        const graph_view exec = exec_view(sp);
-        if (!eval_) return set_.compute(b, exec);
-        const graph_view all = g.view(); // the callback sees the user's nodes
-        for (std::size_t j0 = sp.first; j0 < sp.last;) {
-            std::size_t j1 = j0;
-            bool need = eval_(*all[j1], true);
-            while (!need && j1 + 1 < sp.last) need = eval_(*all[++j1], true);
-            if (status s = set_.compute(b, exec.subview(j0 - sp.first, j1 + 1 - sp.first)); !s) return s;
-            if (status s = set_.synchronize(b); !s) return s;
-            if (need && !eval_(*all[j1], false))
-                return {errc::aborted, "scheduler: compute cancelled by the eval callback after node '" + all[j1]->name + "'"};
-            j0 = j1 + 1;
-        }
-        return {};
-    }
-
     status run_splits(const graph& g) {
-        // a backend reading another's memory in place could see it rewritten by this run
-        // while an earlier run is still in flight: with pipeline copies, start from idle
-        if (params_.n_copies > 1 && cross_inplace_)
-            for (std::size_t b = 0; b < nb_; ++b)
-                if (status s = set_.synchronize(b); !s) return s;
-        std::int32_t prev = -1;
-        for (const split_rec& sp : splits_) {
-            if (sp.first == sp.last) continue;
-            const auto b = static_cast<std::size_t>(sp.backend);
-            // splits run in order: a backend starts after the previous split's backend
-            if (prev >= 0 && prev != sp.backend)
-                if (status s = set_.wait(b, static_cast<std::size_t>(prev), cur_copy_); !s) return s;
-            // and after every queued copy that reads its memory (from earlier runs too); the
-            // host waits for them too before it writes that memory itself (copy_inputs)
-            for (const auto& [reader, c] : pending_readers_[b])
-                if (status s = set_.wait(b, static_cast<std::size_t>(reader), c); !s) return s;
-            readers_now_.swap(pending_readers_[b]);
-            pending_readers_[b].clear();
-            const std::int64_t t0 = params_.trace ? trace_now() : 0;
-            if (status s = copy_inputs(sp); !s) return s;
-            if (params_.trace && sp.in1 > sp.in0) {
-                if (status s = set_.synchronize(b); !s) return s;
-                trace_copy(sp, t0);
-            }
-            const std::int64_t t1 = params_.trace ? trace_now() : 0;
-            if (status s = compute_split(g, sp); !s) return s;
-            if (params_.trace) {
-                if (status st = set_.synchronize(b); !st) return st;
-                trace_event e{trace_event::kind::compute, static_cast<std::size_t>(&sp - splits_.data()), b,
-                              sp.last - sp.first, 0, t1, trace_now()};
-                if (!eval_) // one compute per split: the device span is the split's
-                    if (const auto d = set_.last_compute_time(b)) {
-                        e.has_device_time = true;
-                        e.device_start_ns = static_cast<std::int64_t>(d->start_ns);
-                        e.device_end_ns = static_cast<std::int64_t>(d->end_ns);
-                    }
-                trace_.push_back(e);
-            }
-            if (status r = set_.record(b, cur_copy_); !r) return r;
-            prev = sp.backend;
-        }
-        if (params_.trace) place_device_times();
-        return {};
+        const typename detail::executor<Set>::run_input in{
+            g, num_, asg_, plan_, cur_copy_, params_.n_copies > 1, eval_, params_.trace ? &tracer_ : nullptr};
+        return exec_.run(set_, in);
     }
 
-    // Moves each backend's device times (its own clock) onto the trace's: one offset per
-    // backend, the largest that ends no device span after the host saw it end.
-    void place_device_times() {
-        std::vector<std::int64_t> offset(nb_, std::numeric_limits<std::int64_t>::max());
-        for (const trace_event& e : trace_)
-            if (e.has_device_time) offset[e.backend] = std::min(offset[e.backend], e.end_ns - e.device_end_ns);
-        for (trace_event& e : trace_)
-            if (e.has_device_time) {
-                e.device_start_ns += offset[e.backend];
-                e.device_end_ns += offset[e.backend];
-            }
-    }
-
-    [[nodiscard]] std::int64_t trace_now() const {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - trace_start_)
-            .count();
-    }
-    void trace_copy(const split_rec& sp, std::int64_t t0) {
-        std::size_t bytes = 0;
-        for (std::uint32_t k = sp.in0; k < sp.in1; ++k) bytes += ts_[static_cast<std::size_t>(split_inputs_[k])]->nbytes();
-        trace_.push_back({trace_event::kind::copy, static_cast<std::size_t>(&sp - splits_.data()),
-                          static_cast<std::size_t>(sp.backend), sp.in1 - sp.in0, bytes, t0, trace_now()});
-    }
     [[nodiscard]] std::vector<std::string> backend_names() const {
         std::vector<std::string> v;
         for (std::size_t i = 0; i < nb_; ++i) v.emplace_back(set_.name(i));
@@ -1750,8 +1250,7 @@ private:
     std::vector<std::int32_t> greedy_, last_greedy_;
     bool has_result_ = false;   // result_ is the search of problem_ from last_greedy_
     bool has_estimate_ = false; // result_ describes the current plan
-    std::vector<trace_event> trace_;
-    std::chrono::steady_clock::time_point trace_start_{};
+    tracer tracer_;
     std::size_t nb_;
     graph_allocator galloc_;
     eval_callback eval_;
@@ -1763,241 +1262,24 @@ private:
     tensor* const* graph_nodes_ = nullptr;
     int cur_copy_ = 0;
     int next_copy_ = 0;
-    std::size_t n_nodes_ = 0;
-    std::size_t n_leafs_ = 0;
-    mutable detail::tensor_map map_;
-    mutable std::size_t map_size_ = 0; // ts_[0, map_size_) are in map_
-    std::size_t unassigned_ = 0;       // tensors without a backend yet
-    std::vector<tensor*> ts_;
-    std::vector<std::int32_t> bid_;
-    std::vector<placement_cause> cause_;
-    std::vector<std::int32_t> vsrc_;
-    std::vector<tensor_info> info_;
-    std::vector<std::array<std::int32_t, max_srcs>> srcs_;
+    detail::graph_numbering num_;
+    detail::assignment asg_;
+    detail::split_plan plan_;
     std::vector<std::int16_t> sup_;
     std::vector<buffer_type_ref> bt_;
-    std::vector<buffer_type_ref> bt_seen_; // buffer types met in this graph
+    std::vector<std::string_view> names_; // the backends' names
     buffer_memo memo_;
     const tensor* lost_ = nullptr;                 // a user's tensor whose buffer was freed (number)
     std::vector<std::uint64_t> user_serials_;      // the user buffers the numbered graph reads
     std::vector<const tensor*> user_serial_tensors_; // a tensor in each (for messages)
     std::vector<std::int8_t> bt_reads_;  // [type][backend]: -1 not asked yet
 
-    std::vector<split_rec> splits_;
     std::vector<std::size_t> copy_batch_; // per backend: weight_copy_batch resolved
-    std::vector<std::int32_t> split_inputs_;
-    std::vector<tensor*> split_input_ptrs_;
-    std::vector<std::int32_t> copy_of_;
-    std::vector<tensor*> copies_;
-    std::vector<std::int32_t> graph_inputs_;
-    std::vector<rewrite> rewrites_;
-    // per pipeline slot: the node list its runs compute (empty: the graph's own) and the
-    // shadows in it
-    std::vector<std::vector<tensor*>> exec_;
-    std::vector<std::deque<tensor>> shadows_;
-    bool shadowed_ = false; // exec_ of the current slot is the last graph's (alloc_graph made it)
-    bool cross_inplace_ = false; // a split reads another backend's compute memory in place
-    /// Per backend: (reader backend, slot) of asynchronous copies queued from its memory
-    /// that it has not waited for yet.
-    std::vector<std::vector<std::pair<std::int32_t, int>>> pending_readers_;
-    std::vector<std::pair<std::int32_t, int>> readers_now_; // those of the split being run
-    std::deque<tensor> pool_;
-    std::size_t pool_used_ = 0;
-    std::vector<std::byte> staging_;
+    detail::executor<Set> exec_;
 
-    std::vector<std::int32_t> pos_of_;   // list position of each numbered tensor (-1)
-    std::vector<std::int32_t> copy_pos_; // list position of each copy slot (-1)
-    std::vector<std::pair<std::int32_t, std::int32_t>> dep_view_; // (position, root index)
-    std::vector<std::array<std::int32_t, max_srcs>> topo_srcs_;
-    std::vector<std::int32_t> topo_vsrcs_;
-    alloc_topology topology_;
-    std::span<tensor* const> alloc_nodes_view_, alloc_leafs_view_; // what the allocator gets
-    std::span<const int> alloc_node_ids_view_, alloc_leaf_ids_view_;
-    std::vector<tensor*> alloc_nodes_;
-    std::vector<tensor*> alloc_leafs_;
-    std::vector<int> alloc_node_ids_;
-    std::vector<int> alloc_leaf_ids_;
+    detail::alloc_request req_;
     detail::single_user in_use_; // the thread inside an entry point (docs/threading.md)
 };
-
-// -- explaining the plan ---------------------------------------------------------------------
-
-namespace detail {
-
-inline std::string human_bytes(std::size_t n) {
-    static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(n);
-    std::size_t u = 0;
-    while (v >= 1024.0 && u + 1 < std::size(units)) {
-        v /= 1024.0;
-        ++u;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-    return buf;
-}
-
-
-inline std::string human_seconds(double s) {
-    char buf[32];
-    if (s >= 1.0)
-        std::snprintf(buf, sizeof buf, "%.3g s", s);
-    else if (s >= 1e-3)
-        std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
-    else
-        std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
-    return buf;
-}
-
-/// "f32 [8, 2, 1, 1]", as error messages write shapes.
-inline std::string typed_shape(const tensor& t) { return std::string(to_string(t.type)) + " " + shape_string(t.ne); }
-
-/// A DOT string literal (line breaks become DOT's \n).
-inline std::string dot_quote(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + '"';
-}
-
-} // namespace detail
-
-template <backend_set Set, class Policy>
-std::string basic_scheduler<Set, Policy>::describe(int level) const {
-    std::string out = "scheduler: " + std::to_string(nb_) + " backend(s) (";
-    for (std::size_t b = 0; b < nb_; ++b) out += (b ? ", " : "") + std::string(set_.name(b));
-    out += ")";
-    if (graph_nodes_ == nullptr) return out + ", no graph\n";
-    std::size_t copied = 0;
-    for (std::int32_t s : split_inputs_) copied += ts_[static_cast<std::size_t>(s)]->nbytes();
-    out += ", " + std::to_string(n_nodes_) + " nodes, " + std::to_string(splits_.size()) + " split(s), " +
-           std::to_string(split_inputs_.size()) + " input(s) copied per run (" + detail::human_bytes(copied) +
-           "), pipeline copies " + std::to_string(params_.n_copies) + "\n";
-    if constexpr (Policy::uses_costs)
-        if (has_estimate_)
-            out += "cost policy: estimated " + detail::human_seconds(result_.seconds) + " per compute (greedy plan " +
-                   detail::human_seconds(result_.greedy_seconds) + "; search from " + result_.start + ")\n";
-    for (std::size_t k = 0; k < splits_.size(); ++k) {
-        const split_rec& sp = splits_[k];
-        const auto b = static_cast<std::size_t>(sp.backend);
-        std::size_t computing = 0;
-        for (std::uint32_t i = sp.first; i < sp.last; ++i) computing += is_view_op(ts_[i]->op) ? 0 : 1;
-        out += "split " + std::to_string(k) + ": " + std::string(set_.name(b)) + ", nodes " + std::to_string(sp.first) +
-               ".." + std::to_string(sp.last == 0 ? 0 : sp.last - 1) + " (" + std::to_string(computing) + " computing)";
-        if (sp.in1 > sp.in0) {
-            out += ", inputs:";
-            for (std::uint32_t j = sp.in0; j < sp.in1; ++j) {
-                const auto s = static_cast<std::size_t>(split_inputs_[j]);
-                const tensor& t = *ts_[s];
-                out += " '" + t.name + "' (" + std::string(set_.name(static_cast<std::size_t>(bid_[s]))) + " -> " +
-                       std::string(set_.name(b)) + ", " + detail::human_bytes(t.nbytes()) +
-                       (t.has_flag(tensor_flag::input) ? ", user input" : "") + ")";
-            }
-        }
-        out += "\n";
-        if (level < 2) continue;
-        for (std::uint32_t i = sp.first; i < sp.last; ++i) {
-            const tensor& t = *ts_[i];
-            out += "  node " + std::to_string(i) + " '" + t.name + "' " + std::string(to_string(t.op)) + " " +
-                   detail::typed_shape(t) + " -> " + std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
-                   std::string(to_string(cause_[i])) + ")";
-            if constexpr (Policy::uses_costs)
-                if (has_estimate_ && problem_.computes[i])
-                    out += " est " + detail::human_seconds(problem_.node_cost[i * nb_ + static_cast<std::size_t>(bid_[i])]);
-            out += "\n";
-        }
-    }
-    out += "buffers:";
-    for (std::size_t b = 0; b < nb_; ++b) {
-        const bool overridden = b < params_.buffer_types.size() && params_.buffer_types[b].has_value();
-        out += " " + std::string(set_.name(b)) + " " + detail::human_bytes(galloc_.buffer_size(static_cast<int>(b))) +
-               (overridden ? " (" + std::string(bt_[b].name()) + ")" : "") + (b + 1 < nb_ ? "," : "");
-    }
-    return out + "\n";
-}
-
-template <backend_set Set, class Policy>
-std::string basic_scheduler<Set, Policy>::explain(const tensor& t) const {
-    if (graph_nodes_ == nullptr) return "no plan";
-    ensure_map();
-    const std::uint32_t id = map_.find(&t);
-    if (id == detail::tensor_map::npos) return "'" + t.name + "' is not in the last graph";
-    const auto i = static_cast<std::size_t>(id);
-    const auto b = static_cast<std::size_t>(bid_[i]);
-    std::string out = "'" + t.name + "' (" + std::string(to_string(t.op)) + ") runs on " + std::string(set_.name(b)) +
-                      " (" + std::string(to_string(cause_[i])) + ")";
-    if constexpr (Policy::uses_costs) {
-        if (has_estimate_ && i < n_nodes_ && problem_.computes[i]) {
-            out += ": estimated";
-            for (std::size_t k = 0; k < nb_; ++k) {
-                const double c = problem_.node_cost[i * nb_ + k];
-                out += (k ? ", " : " ") + std::string(set_.name(k)) + " " +
-                       (std::isfinite(c) ? detail::human_seconds(c) : std::string("unsupported"));
-            }
-            std::string copies;
-            for (std::int32_t s : srcs_of(i)) {
-                if (s < 0) continue;
-                const auto su = static_cast<std::size_t>(s);
-                const std::int32_t cp = copy_of_.empty() ? -1 : copy_of_[su * nb_ + b];
-                if (cp < 0) continue;
-                const std::uint32_t m = info_[su].mem;
-                const std::size_t k = m != 0 ? m - 1 : static_cast<std::size_t>(problem_.backend_type[static_cast<std::size_t>(bid_[su])]);
-                const double sec = problem_.link_latency[k * nb_ + b] + problem_.bytes[su] / problem_.link_bandwidth[k * nb_ + b];
-                copies += (copies.empty() ? "" : ", ") + ("'" + ts_[su]->name + "' " + detail::human_bytes(ts_[su]->nbytes()) +
-                                                          " " + detail::human_seconds(sec));
-            }
-            if (!copies.empty()) out += "; copies in: " + copies;
-        }
-    }
-    return out;
-}
-
-template <backend_set Set, class Policy>
-std::string basic_scheduler<Set, Policy>::to_dot() const {
-    static constexpr const char* palette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072",
-                                              "#80b1d3", "#fdb462", "#b3de69", "#fccde5"};
-    const auto colour = [](std::int32_t b) { return palette[static_cast<std::size_t>(b) % std::size(palette)]; };
-    std::string out = "digraph backplane {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n";
-    if (graph_nodes_ == nullptr) return out + "}\n";
-    const auto label = [&](std::size_t i) {
-        const tensor& t = *ts_[i];
-        return detail::dot_quote((t.name.empty() ? "#" + std::to_string(i) : t.name) + "\n" +
-                                 std::string(to_string(t.op)) + " " + detail::typed_shape(t) + "\n" +
-                                 std::string(set_.name(static_cast<std::size_t>(bid_[i]))) + " (" +
-                                 std::string(to_string(cause_[i])) + ")");
-    };
-    for (std::size_t k = 0; k < splits_.size(); ++k) {
-        const split_rec& sp = splits_[k];
-        out += "  subgraph cluster_" + std::to_string(k) + " {\n    label=" +
-               detail::dot_quote("split " + std::to_string(k) + ": " +
-                                 std::string(set_.name(static_cast<std::size_t>(sp.backend)))) +
-               ";\n    style=rounded;\n";
-        for (std::uint32_t i = sp.first; i < sp.last; ++i)
-            out += "    t" + std::to_string(i) + " [label=" + label(i) + ", fillcolor=\"" + colour(bid_[i]) + "\"];\n";
-        out += "  }\n";
-    }
-    for (std::size_t i = n_nodes_; i < ts_.size(); ++i)
-        out += "  t" + std::to_string(i) + " [shape=ellipse, label=" + label(i) + ", fillcolor=\"" + colour(bid_[i]) +
-               "\"];\n";
-    for (std::size_t i = 0; i < n_nodes_; ++i)
-        for (std::int32_t s : srcs_of(i)) {
-            if (s < 0) continue;
-            const auto su = static_cast<std::size_t>(s);
-            out += "  t" + std::to_string(su) + " -> t" + std::to_string(i);
-            const std::int32_t cp = copy_of_.empty() ? -1 : copy_of_[su * nb_ + static_cast<std::size_t>(bid_[i])];
-            if (cp >= 0 && bid_[su] != bid_[i])
-                out += " [style=dashed, color=\"#d62728\", label=" +
-                       detail::dot_quote("copy " + detail::human_bytes(ts_[su]->nbytes())) + "]";
-            out += ";\n";
-        }
-    return out + "}\n";
-}
 
 /// A scheduler over backends known at compile time, in priority order; the last must be a
 /// host backend. Holds references: the backends must outlive it.

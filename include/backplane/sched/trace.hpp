@@ -11,8 +11,13 @@
 // and compute (the device work of a split ends no later than the host saw it end), so
 // their durations and gaps are the device's own.
 
+#include <backplane/core/concepts.hpp>
+
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
+#include <limits>
+#include <optional>
 #include <cstdint>
 #include <cstdio>
 #include <span>
@@ -38,6 +43,72 @@ struct trace_event {
     /// clock as start_ns (see the header comment).
     bool has_device_time = false;
     std::int64_t device_start_ns = 0, device_end_ns = 0;
+};
+
+/// What an executor reports of a run (sched/executor.hpp). With an observer the executor
+/// synchronizes each split's backend after its input copies and after its nodes, so each
+/// piece is timed alone: mark() comes before each piece, copied() or computed() after it.
+class run_observer {
+public:
+    virtual ~run_observer() = default;
+    virtual void started() = 0;
+    virtual void mark() = 0;
+    virtual void copied(std::size_t split, std::size_t backend, std::size_t tensors, std::size_t bytes) = 0;
+    /// `device`: when the backend ran the split's nodes on its device (timed_backend).
+    virtual void computed(std::size_t split, std::size_t backend, std::size_t nodes,
+                          std::optional<device_span> device) = 0;
+    virtual void finished() = 0;
+};
+
+/// The run_observer that records a trace (trace_event per piece, host times since
+/// started(), device times moved onto that clock: see the header comment).
+class tracer final : public run_observer {
+public:
+    [[nodiscard]] std::span<const trace_event> events() const noexcept { return events_; }
+    void clear() noexcept { events_.clear(); }
+
+    void started() override {
+        events_.clear();
+        start_ = std::chrono::steady_clock::now();
+    }
+    void mark() override { mark_ = now(); }
+    void copied(std::size_t split, std::size_t backend, std::size_t tensors, std::size_t bytes) override {
+        events_.push_back({trace_event::kind::copy, split, backend, tensors, bytes, mark_, now()});
+    }
+    void computed(std::size_t split, std::size_t backend, std::size_t nodes,
+                  std::optional<device_span> device) override {
+        trace_event e{trace_event::kind::compute, split, backend, nodes, 0, mark_, now()};
+        if (device) {
+            e.has_device_time = true;
+            e.device_start_ns = static_cast<std::int64_t>(device->start_ns);
+            e.device_end_ns = static_cast<std::int64_t>(device->end_ns);
+        }
+        events_.push_back(e);
+    }
+    // Moves each backend's device times (its own clock) onto the trace's: one offset per
+    // backend, the largest that ends no device span after the host saw it end.
+    void finished() override {
+        std::vector<std::int64_t> offset;
+        for (const trace_event& e : events_) {
+            if (!e.has_device_time) continue;
+            if (offset.size() <= e.backend) offset.resize(e.backend + 1, std::numeric_limits<std::int64_t>::max());
+            offset[e.backend] = std::min(offset[e.backend], e.end_ns - e.device_end_ns);
+        }
+        for (trace_event& e : events_)
+            if (e.has_device_time) {
+                e.device_start_ns += offset[e.backend];
+                e.device_end_ns += offset[e.backend];
+            }
+    }
+
+private:
+    [[nodiscard]] std::int64_t now() const {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+    std::vector<trace_event> events_;
+    std::chrono::steady_clock::time_point start_{};
+    std::int64_t mark_ = 0;
 };
 
 namespace detail {

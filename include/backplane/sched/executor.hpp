@@ -1,0 +1,277 @@
+#pragma once
+// The scheduler's last stage: runs a split plan (sched/plan.hpp) on its backends.
+//
+// Per split, in order: wait for the previous split's backend (device-side with events,
+// else on the host) and for the copies queued from this backend's memory, copy the
+// split's inputs (user inputs at once, others with the destination's asynchronous copy
+// when it has one), compute the split's nodes, record an event. The eval callback, when
+// set, decides where a split's compute pauses; a run_observer (the tracer) sees each
+// piece.
+//
+// The user's graph is never modified: a node that reads copies runs as its shadow, the
+// executor's own tensor equal to the node but for those sources (one per pipeline slot).
+
+#include <backplane/core/error.hpp>
+#include <backplane/core/graph.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/memory/tensor_copy.hpp>
+#include <backplane/sched/backend_set.hpp>
+#include <backplane/sched/plan.hpp>
+#include <backplane/sched/trace.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace backplane {
+
+/// The eval callback: asked for each node of a split in order with ask = true ("will you
+/// look at this node?"); nodes up to the first `true` are computed in one call; then it is
+/// called again for that node with ask = false, its result computed and readable (the
+/// backend synchronized). Returning false then cancels the compute: nothing after that
+/// node runs, and compute returns errc::aborted.
+using eval_callback = std::function<bool(tensor& node, bool ask)>;
+
+namespace detail {
+
+/// Runs split plans on the backends of a set (see the header comment).
+template <backend_set Set>
+class executor {
+public:
+    explicit executor(std::size_t n_backends) : nb_(n_backends), pending_readers_(n_backends) {}
+
+    /// What one run reads.
+    struct run_input {
+        const graph& g;
+        const graph_numbering& num;
+        const assignment& asg;
+        const split_plan& plan;
+        int slot;            ///< the pipeline slot
+        bool pipelined;      ///< more than one slot
+        const eval_callback& eval;
+        run_observer* observer; ///< null: none
+    };
+
+    /// Queues every split of the plan; returns when everything is queued.
+    status run(Set& set, const run_input& in) {
+        // a backend reading another's memory in place could see it rewritten by this run
+        // while an earlier run is still in flight: with pipeline copies, start from idle
+        if (in.pipelined && in.plan.cross_inplace)
+            if (status s = wait_idle(set); !s) return s;
+        if (in.observer != nullptr) in.observer->started();
+        std::int32_t prev = -1;
+        for (std::size_t k = 0; k < in.plan.splits.size(); ++k) {
+            const split_rec& sp = in.plan.splits[k];
+            if (sp.first == sp.last) continue;
+            if (status s = run_split(set, in, k, prev); !s) return s;
+            prev = sp.backend;
+        }
+        if (in.observer != nullptr) in.observer->finished();
+        return {};
+    }
+
+    /// Waits until no backend runs anything (before memory in use may move or be freed).
+    status wait_idle(Set& set) {
+        for (std::size_t b = 0; b < nb_; ++b)
+            if (status s = set.synchronize(b); !s) return s;
+        return {};
+    }
+    /// Waits until the last run that used pipeline slot c is done on every backend.
+    status wait_slot(Set& set, int c) {
+        for (std::size_t b = 0; b < nb_; ++b)
+            if (status s = set.event_sync(b, c); !s) return s;
+        return {};
+    }
+
+    // -- shadows -----------------------------------------------------------------------
+
+    /// Makes slot c's node list: g's nodes, each node that reads copies replaced by its
+    /// shadow. Call when the slot is allocated, after its last run is done, so that no
+    /// backend still reads the shadows it replaces.
+    void make_shadows(const graph& g, const split_plan& plan, int c) {
+        const auto cu = static_cast<std::size_t>(c);
+        if (exec_.size() <= cu) {
+            exec_.resize(cu + 1);
+            shadows_.resize(cu + 1);
+        }
+        std::vector<tensor*>& exec = exec_[cu];
+        exec.clear();
+        shadowed_ = true;
+        if (plan.rewrites.empty()) return; // the runs compute g's own nodes
+        const auto nodes = g.nodes();
+        exec.assign(nodes.begin(), nodes.end());
+        std::deque<tensor>& pool = shadows_[cu];
+        std::size_t used = 0;
+        for_each_shadowed(plan, [&](std::size_t i, std::size_t k0, std::size_t k1) {
+            if (used == pool.size()) pool.emplace_back();
+            tensor& sh = pool[used++];
+            sh = *nodes[i];
+            sh.src = shadow_srcs(plan, *nodes[i], k0, k1, c);
+            exec[i] = &sh;
+        });
+    }
+
+    /// Every shadow of slot c still equals its node but for the copied sources: false
+    /// when the user changed such a node since (its parameters, say).
+    bool shadows_current(const graph& g, const split_plan& plan, int c) const {
+        if (!shadowed_ || exec_[static_cast<std::size_t>(c)].empty()) return true;
+        const std::vector<tensor*>& exec = exec_[static_cast<std::size_t>(c)];
+        const auto nodes = g.nodes();
+        bool same = true;
+        for_each_shadowed(plan, [&](std::size_t i, std::size_t k0, std::size_t k1) {
+            const tensor& n = *nodes[i];
+            const tensor& sh = *exec[i];
+            same = same && sh.src == shadow_srcs(plan, n, k0, k1, c) && sh.type == n.type && sh.op == n.op &&
+                   sh.flags == n.flags && sh.ne == n.ne && sh.nb == n.nb && sh.op_params == n.op_params &&
+                   sh.view_src == n.view_src && sh.view_offs == n.view_offs && sh.data == n.data &&
+                   sh.buffer == n.buffer && sh.buffer_serial == n.buffer_serial;
+        });
+        return same;
+    }
+
+    /// The shadows describe no graph any more (a new plan was made).
+    void forget_shadows() noexcept { shadowed_ = false; }
+
+    /// What split sp's backend computes in slot c: its nodes, shadows included.
+    graph_view nodes_of(const split_rec& sp, std::span<tensor* const> graph_nodes, int c) const {
+        const bool own = shadowed_ && !exec_[static_cast<std::size_t>(c)].empty();
+        const std::span<tensor* const> all = own ? std::span<tensor* const>(exec_[static_cast<std::size_t>(c)]) : graph_nodes;
+        return graph_view(all.subspan(sp.first, sp.last - sp.first));
+    }
+
+private:
+    // Calls f(node number, rewrites [k0, k1)) for each node that reads copies (its
+    // rewrites are consecutive).
+    template <class F>
+    static void for_each_shadowed(const split_plan& plan, F&& f) {
+        for (std::size_t k0 = 0, k1 = 0; k0 < plan.rewrites.size(); k0 = k1) {
+            while (k1 < plan.rewrites.size() && plan.rewrites[k1].node == plan.rewrites[k0].node) ++k1;
+            f(static_cast<std::size_t>(plan.rewrites[k0].node), k0, k1);
+        }
+    }
+
+    // The sources node's shadow has in slot c: the node's, those of rewrites [k0, k1)
+    // replaced by their copies.
+    static std::array<tensor*, max_srcs> shadow_srcs(const split_plan& plan, const tensor& node, std::size_t k0,
+                                                     std::size_t k1, int c) {
+        std::array<tensor*, max_srcs> srcs = node.src;
+        for (std::size_t k = k0; k < k1; ++k)
+            srcs[plan.rewrites[k].j] = plan.copies[plan.rewrites[k].copy_base + static_cast<std::uint32_t>(c)];
+        return srcs;
+    }
+
+    // Split k after split `prev`'s backend: its waits, copies, compute and event.
+    status run_split(Set& set, const run_input& in, std::size_t k, std::int32_t prev) {
+        const split_rec& sp = in.plan.splits[k];
+        const auto b = static_cast<std::size_t>(sp.backend);
+        // splits run in order: a backend starts after the previous split's backend
+        if (prev >= 0 && prev != sp.backend)
+            if (status s = set.wait(b, static_cast<std::size_t>(prev), in.slot); !s) return s;
+        // and after every queued copy that reads its memory (from earlier runs too); the
+        // host waits for them too before it writes that memory itself (copy_inputs)
+        for (const auto& [reader, c] : pending_readers_[b])
+            if (status s = set.wait(b, static_cast<std::size_t>(reader), c); !s) return s;
+        readers_now_.swap(pending_readers_[b]);
+        pending_readers_[b].clear();
+        if (in.observer != nullptr) in.observer->mark();
+        if (status s = copy_inputs(set, in, sp); !s) return s;
+        if (in.observer != nullptr && sp.in1 > sp.in0) {
+            if (status s = set.synchronize(b); !s) return s;
+            std::size_t bytes = 0;
+            for (std::uint32_t j = sp.in0; j < sp.in1; ++j) bytes += in.plan.input_ptrs[j]->nbytes();
+            in.observer->copied(k, b, sp.in1 - sp.in0, bytes);
+        }
+        if (in.observer != nullptr) in.observer->mark();
+        if (status s = compute_split(set, in, sp); !s) return s;
+        if (in.observer != nullptr) {
+            if (status s = set.synchronize(b); !s) return s;
+            // one compute per split without an eval callback: the device span is the split's
+            in.observer->computed(k, b, sp.last - sp.first, in.eval ? std::nullopt : set.last_compute_time(b));
+        }
+        return set.record(b, in.slot);
+    }
+
+    status copy_inputs(Set& set, const run_input& in, const split_rec& sp) {
+        const auto b = static_cast<std::size_t>(sp.backend);
+        for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
+            const auto su = static_cast<std::size_t>(in.plan.inputs[k]);
+            tensor& src = *in.num.ts[su];
+            tensor& cp = *in.plan.copies[static_cast<std::size_t>(in.plan.copy_of[su * nb_ + b]) +
+                                         static_cast<std::size_t>(in.slot)];
+            if (src.has_flag(tensor_flag::input)) {
+                // the user may overwrite the input as soon as compute returns: copy now,
+                // once the backend no longer reads this slot
+                if (status st = host_wait_readers(set); !st) return st;
+                if (status st = set.event_sync(b, in.slot); !st) return st;
+                if (status st = tensor_copy(src, cp, staging_); !st) return st;
+                continue;
+            }
+            // device memory: the destination's stream copies it when it gets there; the
+            // source backend must not rewrite it before then (pending_readers_). Host
+            // memory is copied at once, as the host may rewrite it right after (ggml too).
+            const auto a = static_cast<std::size_t>(in.asg.backend[su]);
+            if (!is_host_memory(src) && set.copy_async(b, src, cp)) {
+                if (a != b) pending_readers_[a].emplace_back(sp.backend, in.slot);
+                continue;
+            }
+            if (status st = set.synchronize(a); !st) return st;
+            if (status st = host_wait_readers(set); !st) return st;
+            if (status st = set.event_sync(b, in.slot); !st) return st;
+            if (status st = tensor_copy(src, cp, staging_); !st) return st;
+        }
+        return {};
+    }
+
+    // The host is about to write the split's backend's memory: wait until the copies
+    // queued on other backends that read that memory are done (their streams' events).
+    status host_wait_readers(Set& set) {
+        for (const auto& [reader, c] : readers_now_)
+            if (status s = set.event_sync(static_cast<std::size_t>(reader), c); !s) return s;
+        readers_now_.clear();
+        return {};
+    }
+
+    static bool is_host_memory(const tensor& t) noexcept {
+        const buffer_handle* buf = buffer_of(t);
+        return buf == nullptr ? has_memory(t) : buf->is_host();
+    }
+
+    status compute_split(Set& set, const run_input& in, const split_rec& sp) {
+        const auto b = static_cast<std::size_t>(sp.backend);
+        const graph_view exec = nodes_of(sp, in.g.nodes(), in.slot);
+        if (!in.eval) return set.compute(b, exec);
+        const graph_view all = in.g.view(); // the callback sees the user's nodes
+        for (std::size_t j0 = sp.first; j0 < sp.last;) {
+            std::size_t j1 = j0;
+            bool need = in.eval(*all[j1], true);
+            while (!need && j1 + 1 < sp.last) need = in.eval(*all[++j1], true);
+            if (status s = set.compute(b, exec.subview(j0 - sp.first, j1 + 1 - sp.first)); !s) return s;
+            if (status s = set.synchronize(b); !s) return s;
+            if (need && !in.eval(*all[j1], false))
+                return {errc::aborted,
+                        "scheduler: compute cancelled by the eval callback after node '" + all[j1]->name + "'"};
+            j0 = j1 + 1;
+        }
+        return {};
+    }
+
+    std::size_t nb_;
+    /// Per backend: (reader backend, slot) of asynchronous copies queued from its memory
+    /// that it has not waited for yet.
+    std::vector<std::vector<std::pair<std::int32_t, int>>> pending_readers_;
+    std::vector<std::pair<std::int32_t, int>> readers_now_; // those of the split being run
+    std::vector<std::byte> staging_;
+    // per pipeline slot: the node list its runs compute (empty: the graph's own) and the
+    // shadows in it
+    std::vector<std::vector<tensor*>> exec_;
+    std::vector<std::deque<tensor>> shadows_;
+    bool shadowed_ = false; // exec_ describes the last plan (make_shadows made it)
+};
+
+} // namespace detail
+} // namespace backplane

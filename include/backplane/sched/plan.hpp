@@ -1,0 +1,190 @@
+#pragma once
+// The values the scheduler's stages pass to each other (docs/scheduler.md, "Stages"):
+//
+//   graph_numbering   the graph's tensors numbered densely, with what placement reads of
+//                     each (sources, view source, op, flags, memory)
+//   assignment        a backend and a cause per numbered tensor: what placement produces
+//   split_plan        the splits, the inputs each copies, the copy slots and the nodes
+//                     that read copies: what the allocator request, the executor and the
+//                     explanation read
+//
+// Numbers: nodes [0, n_nodes) in graph order, leafs [n_nodes, n_nodes + n_leafs), then
+// tensors reached only as a source or a view source.
+
+#include <backplane/core/detail/tensor_map.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/memory/buffer.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace backplane {
+
+/// Why a tensor runs on its backend (docs/scheduler.md, the placement passes).
+// 16 bits: the scheduler's per-tensor arrays of these are written in its hottest loops,
+// and a character-sized type may alias anything (the compiler then reloads every pointer).
+enum class placement_cause : std::uint16_t {
+    none,     ///< not placed (not part of the last graph)
+    user,     ///< set_backend
+    buffer,   ///< it already has memory that backend uses
+    input,    ///< a graph input: the last backend
+    weights,  ///< it reads weights held there
+    offload,  ///< it reads host weights and that backend asked to run it
+    expand,   ///< next to nodes on that backend
+    upgrade,  ///< moved up to a backend sharing the buffer type
+    best,     ///< the supporting backend that reads most of its sources in place
+    source,   ///< a view takes its source's backend, a source its consumer's
+    fallback, ///< the first backend that supports it
+    cost,     ///< the cost policy's choice (explain() gives its estimates)
+    memory,   ///< moved off a backend whose memory cap the plan exceeded
+};
+
+constexpr std::string_view to_string(placement_cause c) noexcept {
+    switch (c) {
+    case placement_cause::none: return "none";
+    case placement_cause::user: return "user";
+    case placement_cause::buffer: return "buffer";
+    case placement_cause::input: return "input";
+    case placement_cause::weights: return "weights";
+    case placement_cause::offload: return "offload";
+    case placement_cause::expand: return "expand";
+    case placement_cause::upgrade: return "upgrade";
+    case placement_cause::best: return "best";
+    case placement_cause::source: return "source";
+    case placement_cause::fallback: return "fallback";
+    case placement_cause::cost: return "cost";
+    case placement_cause::memory: return "memory cap";
+    }
+    return "?";
+}
+
+namespace detail {
+
+/// t has memory: its own, or its view source's.
+inline bool has_memory(const tensor& t) noexcept {
+    return t.data != nullptr || (t.view_src != nullptr && t.view_src->data != nullptr);
+}
+/// The buffer holding t's memory (its view source's for a view), null for none or
+/// context host data.
+inline buffer_handle* buffer_of(const tensor& t) noexcept {
+    return t.view_src != nullptr ? t.view_src->buffer : t.buffer;
+}
+
+/// What placement asks of each tensor, read once per graph: tensors are large and
+/// scattered, these records small and dense.
+struct tensor_info {
+    static constexpr std::uint8_t input = 1;     ///< flagged input
+    static constexpr std::uint8_t memory = 2;    ///< has memory of its own placement must respect
+    static constexpr std::uint8_t weights = 4;   ///< lives in a weights buffer
+    static constexpr std::uint8_t view_op = 8;   ///< a view op (computes nothing)
+    static constexpr std::uint8_t computes = 16; ///< an op with a kernel (not none, not a view)
+    /// A node reading a tensor that may still have no backend when pass_sources reaches
+    /// it: a leaf the first pass left unplaced, a tensor outside the graph's lists, or a
+    /// later node.
+    static constexpr std::uint8_t late_src = 32;
+
+    op_kind op;
+    std::uint8_t bits;
+    std::uint8_t nsrc; ///< a node's src[nsrc, max_srcs) are null (0 for other tensors)
+    std::uint32_t mem; ///< 0: no memory of its own; else 1 + its buffer type's index in `types`
+};
+
+/// A graph's tensors, numbered (see the header comment).
+struct graph_numbering {
+    std::size_t n_nodes = 0;
+    std::size_t n_leafs = 0;
+    std::vector<tensor*> ts;                              ///< by number
+    std::vector<std::array<std::int32_t, max_srcs>> srcs; ///< per node: its sources' numbers (-1: none)
+    std::vector<std::int32_t> vsrc;                       ///< per tensor: its view source's number (-1)
+    std::vector<tensor_info> info;                        ///< per tensor
+    std::vector<buffer_type_ref> types;                   ///< the buffer types met, in order
+    /// tensor -> number, built on first need (ts[0, map_size) are in it).
+    mutable tensor_map map;
+    mutable std::size_t map_size = 0;
+
+    [[nodiscard]] bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info[i].bits & bit) != 0; }
+    [[nodiscard]] std::span<const std::int32_t> srcs_of(std::size_t i) const noexcept {
+        return {srcs[i].data(), info[i].nsrc};
+    }
+    void ensure_map() const {
+        if (map_size == ts.size()) return;
+        if (map_size == 0) map.clear(ts.size() + 16);
+        for (std::size_t i = map_size; i < ts.size(); ++i) map.insert(ts[i], static_cast<std::uint32_t>(i));
+        map_size = ts.size();
+    }
+    /// The number of t, or tensor_map::npos.
+    [[nodiscard]] std::uint32_t find(const tensor* t) const {
+        ensure_map();
+        return map.find(t);
+    }
+};
+
+/// A backend and a cause per numbered tensor (-1 and none: not placed yet).
+struct assignment {
+    std::vector<std::int32_t> backend;
+    std::vector<placement_cause> cause;
+    std::size_t unassigned = 0; ///< tensors without a backend yet
+
+    void reset(std::size_t n) {
+        backend.assign(n, -1);
+        cause.assign(n, placement_cause::none);
+        unassigned = n;
+    }
+    void push_unplaced() {
+        backend.push_back(-1);
+        cause.push_back(placement_cause::none);
+        ++unassigned;
+    }
+    [[gnu::always_inline]] void set(std::size_t i, std::int32_t b, placement_cause c) noexcept {
+        if (backend[i] < 0) --unassigned;
+        backend[i] = b;
+        cause[i] = c;
+    }
+};
+
+/// One split: nodes [first, last) on `backend`, copying inputs [in0, in1) of the plan.
+struct split_rec {
+    std::int32_t backend;
+    std::uint32_t first, last;
+    std::uint32_t in0, in1;
+};
+
+/// Node `node` reads its source j from a copy (its shadow's src[j]): the copy slots
+/// start at copy_base in split_plan::copies.
+struct rewrite {
+    std::uint32_t node;
+    std::uint32_t j;
+    std::uint32_t copy_base;
+};
+
+/// The splits of an assignment and the copies they need.
+struct split_plan {
+    std::vector<split_rec> splits;
+    std::vector<std::int32_t> inputs;  ///< numbers of the tensors copied, split by split
+    std::vector<tensor*> input_ptrs;   ///< the same tensors
+    /// [number * n_backends + b]: the first of the tensor's n_copies slots on backend b
+    /// in `copies`, -1: none.
+    std::vector<std::int32_t> copy_of;
+    std::vector<tensor*> copies;
+    std::vector<std::int32_t> graph_inputs; ///< input tensors given pipeline slots
+    std::vector<rewrite> rewrites;          ///< by node, in node order
+    bool cross_inplace = false;             ///< a split reads another backend's compute memory in place
+    /// Storage of the copies (and of the allocator request's helper tensors).
+    std::deque<tensor> pool;
+    std::size_t pool_used = 0;
+
+    tensor& new_pool_tensor() {
+        if (pool_used == pool.size()) pool.emplace_back();
+        tensor& t = pool[pool_used++];
+        t = tensor{};
+        return t;
+    }
+};
+
+} // namespace detail
+} // namespace backplane
