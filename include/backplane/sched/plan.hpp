@@ -147,6 +147,17 @@ struct assignment {
     }
 };
 
+/// Views whose memory is a node's (no memory of their own) follow that node, unless the
+/// user placed them.
+inline void follow_views(const graph_numbering& num, assignment& asg) {
+    for (std::size_t i = 0; i < num.n_nodes; ++i) {
+        if (num.has(i, tensor_info::computes) || num.has(i, tensor_info::memory)) continue;
+        const std::int32_t r = num.vsrc[i];
+        if (r < 0 || static_cast<std::size_t>(r) >= num.n_nodes || asg.cause[i] == placement_cause::user) continue;
+        asg.backend[i] = asg.backend[static_cast<std::size_t>(r)];
+    }
+}
+
 /// One split: nodes [first, last) on `backend`, copying inputs [in0, in1) of the plan.
 struct split_rec {
     std::int32_t backend;

@@ -60,8 +60,11 @@
 #include <backplane/memory/tensor_io.hpp>
 #include <backplane/sched/backend_set.hpp>
 #include <backplane/sched/alloc_request.hpp>
+#include <backplane/sched/cost_placement.hpp>
 #include <backplane/sched/executor.hpp>
 #include <backplane/sched/explain.hpp>
+#include <backplane/sched/greedy_placement.hpp>
+#include <backplane/sched/memory_caps.hpp>
 #include <backplane/sched/splitting.hpp>
 #include <backplane/sched/placement.hpp>
 #include <backplane/sched/plan.hpp>
@@ -318,16 +321,16 @@ public:
             if (t.view_src != nullptr || !num_.has(i, tensor_info::memory)) continue;
             const std::uint32_t k = num_.info[i].mem - 1;
             for (std::size_t b = 0; b < nb_; ++b)
-                if (type_index(bt_[b]) == k) {
+                if (ask_.type_index(bt_[b]) == k) {
                     out.resident_bytes[b] += t.nbytes();
                     break;
                 }
         }
         out.assignment.assign(asg_.backend.begin(), asg_.backend.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes));
         if constexpr (Policy::uses_costs) {
-            if (has_estimate_) {
-                out.estimated_seconds = result_.seconds;
-                out.greedy_estimated_seconds = result_.greedy_seconds;
+            if (const detail::placement_result* e = cost_.estimate()) {
+                out.estimated_seconds = e->seconds;
+                out.greedy_estimated_seconds = e->greedy_seconds;
             }
         }
         return out;
@@ -343,12 +346,12 @@ public:
     /// in seconds (NaN without a cost policy or a plan).
     [[nodiscard]] double estimated_seconds() const noexcept {
         if constexpr (Policy::uses_costs)
-            if (graph_nodes_ != nullptr && has_estimate_) return result_.seconds;
+            if (graph_nodes_ != nullptr && cost_.estimate() != nullptr) return cost_.estimate()->seconds;
         return std::numeric_limits<double>::quiet_NaN();
     }
     [[nodiscard]] double greedy_estimated_seconds() const noexcept {
         if constexpr (Policy::uses_costs)
-            if (graph_nodes_ != nullptr && has_estimate_) return result_.greedy_seconds;
+            if (graph_nodes_ != nullptr && cost_.estimate() != nullptr) return cost_.estimate()->greedy_seconds;
         return std::numeric_limits<double>::quiet_NaN();
     }
 
@@ -515,9 +518,9 @@ private:
     detail::plan_facts facts() const {
         detail::plan_facts f{num_, asg_, plan_, names_, params_.n_copies};
         if constexpr (Policy::uses_costs)
-            if (has_estimate_) {
-                f.problem = &problem_;
-                f.estimate = &result_;
+            {
+                f.problem = cost_.problem();
+                f.estimate = cost_.estimate();
             }
         return f;
     }
@@ -617,7 +620,7 @@ private:
         std::uint32_t mem = 0;
         if (t.data != nullptr || root.data != nullptr) { // has memory; its own unless the allocator's
             if (b == nullptr)
-                mem = 1 + type_index(buffer_type_ref(cpu_buffer_type::instance()));
+                mem = 1 + ask_.type_index(buffer_type_ref(cpu_buffer_type::instance()));
             else if (root.data == nullptr || !memo_.held)
                 mem = memo_.mem;
         }
@@ -631,7 +634,7 @@ private:
         memo_.held = galloc_.owns_serial(root.buffer, root.buffer_serial);
         memo_.alive = memo_.held || buffer_alive(root);
         if (!memo_.alive) return;
-        memo_.mem = 1 + type_index(root.buffer->type());
+        memo_.mem = 1 + ask_.type_index(root.buffer->type());
         memo_.weights = root.buffer->usage() == buffer_usage::weights;
         if (memo_.held) return;
         // few distinct buffers per graph: a linear look, bounded for odd graphs
@@ -675,16 +678,15 @@ private:
 
     // Numbers g's tensors and reads what the passes need of them. With `place` (no user
     // assignments to apply first) it also runs the first pass, tensor by tensor, while
-    // each is in cache: leafs first, then nodes, as pass_from_tensors does.
-    status number(const graph& g, bool place) {
+    // each is in cache: leafs first, then nodes, as place_from_tensors does.
+    status number(const graph& g, detail::greedy_placement<Set>* place) {
         const auto nodes = g.nodes();
         const auto leafs = g.leafs();
         num_.n_nodes = nodes.size();
         num_.n_leafs = leafs.size();
         const std::size_t n = num_.n_nodes + num_.n_leafs;
         num_.map_size = 0;
-        num_.types.clear();
-        bt_reads_.clear();
+        ask_.start(num_);
         memo_ = {};
         lost_ = nullptr;
         user_serials_.clear();
@@ -704,17 +706,16 @@ private:
             if (id == graph::no_id) return -1;
             return static_cast<std::int32_t>(num_.n_nodes) + (-2 - id);
         };
-        sup_.assign(num_.n_nodes * nb_, -1);
         for (std::size_t i = num_.n_nodes; i < n; ++i) {
             num_.info[i] = info_of(*num_.ts[i]);
-            if (place && !place_from_tensor(i)) return no_backend_for_memory(*num_.ts[i]);
+            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(*num_.ts[i]);
         }
         for (std::size_t i = 0; i < num_.n_nodes; ++i) num_.info[i] = info_of(*num_.ts[i]);
         for (std::size_t i = 0; i < num_.n_nodes; ++i) {
             const tensor& node = *nodes[i];
             // with one backend every node that computes is asked anyway: ask now, while
             // the node is in cache
-            if (nb_ == 1 && num_.has(i, tensor_info::computes)) sup_[i] = set_.supports_op(0, node) ? 1 : 0;
+            if (nb_ == 1 && num_.has(i, tensor_info::computes)) (void)ask_.supports(i, 0);
             std::size_t nsrc = 0;
             for (std::size_t j = 0; j < max_srcs; ++j) {
                 const tensor* src = node.src[j];
@@ -736,7 +737,7 @@ private:
                 if (vk < 0 || num_.ts[static_cast<std::size_t>(vk)] != v) vk = slow_index(v);
             }
             num_.vsrc[i] = vk;
-            if (place && !place_from_tensor(i)) return no_backend_for_memory(*num_.ts[i]);
+            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(*num_.ts[i]);
         }
         for (std::size_t i = num_.n_nodes; i < num_.ts.size(); ++i) { // leafs and extras (grows)
             const tensor* v = num_.ts[i]->view_src;
@@ -747,13 +748,7 @@ private:
         return {};
     }
 
-    // -- the passes ----------------------------------------------------------------------------
-
-    [[gnu::always_inline]] bool supports(std::size_t node, std::size_t b) {
-        std::int16_t& c = sup_[node * nb_ + b];
-        if (c < 0) c = set_.supports_op(b, *num_.ts[node]) ? 1 : 0;
-        return c != 0;
-    }
+    // -- placement ------------------------------------------------------------------------------
 
     // Memory of t's own that placement must respect: not none, not this scheduler's
     // compute buffers (a tensor placed by an earlier alloc_graph is placed again), and not
@@ -774,93 +769,7 @@ private:
         return true;
     }
 
-    // The highest-priority backend that can use tensor index t's memory and compute `op`
-    // (a node index or -1 for a tensor that computes nothing); -1 when t has no memory,
-    // -2 when no backend can.
-    [[gnu::always_inline]] std::int32_t backend_from_memory(std::size_t t, std::int32_t op_node) {
-        const std::uint32_t m = num_.info[t].mem;
-        if (m == 0) return -1;
-        for (std::size_t b = 0; b < nb_; ++b)
-            if (reads_at(b, m - 1) && (op_node < 0 || supports(static_cast<std::size_t>(op_node), b)))
-                return static_cast<std::int32_t>(b);
-        return -2;
-    }
-
-    // Whether backend b can read tensor index s in place (ggml's buffer_supported).
-    bool readable(std::int32_t s, std::size_t b) {
-        const auto su = static_cast<std::size_t>(s);
-        if (const std::uint32_t m = num_.info[su].mem; m != 0) return reads_at(b, m - 1);
-        std::int32_t owner = asg_.backend[su];
-        if (owner < 0 && num_.vsrc[su] >= 0) owner = asg_.backend[static_cast<std::size_t>(num_.vsrc[su])];
-        if (owner < 0) return false;
-        return reads_at(b, type_index(bt_[static_cast<std::size_t>(owner)]));
-    }
-
-    // The index of bt in num_.types, added on first sight.
-    std::uint32_t type_index(const buffer_type_ref& bt) {
-        std::size_t k = 0;
-        while (k < num_.types.size() && !(num_.types[k] == bt)) ++k;
-        if (k == num_.types.size()) {
-            num_.types.push_back(bt);
-            bt_reads_.resize(bt_reads_.size() + nb_, -1);
-        }
-        return static_cast<std::uint32_t>(k);
-    }
-
-    // supports_buffer_type(b, num_.types[k]), asked once per graph for each buffer type met
-    [[gnu::always_inline]] bool reads_at(std::size_t b, std::size_t k) {
-        std::int8_t& c = bt_reads_[k * nb_ + b];
-        if (c < 0) c = set_.supports_buffer_type(b, num_.types[k]) ? 1 : 0;
-        return c != 0;
-    }
-
     static bool computes(op_kind op) noexcept { return op != op_kind::none && !is_view_op(op); }
-
-    status pass_from_tensors() {
-        const std::size_t n = num_.n_nodes + num_.n_leafs;
-        // leafs first, then nodes, as ggml
-        for (std::size_t k = 0; k < n; ++k)
-            if (const std::size_t i = k < num_.n_leafs ? num_.n_nodes + k : k - num_.n_leafs; !place_from_tensor(i))
-                return no_backend_for_memory(*num_.ts[i]);
-        return {};
-    }
-
-    // The first pass for tensor index i (a node or a leaf): its memory, its input flag or
-    // its weights decide, when they do. False when i has memory no backend can use for
-    // its op (no_backend_for_memory says why).
-    [[gnu::always_inline]] bool place_from_tensor(std::size_t i) {
-        if (asg_.backend[i] >= 0) return true; // the user's
-        const bool is_node = i < num_.n_nodes;
-        const std::int32_t op_node = is_node && num_.has(i, tensor_info::computes) ? static_cast<std::int32_t>(i) : -1;
-        if (num_.has(i, tensor_info::memory)) {
-            const std::int32_t from = backend_from_memory(i, op_node);
-            if (from >= 0) {
-                asg_.set(i, from, placement_cause::buffer);
-                return true;
-            }
-            if (from == -2) return false;
-        }
-        if (num_.has(i, tensor_info::input)) {
-            asg_.set(i, static_cast<std::int32_t>(nb_ - 1), placement_cause::input);
-            return true;
-        }
-        if (!is_node || num_.info[i].op == op_kind::rope) return true;
-        for (const std::int32_t s : num_.srcs_of(i)) {
-            if (s < 0 || !num_.has(static_cast<std::size_t>(s), tensor_info::weights)) continue;
-            const std::int32_t w = backend_from_memory(static_cast<std::size_t>(s), op_node);
-            if (params_.op_offload && nb_ > 1 && w == static_cast<std::int32_t>(nb_ - 1) &&
-                detail::buffer_of(*num_.ts[static_cast<std::size_t>(s)])->is_host()) {
-                for (std::size_t b = 0; b + 1 < nb_; ++b)
-                    if (supports(i, b) && set_.offload_op(b, *num_.ts[i])) {
-                        asg_.set(i, static_cast<std::int32_t>(b), placement_cause::offload);
-                        return true;
-                    }
-            }
-            if (w >= 0) asg_.set(i, w, placement_cause::weights);
-            break;
-        }
-        return true;
-    }
 
     status no_backend_for_memory(const tensor& t) const {
         const buffer_handle* buf = detail::buffer_of(t);
@@ -875,248 +784,34 @@ private:
         return {errc::not_supported, msg};
     }
 
-
-    void expand_sweep(bool down, bool include_last) {
-        std::int32_t cur = -1;
-        const auto last = static_cast<std::int32_t>(nb_ - 1);
-        for (std::size_t k = 0; k < num_.n_nodes; ++k) {
-            const std::size_t i = down ? k : num_.n_nodes - 1 - k;
-            if (num_.has(i, tensor_info::view_op)) continue;
-            const std::int32_t b = asg_.backend[i];
-            if (b >= 0) {
-                cur = (!include_last && b == last) ? -1 : b;
-            } else if (cur >= 0 && supports(i, static_cast<std::size_t>(cur))) {
-                asg_.set(i, cur, placement_cause::expand);
-            }
-        }
-    }
-
-    // expand_sweep(down and up, with the last backend) then pass_upgrade_and_best, for one
-    // backend: once any node that computes is placed, the sweeps reach every other node
-    // it supports (expand); when none is, the best pass takes them (best); there is
-    // nothing to upgrade to.
-    void expand_single() {
-        bool any = false;
-        for (std::size_t i = 0; i < num_.n_nodes && !any; ++i) any = !num_.has(i, tensor_info::view_op) && asg_.backend[i] >= 0;
-        const placement_cause c = any ? placement_cause::expand : placement_cause::best;
-        for (std::size_t i = 0; i < num_.n_nodes; ++i)
-            if (asg_.backend[i] < 0 && !num_.has(i, tensor_info::view_op) && supports(i, 0)) asg_.set(i, 0, c);
-    }
-
-    void pass_upgrade_and_best() {
-        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
-            if (num_.has(i, tensor_info::view_op)) continue;
-            const std::int32_t cur = asg_.backend[i];
-            if (cur < 0) {
-                int best_count = -1;
-                for (std::size_t b = 0; b < nb_; ++b) {
-                    if (!supports(i, b)) continue;
-                    int count = 0;
-                    for (std::int32_t s : num_.srcs_of(i)) {
-                        if (s < 0) continue;
-                        const auto su = static_cast<std::size_t>(s);
-                        const bool placed = asg_.backend[su] >= 0 || (num_.vsrc[su] >= 0 && asg_.backend[static_cast<std::size_t>(num_.vsrc[su])] >= 0);
-                        if (placed && readable(s, b)) ++count;
-                    }
-                    if (count > best_count) {
-                        best_count = count;
-                        asg_.set(i, static_cast<std::int32_t>(b), placement_cause::best);
-                    }
-                }
-            } else if (asg_.cause[i] != placement_cause::user) {
-                for (std::size_t b = 0; b < static_cast<std::size_t>(cur); ++b) {
-                    if (!(bt_[b] == bt_[static_cast<std::size_t>(cur)]) || !supports(i, b)) continue;
-                    bool all = true;
-                    for (std::int32_t s : num_.srcs_of(i))
-                        if (s >= 0 && !readable(s, b)) {
-                            all = false;
-                            break;
-                        }
-                    if (all) {
-                        asg_.set(i, static_cast<std::int32_t>(b), placement_cause::upgrade);
-                        break;
-                    }
-                }
-            }
-        }
-    }
-
-    status pass_sources() {
-        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
-            if (asg_.backend[i] >= 0 && !num_.has(i, tensor_info::late_src)) continue; // it and its sources are placed
-            if (asg_.backend[i] < 0 && num_.vsrc[i] >= 0 && asg_.backend[static_cast<std::size_t>(num_.vsrc[i])] >= 0)
-                asg_.set(i, asg_.backend[static_cast<std::size_t>(num_.vsrc[i])], placement_cause::source);
-            for (std::int32_t s : num_.srcs_of(i)) {
-                if (s < 0) continue;
-                const auto su = static_cast<std::size_t>(s);
-                if (asg_.backend[su] >= 0) continue;
-                const std::int32_t v = num_.vsrc[su];
-                if (v >= 0 && asg_.backend[static_cast<std::size_t>(v)] >= 0)
-                    asg_.set(su, asg_.backend[static_cast<std::size_t>(v)], placement_cause::source);
-                else if (asg_.backend[i] >= 0)
-                    asg_.set(su, asg_.backend[i], placement_cause::source);
-            }
-            for (std::size_t b = 0; b < nb_ && asg_.backend[i] < 0; ++b)
-                if (!num_.has(i, tensor_info::computes) || supports(i, b)) asg_.set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
-            if (asg_.backend[i] < 0) {
-                const tensor& t = *num_.ts[i];
-                return {errc::not_supported, "scheduler: no backend supports node '" + t.name + "' (" +
-                                                 std::string(to_string(t.op)) + ", " + std::string(to_string(t.type)) +
-                                                 ")"};
-            }
-        }
-        if (asg_.unassigned == 0) return {};
-        // what is still unplaced (views of views whose root was placed after them, sources
-        // of such views): their consumer's backend, backwards
-        for (std::size_t k = num_.n_nodes; k-- > 0;)
-            for (std::int32_t s : num_.srcs_of(k))
-                if (s >= 0 && asg_.backend[static_cast<std::size_t>(s)] < 0) asg_.set(static_cast<std::size_t>(s), asg_.backend[k], placement_cause::source);
-        for (std::size_t i = 0; i < num_.ts.size(); ++i)
-            if (asg_.backend[i] < 0) {
-                const std::int32_t v = num_.vsrc[i];
-                asg_.set(i, v >= 0 && asg_.backend[static_cast<std::size_t>(v)] >= 0 ? asg_.backend[static_cast<std::size_t>(v)]
-                                                                        : static_cast<std::int32_t>(nb_ - 1),
-                    placement_cause::source);
-            }
-        return {};
-    }
-
     // -- splits and copies ---------------------------------------------------------------------
 
 
     // The split plan of the assignment (sched/splitting.hpp).
     void pass_splits() {
-        const auto readable_in_place = [this](std::int32_t s, std::size_t b) { return readable(s, b); };
+        const auto readable_in_place = [this](std::int32_t s, std::size_t b) { return ask_.readable(asg_, s, b); };
         detail::make_split_plan(plan_, num_, asg_, {names_, params_.n_copies, copy_batch_}, readable_in_place);
     }
 
     status split(const graph& g) {
         forget_graph();
-        if (status s = number(g, user_.empty()); !s) return s;
+        detail::greedy_placement<Set> greedy(ask_, num_, asg_, params_.op_offload);
+        if (status s = number(g, user_.empty() ? &greedy : nullptr); !s) return s;
         if (!user_.empty()) {
             num_.ensure_map();
             for (const auto& [t, b] : user_)
                 if (const std::uint32_t id = num_.map.find(t); id != detail::tensor_map::npos) asg_.set(id, b, placement_cause::user);
-            if (status s = pass_from_tensors(); !s) return s;
+            std::size_t failed = 0;
+            if (!greedy.place_from_tensors(failed)) return no_backend_for_memory(*num_.ts[failed]);
         }
-        if (nb_ > 1) {
-            expand_sweep(true, false);
-            expand_sweep(false, false);
-            expand_sweep(true, true);
-            expand_sweep(false, true);
-            pass_upgrade_and_best();
-        } else {
-            expand_single();
-        }
-        if (status s = pass_sources(); !s) return s;
+        if (status s = greedy.place_rest(); !s) return s;
         if constexpr (Policy::uses_costs) {
-            has_estimate_ = false;
-            if (nb_ > 1) apply_policy();
+            cost_.forget_estimate();
+            if (nb_ > 1) cost_.place(policy_, ask_, num_, asg_);
         }
         pass_splits();
         graph_nodes_ = g.nodes().data();
         return {};
-    }
-
-    // -- the cost policy ---------------------------------------------------------------------
-
-    // The placement problem of the numbered graph (placement.hpp), costs from the policy.
-    void build_problem(detail::placement_problem& p) {
-        for (std::size_t b = 0; b < nb_; ++b) (void)type_index(bt_[b]); // every backend's type numbered
-        const std::size_t nt = num_.ts.size();
-        p.nb = nb_;
-        p.n_nodes = num_.n_nodes;
-        p.computes.resize(num_.n_nodes);
-        p.fixed.resize(num_.n_nodes);
-        p.node_cost.resize(num_.n_nodes * nb_);
-        p.srcs.resize(num_.n_nodes);
-        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
-            const bool c = num_.has(i, tensor_info::computes);
-            p.computes[i] = c ? 1 : 0;
-            const placement_cause why = asg_.cause[i];
-            p.fixed[i] = !c || why == placement_cause::user || why == placement_cause::buffer ||
-                                 why == placement_cause::input
-                             ? asg_.backend[i]
-                             : -1;
-            for (std::size_t b = 0; b < nb_; ++b)
-                p.node_cost[i * nb_ + b] = !c                ? 0.0
-                                           : supports(i, b) ? policy_.node_seconds(b, *num_.ts[i])
-                                                            : detail::placement_problem::unsupported;
-            p.srcs[i] = num_.srcs[i];
-            for (std::size_t j = num_.info[i].nsrc; j < max_srcs; ++j) p.srcs[i][j] = -1;
-        }
-        p.root.resize(nt);
-        p.mem.resize(nt);
-        p.home.resize(nt);
-        p.bytes.resize(nt);
-        for (std::size_t s = 0; s < nt; ++s) {
-            p.root[s] = s < num_.vsrc.size() && num_.vsrc[s] >= 0 ? num_.vsrc[s] : static_cast<std::int32_t>(s);
-            p.mem[s] = num_.info[s].mem != 0 ? static_cast<std::int32_t>(num_.info[s].mem - 1) : -1;
-            p.home[s] = s >= num_.n_nodes ? asg_.backend[s] : -1;
-            p.bytes[s] = static_cast<double>(num_.ts[s]->nbytes());
-        }
-        const std::size_t nk = num_.types.size();
-        p.n_types = nk;
-        p.reads.resize(nk * nb_);
-        p.link_latency.resize(nk * nb_);
-        p.link_bandwidth.resize(nk * nb_);
-        for (std::size_t k = 0; k < nk; ++k)
-            for (std::size_t b = 0; b < nb_; ++b) {
-                const bool r = reads_at(b, k);
-                p.reads[k * nb_ + b] = r ? 1 : 0;
-                if (r) {
-                    p.link_latency[k * nb_ + b] = 0;
-                    p.link_bandwidth[k * nb_ + b] = 1;
-                    continue;
-                }
-                const auto l = policy_.link(num_.types[k].name(), num_.types[k].is_host(), b);
-                p.link_latency[k * nb_ + b] = l.latency;
-                p.link_bandwidth[k * nb_ + b] = l.bandwidth;
-            }
-        p.backend_type.resize(nb_);
-        p.split_cost.resize(nb_);
-        p.names.resize(nb_);
-        for (std::size_t b = 0; b < nb_; ++b) {
-            p.backend_type[b] = static_cast<std::int32_t>(type_index(bt_[b]));
-            p.split_cost[b] = policy_.split_seconds(b);
-            p.names[b] = std::string(set_.name(b));
-        }
-    }
-
-    static bool same_problem(const detail::placement_problem& a, const detail::placement_problem& b) noexcept {
-        return a.nb == b.nb && a.n_nodes == b.n_nodes && a.computes == b.computes && a.fixed == b.fixed &&
-               a.node_cost == b.node_cost && a.srcs == b.srcs && a.root == b.root && a.mem == b.mem &&
-               a.home == b.home && a.bytes == b.bytes && a.reads == b.reads && a.link_latency == b.link_latency &&
-               a.link_bandwidth == b.link_bandwidth && a.backend_type == b.backend_type;
-    }
-
-    // Replaces the greedy assignment of the free nodes by the policy's (the same graph
-    // as last time reuses the last search).
-    void apply_policy() {
-        build_problem(next_problem_);
-        greedy_.assign(asg_.backend.begin(), asg_.backend.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes));
-        if (!has_result_ || greedy_ != last_greedy_ || !same_problem(next_problem_, problem_)) {
-            std::swap(problem_, next_problem_);
-            result_ = policy_.optimize(problem_, greedy_);
-            last_greedy_ = greedy_;
-            has_result_ = true;
-        }
-        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
-            if (!problem_.computes[i] || problem_.fixed[i] >= 0) continue;
-            asg_.set(i, result_.assign[i], placement_cause::cost);
-        }
-        derive_views();
-        has_estimate_ = true;
-    }
-
-    // Views whose memory is a node's (no memory of their own) follow that node.
-    void derive_views() {
-        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
-            if (num_.has(i, tensor_info::computes) || num_.has(i, tensor_info::memory)) continue;
-            const std::int32_t r = num_.vsrc[i];
-            if (r < 0 || static_cast<std::size_t>(r) >= num_.n_nodes || asg_.cause[i] == placement_cause::user) continue;
-            asg_.backend[i] = asg_.backend[static_cast<std::size_t>(r)];
-        }
     }
 
     // -- memory caps ---------------------------------------------------------------------------
@@ -1128,83 +823,20 @@ private:
         return galloc_.measure(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(), req_.topology());
     }
 
-    std::size_t cap_of(std::size_t b) const noexcept {
-        return b < params_.memory_caps.size() ? params_.memory_caps[b] : 0;
-    }
-
-    // Moves work off backends whose compute buffers would exceed their caps: the latter
-    // half of the largest run of free nodes on such a backend goes to the cheapest other
-    // backend that supports each node (the last backend under the greedy policy) and was
-    // never over its cap, until every backend fits. `fitted`, when given, receives the
-    // measure of the plan that fits (left empty without caps).
+    // Fits the plan under the memory caps (sched/memory_caps.hpp). `fitted`, when given,
+    // receives the measure of the plan that fits (left empty without caps).
     status fit_caps(const graph& g, std::vector<std::size_t>* fitted = nullptr) {
         bool any = false;
-        for (std::size_t b = 0; b < nb_; ++b) any = any || cap_of(b) != 0;
+        for (std::size_t c : params_.memory_caps) any = any || c != 0;
         if (!any) return {};
-        std::vector<std::uint8_t> full(nb_, 0);
-        for (std::size_t round = 0; round <= num_.n_nodes; ++round) {
-            auto need = measure(g);
-            if (!need) return need.error();
-            std::size_t over = nb_;
-            for (std::size_t b = 0; b < nb_ && over == nb_; ++b)
-                if (cap_of(b) != 0 && (*need)[b] > cap_of(b)) over = b;
-            if (over == nb_) {
-                if (fitted != nullptr) *fitted = std::move(*need);
-                return {};
-            }
-            full[over] = 1;
-            // the largest run of movable nodes on `over`
-            std::size_t best_first = 0, best_len = 0, best_bytes = 0;
-            for (std::size_t i = 0; i < num_.n_nodes;) {
-                if (!movable(i, over)) {
-                    ++i;
-                    continue;
-                }
-                std::size_t j = i, bytes = 0, len = 0;
-                for (; j < num_.n_nodes && (movable(j, over) || !num_.has(j, tensor_info::computes)); ++j)
-                    if (num_.has(j, tensor_info::computes)) {
-                        bytes += num_.ts[j]->nbytes();
-                        ++len;
-                    }
-                if (bytes > best_bytes || best_len == 0) {
-                    best_first = i;
-                    best_len = len;
-                    best_bytes = bytes;
-                }
-                i = j;
-            }
-            bool moved = false;
-            if (best_len > 0) {
-                std::size_t seen = 0;
-                for (std::size_t i = best_first; seen < best_len && i < num_.n_nodes; ++i) {
-                    if (!num_.has(i, tensor_info::computes)) continue;
-                    if (seen++ < best_len / 2) continue; // the latter half (all of a single node)
-                    const std::int32_t to = cap_target(i, full);
-                    if (to < 0) continue;
-                    asg_.set(i, to, placement_cause::memory);
-                    moved = true;
-                }
-            }
-            if (!moved) {
-                const std::size_t n = (*need)[over];
-                return {errc::alloc_failed,
-                        "scheduler: the plan needs " + std::to_string(n) + " bytes of compute buffers on '" +
-                            std::string(set_.name(over)) + "', more than its memory cap of " +
-                            std::to_string(cap_of(over)) +
-                            " bytes, and no work left there can move to a backend under its cap"};
-            }
-            derive_views();
-            if constexpr (Policy::uses_costs)
-                if (has_estimate_) result_.seconds = policy_.evaluate(problem_, std::span<const std::int32_t>(asg_.backend).first(num_.n_nodes));
+        auto measure_plan = [&] { return measure(g); };
+        auto target = [&](std::size_t i, const std::vector<std::uint8_t>& full) { return cap_target(i, full); };
+        auto replan = [&] {
+            detail::follow_views(num_, asg_);
+            if constexpr (Policy::uses_costs) cost_.reprice(policy_, num_, asg_);
             pass_splits();
-        }
-        return {errc::alloc_failed, "scheduler: could not fit the plan under the memory caps"};
-    }
-
-    bool movable(std::size_t i, std::size_t b) const noexcept {
-        return num_.has(i, tensor_info::computes) && asg_.backend[i] == static_cast<std::int32_t>(b) &&
-               asg_.cause[i] != placement_cause::user && asg_.cause[i] != placement_cause::buffer &&
-               asg_.cause[i] != placement_cause::input;
+        };
+        return detail::cap_fitter(params_.memory_caps, names_, num_, asg_, measure_plan, target, replan).fit(fitted);
     }
 
     // Where a node moved off a full backend goes (-1: nowhere).
@@ -1213,7 +845,7 @@ private:
         if constexpr (Policy::uses_costs) {
             double best = detail::placement_problem::unsupported;
             for (std::size_t b = 0; b < nb_; ++b) {
-                if (full[b] || !supports(i, b)) continue;
+                if (full[b] || !ask_.supports(i, b)) continue;
                 const double c = policy_.node_seconds(b, *num_.ts[i]);
                 if (to < 0 || c < best) {
                     best = c;
@@ -1222,7 +854,7 @@ private:
             }
         } else {
             for (std::size_t k = nb_; k-- > 0;)
-                if (!full[k] && supports(i, k)) return static_cast<std::int32_t>(k);
+                if (!full[k] && ask_.supports(i, k)) return static_cast<std::int32_t>(k);
         }
         return to;
     }
@@ -1244,12 +876,7 @@ private:
     Set set_;
     scheduler_params params_;
     Policy policy_;
-    // the cost policy's last search (unused under the greedy policy)
-    detail::placement_problem problem_, next_problem_;
-    detail::placement_result result_;
-    std::vector<std::int32_t> greedy_, last_greedy_;
-    bool has_result_ = false;   // result_ is the search of problem_ from last_greedy_
-    bool has_estimate_ = false; // result_ describes the current plan
+    detail::cost_placement<Policy, Set> cost_; // the cost policy's last search (unused under the greedy policy)
     tracer tracer_;
     std::size_t nb_;
     graph_allocator galloc_;
@@ -1265,14 +892,13 @@ private:
     detail::graph_numbering num_;
     detail::assignment asg_;
     detail::split_plan plan_;
-    std::vector<std::int16_t> sup_;
     std::vector<buffer_type_ref> bt_;
     std::vector<std::string_view> names_; // the backends' names
+    detail::backend_queries<Set> ask_{set_, bt_};
     buffer_memo memo_;
     const tensor* lost_ = nullptr;                 // a user's tensor whose buffer was freed (number)
     std::vector<std::uint64_t> user_serials_;      // the user buffers the numbered graph reads
     std::vector<const tensor*> user_serial_tensors_; // a tensor in each (for messages)
-    std::vector<std::int8_t> bt_reads_;  // [type][backend]: -1 not asked yet
 
     std::vector<std::size_t> copy_batch_; // per backend: weight_copy_batch resolved
     detail::executor<Set> exec_;
