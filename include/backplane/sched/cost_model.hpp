@@ -132,6 +132,89 @@ inline std::string backend_key(std::string_view name, std::string_view descripti
     return k;
 }
 
+namespace detail {
+
+/// One line of a cost model file: a record kind and tab-separated name=value fields.
+class cost_record {
+public:
+    explicit cost_record(std::string_view line) {
+        while (true) {
+            const std::size_t tab = line.find('\t');
+            fields_.push_back(line.substr(0, tab));
+            if (tab == std::string_view::npos) break;
+            line = line.substr(tab + 1);
+        }
+    }
+
+    [[nodiscard]] std::string_view kind() const noexcept { return fields_[0]; }
+
+    /// Reads a profile record; why it is wrong, or empty.
+    std::string read_profile(backend_profile& p) {
+        std::string_view key;
+        if (!value_of("key", key) || key.empty()) return "a profile needs key=...";
+        p.key = std::string(key);
+        number("node_latency", p.node_latency, false);
+        number("split_latency", p.split_latency, false);
+        number("mul_mat_flops", p.mul_mat_flops);
+        number("mul_mat_narrow_flops", p.mul_mat_narrow_flops);
+        number("mul_mat_bytes", p.mul_mat_bytes);
+        number("elementwise_bytes", p.elementwise_bytes);
+        number("rows_bytes", p.rows_bytes);
+        number("data_bytes", p.data_bytes);
+        p.measured = flag("measured");
+        return why_;
+    }
+
+    /// Reads a link record; why it is wrong, or empty.
+    std::string read_link(link_profile& l) {
+        std::string_view from, to;
+        if (!value_of("from", from) || !value_of("to", to)) return "a link needs from=... and to=...";
+        l.from = std::string(from);
+        l.to = std::string(to);
+        number("latency", l.latency, false);
+        number("bandwidth", l.bandwidth);
+        l.measured = flag("measured");
+        return why_;
+    }
+
+private:
+    bool value_of(std::string_view name, std::string_view& out) const {
+        for (std::size_t i = 1; i < fields_.size(); ++i)
+            if (fields_[i].size() > name.size() && fields_[i].substr(0, name.size()) == name &&
+                fields_[i][name.size()] == '=') {
+                out = fields_[i].substr(name.size() + 1);
+                return true;
+            }
+        return false;
+    }
+
+    // Field `name` into out when present (a finite number, positive or non-negative);
+    // a bad value is remembered in why_.
+    void number(std::string_view name, double& out, bool positive = true) {
+        std::string_view v;
+        if (!value_of(name, v)) return; // keep the default
+        const std::string s(v);
+        char* end = nullptr;
+        const double x = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(x) || (positive ? x <= 0 : x < 0)) {
+            if (why_.empty()) why_ = "bad value for " + std::string(name) + ": '" + s + "'";
+            return;
+        }
+        out = x;
+    }
+
+    bool flag(std::string_view name) {
+        double m = 0;
+        number(name, m, false);
+        return m != 0;
+    }
+
+    std::vector<std::string_view> fields_;
+    std::string why_;
+};
+
+} // namespace detail
+
 /// Profiles and links by key (see the header comment).
 class cost_model {
 public:
@@ -238,75 +321,17 @@ public:
             ++line_no;
             if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
             if (line.empty() || line.front() == '#') continue;
-            const auto bad = [&](std::string_view why) {
-                return status{errc::invalid_argument, "cost_model: " + std::string(origin) + ":" +
-                                                          std::to_string(line_no) + ": " + std::string(why)};
-            };
-            std::vector<std::string_view> fields;
-            while (true) {
-                const std::size_t tab = line.find('\t');
-                fields.push_back(line.substr(0, tab));
-                if (tab == std::string_view::npos) break;
-                line = line.substr(tab + 1);
-            }
-            const auto value_of = [&](std::string_view name, std::string_view& out) {
-                for (std::size_t i = 1; i < fields.size(); ++i)
-                    if (fields[i].size() > name.size() && fields[i].substr(0, name.size()) == name &&
-                        fields[i][name.size()] == '=') {
-                        out = fields[i].substr(name.size() + 1);
-                        return true;
-                    }
-                return false;
-            };
-            bool ok = true;
+            detail::cost_record r(line);
             std::string why;
-            const auto number = [&](std::string_view name, double& out, bool positive = true) {
-                std::string_view v;
-                if (!value_of(name, v)) return; // keep the default
-                const std::string s(v);
-                char* end = nullptr;
-                const double x = std::strtod(s.c_str(), &end);
-                if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(x) || (positive ? x <= 0 : x < 0)) {
-                    ok = false;
-                    why = "bad value for " + std::string(name) + ": '" + s + "'";
-                    return;
-                }
-                out = x;
-            };
-            if (fields[0] == "profile") {
-                backend_profile p;
-                std::string_view key;
-                if (!value_of("key", key) || key.empty()) return bad("a profile needs key=...");
-                p.key = std::string(key);
-                number("node_latency", p.node_latency, false);
-                number("split_latency", p.split_latency, false);
-                number("mul_mat_flops", p.mul_mat_flops);
-                number("mul_mat_narrow_flops", p.mul_mat_narrow_flops);
-                number("mul_mat_bytes", p.mul_mat_bytes);
-                number("elementwise_bytes", p.elementwise_bytes);
-                number("rows_bytes", p.rows_bytes);
-                number("data_bytes", p.data_bytes);
-                double m = 0;
-                number("measured", m, false);
-                p.measured = m != 0;
-                if (!ok) return bad(why);
-                ps.push_back(std::move(p));
-            } else if (fields[0] == "link") {
-                link_profile l;
-                std::string_view from, to;
-                if (!value_of("from", from) || !value_of("to", to)) return bad("a link needs from=... and to=...");
-                l.from = std::string(from);
-                l.to = std::string(to);
-                number("latency", l.latency, false);
-                number("bandwidth", l.bandwidth);
-                double m = 0;
-                number("measured", m, false);
-                l.measured = m != 0;
-                if (!ok) return bad(why);
-                ls.push_back(std::move(l));
-            } else {
-                return bad("unknown record '" + std::string(fields[0]) + "' (expected profile or link)");
-            }
+            if (r.kind() == "profile")
+                why = r.read_profile(ps.emplace_back());
+            else if (r.kind() == "link")
+                why = r.read_link(ls.emplace_back());
+            else
+                why = "unknown record '" + std::string(r.kind()) + "' (expected profile or link)";
+            if (!why.empty())
+                return {errc::invalid_argument,
+                        "cost_model: " + std::string(origin) + ":" + std::to_string(line_no) + ": " + why};
         }
         for (auto& p : ps) set(std::move(p));
         for (auto& l : ls) set_link(std::move(l));
