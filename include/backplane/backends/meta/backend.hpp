@@ -29,6 +29,7 @@
 #include <backplane/core/context.hpp>
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/core/graph.hpp>
+#include <backplane/core/graph_index.hpp>
 #include <backplane/memory/graph_alloc.hpp>
 #include <backplane/runtime/any.hpp>
 
@@ -39,8 +40,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -295,18 +294,38 @@ private:
         return s_->current;
     }
 
-    status build(graph_view g, meta::detail::plan& p) {
-        using meta::split_state;
-        const int n = n_devices();
-        std::unordered_map<const tensor*, std::size_t> node_index;
-        for (std::size_t i = 0; i < g.size(); ++i) node_index.emplace(g[i], i);
-        const auto is_node = [&](const tensor* t) { return node_index.contains(t); };
+    // What planning one graph keeps per tensor, by its number in the graph's index.
+    struct planning {
+        graph_index idx;
+        std::vector<const meta::record*> leaf_records; // per leaf: its storage on the devices
+        std::vector<meta::split_state> states;         // per tensor
+        std::vector<std::uint8_t> known;               // per tensor: states[i] is set
+        std::vector<meta::match> matches;              // per node that computes
+        std::vector<std::vector<meta::local_view>> views; // per view node: each device's geometry
+        std::vector<std::uint8_t> reduce;              // per tensor: its partial sums are reduced after it
+        std::vector<std::vector<tensor*>> local;       // per tensor: each device's piece
+        std::size_t max_reduce = 0;                    // elements of the largest reduced node
+    };
 
-        // leaves: every tensor read that the graph does not compute
-        std::unordered_map<const tensor*, std::size_t> leaf_index;
-        std::vector<const meta::record*> leaf_records;
-        const auto add_leaf = [&](const tensor* t) -> status {
-            if (t == nullptr || is_node(t) || leaf_index.contains(t)) return {};
+    status build(graph_view g, meta::detail::plan& p) {
+        planning pl;
+        pl.idx = graph_index(g);
+        if (status s = collect_leaves(pl, p); !s) return s;
+        if (status s = assign_states(pl); !s) return s;
+        p.dev.resize(static_cast<std::size_t>(n_devices()));
+        place_leaves(pl, p);
+        for (std::size_t i = 0; i < pl.idx.n_nodes(); ++i)
+            if (status s = make_pieces(pl, p, i); !s) return s;
+        for (auto& dg : p.dev) dg.cuts.push_back(dg.nodes.size());
+        p.summary.segments = p.reductions.size() + 1;
+        return make_receive_buffers(p, pl.max_reduce);
+    }
+
+    // The leaves: every tensor the graph reads and does not compute, each with its
+    // storage on the devices (its meta buffer's record).
+    status collect_leaves(planning& pl, meta::detail::plan& p) const {
+        for (std::size_t i = pl.idx.n_nodes(); i < pl.idx.size(); ++i) {
+            const tensor* t = &pl.idx[i];
             if (t->view_src != nullptr)
                 return {errc::invalid_argument, "meta plan: the view " + backplane::detail::describe(t) +
                                                     " is read but not computed by the graph"};
@@ -322,189 +341,228 @@ private:
                 return {errc::invalid_argument, "meta plan: " + backplane::detail::describe(t) +
                                                     " has no storage on the devices (not a leaf placed in a meta "
                                                     "buffer, nor a published output)"};
-            leaf_index.emplace(t, p.leaves.size());
             p.leaves.push_back(t);
-            leaf_records.push_back(*rec);
-            return {};
-        };
-        for (const tensor* t : g) {
-            for (const tensor* s : t->src)
-                if (status st = add_leaf(s); !st) return st;
-            if (status st = add_leaf(t->view_src); !st) return st;
-        }
-
-        // 1. states, starting over while reductions are added
-        std::unordered_map<const tensor*, split_state> states;
-        std::unordered_map<const tensor*, meta::match> matches;
-        std::unordered_map<const tensor*, std::vector<meta::local_view>> views;
-        std::unordered_set<const tensor*> reduce;
-        for (bool again = true; again;) {
-            again = false;
-            states.clear();
-            matches.clear();
-            views.clear();
-            for (std::size_t i = 0; i < p.leaves.size(); ++i) states.emplace(p.leaves[i], leaf_records[i]->state);
-            for (std::size_t i = 0; i < g.size() && !again; ++i) {
-                const tensor& t = *g[i];
-                if (is_view_op(t.op)) {
-                    const tensor* root = t.view_src;
-                    if (root == nullptr || !states.contains(root))
-                        return plan_error(t, "a view whose root is not part of the graph");
-                    auto vm = meta::map_view(*root, states.at(root), t, n);
-                    if (!vm) return plan_error(t, vm.error().message());
-                    states.insert_or_assign(&t, vm->state);
-                    views.insert_or_assign(&t, std::move(vm->local));
-                } else {
-                    std::array<const split_state*, 2> ss{};
-                    for (std::size_t j = 0; j < 2; ++j)
-                        if (t.src[j] != nullptr) ss[j] = &states.at(t.src[j]);
-                    auto m = meta::match_rule(t, ss);
-                    if (!m) {
-                        for (std::size_t j = 0; j < 2; ++j) {
-                            const tensor* s = t.src[j];
-                            if (s == nullptr || !ss[j]->is_partial()) continue;
-                            const tensor* root = &meta::detail::root_of(*s);
-                            if (is_node(root) && reduce.insert(root).second) again = true;
-                        }
-                        if (again) break;
-                        return {errc::not_supported, "meta plan: " + backplane::detail::describe(&t) + ": " +
-                                                         m.error().message()};
-                    }
-                    states.insert_or_assign(&t, m->out);
-                    matches.insert_or_assign(&t, std::move(*m));
-                }
-                split_state& st = states.at(&t);
-                const bool output = t.has_flag(tensor_flag::output) || i + 1 == g.size();
-                if (st.is_partial() && output) reduce.insert(&t);
-                if (reduce.contains(&t)) {
-                    if (t.view_src != nullptr || t.type != elem_type::f32 || !t.is_contiguous())
-                        return plan_error(t, "its partial sums must be reduced, and only contiguous f32 tensors "
-                                             "that are not views can be");
-                    st = split_state::mirrored();
-                }
-            }
-        }
-
-        // 2. each device's graph
-        p.dev.resize(static_cast<std::size_t>(n));
-        std::unordered_map<const tensor*, std::vector<tensor*>> local;
-        for (std::size_t i = 0; i < p.leaves.size(); ++i) {
-            const tensor* t = p.leaves[i];
-            auto& ls = local[t];
-            for (int d = 0; d < n; ++d) {
-                const tensor& piece = leaf_records[i]->local[static_cast<std::size_t>(d)];
-                tensor* l = p.dev[static_cast<std::size_t>(d)].ctx.new_tensor(piece.type, std::span(piece.ne));
-                l->nb = piece.nb;
-                place_like(*l, piece, piece.data);
-                l->name = piece.name;
-                ls.push_back(l);
-                p.dev[static_cast<std::size_t>(d)].leafs.push_back(l);
-            }
-        }
-        std::size_t max_reduce = 0;
-        for (std::size_t i = 0; i < g.size(); ++i) {
-            const tensor& t = *g[i];
-            const split_state& st = states.at(&t);
-            auto& ls = local[&t];
-            for (int d = 0; d < n; ++d) {
-                auto& dg = p.dev[static_cast<std::size_t>(d)];
-                const auto du = static_cast<std::size_t>(d);
-                tensor* l = nullptr;
-                if (is_view_op(t.op)) {
-                    const meta::local_view& v = views.at(&t)[du];
-                    l = dg.ctx.new_view(local.at(t.view_src)[du], t.type, v.ne, v.nb, v.offs);
-                    l->src[0] = local.at(t.src[0])[du];
-                } else {
-                    const meta::match& m = matches.at(&t);
-                    std::array<tensor*, 2> srcs{};
-                    for (std::size_t j = 0; j < 2; ++j) {
-                        if (t.src[j] == nullptr) continue;
-                        tensor* s = local.at(t.src[j])[du];
-                        const meta::source_use& u = m.use[j];
-                        if (u.slice) {
-                            auto ne = s->ne;
-                            const auto ax = static_cast<std::size_t>(u.axis);
-                            ne[ax] = u.length[du];
-                            tensor* v = dg.ctx.new_view(s, s->type, ne, s->nb,
-                                                        static_cast<std::size_t>(u.start[du]) * s->nb[ax]);
-                            v->op = op_kind::view;
-                            v->src[0] = s;
-                            v->name = s->name + "[slice]";
-                            dg.nodes.push_back(v);
-                            s = v;
-                        }
-                        srcs[j] = s;
-                    }
-                    if (t.op == op_kind::cpy) {
-                        tensor* dst = srcs[1];
-                        l = dg.ctx.new_view(dst, t.type, dst->ne, dst->nb, 0);
-                    } else {
-                        const auto ne = st.local_shape(t.ne, d);
-                        l = dg.ctx.new_tensor(t.type, std::span<const std::int64_t>(ne));
-                    }
-                    l->src[0] = srcs[0];
-                    l->src[1] = srcs[1];
-                    // the piece is asked about as the node it will be
-                    l->op = t.op;
-                    l->op_params = t.op_params;
-                    if (!s_->parts[du].supports_op(*l))
-                        return plan_error(t, "device " + std::to_string(d) + " (" +
-                                                 std::string(s_->parts[du].name()) + ") does not support its piece " +
-                                                 backplane::detail::describe(l) + " in state " + st.to_string() +
-                                                 sources_of(t, states));
-                }
-                l->op = t.op;
-                l->op_params = t.op_params;
-                l->flags = t.flags;
-                l->name = t.name + "@" + std::to_string(d);
-                dg.nodes.push_back(l);
-                ls.push_back(l);
-                if (reduce.contains(&t)) dg.cuts.push_back(dg.nodes.size());
-            }
-            if (reduce.contains(&t)) {
-                p.reductions.push_back(ls);
-                max_reduce = std::max<std::size_t>(max_reduce, static_cast<std::size_t>(t.nelements()));
-                p.summary.reduced.push_back(&t);
-            }
-            if (t.view_src == nullptr && (t.has_flag(tensor_flag::output) || i + 1 == g.size()) &&
-                meta_buffer_of(t) != nullptr) {
-                p.outputs.emplace_back(&t, st);
-                p.output_locals.push_back(ls);
-            }
-            p.summary.states.emplace_back(&t, st);
-        }
-        for (auto& dg : p.dev) dg.cuts.push_back(dg.nodes.size());
-        p.summary.segments = p.reductions.size() + 1;
-
-        // the collective's receive buffers
-        if (max_reduce > 0) {
-            for (int d = 0; d < n; ++d) {
-                auto& dg = p.dev[static_cast<std::size_t>(d)];
-                const buffer_type_ref bt = s_->parts[static_cast<std::size_t>(d)].buffer_type();
-                const std::size_t align = backplane::detail::sane_alignment(bt.alignment());
-                auto buf = bt.allocate(max_reduce * 4 + align);
-                if (!buf)
-                    return {buf.error().code(), "meta plan: the receive buffer of device " + std::to_string(d) + ": " +
-                                                    buf.error().message()};
-                tensor* sc = dg.ctx.new_tensor_1d(elem_type::f32, static_cast<std::int64_t>(max_reduce));
-                place_tensor(*sc, **buf,
-                             static_cast<std::byte*>((*buf)->base()) + backplane::detail::padding_for((*buf)->base(), align));
-                sc->name = "meta_recv@" + std::to_string(d);
-                if (status s = (*buf)->init_tensor(*sc); !s) return s;
-                dg.scratch = sc;
-                dg.scratch_buffer = std::move(*buf);
-            }
+            pl.leaf_records.push_back(*rec);
         }
         return {};
     }
 
-    std::string sources_of(const tensor& t,
-                           const std::unordered_map<const tensor*, meta::split_state>& states) const {
+    // Step 1: every tensor's state, starting over while reductions are added.
+    status assign_states(planning& pl) const {
+        const std::size_t n = pl.idx.size();
+        pl.reduce.assign(n, 0);
+        for (bool again = true; again;) {
+            pl.states.assign(n, meta::split_state{});
+            pl.known.assign(n, 0);
+            pl.matches.assign(pl.idx.n_nodes(), meta::match{});
+            pl.views.assign(pl.idx.n_nodes(), {});
+            for (std::size_t i = pl.idx.n_nodes(); i < n; ++i) {
+                pl.states[i] = pl.leaf_records[i - pl.idx.n_nodes()]->state;
+                pl.known[i] = 1;
+            }
+            again = false;
+            for (std::size_t i = 0; i < pl.idx.n_nodes() && !again; ++i)
+                if (status s = assign_state(pl, i, again); !s) return s;
+        }
+        return {};
+    }
+
+    // Node i's state (a view's from its root, else from the rule that fits its sources);
+    // `again` when a source's partial sums must be reduced first.
+    status assign_state(planning& pl, std::size_t i, bool& again) const {
+        const tensor& t = pl.idx[i];
+        if (is_view_op(t.op)) {
+            const std::int32_t root = pl.idx.view_src(i);
+            if (root == graph_index::none || !pl.known[static_cast<std::size_t>(root)])
+                return plan_error(t, "a view whose root is not part of the graph");
+            auto vm = meta::map_view(*t.view_src, pl.states[static_cast<std::size_t>(root)], t, n_devices());
+            if (!vm) return plan_error(t, vm.error().message());
+            pl.states[i] = vm->state;
+            pl.views[i] = std::move(vm->local);
+        } else {
+            std::array<const meta::split_state*, 2> ss{};
+            for (std::size_t j = 0; j < 2; ++j) {
+                const std::int32_t k = pl.idx.src(i, j);
+                if (k == graph_index::none) continue;
+                if (!pl.known[static_cast<std::size_t>(k)]) return plan_error(t, "it reads a node computed after it");
+                ss[j] = &pl.states[static_cast<std::size_t>(k)];
+            }
+            auto m = meta::match_rule(t, ss);
+            if (!m) return reduce_sources(pl, i, ss, again, m.error().message());
+            pl.states[i] = m->out;
+            pl.matches[i] = std::move(*m);
+        }
+        pl.known[i] = 1;
+        return mark_reduction(pl, i);
+    }
+
+    // No rule fits node i: its partial sources' roots are reduced (planning starts over),
+    // or, when there are none left to reduce, the node is an error.
+    status reduce_sources(planning& pl, std::size_t i, const std::array<const meta::split_state*, 2>& ss, bool& again,
+                          const std::string& why) const {
+        for (std::size_t j = 0; j < 2; ++j) {
+            if (ss[j] == nullptr || !ss[j]->is_partial()) continue;
+            const std::int32_t root = pl.idx.root(static_cast<std::size_t>(pl.idx.src(i, j)));
+            if (pl.idx.is_node(root) && !pl.reduce[static_cast<std::size_t>(root)]) {
+                pl.reduce[static_cast<std::size_t>(root)] = 1;
+                again = true;
+            }
+        }
+        if (again) return {};
+        return {errc::not_supported, "meta plan: " + backplane::detail::describe(&pl.idx[i]) + ": " + why};
+    }
+
+    // A partial graph output is reduced; a reduced node must be a contiguous f32 tensor.
+    status mark_reduction(planning& pl, std::size_t i) const {
+        const tensor& t = pl.idx[i];
+        meta::split_state& st = pl.states[i];
+        const bool output = t.has_flag(tensor_flag::output) || i + 1 == pl.idx.n_nodes();
+        if (st.is_partial() && output) pl.reduce[i] = 1;
+        if (!pl.reduce[i]) return {};
+        if (t.view_src != nullptr || t.type != elem_type::f32 || !t.is_contiguous())
+            return plan_error(t, "its partial sums must be reduced, and only contiguous f32 tensors that are not "
+                                 "views can be");
+        st = meta::split_state::mirrored();
+        return {};
+    }
+
+    // Step 2 for the leaves: each device's piece, placed in the device's storage.
+    void place_leaves(planning& pl, meta::detail::plan& p) const {
+        const int n = n_devices();
+        pl.local.assign(pl.idx.size(), {});
+        for (std::size_t k = 0; k < p.leaves.size(); ++k) {
+            auto& ls = pl.local[pl.idx.n_nodes() + k];
+            for (int d = 0; d < n; ++d) {
+                const tensor& piece = pl.leaf_records[k]->local[static_cast<std::size_t>(d)];
+                auto& dg = p.dev[static_cast<std::size_t>(d)];
+                tensor* l = dg.ctx.new_tensor(piece.type, std::span(piece.ne));
+                l->nb = piece.nb;
+                place_like(*l, piece, piece.data);
+                l->name = piece.name;
+                ls.push_back(l);
+                dg.leafs.push_back(l);
+            }
+        }
+    }
+
+    // Step 2 for node i: each device's piece of it, its reduction and its publication.
+    status make_pieces(planning& pl, meta::detail::plan& p, std::size_t i) {
+        const tensor& t = pl.idx[i];
+        const meta::split_state& st = pl.states[i];
+        auto& ls = pl.local[i];
+        for (int d = 0; d < n_devices(); ++d) {
+            auto& dg = p.dev[static_cast<std::size_t>(d)];
+            auto piece = is_view_op(t.op) ? view_piece(pl, dg, i, d) : computed_piece(pl, dg, i, d);
+            if (!piece) return piece.error();
+            tensor* l = *piece;
+            l->op = t.op;
+            l->op_params = t.op_params;
+            l->flags = t.flags;
+            l->name = t.name + "@" + std::to_string(d);
+            dg.nodes.push_back(l);
+            ls.push_back(l);
+            if (pl.reduce[i]) dg.cuts.push_back(dg.nodes.size());
+        }
+        if (pl.reduce[i]) {
+            p.reductions.push_back(ls);
+            pl.max_reduce = std::max<std::size_t>(pl.max_reduce, static_cast<std::size_t>(t.nelements()));
+            p.summary.reduced.push_back(&t);
+        }
+        if (t.view_src == nullptr && (t.has_flag(tensor_flag::output) || i + 1 == pl.idx.n_nodes()) &&
+            meta_buffer_of(t) != nullptr) {
+            p.outputs.emplace_back(&t, st);
+            p.output_locals.push_back(ls);
+        }
+        p.summary.states.emplace_back(&t, st);
+        return {};
+    }
+
+    // Device d's piece of view node i: a view of its root's piece.
+    result<tensor*> view_piece(planning& pl, meta::detail::device_graph& dg, std::size_t i, int d) const {
+        const tensor& t = pl.idx[i];
+        const auto du = static_cast<std::size_t>(d);
+        const meta::local_view& v = pl.views[i][du];
+        tensor* l = dg.ctx.new_view(pl.local[static_cast<std::size_t>(pl.idx.view_src(i))][du], t.type, v.ne, v.nb,
+                                    v.offs);
+        l->src[0] = pl.local[static_cast<std::size_t>(pl.idx.src(i, 0))][du];
+        return l;
+    }
+
+    // Device d's piece of computing node i: its sources' pieces (cut by a view where its
+    // rule slices one), its local shape; the device must support it.
+    result<tensor*> computed_piece(planning& pl, meta::detail::device_graph& dg, std::size_t i, int d) const {
+        const tensor& t = pl.idx[i];
+        const auto du = static_cast<std::size_t>(d);
+        const meta::match& m = pl.matches[i];
+        std::array<tensor*, 2> srcs{};
+        for (std::size_t j = 0; j < 2; ++j) {
+            const std::int32_t k = pl.idx.src(i, j);
+            if (k == graph_index::none) continue;
+            srcs[j] = slice_of(dg, pl.local[static_cast<std::size_t>(k)][du], m.use[j], du);
+        }
+        tensor* l = nullptr;
+        if (t.op == op_kind::cpy) {
+            l = dg.ctx.new_view(srcs[1], t.type, srcs[1]->ne, srcs[1]->nb, 0);
+        } else {
+            const auto ne = pl.states[i].local_shape(t.ne, d);
+            l = dg.ctx.new_tensor(t.type, std::span<const std::int64_t>(ne));
+        }
+        l->src[0] = srcs[0];
+        l->src[1] = srcs[1];
+        // the piece is asked about as the node it will be
+        l->op = t.op;
+        l->op_params = t.op_params;
+        if (!s_->parts[du].supports_op(*l))
+            return plan_error(t, "device " + std::to_string(d) + " (" + std::string(s_->parts[du].name()) +
+                                     ") does not support its piece " + backplane::detail::describe(l) + " in state " +
+                                     pl.states[i].to_string() + sources_of(pl, i));
+        return l;
+    }
+
+    // Source piece s as a rule uses it: itself, or the slice device du reads.
+    static tensor* slice_of(meta::detail::device_graph& dg, tensor* s, const meta::source_use& u, std::size_t du) {
+        if (!u.slice) return s;
+        auto ne = s->ne;
+        const auto ax = static_cast<std::size_t>(u.axis);
+        ne[ax] = u.length[du];
+        tensor* v = dg.ctx.new_view(s, s->type, ne, s->nb, static_cast<std::size_t>(u.start[du]) * s->nb[ax]);
+        v->op = op_kind::view;
+        v->src[0] = s;
+        v->name = s->name + "[slice]";
+        dg.nodes.push_back(v);
+        return v;
+    }
+
+    // Each device's receive buffer for the collective (max_reduce elements, 0: none).
+    status make_receive_buffers(meta::detail::plan& p, std::size_t max_reduce) {
+        if (max_reduce == 0) return {};
+        for (int d = 0; d < n_devices(); ++d) {
+            auto& dg = p.dev[static_cast<std::size_t>(d)];
+            const buffer_type_ref bt = s_->parts[static_cast<std::size_t>(d)].buffer_type();
+            const std::size_t align = backplane::detail::sane_alignment(bt.alignment());
+            auto buf = bt.allocate(max_reduce * 4 + align);
+            if (!buf)
+                return {buf.error().code(), "meta plan: the receive buffer of device " + std::to_string(d) + ": " +
+                                                buf.error().message()};
+            tensor* sc = dg.ctx.new_tensor_1d(elem_type::f32, static_cast<std::int64_t>(max_reduce));
+            place_tensor(*sc, **buf,
+                         static_cast<std::byte*>((*buf)->base()) + backplane::detail::padding_for((*buf)->base(), align));
+            sc->name = "meta_recv@" + std::to_string(d);
+            if (status s = (*buf)->init_tensor(*sc); !s) return s;
+            dg.scratch = sc;
+            dg.scratch_buffer = std::move(*buf);
+        }
+        return {};
+    }
+
+    std::string sources_of(const planning& pl, std::size_t i) const {
         std::string s;
-        for (std::size_t j = 0; j < 2; ++j)
-            if (t.src[j] != nullptr)
-                s += "; src" + std::to_string(j) + " " + backplane::detail::describe(t.src[j]) + " " +
-                     states.at(t.src[j]).to_string();
+        for (std::size_t j = 0; j < 2; ++j) {
+            const std::int32_t k = pl.idx.src(i, j);
+            if (k != graph_index::none)
+                s += "; src" + std::to_string(j) + " " + backplane::detail::describe(&pl.idx[static_cast<std::size_t>(k)]) +
+                     " " + pl.states[static_cast<std::size_t>(k)].to_string();
+        }
         return s;
     }
 
