@@ -33,6 +33,7 @@
 #include <backplane/core/graph.hpp>
 #include <backplane/memory/tensor_io.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>

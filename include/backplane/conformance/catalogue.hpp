@@ -336,13 +336,17 @@ inline std::span<const op_family> catalogue() {
     return families;
 }
 
-/// The family named `op`, or null.
-inline const op_family* find_family(std::string_view op) {
-    for (const op_family& f : catalogue())
-        if (f.name == op)
-            return &f;
+/// The entry of `table` whose `name` is `name`, or null.
+template <class Entry>
+const Entry* find_named(std::span<const Entry> table, std::string_view name) {
+    for (const Entry& e : table)
+        if (e.name == name)
+            return &e;
     return nullptr;
 }
+
+/// The family named `op`, or null.
+inline const op_family* find_family(std::string_view op) { return find_named(catalogue(), op); }
 
 /// Builds spec's case in ctx; nullopt when the spec is invalid (an unknown op, types or a
 /// shape the family cannot build).

@@ -11,6 +11,7 @@
 // line of unary_ops); a new kind of op is a new family, a row of parity_families().
 
 #include <backplane/conformance/batch.hpp>
+#include <backplane/conformance/catalogue.hpp>
 #include <backplane/conformance/inputs.hpp>
 #include <backplane/core/ops.hpp>
 #include <backplane/core/types.hpp>
@@ -304,10 +305,7 @@ inline std::span<const parity_family> parity_families() {
 
 /// The family named `name`, or null.
 inline const parity_family* find_parity_family(std::string_view name) {
-    for (const parity_family& f : parity_families())
-        if (f.name == name)
-            return &f;
-    return nullptr;
+    return find_named(parity_families(), name);
 }
 
 } // namespace backplane::conformance

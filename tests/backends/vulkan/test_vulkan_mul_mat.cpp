@@ -1,4 +1,4 @@
-// mul_mat on the Vulkan backend, kernel by kernel: the parity suite's shapes (M <= 65,
+// mul_mat on the Vulkan backend, kernel by kernel: the parity cases' shapes (M <= 65,
 // N <= 33) all go to the mat-vec kernel, so this file adds shapes that reach the tiled
 // (128 x 128) and narrow (128 x 32) kernels too, each with rows read as vectors and
 // element by element, for every weight and activation type, with broadcasting, and
