@@ -17,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -70,3 +71,13 @@ BACKPLANE_PARITY_CASE("rope", "rope normal and neox", "")
 BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
 
 #undef BACKPLANE_PARITY_CASE
+
+TEMPLATE_TEST_CASE("parity: the pinned combination counts name every family once", "[parity]",
+                   BACKPLANE_PARITY_PROVIDERS) {
+    // host code only: a count left behind by a renamed or removed family fails here
+    for (const backplane::conformance::parity_family& f : backplane::conformance::parity_families()) {
+        INFO(TestType::backend << ", family " << f.name);
+        CHECK(parity::expected_combinations(TestType::expected, f.name) >= 0);
+    }
+    CHECK(std::size(TestType::expected) == backplane::conformance::parity_families().size());
+}
