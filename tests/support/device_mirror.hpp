@@ -1,6 +1,6 @@
 #pragma once
 // Runs a graph built in host memory on a device backend, for tests that hold their
-// inputs and expected results in a host context (the parity suite) and compare any
+// inputs and expected results in a host context (the parity cases) and compare any
 // backend with the CPU reference on the very same graph.
 //
 //   compute_on_device(be, g)   copies the memory of every tensor of g into one buffer of

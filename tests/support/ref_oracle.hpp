@@ -19,7 +19,8 @@
 //
 // Call ref_forward before computing an in-place node: it reads the sources' memory.
 
-#include <backplane/conformance/catalogue.hpp>
+#include <backplane/conformance/inputs.hpp>
+#include <backplane/conformance/thresholds.hpp>
 #include <backplane/core.hpp>
 
 #include <algorithm>
@@ -89,34 +90,7 @@ inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
 
 /// Stores v (rounded to the type) as element (i0, i1, i2, i3); f32, f16, bf16 or i32.
 inline void set(tensor& t, i64 i0, i64 i1, i64 i2, i64 i3, double v) {
-    std::byte* p = static_cast<std::byte*>(t.data) + static_cast<std::size_t>(i0) * t.nb[0] +
-                   static_cast<std::size_t>(i1) * t.nb[1] + static_cast<std::size_t>(i2) * t.nb[2] +
-                   static_cast<std::size_t>(i3) * t.nb[3];
-    switch (t.type) {
-    case elem_type::f32: {
-        const auto f = static_cast<float>(v);
-        std::memcpy(p, &f, sizeof f);
-        return;
-    }
-    case elem_type::f16: {
-        const f16_t h = f32_to_f16(static_cast<float>(v));
-        std::memcpy(p, &h, sizeof h);
-        return;
-    }
-    case elem_type::bf16: {
-        const bf16_t h = f32_to_bf16(static_cast<float>(v));
-        std::memcpy(p, &h, sizeof h);
-        return;
-    }
-    case elem_type::i32: {
-        const auto i = static_cast<std::int32_t>(v);
-        std::memcpy(p, &i, sizeof i);
-        return;
-    }
-    default:
-        throw std::logic_error(
-            "ref_oracle::set: quantized tensors are written block-wise (fill_random)");
-    }
+    conformance::set_element(t, i0, i1, i2, i3, v);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -143,14 +117,7 @@ struct ref_tensor {
     }
 };
 
-/// f(i0, i1, i2, i3) for every index of extents ne, dim 0 fastest.
-template <class F> void for_each_index(const extents& ne, F&& f) {
-    for (i64 i3 = 0; i3 < ne[3]; ++i3)
-        for (i64 i2 = 0; i2 < ne[2]; ++i2)
-            for (i64 i1 = 0; i1 < ne[1]; ++i1)
-                for (i64 i0 = 0; i0 < ne[0]; ++i0)
-                    f(i0, i1, i2, i3);
-}
+using conformance::for_each_index;
 
 /// Every element of t.
 inline ref_tensor read(const tensor& t) {

@@ -16,10 +16,12 @@
 // that is not whole blocks, a mask type soft_max refuses): such a spec is "invalid",
 // never a failure.
 //
-// Thresholds are ggml's test-backend-ops': NMSE 1e-7; 5e-4 when an f16, bf16 or
-// quantized operand or result takes part; 1e-6 for soft_max; argmax and get_rows of
-// unquantized rows exact.
+// Thresholds are threshold_for's (conformance/thresholds.hpp); shapes come from
+// shape_gen (conformance/shapes.hpp), layouts from laid_out (conformance/inputs.hpp).
 
+#include <backplane/conformance/inputs.hpp>
+#include <backplane/conformance/shapes.hpp>
+#include <backplane/conformance/thresholds.hpp>
 #include <backplane/core/context.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/ops.hpp>
@@ -37,8 +39,6 @@
 #include <vector>
 
 namespace backplane::conformance {
-
-using extents = std::array<std::int64_t, max_dims>;
 
 /// One case: everything needed to rebuild its graph and data.
 struct case_spec {
@@ -82,95 +82,23 @@ struct built_case {
     double bytes = 0; ///< bytes read and written by one compute
 };
 
-/// ggml's thresholds for a node (see the file comment).
-inline double default_max_nmse(const tensor& node) {
-    if (node.op == op_kind::argmax)
-        return 0.0;
-    bool low = node.type != elem_type::f32 && node.type != elem_type::i32;
-    for (const tensor* s : node.src)
-        if (s != nullptr && s->type != elem_type::f32 && s->type != elem_type::i32)
-            low = true;
-    if (low)
-        return 5e-4;
-    if (node.op == op_kind::soft_max)
-        return 1e-6;
-    return 1e-7;
-}
-
 namespace detail {
 
-inline double uniform(std::mt19937& rng, double lo, double hi) {
-    return lo + (hi - lo) * (static_cast<double>(rng() >> 8) / static_cast<double>(1u << 24));
-}
-
-/// Fills all of contiguous host tensor t with values uniform in [lo, hi) (integers for i32).
-inline void fill(tensor& t, std::mt19937& rng, double lo, double hi) {
-    const auto n = t.nelements();
-    if (t.type == elem_type::i32) {
-        auto* p = static_cast<std::int32_t*>(t.data);
-        const auto span = static_cast<std::uint32_t>(std::max(1.0, hi - lo));
-        for (std::int64_t i = 0; i < n; ++i)
-            p[i] = static_cast<std::int32_t>(lo) + static_cast<std::int32_t>(rng() % span);
-        return;
-    }
-    std::vector<float> v(static_cast<std::size_t>(n));
-    for (auto& x : v)
-        x = static_cast<float>(uniform(rng, lo, hi));
-    from_float_row(t.type, v.data(), t.data, n);
-}
-
-/// An input of type t with extents ne, in the layout `layout` (0 contiguous, 1 rows with
-/// a stride, 2 dims 1 and 2 permuted, 3 transposed; quantized types fall back from 3 to
-/// 1), filled with values in [lo, hi).
-inline tensor* input(context& ctx, elem_type t, const extents& ne, int layout, std::mt19937& rng,
+/// An input of type t with extents ne, in the layout `variant` (0 contiguous, 1 rows with
+/// a stride, 2 permuted, 3 transposed; quantized types fall back from 3 to 1), filled
+/// with values in [lo, hi).
+inline tensor* input(context& ctx, elem_type t, const extents& ne, int variant, std::mt19937& rng,
                      double lo = -1.0, double hi = 1.0) {
-    if (is_quantized(t) && layout == 3)
-        layout = 1;
-    tensor* root = nullptr;
-    tensor* x = nullptr;
-    switch (layout) {
-    case 1: { // every row padded by one block
-        root = ctx.new_tensor(t, {ne[0] + block_size(t), ne[1], ne[2], ne[3]});
-        x = view(ctx, root, ne, {root->nb[0], root->nb[1], root->nb[2], root->nb[3]}, 0);
-        break;
-    }
-    case 2: // [ne0, ne2, ne1, ne3] seen with dims 1 and 2 swapped
-        root = ctx.new_tensor(t, {ne[0], ne[2], ne[1], ne[3]});
-        x = permute(ctx, root, 0, 2, 1, 3);
-        break;
-    case 3: // [ne1, ne0, ...] transposed
-        root = ctx.new_tensor(t, {ne[1], ne[0], ne[2], ne[3]});
-        x = transpose(ctx, root);
-        break;
-    default:
-        root = x = ctx.new_tensor(t, {ne[0], ne[1], ne[2], ne[3]});
-        break;
-    }
-    fill(*root, rng, lo, hi);
-    root->name = "input";
-    return x;
+    static constexpr layout by_variant[] = {layout::contiguous, layout::strided_rows,
+                                            layout::permuted, layout::transposed};
+    layout l = by_variant[variant & 3];
+    if (!allows(l, t))
+        l = layout::strided_rows;
+    return laid_out(ctx, t, ne, l, [&](elem_type type, const extents& root_ne) {
+        return random_leaf(ctx, type, root_ne, rng, lo, hi);
+    });
 }
 
-inline std::int64_t pick(std::mt19937& rng, std::initializer_list<std::int64_t> l) {
-    return *(l.begin() + rng() % l.size());
-}
-inline std::int64_t upto(std::mt19937& rng, std::int64_t n) {
-    return 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(n));
-}
-/// A row length for type t: odd sizes no vector width divides; whole blocks when quantized.
-inline std::int64_t row(std::mt19937& rng, elem_type t) {
-    if (is_quantized(t))
-        return 32 * pick(rng, {1, 2, 3, 5, 7});
-    return pick(rng, {1, 2, 3, 5, 7, 9, 13, 16, 17, 31, 33, 47, 64, 65, 100, 127, 129, 257});
-}
-/// Extents for an op over rows of type t, at most about `budget` elements.
-inline extents rows_shape(std::mt19937& rng, elem_type t, std::int64_t budget = 4000) {
-    extents ne{row(rng, t), upto(rng, 7), upto(rng, 3), upto(rng, 2)};
-    for (std::size_t d = 3; d >= 1; --d)
-        while (ne[0] * ne[1] * ne[2] * ne[3] > budget && ne[d] > 1)
-            --ne[d];
-    return ne;
-}
 inline double nbytes_of(const tensor* t) {
     if (t == nullptr)
         return 0;
@@ -213,7 +141,9 @@ namespace detail {
 inline built_case finish(tensor* out, double flops = 0) {
     built_case b;
     b.out = out;
-    b.max_nmse = default_max_nmse(*out);
+    const threshold th = threshold_for(*out);
+    b.max_nmse = th.max_nmse;
+    b.exact = th.exact;
     b.flops = flops;
     b.bytes = traffic(out);
     return b;
@@ -299,10 +229,8 @@ inline built_case build_mul_mat(context& ctx, const case_spec& c, std::mt19937& 
     const auto [k, m, n, batch] = c.ne;
     tensor* a = input(ctx, ta, {k, m, (c.variant & 1) ? 1 : batch, 1}, 0, rng);
     tensor* b = input(ctx, tb, {k, n, batch, 1}, (c.variant >> 1) & 3, rng);
-    built_case r = finish(mul_mat(ctx, a, b),
-                          2.0 * static_cast<double>(k) * static_cast<double>(m * n * batch));
-    r.max_nmse = ta == elem_type::f32 && tb == elem_type::f32 ? 1e-7 : 5e-4;
-    return r;
+    return finish(mul_mat(ctx, a, b),
+                  2.0 * static_cast<double>(k) * static_cast<double>(m * n * batch));
 }
 
 /// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
@@ -311,10 +239,7 @@ inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937&
     tensor* a = input(ctx, t, {c.ne[0], c.ne[1], c.ne[2], 1}, c.variant, rng, -4.0, 4.0);
     tensor* idx = input(ctx, elem_type::i32, {c.ne[3], c.ne[2], 1, 1}, 0, rng, 0.0,
                         static_cast<double>(c.ne[1]));
-    built_case r = finish(get_rows(ctx, a, idx));
-    r.exact = !is_quantized(t);
-    r.max_nmse = is_quantized(t) ? 1e-7 : 0.0;
-    return r;
+    return finish(get_rows(ctx, a, idx));
 }
 
 /// a = [head_dim, heads, tokens, ne3]; variant: bit 0 neox, bit 1 rotate half the dims.
@@ -334,7 +259,7 @@ inline built_case build_concat(context& ctx, const case_spec& c, std::mt19937& r
     const elem_type t = type_at(c, 0);
     const int dim = c.variant & 3;
     extents nb = c.ne;
-    nb[static_cast<std::size_t>(dim)] = dim == 0 && is_quantized(t) ? 32 : upto(rng, 3);
+    nb[static_cast<std::size_t>(dim)] = dim == 0 && is_quantized(t) ? 32 : shape_gen{rng}.upto(3);
     tensor* a = input(ctx, t, c.ne, 0, rng, -100, 100);
     tensor* b = input(ctx, t, nb, 0, rng, -100, 100);
     return finish(concat(ctx, a, b, dim));
@@ -362,21 +287,22 @@ inline extents shape_rows(std::mt19937& rng, std::span<const elem_type> types) {
     for (elem_type x : types)
         if (is_quantized(x))
             t = x;
-    return rows_shape(rng, t);
+    return shape_gen{rng}.rows(t);
 }
 inline extents shape_mul_mat(std::mt19937& rng, std::span<const elem_type> types) {
+    shape_gen g{rng};
     const bool quant = !types.empty() && is_quantized(types[0]);
     const std::int64_t k =
-        quant ? 32 * pick(rng, {1, 2, 3, 5}) : pick(rng, {1, 3, 7, 16, 17, 33, 64, 65, 100, 129});
-    return {k, pick(rng, {1, 2, 3, 7, 8, 16, 17, 33}), pick(rng, {1, 2, 3, 5, 8, 9, 17}),
-            upto(rng, 3)};
+        quant ? 32 * g.pick({1, 2, 3, 5}) : g.pick({1, 3, 7, 16, 17, 33, 64, 65, 100, 129});
+    return {k, g.pick({1, 2, 3, 7, 8, 16, 17, 33}), g.pick({1, 2, 3, 5, 8, 9, 17}), g.upto(3)};
 }
 inline extents shape_get_rows(std::mt19937& rng, std::span<const elem_type> types) {
-    return {row(rng, types.empty() ? elem_type::f32 : types[0]), upto(rng, 9), upto(rng, 3),
-            upto(rng, 7)};
+    shape_gen g{rng};
+    return {g.row(types.empty() ? elem_type::f32 : types[0]), g.upto(9), g.upto(3), g.upto(7)};
 }
 inline extents shape_rope(std::mt19937& rng, std::span<const elem_type>) {
-    return {pick(rng, {2, 6, 10, 18, 34, 64, 66, 128}), upto(rng, 5), upto(rng, 7), upto(rng, 2)};
+    shape_gen g{rng};
+    return {g.pick({2, 6, 10, 18, 34, 64, 66, 128}), g.upto(5), g.upto(7), g.upto(2)};
 }
 
 } // namespace detail
@@ -410,13 +336,17 @@ inline std::span<const op_family> catalogue() {
     return families;
 }
 
-/// The family named `op`, or null.
-inline const op_family* find_family(std::string_view op) {
-    for (const op_family& f : catalogue())
-        if (f.name == op)
-            return &f;
+/// The entry of `table` whose `name` is `name`, or null.
+template <class Entry>
+const Entry* find_named(std::span<const Entry> table, std::string_view name) {
+    for (const Entry& e : table)
+        if (e.name == name)
+            return &e;
     return nullptr;
 }
+
+/// The family named `op`, or null.
+inline const op_family* find_family(std::string_view op) { return find_named(catalogue(), op); }
 
 /// Builds spec's case in ctx; nullopt when the spec is invalid (an unknown op, types or a
 /// shape the family cannot build).

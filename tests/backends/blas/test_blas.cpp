@@ -4,7 +4,7 @@
 // Parity: for each weight type (f32, f16, bf16), 24 seeded random shapes (odd sizes,
 // N = 1, broadcasting over dims 2 and 3, padded rows, offsets, permuted batch dims, the
 // merged-batch path) computed with min_batch 0 on 1 and 2 threads, and compared with
-// cpu_backend in reference mode. Thresholds as the CPU parity suite's for mul_mat
+// cpu_backend in reference mode. Thresholds as the parity cases' for mul_mat
 // (ggml's test-backend-ops): NMSE 1e-7 for f32 weights (sgemm sums in another order than
 // the reference, within f32 rounding), 5e-4 for f16 / bf16 weights. Outputs are poisoned
 // with NaN before each compute, so an element sgemm leaves unwritten fails; every other
@@ -163,7 +163,7 @@ std::vector<bt::ref_tensor> reference(const graph& g, const std::vector<tensor*>
     return expected;
 }
 
-/// One mul_mat of the parity suite.
+/// One mul_mat of this test.
 struct product {
     tensor* out;
     std::string what;

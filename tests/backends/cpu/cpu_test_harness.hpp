@@ -6,6 +6,8 @@
 
 #include "../../support/ref_oracle.hpp"
 
+#include <backplane/conformance/inputs.hpp>
+
 #include <backplane/backplane.hpp>
 
 #include <catch2/catch.hpp>
@@ -36,48 +38,13 @@ inline constexpr elem_type i32 = elem_type::i32;
 inline constexpr elem_type float_types[] = {f32, f16, bf16};
 inline constexpr elem_type real_types[] = {f32, f16, bf16, q8_0, q4_0};
 
-/// How an op's operand is laid out in memory; all but contiguous are views.
-enum class layout {
-    contiguous,    ///< a fresh tensor
-    offset,        ///< contiguous, one element (block) into a larger tensor: odd alignment
-    strided_rows,  ///< rows padded: a window of a larger tensor in every dimension
-    permuted,      ///< dims 1..3 (and 0 unless quantized) come from another order
-    transposed,    ///< dims 0 and 1 swapped (not for quantized types)
-    strided_elems, ///< every other element of a row (not for quantized types)
-};
-inline constexpr layout all_layouts[] = {layout::contiguous,   layout::offset,
-                                         layout::strided_rows, layout::permuted,
-                                         layout::transposed,   layout::strided_elems};
-
-inline const char* to_string(layout l) {
-    switch (l) {
-    case layout::contiguous:
-        return "contiguous";
-    case layout::offset:
-        return "offset";
-    case layout::strided_rows:
-        return "strided_rows";
-    case layout::permuted:
-        return "permuted";
-    case layout::transposed:
-        return "transposed";
-    case layout::strided_elems:
-        return "strided_elems";
-    }
-    return "?";
-}
-
-inline bool allows(layout l, elem_type t) {
-    return !is_quantized(t) || (l != layout::transposed && l != layout::strided_elems);
-}
-/// The i-th layout (cycling) that type t allows.
-inline layout nth_layout(std::size_t i, elem_type t) {
-    std::vector<layout> ok;
-    for (layout l : all_layouts)
-        if (allows(l, t))
-            ok.push_back(l);
-    return ok[i % ok.size()];
-}
+// Operand layouts (conformance/inputs.hpp): the parity cases lay theirs out the same way.
+using backplane::conformance::all_layouts;
+using backplane::conformance::allows;
+using backplane::conformance::layout;
+using backplane::conformance::nth_layout;
+using backplane::conformance::random_divisor;
+using backplane::conformance::to_string;
 
 inline std::string str(const extents& ne) {
     std::ostringstream s;
@@ -124,42 +91,9 @@ class harness {
 
     /// A tensor of extents ne laid out as l, the whole underlying memory random.
     tensor* input(elem_type t, const extents& ne, layout l, double lo = -1.0, double hi = 1.0) {
-        const auto ts = type_size(t);
-        switch (allows(l, t) ? l : layout::contiguous) {
-        case layout::contiguous:
-            return leaf(t, ne, lo, hi);
-        case layout::offset: {
-            const i64 rows = ne[1] * ne[2] * ne[3];
-            tensor* root = leaf(t, {ne[0] * (rows + 1) + block_size(t), 1, 1, 1}, lo, hi);
-            const std::size_t row = row_size(t, ne[0]);
-            return view_4d(ctx, root, ne[0], ne[1], ne[2], ne[3], row,
-                           row * static_cast<std::size_t>(ne[1]),
-                           row * static_cast<std::size_t>(ne[1] * ne[2]), ts);
-        }
-        case layout::strided_rows: {
-            const i64 pad0 = block_size(t) == 1 ? 3 : block_size(t);
-            tensor* root = leaf(t, {ne[0] + pad0, ne[1] + 1, ne[2] + 1, ne[3]}, lo, hi);
-            return view_4d(ctx, root, ne[0], ne[1], ne[2], ne[3], root->nb[1], root->nb[2],
-                           root->nb[3], ts + root->nb[1] + root->nb[2]);
-        }
-        case layout::permuted: {
-            if (is_quantized(t)) { // dim 0 (the blocks) stays first
-                tensor* root = leaf(t, {ne[0], ne[2], ne[3], ne[1]}, lo, hi);
-                return permute(ctx, root, 0, 2, 3, 1);
-            }
-            tensor* root = leaf(t, {ne[2], ne[0], ne[3], ne[1]}, lo, hi);
-            return permute(ctx, root, 2, 0, 3, 1);
-        }
-        case layout::transposed: {
-            tensor* root = leaf(t, {ne[1], ne[0], ne[2], ne[3]}, lo, hi);
-            return transpose(ctx, root);
-        }
-        case layout::strided_elems: {
-            tensor* root = leaf(t, {2 * ne[0], ne[1], ne[2], ne[3]}, lo, hi);
-            return view(ctx, root, ne, {2 * ts, root->nb[1], root->nb[2], root->nb[3]}, 0);
-        }
-        }
-        return nullptr;
+        return conformance::laid_out(ctx, t, ne, l, [&](elem_type type, const extents& root) {
+            return leaf(type, root, lo, hi);
+        });
     }
 
     /// A tensor of random values right after the newest one: catches writes past its end.
@@ -276,15 +210,6 @@ inline const std::vector<extents>& block_shapes() {
 
 inline const std::vector<extents>& shapes_for(elem_type t) {
     return is_quantized(t) ? block_shapes() : plain_shapes();
-}
-
-/// A random divisor of n (1 and n included).
-inline i64 random_divisor(std::mt19937& rng, i64 n) {
-    std::vector<i64> d;
-    for (i64 k = 1; k <= n; ++k)
-        if (n % k == 0)
-            d.push_back(k);
-    return d[rng() % d.size()];
 }
 
 } // namespace cpu_test

@@ -1,5 +1,5 @@
 // The Vulkan backend (label vulkan): devices, memory with and without staging, and
-// errors as statuses; its ops are checked by the parity suite (test_vulkan_parity.cpp).
+// errors as statuses; its ops are checked by the parity cases (test_vulkan_parity.cpp).
 // Runs on whatever Vulkan driver is present (lavapipe in CI); skips with a message where
 // there is none. Every validation-layer message fails the test.
 

@@ -6,38 +6,40 @@
 #include <backplane/backends/vulkan.hpp>
 
 #include "../../support/device_mirror.hpp"
-#include "../../support/parity_suite.hpp"
+#include "../../support/parity_targets.hpp"
+#include "../../support/vulkan_test_support.hpp" // the validation layer is on (before main)
 
 #include <memory>
 #include <string>
-#include <vector>
+#include <utility>
 
 namespace parity {
 
 /// A device opened one way and a backend on it.
 struct vulkan_target_state {
-    vulkan_device dev;
-    vulkan_backend be;
+    backplane::vulkan_device dev;
+    backplane::vulkan_backend be;
 };
 
-/// Physical device 0 with its memory mapped and with staging forced; empty (and a
-/// warning) when this machine has no Vulkan.
-inline std::vector<parity_target> vulkan_targets() {
-    std::vector<parity_target> targets;
+/// Physical device 0 with its memory mapped and with staging forced; none, and why, when
+/// this machine has no Vulkan.
+inline target_list open_vulkan_targets() {
+    using namespace backplane;
+    static_cast<void>(test::vulkan_validation_asked);
+    target_list list;
     for (const bool staging : {false, true}) {
         auto dev = vulkan_device::open({.index = 0, .force_staging = staging});
-        if (!dev) {
-            WARN("no Vulkan device, skipping: " << dev.error().describe());
-            return {};
-        }
+        if (!dev)
+            return {{}, "no Vulkan device: " + dev.error().describe()};
         auto be = dev->make_backend();
-        REQUIRE(be);
+        if (!be)
+            return {{}, "no Vulkan backend on " + std::string(dev->name()) + ": " + be.error().describe()};
         const std::string name = std::string(dev->name()) + (staging ? " staged" : " mapped");
         auto state = std::make_shared<vulkan_target_state>(vulkan_target_state{std::move(*dev), std::move(*be)});
-        targets.push_back({name, [state](const tensor& t) { return state->be.supports_op(t); },
-                           [state](graph& g) { return backplane::test::compute_on_device(state->be, g); }});
+        list.targets.push_back({name, [state](const tensor& t) { return state->be.supports_op(t); },
+                                [state](graph& g) { return test::compute_on_device(state->be, g); }});
     }
-    return targets;
+    return list;
 }
 
 } // namespace parity

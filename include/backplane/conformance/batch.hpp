@@ -1,0 +1,221 @@
+#pragma once
+// Many cases in one graph, computed by the CPU backend's reference kernels and then by
+// every target, compared node by node: the engine of the backends' parity tests
+// (conformance/parity.hpp holds their cases). Batching keeps them fast: thousands of
+// small nodes cost one graph copy and one compute per target, not one each.
+//
+//     conformance::batch b(7, {my_target});
+//     tensor* a = b.input(elem_type::f16, b.gen.rows(elem_type::f16), b.any_layout(elem_type::f16));
+//     if (b.claimed([&] { return sqr(b.ctx, b.leaf(elem_type::f16, {32, 1, 1, 1})); }))
+//         b.add(sqr(b.ctx, a));
+//     conformance::batch_report r = b.run();
+//     if (!r.ok()) for (auto& f : r.failures) std::puts(f.c_str());
+//
+// A target is a name, its supports_op and a compute that leaves its results in the host
+// memory of the graph's tensors (a device target copies the graph there and back). A
+// combination is claimed when every target supports it; a case the builder refuses or
+// a target refuses although its combination is claimed is a failure of the batch.
+//
+// Each case's output starts as 0xff bytes (NaN in every float type) before every
+// compute, so an element a target never writes fails. A case passes on a target when
+// the target's result has no NaN or infinity where the reference has none and its NMSE
+// (and, for exact ops, every element) is within threshold_for(node)
+// (conformance/thresholds.hpp).
+
+#include <backplane/backends/cpu.hpp>
+#include <backplane/conformance/inputs.hpp>
+#include <backplane/conformance/runner.hpp>
+#include <backplane/conformance/shapes.hpp>
+#include <backplane/conformance/thresholds.hpp>
+#include <backplane/core/context.hpp>
+#include <backplane/core/detail/describe.hpp>
+#include <backplane/core/error.hpp>
+#include <backplane/core/graph.hpp>
+#include <backplane/memory/tensor_io.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace backplane::conformance {
+
+/// A backend configuration to compare with the reference.
+struct target {
+    std::string name;
+    std::function<bool(const tensor&)> supports;
+    /// Computes g and leaves the results in the host memory of g's tensors.
+    std::function<status(graph&)> compute;
+};
+
+/// What a batch's run found.
+struct batch_report {
+    std::size_t cases = 0;
+    int combinations = 0;
+    std::size_t targets = 0;
+    std::size_t failed = 0;            ///< failed comparisons, over all targets
+    std::vector<std::string> failures; ///< the first few in full, then the problems
+    [[nodiscard]] bool ok() const { return failed == 0 && failures.empty(); }
+    /// "2520 cases, 126 type combinations, 4 targets".
+    [[nodiscard]] std::string summary() const {
+        return std::to_string(cases) + " cases, " + std::to_string(combinations) +
+               " type combinations, " + std::to_string(targets) + " targets";
+    }
+};
+
+/// The node a builder makes, or null when it refuses these operands.
+template <class F> tensor* attempt(F&& build) {
+    try {
+        return build();
+    } catch (const error&) {
+        return nullptr;
+    }
+}
+
+/// "add a = f32 [5, 3, 1, 1] (non-contiguous), b = f32 [5, 1, 1, 1]"
+inline std::string describe_case(const tensor& node) {
+    std::string s(to_string(node.op));
+    const char* sep = " ";
+    for (const tensor* src : node.src)
+        if (src != nullptr) {
+            s += sep + backplane::detail::describe(src);
+            sep = ", ";
+        }
+    return s + " -> " + backplane::detail::describe(&node);
+}
+
+/// Cases collected into one graph.
+class batch {
+  public:
+    /// How many failures a report describes in full (the count says the rest).
+    static constexpr std::size_t described_failures = 20;
+
+    batch(std::uint32_t seed, std::vector<target> targets)
+        : rng(seed), gen{rng}, targets_(std::move(targets)) {}
+    batch(const batch&) = delete;
+    batch& operator=(const batch&) = delete;
+
+    // Alignment 4 packs tensors tightly: kernels meet operands at odd addresses.
+    context ctx{
+        context_params{.no_alloc = false, .alignment = 4, .chunk_size = std::size_t{1} << 16}};
+    std::mt19937 rng;
+    shape_gen gen;
+
+    /// A contiguous leaf with values uniform in [lo, hi).
+    tensor* leaf(elem_type t, const extents& ne, double lo = -1.0, double hi = 1.0) {
+        return random_leaf(ctx, t, ne, rng, lo, hi);
+    }
+    /// A tensor of extents ne laid out as l, the whole underlying memory random.
+    tensor* input(elem_type t, const extents& ne, layout l, double lo = -1.0, double hi = 1.0) {
+        return laid_out(ctx, t, ne, l,
+                        [&](elem_type type, const extents& root) { return leaf(type, root, lo, hi); });
+    }
+    /// A random layout that t allows.
+    layout any_layout(elem_type t) { return nth_layout(rng(), t); }
+
+    /// True when the combination that `probe` builds is claimed: the builder accepts it
+    /// and every target supports the node.
+    template <class F> bool claimed(F&& probe) {
+        const tensor* t = attempt(probe);
+        if (t == nullptr)
+            return false;
+        for (const target& tg : targets_)
+            if (!tg.supports(*t))
+                return false;
+        return true;
+    }
+    /// Counts a claimed type combination (for the coverage check).
+    void combination() { ++combinations_; }
+    [[nodiscard]] int combinations() const { return combinations_; }
+    [[nodiscard]] std::size_t cases() const { return cases_.size(); }
+
+    /// A case of a claimed combination: every target must support it (a claimed
+    /// combination is claimed for every shape and layout).
+    void add(tensor* out) {
+        if (out == nullptr) {
+            problems_.push_back("the builder refused a case of a claimed combination");
+            return;
+        }
+        for (const target& tg : targets_)
+            if (!tg.supports(*out))
+                problems_.push_back(tg.name + " refuses a case of a claimed combination: " +
+                                    describe_case(*out));
+        cases_.push_back(out);
+    }
+
+    /// Computes every case with the reference kernels, then on every target, and
+    /// compares each case's node with the reference's.
+    batch_report run() {
+        batch_report r{.cases = cases_.size(), .combinations = combinations_,
+                       .targets = targets_.size(), .failures = problems_};
+        graph g;
+        for (tensor* c : cases_)
+            g.build_forward(c);
+        cpu_backend ref({.n_threads = 1, .reference = true});
+        std::vector<std::vector<float>> expected;
+        if (!compute(r, "the reference", [&] { return ref.compute(g); }, expected))
+            return r;
+        for (std::size_t i = 0; i < cases_.size(); ++i)
+            for (float v : expected[i])
+                if (!std::isfinite(v)) { // the inputs are chosen so that it has none
+                    r.failures.push_back("the reference has NaN or infinity in " +
+                                         describe_case(*cases_[i]));
+                    break;
+                }
+        for (const target& tg : targets_) {
+            std::vector<std::vector<float>> actual;
+            if (!compute(r, tg.name, [&] { return tg.compute(g); }, actual))
+                continue;
+            for (std::size_t i = 0; i < cases_.size(); ++i)
+                judge(r, tg, *cases_[i], expected[i], actual[i]);
+        }
+        return r;
+    }
+
+  private:
+    /// Poisons every case's output, computes, reads the outputs back; false (and a
+    /// failure) when the compute or a read fails.
+    template <class F>
+    bool compute(batch_report& r, const std::string& who, F&& run,
+                 std::vector<std::vector<float>>& values) {
+        for (tensor* c : cases_)
+            detail::poison_root(*c);
+        if (status s = run(); !s) {
+            r.failures.push_back(who + ": " + s.describe());
+            return false;
+        }
+        values.reserve(cases_.size());
+        for (tensor* c : cases_) {
+            auto v = tensor_read_f32(*c);
+            if (!v) {
+                r.failures.push_back(who + ": " + v.error().describe());
+                return false;
+            }
+            values.push_back(std::move(*v));
+        }
+        return true;
+    }
+
+    static void judge(batch_report& r, const target& tg, const tensor& node,
+                      const std::vector<float>& expected, const std::vector<float>& actual) {
+        const threshold th = threshold_for(node);
+        const comparison c = compare_values(expected, actual);
+        const bool ok = c.bad_values == 0 && c.nmse <= th.max_nmse && (!th.exact || c.mismatches == 0);
+        if (ok)
+            return;
+        if (++r.failed <= described_failures)
+            r.failures.push_back(describe_case(node) + " on " + tg.name + ": " +
+                                 detail::describe_failure(c, th.max_nmse, th.exact));
+    }
+
+    std::vector<target> targets_;
+    std::vector<tensor*> cases_;
+    std::vector<std::string> problems_;
+    int combinations_ = 0;
+};
+
+} // namespace backplane::conformance

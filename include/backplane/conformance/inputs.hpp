@@ -1,0 +1,187 @@
+#pragma once
+// Inputs for conformance cases: the memory layouts a graph can hand a kernel, random
+// fills, and element stores. The catalogue's families, the batched parity cases and the
+// CPU op tests (which fill with the test oracle's values instead) lay their operands out
+// here.
+//
+//     context ctx;
+//     std::mt19937 rng(1);
+//     tensor* a = conformance::laid_out(ctx, elem_type::f16, {33, 5, 2, 1}, layout::permuted,
+//                                       [&](elem_type t, const extents& ne) {
+//                                           return conformance::random_leaf(ctx, t, ne, rng);
+//                                       });
+
+#include <backplane/conformance/shapes.hpp>
+#include <backplane/core/context.hpp>
+#include <backplane/core/ops.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+namespace backplane::conformance {
+
+/// How an operand is laid out in memory; all but contiguous are views.
+enum class layout : std::uint8_t {
+    contiguous,    ///< a fresh tensor
+    offset,        ///< contiguous, one element (block) into a larger tensor: odd alignment
+    strided_rows,  ///< rows padded: a window of a larger tensor in every dimension
+    permuted,      ///< dims 1..3 (and 0 unless quantized) come from another order
+    transposed,    ///< dims 0 and 1 swapped (not for quantized types)
+    strided_elems, ///< every other element of a row (not for quantized types)
+};
+inline constexpr layout all_layouts[] = {layout::contiguous,   layout::offset,
+                                         layout::strided_rows, layout::permuted,
+                                         layout::transposed,   layout::strided_elems};
+
+constexpr const char* to_string(layout l) noexcept {
+    switch (l) {
+    case layout::contiguous:
+        return "contiguous";
+    case layout::offset:
+        return "offset";
+    case layout::strided_rows:
+        return "strided_rows";
+    case layout::permuted:
+        return "permuted";
+    case layout::transposed:
+        return "transposed";
+    case layout::strided_elems:
+        return "strided_elems";
+    }
+    return "?";
+}
+
+/// Whether type t can be laid out as l (a quantized row keeps its blocks together).
+constexpr bool allows(layout l, elem_type t) noexcept {
+    return !is_quantized(t) || (l != layout::transposed && l != layout::strided_elems);
+}
+/// The i-th layout (cycling) that type t allows.
+inline layout nth_layout(std::size_t i, elem_type t) {
+    std::vector<layout> ok;
+    for (layout l : all_layouts)
+        if (allows(l, t))
+            ok.push_back(l);
+    return ok[i % ok.size()];
+}
+
+/// A tensor of extents ne laid out as l (contiguous where t does not allow l), viewing a
+/// root made by leaf(type, root extents), which fills the whole root.
+template <class Leaf>
+tensor* laid_out(context& ctx, elem_type t, const extents& ne, layout l, Leaf&& leaf) {
+    const auto ts = type_size(t);
+    switch (allows(l, t) ? l : layout::contiguous) {
+    case layout::contiguous:
+        break;
+    case layout::offset: {
+        const std::int64_t rows = ne[1] * ne[2] * ne[3];
+        tensor* root = leaf(t, extents{ne[0] * (rows + 1) + block_size(t), 1, 1, 1});
+        const std::size_t row = row_size(t, ne[0]);
+        return view_4d(ctx, root, ne[0], ne[1], ne[2], ne[3], row,
+                       row * static_cast<std::size_t>(ne[1]),
+                       row * static_cast<std::size_t>(ne[1] * ne[2]), ts);
+    }
+    case layout::strided_rows: {
+        const std::int64_t pad0 = block_size(t) == 1 ? 3 : block_size(t);
+        tensor* root = leaf(t, extents{ne[0] + pad0, ne[1] + 1, ne[2] + 1, ne[3]});
+        return view_4d(ctx, root, ne[0], ne[1], ne[2], ne[3], root->nb[1], root->nb[2],
+                       root->nb[3], ts + root->nb[1] + root->nb[2]);
+    }
+    case layout::permuted: {
+        if (is_quantized(t)) // dim 0 (the blocks) stays first
+            return permute(ctx, leaf(t, extents{ne[0], ne[2], ne[3], ne[1]}), 0, 2, 3, 1);
+        return permute(ctx, leaf(t, extents{ne[2], ne[0], ne[3], ne[1]}), 2, 0, 3, 1);
+    }
+    case layout::transposed:
+        return transpose(ctx, leaf(t, extents{ne[1], ne[0], ne[2], ne[3]}));
+    case layout::strided_elems: {
+        tensor* root = leaf(t, extents{2 * ne[0], ne[1], ne[2], ne[3]});
+        return view(ctx, root, ne, {2 * ts, root->nb[1], root->nb[2], root->nb[3]}, 0);
+    }
+    }
+    return leaf(t, ne);
+}
+
+/// f(i0, i1, i2, i3) for every index of extents ne, dim 0 fastest.
+template <class F> void for_each_index(const extents& ne, F&& f) {
+    for (std::int64_t i3 = 0; i3 < ne[3]; ++i3)
+        for (std::int64_t i2 = 0; i2 < ne[2]; ++i2)
+            for (std::int64_t i1 = 0; i1 < ne[1]; ++i1)
+                for (std::int64_t i0 = 0; i0 < ne[0]; ++i0)
+                    f(i0, i1, i2, i3);
+}
+
+/// Stores v (rounded to the type) as element (i0, i1, i2, i3) of host tensor t, through
+/// t's own strides; f32, f16, bf16 or i32 (quantized tensors are written block-wise).
+inline void set_element(tensor& t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
+                        std::int64_t i3, double v) {
+    std::byte* p = static_cast<std::byte*>(t.data) + static_cast<std::size_t>(i0) * t.nb[0] +
+                   static_cast<std::size_t>(i1) * t.nb[1] + static_cast<std::size_t>(i2) * t.nb[2] +
+                   static_cast<std::size_t>(i3) * t.nb[3];
+    switch (t.type) {
+    case elem_type::f32: {
+        const auto f = static_cast<float>(v);
+        std::memcpy(p, &f, sizeof f);
+        return;
+    }
+    case elem_type::f16: {
+        const f16_t h = f32_to_f16(static_cast<float>(v));
+        std::memcpy(p, &h, sizeof h);
+        return;
+    }
+    case elem_type::bf16: {
+        const bf16_t h = f32_to_bf16(static_cast<float>(v));
+        std::memcpy(p, &h, sizeof h);
+        return;
+    }
+    case elem_type::i32: {
+        const auto i = static_cast<std::int32_t>(v);
+        std::memcpy(p, &i, sizeof i);
+        return;
+    }
+    default:
+        throw std::logic_error("set_element: quantized tensors are written block-wise");
+    }
+}
+
+namespace detail {
+
+inline double uniform(std::mt19937& rng, double lo, double hi) {
+    return lo + (hi - lo) * (static_cast<double>(rng() >> 8) / static_cast<double>(1u << 24));
+}
+
+/// Fills all of contiguous host tensor t with values uniform in [lo, hi) (integers for i32).
+inline void fill(tensor& t, std::mt19937& rng, double lo, double hi) {
+    const auto n = t.nelements();
+    if (t.type == elem_type::i32) {
+        auto* p = static_cast<std::int32_t*>(t.data);
+        const auto span = static_cast<std::uint32_t>(std::max(1.0, hi - lo));
+        for (std::int64_t i = 0; i < n; ++i)
+            p[i] = static_cast<std::int32_t>(lo) + static_cast<std::int32_t>(rng() % span);
+        return;
+    }
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& x : v)
+        x = static_cast<float>(uniform(rng, lo, hi));
+    from_float_row(t.type, v.data(), t.data, n);
+}
+
+} // namespace detail
+
+/// A contiguous host tensor of ctx filled with values uniform in [lo, hi).
+inline tensor* random_leaf(context& ctx, elem_type t, const extents& ne, std::mt19937& rng,
+                           double lo = -1.0, double hi = 1.0) {
+    tensor* x = ctx.new_tensor(t, std::span<const std::int64_t>(ne));
+    detail::fill(*x, rng, lo, hi);
+    x->name = "input";
+    return x;
+}
+
+} // namespace backplane::conformance

@@ -1,0 +1,58 @@
+#pragma once
+// How closely a result must match, by node: the one place that says it.
+//
+// threshold_for: a target against the CPU backend's reference kernels, which compute in
+// f32 and round once to the node's type, as a target should (ggml's test-backend-ops
+// defaults): NMSE 1e-7; 5e-4 for mul_mat of weights other than f32 (the target may
+// accumulate a dequantized or 16-bit dot product another way); 1e-6 for soft_max; argmax
+// and get_rows of unquantized rows exact.
+//
+// default_max_nmse: a kernel against the double-precision test oracle, which rounds the
+// exact result once where a kernel rounds its f32 steps too: NMSE 1e-7; 5e-4 when an f16,
+// bf16 or quantized operand or result takes part; 1e-6 for soft_max; argmax exact.
+
+#include <backplane/core/op_kind.hpp>
+#include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
+
+namespace backplane::conformance {
+
+/// How closely one node must match.
+struct threshold {
+    double max_nmse = 1e-7;
+    bool exact = false; ///< every element equal too
+};
+
+/// A target's result against the CPU reference kernels (see the file comment).
+inline threshold threshold_for(const tensor& node) {
+    const tensor* a = node.src[0];
+    switch (node.op) {
+    case op_kind::argmax:
+        return {0.0, true};
+    case op_kind::get_rows:
+        return a != nullptr && is_quantized(a->type) ? threshold{1e-7, false} : threshold{0.0, true};
+    case op_kind::mul_mat:
+        return {a != nullptr && a->type == elem_type::f32 ? 1e-7 : 5e-4, false};
+    case op_kind::soft_max:
+        return {1e-6, false};
+    default:
+        return {1e-7, false};
+    }
+}
+
+/// A kernel's result against the double-precision oracle (see the file comment).
+inline double default_max_nmse(const tensor& node) {
+    if (node.op == op_kind::argmax)
+        return 0.0;
+    bool low = node.type != elem_type::f32 && node.type != elem_type::i32;
+    for (const tensor* s : node.src)
+        if (s != nullptr && s->type != elem_type::f32 && s->type != elem_type::i32)
+            low = true;
+    if (low)
+        return 5e-4;
+    if (node.op == op_kind::soft_max)
+        return 1e-6;
+    return 1e-7;
+}
+
+} // namespace backplane::conformance

@@ -1,0 +1,72 @@
+#pragma once
+// What a backend's test program hands the parity cases (tests/conformance/parity_cases.hpp):
+// a provider type naming its backend, opening its targets (or saying why there are none)
+// and pinning the type combinations each family must find claimed.
+//
+//     struct cuda_targets {
+//         static constexpr std::string_view backend = "CUDA";
+//         static parity::target_list targets();       // device 0 with and without cuBLAS
+//         static bool claims(const tensor& t);        // optional: host-only supports_op, so
+//                                                     // the counts are checked without a GPU
+//         static constexpr auto& expected = parity::op_table_combinations;
+//         static void after_run();                    // optional: checks after each run
+//     };
+
+#include <backplane/conformance/batch.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace parity {
+
+namespace cf = backplane::conformance;
+
+/// A program's targets, or none and why (no device).
+struct target_list {
+    std::vector<cf::target> targets;
+    std::string absent; ///< why there are none
+};
+
+/// The type combinations a family must find claimed.
+struct family_count {
+    std::string_view family;
+    int combinations;
+};
+
+/// What the op table's rules define, per family (core/op_traits.hpp), which the CPU
+/// computes in full: update an entry when a rule or an op changes.
+inline constexpr family_count op_table_combinations[] = {
+    {"copy", 5 * 5 + 1 + 6}, // cpy between f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each type
+    {"binary", 4 * 9},       // add, sub, mul, div: f32 f16 bf16 x f32 f16 bf16
+    {"unary", 6 * 3},        // scale, sqr, sqrt, silu, gelu, relu of f32 f16 bf16
+    {"rows", 3 + 3 + 2},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32
+    {"soft_max", 3},         // no mask, f32 mask, f16 mask
+    {"mul_mat", 5 * 3},      // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations
+    {"get_rows", 6},         // f32 f16 bf16 q8_0 q4_0 i32 rows
+    {"rope", 2 * 2},         // normal, neox of f32, f16
+    {"concat", 4},           // f32 f16 bf16 i32
+};
+
+/// The count `counts` pins for `family`; -1 when it names none.
+inline int expected_combinations(std::span<const family_count> counts, std::string_view family) {
+    for (const family_count& c : counts)
+        if (c.family == family)
+            return c.combinations;
+    return -1;
+}
+
+/// Fails the test on every failure of a batch's run, and when its cases are fewer than
+/// its claimed combinations ask for.
+inline void check_report(const cf::batch_report& report, int shapes_per_combination = 0) {
+    INFO(report.summary());
+    for (const std::string& failure : report.failures)
+        FAIL_CHECK(failure);
+    CHECK(report.ok());
+    CHECK(report.cases >= static_cast<std::size_t>(shapes_per_combination * report.combinations));
+}
+
+} // namespace parity
