@@ -54,6 +54,7 @@ std::vector<tensor*> one_of_each(context& ctx) {
         relu(ctx, a),
         concat(ctx, a, b, 1),
         argmax(ctx, a),
+        neg(ctx, a),
     };
 }
 

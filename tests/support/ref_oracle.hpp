@@ -252,6 +252,9 @@ inline ref_tensor unary(const tensor& node) {
         case op_kind::gelu:
             y = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
             break;
+        case op_kind::neg:
+            y = -x;
+            break;
         default:
             y = x > 0.0 ? x : 0.0;
             break; // relu
@@ -457,6 +460,7 @@ inline ref_tensor ref_forward(const tensor& node) {
     case op_kind::silu:
     case op_kind::gelu:
     case op_kind::relu:
+    case op_kind::neg:
         r = ref_detail::unary(node);
         break;
     case op_kind::sum_rows:

@@ -171,6 +171,9 @@ template <op_kind Op> built_case build_unary(context& ctx, const case_spec& c, s
     case op_kind::gelu:
         r = gelu(ctx, a);
         break;
+    case op_kind::neg:
+        r = neg(ctx, a);
+        break;
     default:
         r = relu(ctx, a);
         break;
@@ -321,6 +324,7 @@ inline std::span<const op_family> catalogue() {
         {"silu", 1, 4, &build_unary<op_kind::silu>, &shape_rows, {4096, 1024, 1, 1}},
         {"gelu", 1, 4, &build_unary<op_kind::gelu>, &shape_rows, {4096, 1024, 1, 1}},
         {"relu", 1, 4, &build_unary<op_kind::relu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"neg", 1, 4, &build_unary<op_kind::neg>, &shape_rows, {4096, 1024, 1, 1}},
         {"sum_rows", 1, 4, &build_rows<op_kind::sum_rows>, &shape_rows, {4096, 1024, 1, 1}},
         {"argmax", 1, 4, &build_rows<op_kind::argmax>, &shape_rows, {32000, 32, 1, 1}},
         {"norm", 1, 4, &build_rows<op_kind::norm>, &shape_rows, {4096, 512, 1, 1}},

@@ -96,6 +96,7 @@ inline constexpr std::pair<std::string_view, tensor* (*)(batch&, tensor*)> unary
     {"silu", [](batch& c, tensor* a) { return silu(c.ctx, a); }},
     {"gelu", [](batch& c, tensor* a) { return gelu(c.ctx, a); }},
     {"relu", [](batch& c, tensor* a) { return relu(c.ctx, a); }},
+    {"neg", [](batch& c, tensor* a) { return neg(c.ctx, a); }},
 };
 
 /// Every unary op of unary_ops over every type (sqrt on non-negative inputs).

@@ -18,7 +18,7 @@
 //                                   i32              i32
 //   add, sub, mul, div              = a              f32 f16 bf16             f32 f16 bf16, broadcast
 //   scale, sqr, sqrt, silu, gelu,   = a              f32 f16 bf16
-//   relu
+//   relu, neg
 //   sum_rows                        f32              f32 f16 bf16
 //   argmax                          i32              f32 f16 bf16
 //   norm, rms_norm                  f32              f32
@@ -279,6 +279,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"relu",      1, 1, 0, false, true,  fam::elementwise, r::unary},
     {"concat",    2, 2, 1, false, false, fam::data,        r::concat},
     {"argmax",    1, 1, 0, false, false, fam::rows,        r::argmax},
+    {"neg",       1, 1, 0, false, true,  fam::elementwise, r::unary},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -296,7 +297,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[static_cast<std::size_t>(op_kind::argmax)].name == "argmax";
+    return op_table[op_kind_count - 1].name == "neg"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

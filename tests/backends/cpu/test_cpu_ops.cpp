@@ -111,7 +111,7 @@ TEST_CASE("cpu: add, sub, mul, div broadcast b over a for every type pair", "[cp
 }
 
 // ---------------------------------------------------------------------------------------
-// scale, sqr, sqrt, silu, gelu, relu
+// scale, sqr, sqrt, silu, gelu, relu, neg
 
 TEST_CASE("cpu: unary ops in f32, f16 and bf16", "[cpu][unary]") {
     harness h(3003);
@@ -123,7 +123,7 @@ TEST_CASE("cpu: unary ops in f32, f16 and bf16", "[cpu][unary]") {
     };
     const unary_case cases[] = {
         {"scale", -2, 2, 1}, {"sqr", -2, 2, 0},   {"sqrt", 0, 4, 0},
-        {"silu", -8, 8, 4},  {"gelu", -6, 6, 32}, {"relu", -1, 1, 0},
+        {"silu", -8, 8, 4},  {"gelu", -6, 6, 32}, {"relu", -1, 1, 0}, {"neg", -2, 2, 0},
     };
     for (const unary_case& c : cases) {
         const std::string_view name = c.name;
@@ -145,6 +145,8 @@ TEST_CASE("cpu: unary ops in f32, f16 and bf16", "[cpu][unary]") {
                     out = silu(h.ctx, a);
                 } else if (name == "gelu") {
                     out = gelu(h.ctx, a);
+                } else if (name == "neg") {
+                    out = neg(h.ctx, a);
                 } else {
                     out = relu(h.ctx, a);
                 }
@@ -161,7 +163,7 @@ TEST_CASE("cpu: unary ops in f32, f16 and bf16", "[cpu][unary]") {
             }
         }
     }
-    CHECK(h.cases == 6 * 3 * static_cast<int>(plain_shapes().size()));
+    CHECK(h.cases == 7 * 3 * static_cast<int>(plain_shapes().size()));
 }
 
 // ---------------------------------------------------------------------------------------

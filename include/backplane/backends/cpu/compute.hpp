@@ -72,26 +72,18 @@ inline std::int64_t work_units(const tensor& node) noexcept {
     const tensor* a = node.src[0];
     const std::int64_t n = node.nelements();
     const std::int64_t conv = involves_f16(node) ? 8 : 1;
-    switch (node.op) {
-    case op_kind::dup:
-    case op_kind::cont:
-    case op_kind::cpy:
-        return (is_quantized(node.type) || is_quantized(a->type) ? 40 : 10) * conv * n;
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div:
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::relu:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu: {
+    if (traits(node.op).family == op_family::elementwise) {
+        // an exp per element costs 4 units, a square root 2, the rest 1
         const std::int64_t per = node.op == op_kind::silu || node.op == op_kind::gelu ? 4
                                  : node.op == op_kind::sqrt                         ? 2
                                                                                     : 1;
         return (fast::rowwise_applies(node) ? 1 : 10 * conv) * per * n;
     }
+    switch (node.op) {
+    case op_kind::dup:
+    case op_kind::cont:
+    case op_kind::cpy:
+        return (is_quantized(node.type) || is_quantized(a->type) ? 40 : 10) * conv * n;
     case op_kind::norm:
     case op_kind::rms_norm:
         return (fast::rowwise_applies(node) ? 2 : 20) * n;
@@ -210,6 +202,7 @@ template <class = void>
     case op_kind::silu:
     case op_kind::gelu:
     case op_kind::relu:
+    case op_kind::neg:
         if (fast && fast::rowwise_applies(node)) return fast::rowwise(p, node);
         kernels::unary(p, node);
         return errc::ok;

@@ -45,7 +45,8 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::sqrt:
     case op_kind::silu:
     case op_kind::gelu:
-    case op_kind::relu: return launch_unary(node, ctx);
+    case op_kind::relu:
+    case op_kind::neg: return launch_unary(node, ctx);
     case op_kind::sum_rows:
     case op_kind::argmax:
     case op_kind::norm:

@@ -135,6 +135,9 @@ inline constexpr rule rules[] = {
     {op_kind::gelu, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::relu, {rule_detail::S, rule_detail::N}, rule_detail::S},
     {op_kind::relu, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::neg,  {rule_detail::S, rule_detail::N}, rule_detail::S},
+    {op_kind::neg,  {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::neg,  {rule_detail::P, rule_detail::N}, rule_detail::P, axes_all, 0, {}, {}, false, "sums stay sums"},
     // row-wise (dimension 0 is the row)
     {op_kind::sum_rows, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows},
     {op_kind::sum_rows, {rule_detail::S, rule_detail::N}, rule_detail::P, rule_detail::ax(0), 0, {}, {}, false,

@@ -34,7 +34,8 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::sqrt:
     case op_kind::silu:
     case op_kind::gelu:
-    case op_kind::relu: return plan_elementwise(t, f, d);
+    case op_kind::relu:
+    case op_kind::neg: return plan_elementwise(t, f, d);
     case op_kind::dup:
     case op_kind::cont:
     case op_kind::cpy: return plan_copy(t, f, d);

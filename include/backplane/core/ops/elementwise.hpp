@@ -1,7 +1,7 @@
 #pragma once
 // Element-wise ops: add, sub, mul, div with broadcasting of b over a (each of a's
 // extents a multiple of b's, as ggml's repeat rule), scale, concat, and the unary
-// functions sqr, sqrt, silu, gelu, relu.
+// functions sqr, sqrt, silu, gelu, relu, neg.
 
 #include <backplane/core/ops/node.hpp>
 
@@ -48,6 +48,8 @@ inline tensor* silu(context& ctx, tensor* a) { return detail::unary(ctx, op_kind
 /// tanh approximation: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), as ggml's gelu
 inline tensor* gelu(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::gelu, a); }
 inline tensor* relu(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::relu, a); }
+/// -x (ggml's neg)
+inline tensor* neg(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::neg, a); }
 
 /// a and b joined along dimension `dim`; every other extent must agree.
 inline tensor* concat(context& ctx, tensor* a, tensor* b, int dim) {

@@ -1,6 +1,6 @@
 #pragma once
 // Element-wise functions of one operand: scale (x * s + bias), sqr, sqrt, silu, gelu,
-// relu. f32, f16 or bf16 in and out (dst has a's type and shape), computed in f32.
+// relu, neg. f32, f16 or bf16 in and out (dst has a's type and shape), computed in f32.
 // In place: dst may share a's memory with a's layout; every element is read before the
 // same element is written.
 
@@ -44,7 +44,7 @@ inline float gelu(float x) noexcept {
 
 } // namespace detail
 
-/// scale / sqr / sqrt / silu / gelu / relu, chosen by dst.op.
+/// scale / sqr / sqrt / silu / gelu / relu / neg, chosen by dst.op.
 template <class = void>
 inline void unary(const compute_params& p, tensor& dst) noexcept {
     if (dst.nelements() == 0)
@@ -70,6 +70,9 @@ inline void unary(const compute_params& p, tensor& dst) noexcept {
         break;
     case op_kind::relu:
         detail::map(p, dst, [](float x) { return x > 0.0f ? x : 0.0f; });
+        break;
+    case op_kind::neg:
+        detail::map(p, dst, [](float x) { return -x; });
         break;
     default:
         break;

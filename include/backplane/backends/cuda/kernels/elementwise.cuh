@@ -64,6 +64,9 @@ struct op_gelu {
 struct op_relu {
     __device__ float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
 };
+struct op_neg {
+    __device__ float operator()(float x) const { return -x; }
+};
 
 // -- binary ----------------------------------------------------------------------------
 
@@ -236,7 +239,7 @@ inline cudaError_t launch_binary(const tensor& node, const detail::launch_contex
     }
 }
 
-/// scale / sqr / sqrt / silu / gelu / relu (kernel_table::launch): f32, f16 or bf16, dst
+/// scale / sqr / sqrt / silu / gelu / relu / neg (kernel_table::launch): f32, f16 or bf16, dst
 /// of a's type and shape.
 inline cudaError_t launch_unary(const tensor& node, const detail::launch_context& ctx) noexcept {
     const tensor* a = node.src[0];
@@ -250,6 +253,7 @@ inline cudaError_t launch_unary(const tensor& node, const detail::launch_context
     case op_kind::silu: return ew_detail::unary(node, *a, ew_detail::op_silu{}, ctx);
     case op_kind::gelu: return ew_detail::unary(node, *a, ew_detail::op_gelu{}, ctx);
     case op_kind::relu: return ew_detail::unary(node, *a, ew_detail::op_relu{}, ctx);
+    case op_kind::neg: return ew_detail::unary(node, *a, ew_detail::op_neg{}, ctx);
     default: return cudaErrorNotSupported;
     }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Element-wise ops: add, sub, mul, div (b broadcast over a) in binary.comp; scale, sqr,
-// sqrt, silu, gelu, relu in unary.comp. f32. One invocation per destination element.
+// sqrt, silu, gelu, relu, neg in unary.comp. f32. One invocation per destination element.
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 
@@ -22,6 +22,7 @@ inline bool plan_elementwise(const tensor& t, const features&, dispatch& d) noex
     case op_kind::silu: d.shader = "silu_f32"; break;
     case op_kind::gelu: d.shader = "gelu_f32"; break;
     case op_kind::relu: d.shader = "relu_f32"; break;
+    case op_kind::neg: d.shader = "neg_f32"; break;
     default: return false;
     }
     if (d.shader.empty()) return false;

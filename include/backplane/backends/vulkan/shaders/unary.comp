@@ -1,5 +1,5 @@
 #version 460
-// scale / sqr / sqrt / silu / gelu / relu of f32, element by element (any layout).
+// scale / sqr / sqrt / silu / gelu / relu / neg of f32, element by element (any layout).
 // scale: x * prm.x + prm.y (floats as bits). gelu: ggml's tanh approximation, written
 // as x / (1 + exp(-2u)), u = sqrt(2/pi)(x + 0.044715x^3), as the CPU backend does.
 // variant: scale_f32 -DOP_SCALE
@@ -8,6 +8,7 @@
 // variant: silu_f32 -DOP_SILU
 // variant: gelu_f32 -DOP_GELU
 // variant: relu_f32 -DOP_RELU
+// variant: neg_f32 -DOP_NEG
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
@@ -30,6 +31,8 @@ void main() {
 #elif defined(OP_GELU)
     const float u = 0.79788456080286535588 * x * (1.0 + 0.044715 * x * x);
     const float r = x / (1.0 + exp(-2.0 * u));
+#elif defined(OP_NEG)
+    const float r = -x;
 #else
     const float r = max(x, 0.0);
 #endif
