@@ -27,6 +27,7 @@
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/erased/detail/exception_status.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/runtime/reg.hpp>
 

@@ -9,7 +9,7 @@
 
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/error.hpp>
-#include <backplane/runtime/any.hpp>
+#include <backplane/erased/any.hpp>
 
 #include <functional>
 #include <memory>

@@ -25,7 +25,7 @@
 
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/error.hpp>
-#include <backplane/runtime/any.hpp>
+#include <backplane/erased/any.hpp>
 #include <backplane/runtime/builtin.hpp>
 #include <backplane/runtime/plugin.hpp>
 #include <backplane/runtime/reg.hpp>

@@ -25,24 +25,21 @@
 //
 // tuple_backend_set<B0, ..., Bn> holds references to concrete backends and dispatches by
 // index through a table generated per operation: no virtual calls, each backend's code
-// inlined into its entry. backend_ref is the same face erased for one backend at run time
-// (a non-owning (object, table) pair generated from the concept model, like
-// buffer_type_ref), and dynamic_backend_set is a vector of them.
+// inlined into its entry. dynamic_backend_set is a vector of backend_ref, the same face
+// erased for one backend at run time (erased/backend_ref.hpp).
 
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/erased/backend_ref.hpp>
 #include <backplane/memory/buffer.hpp>
 
 #include <concepts>
 #include <cstddef>
-#include <functional>
 #include <memory>
-#include <new>
 #include <optional>
 #include <iterator>
-#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -93,51 +90,6 @@ constexpr bool event_of() noexcept {
         return std::is_same_v<typename B::event_t, E>;
     else
         return false;
-}
-
-template <class B>
-bool offload_of(const B& b, const tensor& t) {
-    if constexpr (offload_backend<B>)
-        return static_cast<bool>(b.offload_op(t));
-    else
-        return false;
-}
-
-template <class B>
-bool copy_async_of(B& b, const tensor& src, tensor& dst) {
-    if constexpr (async_backend<B>)
-        return b.copy_tensor_async(src, dst);
-    else
-        return false;
-}
-
-/// The description of b's device; its name when device() returns a temporary (whose
-/// description would not outlive the call).
-template <class B>
-std::string_view description_of(const B& b) {
-    if constexpr (std::is_lvalue_reference_v<decltype(b.device())>)
-        return b.device().description();
-    else
-        return b.name();
-}
-
-/// Turns device timing on or off; false when B cannot time on the device.
-template <class B>
-bool set_timing_of(B& b, bool on) {
-    if constexpr (timed_backend<B>) {
-        b.set_timing(on);
-        return true;
-    } else {
-        return (void)b, (void)on, false;
-    }
-}
-
-template <class B>
-std::optional<device_span> last_compute_time_of(const B& b) {
-    if constexpr (timed_backend<B>)
-        return b.last_compute_time();
-    else
-        return (void)b, std::nullopt;
 }
 
 template <class B>
@@ -316,196 +268,6 @@ private:
 
     std::tuple<Bs&...> backends_;
     std::tuple<detail::event_slots<Bs>...> events_;
-};
-
-// ---------------------------------------------------------------------------------------
-// run-time face
-
-class backend_ref;
-
-/// What any_backend::set_abort_callback takes (see abortable_backend).
-using abort_function = std::function<bool()>;
-
-namespace detail {
-
-/// The operations of one backend type, generated from its concept model
-/// (backend_vtable_for<B>): what backend_ref and the runtime's any_backend dispatch
-/// through. Optional capabilities have an entry that reports "not available".
-struct backend_vtable {
-    struct event_deleter {
-        void (*destroy)(void*) noexcept;
-        void operator()(void* e) const noexcept { destroy(e); }
-    };
-    using event_ptr = std::unique_ptr<void, event_deleter>;
-
-    std::string_view (*name)(void*);
-    std::string_view (*description)(void*);
-    device_kind (*kind)(void*);
-    memory_info (*memory)(void*);
-    buffer_type_ref (*buffer_type)(void*);
-    bool (*supports_op)(void*, const tensor&);
-    bool (*supports_buffer_type)(void*, const buffer_type_ref&);
-    bool (*offload_op)(void*, const tensor&);
-    status (*compute)(void*, graph_view);
-    status (*synchronize)(void*);
-    bool (*copy_async)(void*, const tensor&, tensor&);
-    bool (*set_timing)(void*, bool);
-    std::optional<device_span> (*last_compute_time)(void*);
-    event_ptr (*make_event)(void*);
-    status (*record)(void*, void*);
-    status (*wait)(void*, void*);
-    status (*event_sync)(void*);
-    // typed capabilities (null when the backend lacks them)
-    status (*set_tensor_async)(void*, tensor&, const void*, std::size_t, std::size_t);
-    status (*get_tensor_async)(void*, const tensor&, void*, std::size_t, std::size_t);
-    status (*set_n_threads)(void*, int);
-    int (*n_threads)(void*);
-    void (*set_abort_callback)(void*, abort_function);
-    bool has_events;
-    bool has_plans;
-    bool has_timing;
-    bool has_offload;
-};
-
-template <class B>
-B& backend_self(void* p) noexcept {
-    return *static_cast<B*>(p);
-}
-
-template <backend B>
-inline constexpr backend_vtable backend_vtable_for{
-    [](void* p) -> std::string_view { return backend_self<B>(p).name(); },
-    [](void* p) { return description_of(backend_self<B>(p)); },
-    [](void* p) -> device_kind { return backend_self<B>(p).device().kind(); },
-    [](void* p) -> memory_info { return backend_self<B>(p).device().memory(); },
-    [](void* p) { return buffer_type_ref(backend_self<B>(p).buffer_type()); },
-    [](void* p, const tensor& t) -> bool { return backend_self<B>(p).supports_op(t); },
-    [](void* p, const buffer_type_ref& bt) -> bool { return backend_self<B>(p).supports_buffer_type(bt); },
-    [](void* p, const tensor& t) { return offload_of(backend_self<B>(p), t); },
-    [](void* p, graph_view g) -> status { return backend_self<B>(p).compute(g); },
-    [](void* p) -> status { return backend_self<B>(p).synchronize(); },
-    [](void* p, const tensor& s, tensor& d) { return copy_async_of(backend_self<B>(p), s, d); },
-    [](void* p, bool on) { return set_timing_of(backend_self<B>(p), on); },
-    [](void* p) { return last_compute_time_of(std::as_const(backend_self<B>(p))); },
-    [](void* p) -> backend_vtable::event_ptr {
-        using ptr = backend_vtable::event_ptr;
-        if constexpr (event_backend<B>) {
-            using E = typename B::event_t;
-            auto r = backend_self<B>(p).make_event();
-            if (!r) return ptr(nullptr, {+[](void*) noexcept {}});
-            E* e = new (std::nothrow) E(std::move(*r));
-            return ptr(e, {+[](void* x) noexcept { delete static_cast<E*>(x); }});
-        } else {
-            (void)p;
-            return ptr(nullptr, {+[](void*) noexcept {}});
-        }
-    },
-    [](void* p, void* e) -> status {
-        if constexpr (event_backend<B>)
-            return backend_self<B>(p).record(*static_cast<typename B::event_t*>(e));
-        else
-            return (void)p, (void)e, status{};
-    },
-    [](void* p, void* e) -> status {
-        if constexpr (event_backend<B>)
-            return backend_self<B>(p).wait(*static_cast<typename B::event_t*>(e));
-        else
-            return (void)p, (void)e, status{};
-    },
-    [](void* e) -> status {
-        if constexpr (event_backend<B>)
-            return static_cast<typename B::event_t*>(e)->synchronize();
-        else
-            return (void)e, status{};
-    },
-    []() -> status (*)(void*, tensor&, const void*, std::size_t, std::size_t) {
-        if constexpr (async_backend<B>)
-            return [](void* p, tensor& t, const void* src, std::size_t o, std::size_t n) -> status {
-                return backend_self<B>(p).set_tensor_async(t, src, o, n);
-            };
-        else
-            return nullptr;
-    }(),
-    []() -> status (*)(void*, const tensor&, void*, std::size_t, std::size_t) {
-        if constexpr (async_backend<B>)
-            return [](void* p, const tensor& t, void* dst, std::size_t o, std::size_t n) -> status {
-                return backend_self<B>(p).get_tensor_async(t, dst, o, n);
-            };
-        else
-            return nullptr;
-    }(),
-    []() -> status (*)(void*, int) {
-        if constexpr (threaded_backend<B>)
-            return [](void* p, int n) -> status { return backend_self<B>(p).set_n_threads(n); };
-        else
-            return nullptr;
-    }(),
-    []() -> int (*)(void*) {
-        if constexpr (threaded_backend<B>)
-            return [](void* p) -> int { return std::as_const(backend_self<B>(p)).n_threads(); };
-        else
-            return nullptr;
-    }(),
-    []() -> void (*)(void*, abort_function) {
-        if constexpr (abortable_backend<B>)
-            return [](void* p, abort_function f) { backend_self<B>(p).set_abort_callback(std::move(f)); };
-        else
-            return nullptr;
-    }(),
-    event_backend<B>,
-    plan_backend<B>,
-    timed_backend<B>,
-    offload_backend<B>,
-};
-
-} // namespace detail
-
-/// A non-owning, type-erased reference to a backend: the operations of a backend set for
-/// one backend, generated from its concept model. Copyable; the backend must outlive it.
-class backend_ref {
-public:
-    template <backend B>
-        requires(!std::is_same_v<std::remove_cvref_t<B>, backend_ref>)
-    backend_ref(B& b) noexcept // NOLINT: implicit on purpose, like a span
-        : self_(&b), vt_(&detail::backend_vtable_for<B>) {}
-    /// A backend object and its generated table (what owning wrappers hand out).
-    backend_ref(void* self, const detail::backend_vtable* vt) noexcept : self_(self), vt_(vt) {}
-
-    [[nodiscard]] std::string_view name() const { return vt_->name(self_); }
-    [[nodiscard]] std::string_view description() const { return vt_->description(self_); }
-    [[nodiscard]] device_kind kind() const { return vt_->kind(self_); }
-    [[nodiscard]] memory_info memory() const { return vt_->memory(self_); }
-    [[nodiscard]] buffer_type_ref buffer_type() const { return vt_->buffer_type(self_); }
-    [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(self_, t); }
-    [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const {
-        return vt_->supports_buffer_type(self_, bt);
-    }
-    [[nodiscard]] bool offload_op(const tensor& t) const { return vt_->offload_op(self_, t); }
-    [[nodiscard]] status compute(graph_view g) const { return vt_->compute(self_, g); }
-    [[nodiscard]] status synchronize() const { return vt_->synchronize(self_); }
-    [[nodiscard]] bool copy_tensor_async(const tensor& src, tensor& dst) const {
-        return vt_->copy_async(self_, src, dst);
-    }
-    bool set_timing(bool on) const { return vt_->set_timing(self_, on); }
-    [[nodiscard]] std::optional<device_span> last_compute_time() const { return vt_->last_compute_time(self_); }
-    /// The backend's address (identity).
-    [[nodiscard]] const void* id() const noexcept { return self_; }
-
-    /// An event of this backend, or null when it has none (or could not make one).
-    using event_ptr = detail::backend_vtable::event_ptr;
-    [[nodiscard]] event_ptr make_event() const { return vt_->make_event(self_); }
-    [[nodiscard]] status record(void* e) const { return vt_->record(self_, e); }
-    /// This backend's stream waits for `e`, an event of `owner` (on the host when the two
-    /// are different kinds of backend).
-    [[nodiscard]] status wait(const backend_ref& owner, void* e) const {
-        if (owner.vt_ == vt_) return vt_->wait(self_, e);
-        return owner.vt_->event_sync(e);
-    }
-    [[nodiscard]] status event_sync(void* e) const { return vt_->event_sync(e); }
-
-private:
-    void* self_;
-    const detail::backend_vtable* vt_;
 };
 
 /// Backends chosen at run time, index 0 the highest priority: a vector of backend_ref.

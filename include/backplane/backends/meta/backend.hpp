@@ -31,7 +31,7 @@
 #include <backplane/core/graph.hpp>
 #include <backplane/core/graph_index.hpp>
 #include <backplane/memory/graph_alloc.hpp>
-#include <backplane/runtime/any.hpp>
+#include <backplane/erased/any.hpp>
 
 #include <algorithm>
 #include <cstddef>

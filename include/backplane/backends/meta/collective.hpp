@@ -28,7 +28,7 @@
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/tensor_copy.hpp>
 #include <backplane/memory/tensor_io.hpp>
-#include <backplane/runtime/any.hpp>
+#include <backplane/erased/any.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -17,7 +17,7 @@
 
 #include <backplane/backends/meta/memory.hpp>
 #include <backplane/core/concepts.hpp>
-#include <backplane/runtime/any.hpp>
+#include <backplane/erased/any.hpp>
 
 #include <memory>
 #include <string>

@@ -27,7 +27,7 @@
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/detail/align.hpp>
-#include <backplane/runtime/any.hpp>
+#include <backplane/erased/any.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -1,10 +1,16 @@
 #pragma once
-// The type-erased runtime face: any_buffer_type, any_device and any_backend.
+// The owning type-erased wrappers: any_buffer_type, any_device and any_backend.
 //
 // Compile-time selection is the fast path (scheduler<vulkan_backend, cpu_backend>); these
-// types are for programs that choose hardware at run time: the registry hands out
-// any_device, a device makes any_backend, and dynamic_scheduler runs the same
-// partitioner over a std::vector<any_backend> that scheduler<...> runs over a tuple.
+// types are for programs that choose hardware at run time: the registry
+// (<backplane/runtime.hpp>) hands out any_device, a device makes any_backend, and
+// dynamic_scheduler runs the same partitioner over a std::vector<any_backend> that
+// scheduler<...> runs over a tuple. The meta backend holds its devices as any_device.
+//
+// The three live in one header because each names the others: a device hands out buffer
+// types and backends, a buffer type knows the device that handed it out, a backend keeps
+// its device alive, and the device's generated table makes backends. The non-owning
+// backend_ref they convert to is in erased/backend_ref.hpp.
 //
 // Nothing here is written per backend. Each wrapper holds the concrete object and a
 // pointer to a function table that the compiler generates from the concept model
@@ -27,11 +33,13 @@
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/erased/backend_options.hpp>
+#include <backplane/erased/backend_ref.hpp>
+#include <backplane/erased/detail/anchored.hpp>
+#include <backplane/erased/detail/exception_status.hpp>
 #include <backplane/memory/buffer.hpp>
-#include <backplane/sched/backend_set.hpp>
 
 #include <cstddef>
-#include <exception>
 #include <memory>
 #include <new>
 #include <optional>
@@ -45,58 +53,6 @@ namespace backplane {
 
 class any_device;
 class any_backend;
-
-/// How any_device::make_backend starts a backend. Every field applies where the backend
-/// has the capability and is ignored where it does not (see any_backend::caps()).
-struct backend_options {
-    /// Threads of backends with a thread count (CPU, BLAS); 0: the backend's default.
-    int n_threads = 0;
-    /// Abort callback of backends that take one (CPU); empty: none.
-    abort_function abort_callback = {};
-};
-
-/// What a backend can do beyond the required minimum, known from its concept model.
-struct backend_caps {
-    bool async = false;          ///< set / get / copy tensors asynchronously
-    bool events = false;         ///< events (device-side waits between streams)
-    bool plans = false;          ///< graph plans (prepare once, compute many times)
-    bool timing = false;         ///< device timestamps of computes
-    bool offload = false;        ///< asks for ops on weights held elsewhere
-    bool n_threads = false;      ///< a thread count (set_n_threads)
-    bool abort_callback = false; ///< an abort callback (set_abort_callback)
-};
-
-namespace detail {
-
-/// A value made by some module's code (a device, a backend, a registry entry), with the
-/// module anchor that keeps that code loaded. Destruction releases the value before the
-/// anchor, and so does assignment: the old contents are swapped into the parameter, which
-/// is destroyed in that order. Every wrapper of the run-time face holds its state in one.
-template <class T>
-class anchored {
-public:
-    explicit anchored(T value, std::shared_ptr<const void> anchor = module_anchor().lock())
-        : anchor_(std::move(anchor)), value_(std::move(value)) {}
-    anchored(const anchored&) = default;
-    anchored(anchored&&) noexcept = default;
-    anchored& operator=(anchored o) noexcept {
-        using std::swap;
-        swap(value_, o.value_);
-        swap(anchor_, o.anchor_);
-        return *this;
-    }
-    ~anchored() = default;
-
-    [[nodiscard]] T& value() noexcept { return value_; }
-    [[nodiscard]] const T& value() const noexcept { return value_; }
-    [[nodiscard]] const std::shared_ptr<const void>& anchor() const noexcept { return anchor_; }
-
-private:
-    std::shared_ptr<const void> anchor_; // declared first: released after the value
-    T value_;
-};
-
-} // namespace detail
 
 // ---------------------------------------------------------------------------------------
 // any_buffer_type
@@ -180,21 +136,6 @@ struct device_vtable {
 /// device_erasure<D>::table: D's generated table (defined below any_backend).
 template <device D>
 struct device_erasure;
-
-/// A status for an exception that escaped a backend's code (never an abort).
-inline status status_of_current_exception(std::string_view where) {
-    try {
-        throw;
-    } catch (const ::backplane::error& e) {
-        return {e.code(), std::string(where) + ": " + e.what()};
-    } catch (const std::bad_alloc&) {
-        return {errc::alloc_failed, std::string(where) + ": out of memory"};
-    } catch (const std::exception& e) {
-        return {errc::failed, std::string(where) + ": " + e.what()};
-    } catch (...) {
-        return {errc::failed, std::string(where) + ": unknown exception"};
-    }
-}
 
 } // namespace detail
 

@@ -1,0 +1,31 @@
+#pragma once
+// What a caller asks of a backend it makes through the erased face
+// (any_device::make_backend, the registry's init_* functions), and what an erased backend
+// says it can do (any_backend::caps()). Plain values, apart from the wrappers, so the
+// registry and its callers can name them without the wrappers' tables.
+
+#include <backplane/erased/backend_ref.hpp> // abort_function
+
+namespace backplane {
+
+/// How any_device::make_backend starts a backend. Every field applies where the backend
+/// has the capability and is ignored where it does not (see any_backend::caps()).
+struct backend_options {
+    /// Threads of backends with a thread count (CPU, BLAS); 0: the backend's default.
+    int n_threads = 0;
+    /// Abort callback of backends that take one (CPU); empty: none.
+    abort_function abort_callback = {};
+};
+
+/// What a backend can do beyond the required minimum, known from its concept model.
+struct backend_caps {
+    bool async = false;          ///< set / get / copy tensors asynchronously
+    bool events = false;         ///< events (device-side waits between streams)
+    bool plans = false;          ///< graph plans (prepare once, compute many times)
+    bool timing = false;         ///< device timestamps of computes
+    bool offload = false;        ///< asks for ops on weights held elsewhere
+    bool n_threads = false;      ///< a thread count (set_n_threads)
+    bool abort_callback = false; ///< an abort callback (set_abort_callback)
+};
+
+} // namespace backplane
