@@ -1,0 +1,3 @@
+#pragma once
+#include <backplane/core/tensor.hpp>
+#include <backplane/memory/buffer.hpp>

@@ -1,0 +1,3 @@
+#pragma once
+// A header with no include.
+namespace backplane {}

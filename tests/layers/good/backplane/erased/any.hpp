@@ -1,0 +1,3 @@
+#pragma once
+#include <backplane/memory/buffer.hpp>
+#  include <backplane/backends/cpu/backend.hpp>

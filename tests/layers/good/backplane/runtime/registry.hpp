@@ -1,0 +1,3 @@
+#pragma once
+#include <backplane/backends/meta/device.hpp>
+#include <backplane/sched/backend_set.hpp>

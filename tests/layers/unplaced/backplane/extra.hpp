@@ -1,0 +1,3 @@
+#pragma once
+// In no layer.
+namespace backplane {}

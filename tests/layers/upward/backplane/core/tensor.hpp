@@ -1,0 +1,4 @@
+#pragma once
+#include <backplane/core/types.hpp>
+
+#include <backplane/sched/scheduler.hpp>

@@ -1,0 +1,3 @@
+#pragma once
+// The line below is upward.
+#include <backplane/runtime/registry.hpp>
