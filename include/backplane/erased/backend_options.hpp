@@ -1,12 +1,16 @@
 #pragma once
 // What a caller asks of a backend it makes through the erased face
 // (any_device::make_backend, the registry's init_* functions), and what an erased backend
-// says it can do (any_backend::caps()). Plain values, apart from the wrappers, so the
-// registry and its callers can name them without the wrappers' tables.
+// says it can do (any_backend::caps()): plain values in a header of their own, light
+// enough for the backend table (erased/backend_ref.hpp) to take abort_function from here.
 
-#include <backplane/erased/backend_ref.hpp> // abort_function
+#include <functional>
 
 namespace backplane {
+
+/// What any_backend::set_abort_callback takes (see abortable_backend): returns true to
+/// abort the compute in progress.
+using abort_function = std::function<bool()>;
 
 /// How any_device::make_backend starts a backend. Every field applies where the backend
 /// has the capability and is ignored where it does not (see any_backend::caps()).

@@ -16,11 +16,11 @@
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/erased/backend_options.hpp> // abort_function
 #include <backplane/erased/detail/backend_calls.hpp>
 #include <backplane/memory/buffer.hpp>
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -31,9 +31,6 @@
 namespace backplane {
 
 class backend_ref;
-
-/// What any_backend::set_abort_callback takes (see abortable_backend).
-using abort_function = std::function<bool()>;
 
 namespace detail {
 
