@@ -190,7 +190,7 @@ public:
     /// whose compute buffer type is not host memory, or no memory (errc::alloc_failed).
     explicit basic_scheduler(Set backends, scheduler_params params = {}, Policy policy = {}) try
         : set_(std::move(backends)), params_(std::move(params)), policy_(std::move(policy)), nb_(set_.size()),
-          galloc_(make_allocator(set_, params_)), exec_(nb_) {
+          galloc_(make_allocator(set_, params_)), ask_(set_, bt_), numberer_(galloc_, ask_), exec_(nb_) {
         check_params(params_, nb_);
         for (std::size_t b = 0; b < nb_; ++b) { // the compute buffer types, fixed for its life
             bt_.push_back(galloc_.buffer_type(static_cast<int>(b)));
@@ -693,8 +693,10 @@ private:
     detail::split_plan plan_;
     std::vector<buffer_type_ref> bt_;
     std::vector<std::string_view> names_; // the backends' names
-    detail::backend_queries<Set> ask_{set_, bt_};
-    detail::numberer<Set> numberer_{galloc_, ask_};
+    // (initialised in the constructor: nvcc's front end fails on braced default member
+    // initialisers that name other members)
+    detail::backend_queries<Set> ask_;
+    detail::numberer<Set> numberer_;
 
     std::vector<std::size_t> copy_batch_; // per backend: weight_copy_batch resolved
     detail::executor<Set> exec_;
