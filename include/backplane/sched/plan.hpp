@@ -185,7 +185,7 @@ struct split_plan {
     std::vector<std::int32_t> graph_inputs; ///< input tensors given pipeline slots
     std::vector<rewrite> rewrites;          ///< by node, in node order
     bool cross_inplace = false;             ///< a split reads another backend's compute memory in place
-    /// Storage of the copies (and of the allocator request's helper tensors).
+    /// Storage of the copies (the allocator request keeps its own helper tensors).
     std::deque<tensor> pool;
     std::size_t pool_used = 0;
 
