@@ -182,7 +182,7 @@ struct test_device_params {
     device_kind kind = device_kind::gpu;
     /// Extra restriction of the ops it computes, asked only for nodes that compute
     /// something (views and leafs are always supported). Empty: everything the CPU
-    /// backend supports. supports_op is `supports(t) && is_defined(t)`.
+    /// backend supports. supports_op is `is_defined(t) && supports(t)` (supports_defined_op: `supports(t)`).
     std::function<bool(const tensor&)> supports = {};
     bool async = true;  ///< queue work on a worker thread (false: everything inline)
     bool events = true; ///< make_event works (false: not_supported, caps().events false)
@@ -774,8 +774,9 @@ public:
     /// view ops and leafs: always; other nodes: params.supports (if set) and the CPU.
     [[nodiscard]] bool supports_op(const tensor& t) const {
         if (t.op == op_kind::none || is_view_op(t.op)) return true;
-        return (!params_.supports || params_.supports(t)) && is_defined(t);
+        return is_defined(t) && supports_defined_op(t);
     }
+    [[nodiscard]] bool supports_defined_op(const tensor& t) const { return !params_.supports || params_.supports(t); }
     /// Only its own buffer type (not host memory: its kernels cannot read it).
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const noexcept {
         return bt == buffer_type_ref(bt_);
@@ -826,6 +827,7 @@ public:
     [[nodiscard]] const test_device& device() const noexcept { return *dev_; }
     [[nodiscard]] const test_buffer_type& buffer_type() const noexcept { return dev_->buffer_type(); }
     [[nodiscard]] bool supports_op(const tensor& t) const { return dev_->supports_op(t); }
+    [[nodiscard]] bool supports_defined_op(const tensor& t) const { return dev_->supports_defined_op(t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const noexcept {
         return dev_->supports_buffer_type(bt);
     }

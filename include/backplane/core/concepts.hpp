@@ -299,6 +299,15 @@ concept plan_backend = backend<B> && requires(B& b, graph_view g) {
     { b.compute(p) } -> std::same_as<status>;
 };
 
+/// A backend that says what it narrows: `cb.supports_defined_op(t)` answers supports_op(t)
+/// for a node t that its op defines (is_defined(t), core/op_traits.hpp), so supports_op(t)
+/// is `is_defined(t) && supports_defined_op(t)`. A scheduler judges each node's rule once
+/// and then asks every backend only this; a backend without it is asked supports_op.
+template <class B>
+concept narrowing_backend = backend<B> && requires(const B& cb, const tensor& t) {
+    { cb.supports_defined_op(t) } -> std::convertible_to<bool>;
+};
+
 /// A backend that wants to run ops on weights held by another backend (see
 /// offload_device).
 template <class B>

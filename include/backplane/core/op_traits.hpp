@@ -313,16 +313,30 @@ constexpr std::string_view to_string(op_kind op) noexcept { return traits(op).na
 /// True for ops that only reinterpret their source's memory.
 constexpr bool is_view_op(op_kind op) noexcept { return traits(op).view; }
 
+namespace detail {
+/// The sources node sets, bit j for src[j] (without a loop: support checks of big graphs
+/// spend their time in why_undefined).
+inline unsigned set_sources(const tensor& node) noexcept {
+    static_assert(max_srcs == 4, "one term per source");
+    return static_cast<unsigned>(node.src[0] != nullptr) | static_cast<unsigned>(node.src[1] != nullptr) << 1 |
+           static_cast<unsigned>(node.src[2] != nullptr) << 2 | static_cast<unsigned>(node.src[3] != nullptr) << 3;
+}
+
+/// why_undefined for a node whose set sources are `set` (set_sources(node)), for a pass
+/// that has read them already.
+inline std::string_view why_undefined_given(const tensor& node, unsigned set) noexcept {
+    const op_traits& t = traits(node.op);
+    const unsigned required = (1u << t.min_srcs) - 1;
+    if ((set & required) != required) return "a required source is missing";
+    if ((set >> t.max_srcs) != 0) return "a source past the op's last is set";
+    return t.rule(node);
+}
+} // namespace detail
+
 /// Why `node` is not an instance of its op that the op defines (its sources as its row's
 /// arity says, then the row's rule); empty when it is.
 inline std::string_view why_undefined(const tensor& node) noexcept {
-    const op_traits& t = traits(node.op);
-    for (std::size_t j = 0; j < max_srcs; ++j) {
-        const bool set = node.src[j] != nullptr;
-        if (j < t.min_srcs && !set) return "a required source is missing";
-        if (j >= t.max_srcs && set) return "a source past the op's last is set";
-    }
-    return t.rule(node);
+    return detail::why_undefined_given(node, detail::set_sources(node));
 }
 
 /// True when `node` is an instance of its op that the op defines: what every backend

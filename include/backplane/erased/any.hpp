@@ -269,6 +269,8 @@ public:
     [[nodiscard]] const any_device& device() const noexcept { return p_.value().dev; }
     [[nodiscard]] buffer_type_ref buffer_type() const { return vt_->buffer_type(self()); }
     [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(self(), t); }
+    /// supports_op(t) for a node its op defines (narrowing_backend).
+    [[nodiscard]] bool supports_defined_op(const tensor& t) const { return vt_->supports_defined_op(self(), t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const {
         return vt_->supports_buffer_type(self(), bt);
     }

@@ -50,6 +50,7 @@ struct backend_vtable {
     memory_info (*memory)(void*);
     buffer_type_ref (*buffer_type)(void*);
     bool (*supports_op)(void*, const tensor&);
+    bool (*supports_defined_op)(void*, const tensor&);
     bool (*supports_buffer_type)(void*, const buffer_type_ref&);
     bool (*offload_op)(void*, const tensor&);
     status (*compute)(void*, graph_view);
@@ -86,6 +87,7 @@ inline constexpr backend_vtable backend_vtable_for{
     [](void* p) -> memory_info { return backend_self<B>(p).device().memory(); },
     [](void* p) { return buffer_type_ref(backend_self<B>(p).buffer_type()); },
     [](void* p, const tensor& t) -> bool { return backend_self<B>(p).supports_op(t); },
+    [](void* p, const tensor& t) { return supports_defined_of(backend_self<B>(p), t); },
     [](void* p, const buffer_type_ref& bt) -> bool { return backend_self<B>(p).supports_buffer_type(bt); },
     [](void* p, const tensor& t) { return offload_of(backend_self<B>(p), t); },
     [](void* p, graph_view g) -> status { return backend_self<B>(p).compute(g); },
@@ -183,6 +185,8 @@ public:
     [[nodiscard]] memory_info memory() const { return vt_->memory(self_); }
     [[nodiscard]] buffer_type_ref buffer_type() const { return vt_->buffer_type(self_); }
     [[nodiscard]] bool supports_op(const tensor& t) const { return vt_->supports_op(self_, t); }
+    /// supports_op(t) for a node its op defines (narrowing_backend).
+    [[nodiscard]] bool supports_defined_op(const tensor& t) const { return vt_->supports_defined_op(self_, t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const {
         return vt_->supports_buffer_type(self_, bt);
     }

@@ -2,6 +2,8 @@
 // What placement asks the backends of one graph, each question asked once and kept:
 // supports_op per (node, backend) and supports_buffer_type per (buffer type met in the
 // graph, backend). The placement passes, the cost policy and the memory caps ask here.
+// A node's rule (is_defined, core/op_traits.hpp) is judged once, by the numbering, not
+// once per backend: the backends are asked only what they narrow (supports_defined_op).
 
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
@@ -37,7 +39,7 @@ public:
     /// Backend b computes node `node` (supports_op).
     [[gnu::always_inline]] bool supports(std::size_t node, std::size_t b) {
         std::int16_t& c = sup_[node * nb_ + b];
-        if (c < 0) c = set_.supports_op(b, *num_->ts[node]) ? 1 : 0;
+        if (c < 0) c = ask_supports(node, b) ? 1 : 0;
         return c != 0;
     }
 
@@ -72,6 +74,13 @@ public:
     }
 
 private:
+    // The numbering judged the rule of each node that computes (tensor_info::defined).
+    bool ask_supports(std::size_t node, std::size_t b) const {
+        const tensor& t = *num_->ts[node];
+        if (!num_->has(node, tensor_info::computes)) return set_.supports_op(b, t);
+        return num_->has(node, tensor_info::defined) && set_.supports_defined_op(b, t);
+    }
+
     const Set& set_;
     const std::vector<buffer_type_ref>& compute_types_;
     std::size_t nb_;

@@ -167,6 +167,10 @@ public:
     [[nodiscard]] bool supports_op(std::size_t i, const tensor& t) const {
         return dispatch(i, [&](const auto& b, const auto&) -> bool { return b.supports_op(t); });
     }
+    /// supports_op for a node its op defines (narrowing_backend).
+    [[nodiscard]] bool supports_defined_op(std::size_t i, const tensor& t) const {
+        return dispatch(i, [&](const auto& b, const auto&) { return detail::supports_defined_of(b, t); });
+    }
     [[nodiscard]] bool supports_buffer_type(std::size_t i, const buffer_type_ref& bt) const {
         return dispatch(i, [&](const auto& b, const auto&) -> bool { return b.supports_buffer_type(bt); });
     }
@@ -314,6 +318,9 @@ public:
     [[nodiscard]] memory_info memory(std::size_t i) const { return backends_[i].memory(); }
     [[nodiscard]] buffer_type_ref buffer_type(std::size_t i) const { return backends_[i].buffer_type(); }
     [[nodiscard]] bool supports_op(std::size_t i, const tensor& t) const { return backends_[i].supports_op(t); }
+    [[nodiscard]] bool supports_defined_op(std::size_t i, const tensor& t) const {
+        return backends_[i].supports_defined_op(t);
+    }
     [[nodiscard]] bool supports_buffer_type(std::size_t i, const buffer_type_ref& bt) const {
         return backends_[i].supports_buffer_type(bt);
     }

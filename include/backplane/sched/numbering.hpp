@@ -16,6 +16,7 @@
 
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
+#include <backplane/core/op_traits.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/graph_alloc.hpp>
@@ -77,10 +78,8 @@ public:
         for (std::size_t i = 0; i < num_->n_nodes; ++i) num_->info[i] = info_of(*num_->ts[i]);
         for (std::size_t i = 0; i < num_->n_nodes; ++i) {
             const tensor& node = *nodes[i];
-            // with one backend every node that computes is asked anyway: ask now, while
-            // the node is in cache
-            if (nb_ == 1 && num_->has(i, tensor_info::computes)) (void)ask_.supports(i, 0);
             std::size_t nsrc = 0;
+            unsigned set = 0;
             for (std::size_t j = 0; j < max_srcs; ++j) {
                 const tensor* src = node.src[j];
                 std::int32_t k = -1;
@@ -91,10 +90,14 @@ public:
                     if (ku >= i && ku < num_->n_nodes) return out_of_order(i, ku);
                     if (ku >= i && (!place || asg_->backend[ku] < 0)) num_->info[i].bits |= tensor_info::late_src;
                     nsrc = j + 1;
+                    set |= 1u << j;
                 }
                 num_->srcs[i][j] = k;
             }
             num_->info[i].nsrc = static_cast<std::uint8_t>(nsrc);
+            // the node's rule, judged once for every backend while the node is in cache
+            if (num_->has(i, tensor_info::computes) && why_undefined_given(node, set).empty())
+                num_->info[i].bits |= tensor_info::defined;
             std::int32_t vk = -1;
             if (const tensor* v = node.view_src) {
                 vk = recorded ? index(vids[i]) : -1;
@@ -150,8 +153,10 @@ private:
     [[gnu::always_inline]] tensor_info info_of(const tensor& t) {
         std::uint8_t bits = 0;
         if (t.has_flag(tensor_flag::input)) bits |= tensor_info::input;
-        if (is_view_op(t.op)) bits |= tensor_info::view_op;
-        if (computes(t.op)) bits |= tensor_info::computes;
+        if (is_view_op(t.op))
+            bits |= tensor_info::view_op;
+        else if (t.op != op_kind::none)
+            bits |= tensor_info::computes;
         const tensor& root = t.view_src != nullptr ? *t.view_src : t;
         const buffer_handle* b = root.buffer;
         if (b != nullptr && (b != memo_.buffer || root.buffer_serial != memo_.serial)) remember_buffer(root);
@@ -234,8 +239,6 @@ private:
         out = buffer_type_ref(cpu_buffer_type::instance());
         return true;
     }
-
-    static bool computes(op_kind op) noexcept { return op != op_kind::none && !is_view_op(op); }
 
     const graph_allocator& galloc_;
     backend_queries<Set>& ask_;

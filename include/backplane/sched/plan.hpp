@@ -87,6 +87,9 @@ struct tensor_info {
     /// it: a leaf the first pass left unplaced, a tensor outside the graph's lists, or a
     /// later node.
     static constexpr std::uint8_t late_src = 32;
+    /// A node that computes and that its op defines (is_defined, core/op_traits.hpp):
+    /// judged once, so the backends are asked only what they narrow.
+    static constexpr std::uint8_t defined = 64;
 
     op_kind op;
     std::uint8_t bits;

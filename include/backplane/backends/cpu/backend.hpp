@@ -72,6 +72,7 @@ public:
     [[nodiscard]] const cpu_device& device() const noexcept { return cpu_device::instance(); }
     [[nodiscard]] const cpu_buffer_type& buffer_type() const noexcept { return cpu_buffer_type::instance(); }
     [[nodiscard]] bool supports_op(const tensor& t) const noexcept { return cpu::supports_op(t); }
+    [[nodiscard]] bool supports_defined_op(const tensor& t) const noexcept { return cpu::supports_defined_op(t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const { return bt.is_host(); }
 
     /// Threads of the next computes, the calling thread included (at least 1; 0 or less

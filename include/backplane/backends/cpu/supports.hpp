@@ -8,7 +8,10 @@
 
 namespace backplane::cpu {
 
+/// What the CPU narrows from a node its op defines: nothing.
+constexpr bool supports_defined_op(const tensor&) noexcept { return true; }
+
 /// True when compute_forward computes t (its op, with its element types) correctly.
-inline bool supports_op(const tensor& t) noexcept { return is_defined(t); }
+inline bool supports_op(const tensor& t) noexcept { return is_defined(t) && supports_defined_op(t); }
 
 } // namespace backplane::cpu

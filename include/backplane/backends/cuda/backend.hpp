@@ -380,6 +380,7 @@ public:
     [[nodiscard]] const cuda_device& device() const noexcept { return dev_; }
     [[nodiscard]] const cuda_buffer_type& buffer_type() const noexcept { return dev_.buffer_type(); }
     [[nodiscard]] bool supports_op(const tensor& t) const noexcept { return dev_.supports_op(t); }
+    [[nodiscard]] bool supports_defined_op(const tensor& t) const noexcept { return cuda::supports_defined_op(t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const noexcept {
         return dev_.supports_buffer_type(bt);
     }

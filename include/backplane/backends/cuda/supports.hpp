@@ -10,7 +10,10 @@
 
 namespace backplane::cuda {
 
+/// What the CUDA kernels narrow from a node its op defines: nothing.
+constexpr bool supports_defined_op(const tensor&) noexcept { return true; }
+
 /// Whether the CUDA kernels compute t (views and leafs compute nothing).
-inline bool supports_op(const tensor& t) noexcept { return is_defined(t); }
+inline bool supports_op(const tensor& t) noexcept { return is_defined(t) && supports_defined_op(t); }
 
 } // namespace backplane::cuda

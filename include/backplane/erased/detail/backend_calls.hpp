@@ -23,6 +23,16 @@ bool offload_of(const B& b, const tensor& t) {
         return false;
 }
 
+/// supports_op(t) for a node t that its op defines (narrowing_backend), without judging
+/// the op's rule again where B says what it narrows.
+template <class B>
+bool supports_defined_of(const B& b, const tensor& t) {
+    if constexpr (narrowing_backend<B>)
+        return static_cast<bool>(b.supports_defined_op(t));
+    else
+        return static_cast<bool>(b.supports_op(t));
+}
+
 template <class B>
 bool copy_async_of(B& b, const tensor& src, tensor& dst) {
     if constexpr (async_backend<B>)
