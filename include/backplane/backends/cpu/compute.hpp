@@ -135,6 +135,7 @@ inline kernel_kind choose_kernel(const tensor& node, bool reference) noexcept {
     }
 }
 
+/// True for the fast paths (fast/), false for the reference kernels and nothing.
 [[nodiscard]] constexpr bool is_fast_path(kernel_kind k) noexcept {
     return k == kernel_kind::fast_rowwise || k == kernel_kind::fast_mul_mat;
 }
