@@ -3,6 +3,10 @@
 // previous one). With several threads every node is a fork and a join of the pool, so
 // this measures the pool's barrier as much as the per-node checks in compute().
 // Targets: <= 50 ns/node at 1 thread, <= 100 ns/node at 2 threads.
+//
+// cpu/dispatch/add_chain_plan/10000: the same graph made into a plan once
+// (cpu_backend::make_plan) and computed from it: the per-node cost of running a plan,
+// without compute(g)'s checks and scheduling.
 
 #include "support.hpp"
 
@@ -18,7 +22,7 @@ using namespace backplane::bench;
 constexpr int chain_length = 10000;
 constexpr std::int64_t width = 16;
 
-void add_chain(benchmark::State& state) {
+void add_chain(benchmark::State& state, bool with_plan) {
     const int n_threads = static_cast<int>(state.range(0));
     cpu_backend backend;
     if (!set_threads(backend, n_threads, state))
@@ -35,7 +39,13 @@ void add_chain(benchmark::State& state) {
         t = add(ctx, t, c);
     const graph g(t);
 
-    if (status s = backend.compute(g); !s) {
+    result<cpu_plan> plan = backend.make_plan(g);
+    if (!plan) {
+        state.SkipWithError(plan.error().describe().c_str());
+        return;
+    }
+    const auto run = [&] { return with_plan ? backend.compute(*plan) : backend.compute(g); };
+    if (status s = run(); !s) {
         state.SkipWithError(s.describe().c_str());
         return;
     }
@@ -55,7 +65,7 @@ void add_chain(benchmark::State& state) {
     // would print as seconds in the console)
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) {
-        if (status s = backend.compute(g); !s) {
+        if (status s = run(); !s) {
             state.SkipWithError(s.describe().c_str());
             break;
         }
@@ -70,7 +80,9 @@ void add_chain(benchmark::State& state) {
 
 [[maybe_unused]] const bool registered_dispatch = [] {
     const std::string name = "cpu/dispatch/add_chain/" + std::to_string(chain_length);
-    per_thread_count(benchmark::RegisterBenchmark(name.c_str(), add_chain))->MinTime(0.5);
+    per_thread_count(benchmark::RegisterBenchmark(name.c_str(), add_chain, false))->MinTime(0.5);
+    const std::string plan_name = "cpu/dispatch/add_chain_plan/" + std::to_string(chain_length);
+    per_thread_count(benchmark::RegisterBenchmark(plan_name.c_str(), add_chain, true))->MinTime(0.5);
     return true;
 }();
 

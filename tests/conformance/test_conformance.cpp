@@ -475,7 +475,7 @@ TEST_CASE("compare_backends: errors are statuses naming the node and backend") {
 }
 
 TEST_CASE("conformance: the catalogue builds every family deterministically from its seed") {
-    for (const cf::op_family& f : cf::catalogue()) {
+    for (const cf::op_cases& f : cf::catalogue()) {
         INFO(f.name);
         const std::vector<elem_type> types(static_cast<std::size_t>(f.n_types), elem_type::f32);
         const auto list = cf::cases_for(f, types, 3, 5);
@@ -509,7 +509,7 @@ TEST_CASE("conformance: the CPU fast paths pass a slice of the catalogue, a brok
     cpu_backend ref({.n_threads = 1, .reference = true});
     cpu_backend fast({.n_threads = 2});
     int run = 0;
-    for (const cf::op_family& f : cf::catalogue()) {
+    for (const cf::op_cases& f : cf::catalogue()) {
         const std::vector<elem_type> types(static_cast<std::size_t>(f.n_types), elem_type::f32);
         if (!cf::claimed(ref, f, types))
             continue;

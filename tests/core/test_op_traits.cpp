@@ -78,6 +78,26 @@ TEST_CASE("op table: one row per op kind, names unique, unknown values answered"
     CHECK_FALSE(is_valid(bad));
     CHECK(to_string(bad) == "?");
     CHECK_FALSE(is_view_op(bad));
+    CHECK_FALSE(is_elementwise(bad));
+}
+
+TEST_CASE("op table: an element-wise op is binary or unary by its sources", "[unit][ops]") {
+    int binary = 0, unary = 0;
+    for (std::size_t i = 0; i < op_kind_count; ++i) {
+        const auto op = static_cast<op_kind>(i);
+        const op_traits& t = traits(op);
+        INFO(t.name);
+        CHECK(is_elementwise(op) == (t.family == op_family::elementwise));
+        CHECK(is_binary_elementwise(op) == (is_elementwise(op) && t.min_srcs == 2));
+        CHECK(is_unary_elementwise(op) == (is_elementwise(op) && t.min_srcs == 1));
+        CHECK(is_elementwise(op) == (is_binary_elementwise(op) || is_unary_elementwise(op)));
+        binary += is_binary_elementwise(op) ? 1 : 0;
+        unary += is_unary_elementwise(op) ? 1 : 0;
+    }
+    CHECK(binary == 4); // add, sub, mul, div
+    CHECK(unary == 7);  // scale, sqr, sqrt, silu, gelu, relu, neg
+    static_assert(is_binary_elementwise(op_kind::div) && is_unary_elementwise(op_kind::neg));
+    static_assert(!is_elementwise(op_kind::soft_max) && !is_elementwise(op_kind::view));
 }
 
 TEST_CASE("op table: every builder's node has the arity, parameters and memory its row says", "[unit][ops]") {

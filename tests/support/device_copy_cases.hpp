@@ -167,7 +167,7 @@ template <class Device> void catalogue_slice(const Device& dev, const char* name
     REQUIRE(be);
     cpu_backend ref({.n_threads = 1, .reference = true});
     int run = 0;
-    for (const cf::op_family& f : cf::catalogue()) {
+    for (const cf::op_cases& f : cf::catalogue()) {
         const std::vector<elem_type> types(static_cast<std::size_t>(f.n_types), elem_type::f32);
         if (!cf::claimed(ref, f, types) || !cf::supports(*be, f, types))
             continue;

@@ -233,16 +233,16 @@ bool reduced_type(elem_type t) {
            t == elem_type::i32;
 }
 
-std::vector<const cf::op_family*> families(const options& o) {
-    std::vector<const cf::op_family*> out;
-    for (const cf::op_family& f : cf::catalogue())
+std::vector<const cf::op_cases*> families(const options& o) {
+    std::vector<const cf::op_cases*> out;
+    for (const cf::op_cases& f : cf::catalogue())
         if (o.ops.empty() || std::find(o.ops.begin(), o.ops.end(), f.name) != o.ops.end())
             out.push_back(&f);
     return out;
 }
 
 /// The operand type combinations of f the catalogue claims, filtered by the options.
-std::vector<std::vector<elem_type>> combinations(cpu_backend& ref, const cf::op_family& f,
+std::vector<std::vector<elem_type>> combinations(cpu_backend& ref, const cf::op_cases& f,
                                                  const options& o) {
     std::vector<std::vector<elem_type>> out;
     for (auto& types : cf::type_combinations(f)) {
@@ -256,7 +256,7 @@ std::vector<std::vector<elem_type>> combinations(cpu_backend& ref, const cf::op_
     return out;
 }
 
-std::vector<cf::case_spec> specs(const cf::op_family& f, const std::vector<elem_type>& types,
+std::vector<cf::case_spec> specs(const cf::op_cases& f, const std::vector<elem_type>& types,
                                  const options& o) {
     if (o.shape) { // one case, exactly as named
         return {cf::case_spec{std::string(f.name), types, *o.shape, o.variant.value_or(0), o.seed}};
@@ -284,7 +284,7 @@ int run_test(const options& o, std::vector<target>& targets) {
     std::vector<std::string> failures;
     int n_fail = 0, n_run = 0, n_unsupported = 0;
     std::string invalid; // why the first case that could not be built was not
-    for (const cf::op_family* f : families(o)) {
+    for (const cf::op_cases* f : families(o)) {
         const auto combos = combinations(ref, *f, o);
         for (target& t : targets) {
             cell& c = matrix[{std::string(f->name), t.name}];
@@ -331,7 +331,7 @@ int run_test(const options& o, std::vector<target>& targets) {
     for (const target& t : targets)
         std::printf(" %s", pad(t.name, 14).c_str());
     std::printf("\n");
-    for (const cf::op_family* f : families(o)) {
+    for (const cf::op_cases* f : families(o)) {
         std::printf("%s", pad(std::string(f->name), 10).c_str());
         for (const target& t : targets) {
             const cell& c = matrix[{std::string(f->name), t.name}];
@@ -364,7 +364,7 @@ int run_support(const options& o, std::vector<target>& targets) {
         std::printf(" %s", pad(t.name, 8).c_str());
     std::printf("\n");
     int n_rows = 0;
-    for (const cf::op_family* f : families(o))
+    for (const cf::op_cases* f : families(o))
         for (const auto& types : combinations(ref, *f, o)) {
             ++n_rows;
             std::printf("%s %s", pad(std::string(f->name), 10).c_str(),
@@ -383,7 +383,7 @@ int run_perf(const options& o, std::vector<target>& targets) {
     std::printf("%s %s %s %s %s %s\n", pad("backend", 10).c_str(), pad("op", 10).c_str(),
                 pad("types", 12).c_str(), pad("shape", 22).c_str(), pad("us/run", 12).c_str(),
                 "rate");
-    for (const cf::op_family* f : families(o))
+    for (const cf::op_cases* f : families(o))
         for (const auto& types : combinations(ref, *f, o)) {
             if (!o.types &&
                 types !=
@@ -464,7 +464,7 @@ int main(int argc, char** argv) {
             for (const target& t : targets)
                 std::printf(" %s", t.name.c_str());
             std::printf("\nfamilies (types, variants):\n");
-            for (const cf::op_family& f : cf::catalogue())
+            for (const cf::op_cases& f : cf::catalogue())
                 std::printf("  %s (%d, %d)\n", std::string(f.name).c_str(), f.n_types,
                             f.n_variants);
             return 0;

@@ -122,8 +122,9 @@ inline elem_type type_at(const case_spec& c, std::size_t i) {
 
 } // namespace detail
 
-/// A family of cases for one op.
-struct op_family {
+/// A family of cases for one op (named apart from backplane::op_family, the kind of work
+/// an op is).
+struct op_cases {
     std::string_view name;
     int n_types;    ///< operand types a case names
     int n_variants; ///< variants 0 .. n_variants - 1
@@ -311,9 +312,9 @@ inline extents shape_rope(std::mt19937& rng, std::span<const elem_type>) {
 } // namespace detail
 
 /// Every family, in a fixed order.
-inline std::span<const op_family> catalogue() {
+inline std::span<const op_cases> catalogue() {
     using namespace detail;
-    static const op_family families[] = {
+    static const op_cases families[] = {
         {"add", 2, 64, &build_binary<op_kind::add>, &shape_rows, {4096, 1024, 1, 1}},
         {"sub", 2, 64, &build_binary<op_kind::sub>, &shape_rows, {4096, 1024, 1, 1}},
         {"mul", 2, 64, &build_binary<op_kind::mul>, &shape_rows, {4096, 1024, 1, 1}},
@@ -350,12 +351,12 @@ const Entry* find_named(std::span<const Entry> table, std::string_view name) {
 }
 
 /// The family named `op`, or null.
-inline const op_family* find_family(std::string_view op) { return find_named(catalogue(), op); }
+inline const op_cases* find_family(std::string_view op) { return find_named(catalogue(), op); }
 
 /// Builds spec's case in ctx; nullopt when the spec is invalid (an unknown op, types or a
 /// shape the family cannot build).
 inline std::optional<built_case> build(context& ctx, const case_spec& spec) {
-    const op_family* f = find_family(spec.op);
+    const op_cases* f = find_family(spec.op);
     if (f == nullptr || static_cast<int>(spec.types.size()) != f->n_types || spec.variant < 0 ||
         spec.variant >= f->n_variants)
         return std::nullopt;
@@ -374,7 +375,7 @@ inline std::optional<built_case> build(context& ctx, const case_spec& spec) {
 }
 
 /// Every operand type combination of family f (types^n_types, in a fixed order).
-inline std::vector<std::vector<elem_type>> type_combinations(const op_family& f) {
+inline std::vector<std::vector<elem_type>> type_combinations(const op_cases& f) {
     std::vector<std::vector<elem_type>> out{{}};
     for (int i = 0; i < f.n_types; ++i) {
         std::vector<std::vector<elem_type>> next;

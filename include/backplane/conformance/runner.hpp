@@ -253,7 +253,7 @@ case_spec shrink(Ref& reference, Target& target, case_spec failing, int max_runs
 
 /// Cases of family f for one type combination: `count` random shapes from `seed`, the
 /// variants taken in turn; specs the family cannot build are replaced by variant 0.
-inline std::vector<case_spec> cases_for(const op_family& f, const std::vector<elem_type>& types,
+inline std::vector<case_spec> cases_for(const op_cases& f, const std::vector<elem_type>& types,
                                         int count, std::uint32_t seed) {
     std::vector<case_spec> out;
     std::seed_seq seq{seed, static_cast<std::uint32_t>(std::hash<std::string_view>{}(f.name)),
@@ -276,7 +276,7 @@ inline std::vector<case_spec> cases_for(const op_family& f, const std::vector<el
 
 /// Whether target supports family f for these types (on the probe shape).
 template <class Target>
-bool supports(const Target& target, const op_family& f, const std::vector<elem_type>& types) {
+bool supports(const Target& target, const op_cases& f, const std::vector<elem_type>& types) {
     for (int v = 0; v < std::min(f.n_variants, 2); ++v) {
         context ctx;
         case_spec probe{std::string(f.name), types, {64, 3, 2, 1}, v, 1};
@@ -290,7 +290,7 @@ bool supports(const Target& target, const op_family& f, const std::vector<elem_t
 /// True when the catalogue builds family f for these types and the reference computes
 /// it: a type combination the catalogue claims.
 template <class Ref>
-bool claimed(const Ref& reference, const op_family& f, const std::vector<elem_type>& types) {
+bool claimed(const Ref& reference, const op_cases& f, const std::vector<elem_type>& types) {
     return supports(reference, f, types);
 }
 

@@ -343,4 +343,18 @@ inline std::string_view why_undefined(const tensor& node) noexcept {
 /// narrows, and what the graph builders make.
 inline bool is_defined(const tensor& node) noexcept { return why_undefined(node).empty(); }
 
+// ---------------------------------------------------------------------------------------
+// Questions a backend asks to route a node to its kernels, answered by the op's row: which
+// ops are element-wise, and of how many operands, is written in the table, not in each
+// backend's dispatch.
+
+/// An element-wise op: each result element from the same elements of its sources.
+constexpr bool is_elementwise(op_kind op) noexcept { return traits(op).family == op_family::elementwise; }
+
+/// An element-wise op of two operands, b broadcast over a (add, sub, mul, div).
+constexpr bool is_binary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 2; }
+
+/// An element-wise op of one operand (scale, sqr, sqrt, silu, gelu, relu, neg).
+constexpr bool is_unary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 1; }
+
 } // namespace backplane

@@ -221,6 +221,28 @@ TEST_CASE("cpu plan: small nodes run on the calling thread without barriers, big
         CHECK(plan->n_barriers() == 2);
         CHECK(plan->max_nth() == 4);
     }
+    SECTION("each step records its kernel, chosen again when the plan is re-scheduled for another mode") {
+        using K = cpu::kernel_kind;
+        tensor* a = h.leaf(f32, {64, 8, 1, 1});
+        tensor* w = h.leaf(f32, {64, 32, 1, 1});
+        tensor* y = add(h.ctx, a, a);                 // f32 rows: the fast row kernel
+        tensor* n = neg(h.ctx, y);                    // no fast kernel: the reference one
+        tensor* m = mul_mat(h.ctx, w, n);             // f32 weights: the fast gemm
+        tensor* c = cont(h.ctx, transpose(h.ctx, m)); // a copy (the transpose is no step)
+        auto plan = backend.make_plan(graph(c));
+        REQUIRE(plan.ok());
+        const auto kernels = [&] {
+            std::vector<K> k;
+            for (const cpu::plan_step& s : plan->steps()) k.push_back(s.kernel);
+            return k;
+        };
+        CHECK(kernels() == std::vector<K>{K::fast_rowwise, K::unary, K::fast_mul_mat, K::copy});
+        for (const cpu::plan_step& s : plan->steps()) CHECK(s.kernel == cpu::choose_kernel(*s.node, false));
+        backend.set_reference(true);
+        REQUIRE(backend.compute(*plan).ok());
+        CHECK(plan->reference());
+        CHECK(kernels() == std::vector<K>{K::binary, K::unary, K::mul_mat, K::copy});
+    }
     SECTION("n_tasks: views compute nothing, rows bound the split") {
         tensor* a = h.leaf(f32, {1 << 20, 1, 1, 1}); // one row: the reference kernels split rows
         CHECK(cpu::n_tasks(*reshape(h.ctx, a, {1024, 1024}), 8) == 0);

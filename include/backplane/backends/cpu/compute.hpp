@@ -1,7 +1,8 @@
 #pragma once
-// compute_forward: one node on the host, dispatched by op to the kernel that computes
-// it; n_tasks and work_size: how many threads a node is worth and how much shared
-// scratch memory they need.
+// compute_forward: one node on the host, run by the kernel that computes it;
+// choose_kernel: which kernel that is (kernel_kind), decided once per node of a plan;
+// n_tasks and work_size: how many threads a node is worth and how much shared scratch
+// memory they need.
 //
 // Two paths per op:
 //  * the reference kernels (backends/cpu/kernels/, one family per header): plain,
@@ -9,9 +10,10 @@
 //  * fast paths where they exist, written per instruction set (p.level): fast::mul_mat
 //    (fast/mul_mat.hpp) and the element-wise and row kernels for contiguous f32 rows
 //    (fast/rowwise.hpp).
-// p.reference picks the reference kernels for every node. Otherwise a fast path runs
+// Reference mode picks the reference kernels for every node. Otherwise a fast path runs
 // when it applies to the node; whether it applies is a pure function of the node, so
-// every thread of a node takes the same path.
+// every thread of a node takes the same path, and a plan can decide it once
+// (plan_step::kernel) for every compute.
 //
 // The caller has checked supports_op and that every tensor has host data; each kernel
 // computes only the share of the work that p assigns to thread p.ith of p.nth, so the
@@ -37,14 +39,106 @@
 #include <backplane/backends/cpu/kernels/rows.hpp>
 #include <backplane/backends/cpu/kernels/unary.hpp>
 #include <backplane/core/error.hpp>
+#include <backplane/core/op_traits.hpp>
 #include <backplane/core/tensor.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 namespace backplane::cpu {
+
+/// The kernel that computes a node: a reference kernel (kernels/) or a fast path (fast/).
+/// Ops reach the reference kernels through reference_kernel(), the fast paths through
+/// choose_kernel().
+enum class kernel_kind : std::uint8_t {
+    nothing,      ///< view ops and leafs: nothing to compute
+    copy,         ///< kernels::copy: dup, cont, cpy
+    binary,       ///< kernels::binary: the element-wise ops of two operands
+    unary,        ///< kernels::unary: the element-wise ops of one operand
+    sum_rows,     ///< kernels::sum_rows
+    argmax,       ///< kernels::argmax
+    norm,         ///< kernels::norm: norm, rms_norm
+    soft_max,     ///< kernels::soft_max
+    mul_mat,      ///< kernels::mul_mat
+    get_rows,     ///< kernels::get_rows
+    rope,         ///< kernels::rope
+    concat,       ///< kernels::concat
+    fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows
+    fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
+};
+
+namespace detail {
+/// The reference kernel of op (nothing for view ops and leafs). Element-wise ops go by the
+/// op table's row (binary or unary by their sources).
+constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
+    if (is_binary_elementwise(op)) return kernel_kind::binary;
+    if (is_unary_elementwise(op)) return kernel_kind::unary;
+    switch (op) {
+    case op_kind::dup:
+    case op_kind::cont:
+    case op_kind::cpy: return kernel_kind::copy;
+    case op_kind::sum_rows: return kernel_kind::sum_rows;
+    case op_kind::argmax: return kernel_kind::argmax;
+    case op_kind::norm:
+    case op_kind::rms_norm: return kernel_kind::norm;
+    case op_kind::soft_max: return kernel_kind::soft_max;
+    case op_kind::mul_mat: return kernel_kind::mul_mat;
+    case op_kind::get_rows: return kernel_kind::get_rows;
+    case op_kind::rope: return kernel_kind::rope;
+    case op_kind::concat: return kernel_kind::concat;
+    default: return kernel_kind::nothing;
+    }
+}
+
+/// reference_kernel_of per op_kind (a load per node when plans are made).
+inline constexpr std::array<kernel_kind, op_kind_count> reference_kernels = [] {
+    std::array<kernel_kind, op_kind_count> t{};
+    for (std::size_t i = 0; i < op_kind_count; ++i) t[i] = reference_kernel_of(static_cast<op_kind>(i));
+    return t;
+}();
+
+/// Every op that computes something has a reference kernel here, and only those.
+constexpr bool every_op_has_a_kernel() noexcept {
+    for (std::size_t i = 0; i < op_kind_count; ++i) {
+        const auto op = static_cast<op_kind>(i);
+        if ((reference_kernels[i] == kernel_kind::nothing) != (op == op_kind::none || is_view_op(op))) return false;
+    }
+    return true;
+}
+static_assert(every_op_has_a_kernel(),
+              "an op without a CPU kernel: add it to reference_kernel_of (backends/cpu/compute.hpp)");
+} // namespace detail
+
+/// The reference kernel of op: nothing for view ops, leafs and values outside op_kind.
+constexpr kernel_kind reference_kernel(op_kind op) noexcept {
+    const auto i = static_cast<std::size_t>(op);
+    return i < op_kind_count ? detail::reference_kernels[i] : kernel_kind::nothing;
+}
+
+/// The kernel that computes node: in reference mode its reference kernel, else the fast
+/// path where one applies (a pure function of the node), else the reference kernel. The
+/// one place the CPU backend decides it: plans record it per step, n_tasks and work_size
+/// price it, compute_forward runs it.
+inline kernel_kind choose_kernel(const tensor& node, bool reference) noexcept {
+    const kernel_kind k = reference_kernel(node.op);
+    if (reference) return k;
+    switch (k) {
+    case kernel_kind::binary:
+    case kernel_kind::unary:
+    case kernel_kind::norm:
+    case kernel_kind::soft_max: return fast::rowwise_applies(node) ? kernel_kind::fast_rowwise : k;
+    case kernel_kind::mul_mat: return fast::mul_mat_applies(node) ? kernel_kind::fast_mul_mat : k;
+    default: return k;
+    }
+}
+
+/// True for the fast paths (fast/), false for the reference kernels and nothing.
+[[nodiscard]] constexpr bool is_fast_path(kernel_kind k) noexcept {
+    return k == kernel_kind::fast_rowwise || k == kernel_kind::fast_mul_mat;
+}
 
 namespace detail {
 
@@ -62,44 +156,43 @@ inline bool involves_f16(const tensor& node) noexcept {
     return false;
 }
 
-/// The node's work in units of about 0.1 ns on one core: one element of a fast f32
-/// add. Per element, measured with the kernels of the default (fast) mode: a fast f32
-/// kernel 1-4 units, a reference kernel about 10 times its fast counterpart, f16
-/// conversions (no fast path yet) 8 times more, rope's pow/cos/sin ~160; mul_mat per
-/// multiply-add: 1/4 with a fast kernel, 8 with the reference one. Only ratios matter:
-/// n_tasks compares this with min_work_per_thread().
-inline std::int64_t work_units(const tensor& node) noexcept {
+/// The node's work in units of about 0.1 ns on one core, computed by kernel k: one
+/// element of a fast f32 add. Per element, measured with the kernels of the default
+/// (fast) mode: a fast f32 kernel 1-4 units, a reference kernel about 10 times its fast
+/// counterpart, f16 conversions (no fast path yet) 8 times more, rope's pow/cos/sin ~160;
+/// mul_mat per multiply-add: 1/4 with a fast kernel, 8 with the reference one. Only
+/// ratios matter: n_tasks compares this with min_work_per_thread().
+inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     const tensor* a = node.src[0];
     const std::int64_t n = node.nelements();
     const std::int64_t conv = involves_f16(node) ? 8 : 1;
-    if (traits(node.op).family == op_family::elementwise) {
+    const bool fast = is_fast_path(k);
+    switch (reference_kernel(node.op)) {
+    case kernel_kind::binary:
+    case kernel_kind::unary: {
         // an exp per element costs 4 units, a square root 2, the rest 1
         const std::int64_t per = node.op == op_kind::silu || node.op == op_kind::gelu ? 4
                                  : node.op == op_kind::sqrt                         ? 2
                                                                                     : 1;
-        return (fast::rowwise_applies(node) ? 1 : 10 * conv) * per * n;
+        return (fast ? 1 : 10 * conv) * per * n;
     }
-    switch (node.op) {
-    case op_kind::dup:
-    case op_kind::cont:
-    case op_kind::cpy:
+    case kernel_kind::copy:
         return (is_quantized(node.type) || is_quantized(a->type) ? 40 : 10) * conv * n;
-    case op_kind::norm:
-    case op_kind::rms_norm:
-        return (fast::rowwise_applies(node) ? 2 : 20) * n;
-    case op_kind::soft_max:
-        return (fast::rowwise_applies(node) ? 4 : 80) * n;
-    case op_kind::sum_rows:
-    case op_kind::argmax:
+    case kernel_kind::norm:
+        return (fast ? 2 : 20) * n;
+    case kernel_kind::soft_max:
+        return (fast ? 4 : 80) * n;
+    case kernel_kind::sum_rows:
+    case kernel_kind::argmax:
         return 10 * conv * a->nelements();
-    case op_kind::rope:
+    case kernel_kind::rope:
         return 160 * conv * n; // a pow, a cos and a sin per pair
-    case op_kind::get_rows:
-    case op_kind::concat:
+    case kernel_kind::get_rows:
+    case kernel_kind::concat:
         return 10 * conv * n;
-    case op_kind::mul_mat: {
+    case kernel_kind::mul_mat: {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
-        return fast::mul_mat_applies(node) ? macs / 4 + n : 8 * conv * macs + n;
+        return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
     default:
         return n;
@@ -108,13 +201,13 @@ inline std::int64_t work_units(const tensor& node) noexcept {
 
 /// How many threads can share the node at all: its kernel splits rows (of dst, or of
 /// src[0] for the row reductions). A fast mul_mat may split any way it likes.
-inline std::int64_t split_units(const tensor& node) noexcept {
-    switch (node.op) {
-    case op_kind::sum_rows:
-    case op_kind::argmax:
+inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
+    switch (k) {
+    case kernel_kind::sum_rows:
+    case kernel_kind::argmax:
         return node.src[0]->nrows();
-    case op_kind::mul_mat:
-        return fast::mul_mat_applies(node) ? node.nelements() : node.nrows();
+    case kernel_kind::fast_mul_mat:
+        return node.nelements();
     default:
         return node.nrows();
     }
@@ -146,96 +239,72 @@ inline void reset_min_work_per_thread() noexcept {
     return detail::min_work_per_thread_setting.load(std::memory_order_relaxed);
 }
 
-/// Threads worth giving `node` out of n_threads: 0 for view ops and leafs (nothing to
-/// compute), 1 for small nodes (a barrier costs more than the split saves), else as
-/// many as have at least min_work_per_thread() each, at most one per row the kernel
-/// can split.
-[[nodiscard]] inline int n_tasks(const tensor& node, int n_threads) noexcept {
-    if (node.op == op_kind::none || is_view_op(node.op)) return 0;
+/// Threads worth giving `node` out of n_threads when kernel k computes it: 0 for view ops
+/// and leafs (nothing to compute), 1 for small nodes (a barrier costs more than the split
+/// saves), else as many as have at least min_work_per_thread() each, at most one per row
+/// the kernel can split. Plans pass the default mode's kernel (choose_kernel(node,
+/// false)) in either mode, so both modes split a node alike.
+[[nodiscard]] inline int n_tasks(const tensor& node, int n_threads, kernel_kind k) noexcept {
+    if (k == kernel_kind::nothing) return 0;
     if (n_threads <= 1) return 1;
-    const std::int64_t work = detail::work_units(node);
+    const std::int64_t work = detail::work_units(node, k);
     const std::int64_t per_thread = min_work_per_thread();
     if (work / 2 < per_thread) return 1; // most nodes of a big graph (a shift, not a division)
     std::int64_t n = work / per_thread;
-    n = std::min<std::int64_t>(n, detail::split_units(node));
+    n = std::min<std::int64_t>(n, detail::split_units(node, k));
     return static_cast<int>(std::clamp<std::int64_t>(n, 1, n_threads));
 }
-
-/// Bytes of shared work buffer the node needs when nth threads compute it: the fast
-/// mul_mat's scratch (for example the activations quantized once for all threads); 0
-/// for everything else and in reference mode (the reference kernels need none).
-[[nodiscard]] inline std::size_t work_size(const tensor& node, int nth, bool reference) noexcept {
-    if (reference || node.op != op_kind::mul_mat || !fast::mul_mat_applies(node)) return 0;
-    return fast::mul_mat_work_size(node, nth < 1 ? 1 : nth);
+/// n_tasks with the kernel the default mode chooses for node.
+[[nodiscard]] inline int n_tasks(const tensor& node, int n_threads) noexcept {
+    return n_tasks(node, n_threads, choose_kernel(node, false));
 }
 
-/// Computes `node` from its sources (thread p.ith of p.nth). View ops and leafs compute
-/// nothing; an op without a kernel leaves the node untouched (supports_op says false).
-/// Returns errc::ok, or errc::out_of_range when the data asks for a read outside a
-/// tensor (a get_rows index beyond the rows): such reads are never made; a fast kernel
-/// may report its own failure.
+/// Bytes of shared work buffer the node needs when nth threads compute it with kernel k:
+/// the fast mul_mat's scratch (for example the activations quantized once for all
+/// threads); 0 for every other kernel (the reference kernels need none).
+[[nodiscard]] inline std::size_t work_size(const tensor& node, int nth, kernel_kind k) noexcept {
+    return k == kernel_kind::fast_mul_mat ? fast::mul_mat_work_size(node, nth < 1 ? 1 : nth) : 0;
+}
+/// work_size with the kernel chosen for node in this mode.
+[[nodiscard]] inline std::size_t work_size(const tensor& node, int nth, bool reference) noexcept {
+    return work_size(node, nth, choose_kernel(node, reference));
+}
+
+/// Runs kernel k (choose_kernel's choice for node, in p's mode) for thread p.ith of p.nth.
+/// The fast mul_mat needs what a plan's step gets: a work buffer of work_size(node, p.nth,
+/// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
+/// the data asks for a read outside a tensor (a get_rows index beyond the rows): such
+/// reads are never made; a fast kernel may report its own failure.
 template <class = void>
-[[nodiscard]] inline errc compute_forward(const compute_params& p, tensor& node) noexcept {
-    const bool fast = !p.reference;
-    switch (node.op) {
-    case op_kind::none:
-    case op_kind::view:
-    case op_kind::reshape:
-    case op_kind::permute:
-    case op_kind::transpose:
-        return errc::ok;
-    case op_kind::dup:
-    case op_kind::cont:
-    case op_kind::cpy:
-        kernels::copy(p, node);
-        return errc::ok;
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div:
-        if (fast && fast::rowwise_applies(node)) return fast::rowwise(p, node);
-        kernels::binary(p, node);
-        return errc::ok;
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu:
-    case op_kind::relu:
-    case op_kind::neg:
-        if (fast && fast::rowwise_applies(node)) return fast::rowwise(p, node);
-        kernels::unary(p, node);
-        return errc::ok;
-    case op_kind::sum_rows:
-        kernels::sum_rows(p, node);
-        return errc::ok;
-    case op_kind::argmax:
-        kernels::argmax(p, node);
-        return errc::ok;
-    case op_kind::norm:
-    case op_kind::rms_norm:
-        if (fast && fast::rowwise_applies(node)) return fast::rowwise(p, node);
-        kernels::norm(p, node);
-        return errc::ok;
-    case op_kind::soft_max:
-        if (fast && fast::rowwise_applies(node)) return fast::rowwise(p, node);
-        kernels::soft_max(p, node);
-        return errc::ok;
-    case op_kind::mul_mat:
-        if (fast && fast::mul_mat_applies(node) && detail::fast_mul_mat_ready(p, node))
-            return fast::mul_mat(p, node);
-        kernels::mul_mat(p, node);
-        return errc::ok;
-    case op_kind::get_rows:
-        return kernels::get_rows(p, node) ? errc::ok : errc::out_of_range;
-    case op_kind::rope:
-        kernels::rope(p, node);
-        return errc::ok;
-    case op_kind::concat:
-        kernels::concat(p, node);
-        return errc::ok;
+[[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
+    switch (k) {
+    case kernel_kind::nothing: return errc::ok;
+    case kernel_kind::copy: kernels::copy(p, node); return errc::ok;
+    case kernel_kind::binary: kernels::binary(p, node); return errc::ok;
+    case kernel_kind::unary: kernels::unary(p, node); return errc::ok;
+    case kernel_kind::sum_rows: kernels::sum_rows(p, node); return errc::ok;
+    case kernel_kind::argmax: kernels::argmax(p, node); return errc::ok;
+    case kernel_kind::norm: kernels::norm(p, node); return errc::ok;
+    case kernel_kind::soft_max: kernels::soft_max(p, node); return errc::ok;
+    case kernel_kind::mul_mat: kernels::mul_mat(p, node); return errc::ok;
+    case kernel_kind::get_rows: return kernels::get_rows(p, node) ? errc::ok : errc::out_of_range;
+    case kernel_kind::rope: kernels::rope(p, node); return errc::ok;
+    case kernel_kind::concat: kernels::concat(p, node); return errc::ok;
+    case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
+    case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }
     return errc::ok;
+}
+
+/// Computes `node` from its sources (thread p.ith of p.nth), choosing its kernel now (a
+/// plan chose it once: run_kernel). View ops and leafs compute nothing. The fast mul_mat
+/// runs only when p offers what it needs (its work buffer, and a barrier when several
+/// threads share the node), else the reference kernel does. Returns as run_kernel.
+template <class = void>
+[[nodiscard]] inline errc compute_forward(const compute_params& p, tensor& node) noexcept {
+    kernel_kind k = choose_kernel(node, p.reference);
+    if (k == kernel_kind::fast_mul_mat && !detail::fast_mul_mat_ready(p, node)) k = kernel_kind::mul_mat;
+    return run_kernel(p, node, k);
 }
 
 } // namespace backplane::cpu

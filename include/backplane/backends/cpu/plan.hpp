@@ -2,7 +2,8 @@
 // cpu_plan: a graph checked once and scheduled for the thread pool, computed many times
 // (the plan_backend refinement); and the executor that runs a plan on a pool.
 //
-// Scheduling. Every node that computes something becomes a step with nth =
+// Scheduling. Every node that computes something becomes a step with its kernel
+// (choose_kernel, decided here once rather than at every compute) and nth =
 // n_tasks(node, n_threads) threads (view ops and leafs are dropped). All threads walk
 // the steps together; a thread whose index is nth or more skips the step. A barrier
 // separates step k-1 from step k unless both run on thread 0 alone: a chain of small
@@ -49,6 +50,7 @@ struct plan_step {
     std::size_t wsize = 0;       ///< work buffer bytes it uses (work_size)
     int nth = 1;                 ///< threads that compute it (n_tasks), 0..nth-1
     bool barrier_before = false; ///< all threads meet before it
+    kernel_kind kernel = kernel_kind::nothing; ///< what computes it (choose_kernel in the plan's mode)
 };
 
 } // namespace cpu
@@ -94,7 +96,7 @@ private:
 
 namespace cpu::detail {
 
-/// Places steps one after another: threads, work size, barrier before.
+/// Places steps one after another: kernel, threads, work size, barrier before.
 struct scheduler {
     int n_threads;
     bool reference;
@@ -104,8 +106,11 @@ struct scheduler {
     std::size_t wmax = 0;
 
     void place(plan_step& s) noexcept {
-        s.nth = n_tasks(*s.node, n_threads);
-        s.wsize = work_size(*s.node, s.nth, reference);
+        // threads are counted with the default mode's kernel in either mode (n_tasks)
+        const kernel_kind fast = choose_kernel(*s.node, false);
+        s.kernel = reference ? reference_kernel(s.node->op) : fast;
+        s.nth = n_tasks(*s.node, n_threads, fast);
+        s.wsize = work_size(*s.node, s.nth, s.kernel);
         s.barrier_before = prev != 0 && !(prev == 1 && s.nth == 1);
         barriers += s.barrier_before ? 1 : 0;
         max_nth = std::max(max_nth, s.nth);
@@ -274,7 +279,7 @@ inline void run_steps(exec_state& st, int ith) noexcept {
         p.nth = s.nth;
         p.wsize = s.wsize;
         sync.n = s.nth;
-        if (const errc e = compute_forward(p, *s.node); e != errc::ok) {
+        if (const errc e = run_kernel(p, *s.node, s.kernel); e != errc::ok) {
             st.fail(k, e);
             halted = true;
         }

@@ -22,6 +22,7 @@
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
 #include <backplane/backends/cuda/kernels/rows.cuh>
+#include <backplane/core/op_traits.hpp>
 
 namespace backplane::cuda::kernels {
 
@@ -32,21 +33,12 @@ inline std::size_t scratch_bytes(const tensor& node, const detail::launch_contex
 
 /// Queues node's kernels (kernel_table::launch).
 inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx) noexcept {
+    if (is_binary_elementwise(node.op)) return launch_binary(node, ctx);
+    if (is_unary_elementwise(node.op)) return launch_unary(node, ctx);
     switch (node.op) {
     case op_kind::dup:
     case op_kind::cont:
     case op_kind::cpy: return launch_copy(node, ctx);
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div: return launch_binary(node, ctx);
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu:
-    case op_kind::relu:
-    case op_kind::neg: return launch_unary(node, ctx);
     case op_kind::sum_rows:
     case op_kind::argmax:
     case op_kind::norm:

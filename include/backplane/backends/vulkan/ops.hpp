@@ -24,18 +24,8 @@ namespace backplane::vulkan::detail {
 
 /// The dispatch computing t on a device with features f; false when there is none.
 inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
+    if (is_elementwise(t.op)) return plan_elementwise(t, f, d);
     switch (t.op) {
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div:
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu:
-    case op_kind::relu:
-    case op_kind::neg: return plan_elementwise(t, f, d);
     case op_kind::dup:
     case op_kind::cont:
     case op_kind::cpy: return plan_copy(t, f, d);

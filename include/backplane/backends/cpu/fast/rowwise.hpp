@@ -20,6 +20,7 @@
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/error.hpp>
+#include <backplane/core/op_traits.hpp>
 #include <backplane/core/tensor.hpp>
 
 #include <cmath>
@@ -549,19 +550,44 @@ void run_soft_max(const compute_params& p, tensor& dst) noexcept {
     }
 }
 
+/// The row operation of an element-wise op here: bin for an op of two operands, un for
+/// one of one; `has` false for an op without one (neg: the reference kernel computes it).
+struct elementwise_row {
+    bool has = false;
+    bin_op bin = bin_op::add;
+    un_op un = un_op::scale;
+};
+constexpr elementwise_row elementwise_row_of(op_kind op) noexcept {
+    switch (op) {
+    case op_kind::add: return {true, bin_op::add};
+    case op_kind::sub: return {true, bin_op::sub};
+    case op_kind::mul: return {true, bin_op::mul};
+    case op_kind::div: return {true, bin_op::div};
+    case op_kind::scale: return {true, {}, un_op::scale};
+    case op_kind::sqr: return {true, {}, un_op::sqr};
+    case op_kind::sqrt: return {true, {}, un_op::sqrt};
+    case op_kind::silu: return {true, {}, un_op::silu};
+    case op_kind::gelu: return {true, {}, un_op::gelu};
+    case op_kind::relu: return {true, {}, un_op::relu};
+    default: return {};
+    }
+}
+
 template <class V>
 errc run(const compute_params& p, tensor& dst) noexcept {
+    if (is_elementwise(dst.op)) {
+        const elementwise_row r = elementwise_row_of(dst.op);
+        if (!r.has) return errc::not_supported;
+        if (is_binary_elementwise(dst.op)) {
+            run_binary<V>(p, dst, r.bin);
+        } else if (r.un == un_op::scale) {
+            run_unary<V>(p, dst, r.un, dst.param<float>(0), dst.param<float>(1));
+        } else {
+            run_unary<V>(p, dst, r.un, 0, 0);
+        }
+        return errc::ok;
+    }
     switch (dst.op) {
-    case op_kind::add: run_binary<V>(p, dst, bin_op::add); break;
-    case op_kind::sub: run_binary<V>(p, dst, bin_op::sub); break;
-    case op_kind::mul: run_binary<V>(p, dst, bin_op::mul); break;
-    case op_kind::div: run_binary<V>(p, dst, bin_op::div); break;
-    case op_kind::scale: run_unary<V>(p, dst, un_op::scale, dst.param<float>(0), dst.param<float>(1)); break;
-    case op_kind::sqr: run_unary<V>(p, dst, un_op::sqr, 0, 0); break;
-    case op_kind::sqrt: run_unary<V>(p, dst, un_op::sqrt, 0, 0); break;
-    case op_kind::silu: run_unary<V>(p, dst, un_op::silu, 0, 0); break;
-    case op_kind::gelu: run_unary<V>(p, dst, un_op::gelu, 0, 0); break;
-    case op_kind::relu: run_unary<V>(p, dst, un_op::relu, 0, 0); break;
     case op_kind::rms_norm: run_norm<V>(p, dst, true); break;
     case op_kind::norm: run_norm<V>(p, dst, false); break;
     case op_kind::soft_max: run_soft_max<V>(p, dst); break;
@@ -584,17 +610,10 @@ inline bool f32_rows(const tensor* t) noexcept {
 inline bool rowwise_applies(const tensor& dst) noexcept {
     using rowwise_detail::f32_rows;
     if (dst.nelements() == 0 || !f32_rows(&dst) || !f32_rows(dst.src[0])) return false;
+    if (is_elementwise(dst.op))
+        return rowwise_detail::elementwise_row_of(dst.op).has &&
+               (!is_binary_elementwise(dst.op) || f32_rows(dst.src[1]));
     switch (dst.op) {
-    case op_kind::add:
-    case op_kind::sub:
-    case op_kind::mul:
-    case op_kind::div: return f32_rows(dst.src[1]);
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu:
-    case op_kind::relu:
     case op_kind::rms_norm:
     case op_kind::norm: return true;
     case op_kind::soft_max: return dst.src[1] == nullptr || f32_rows(dst.src[1]);
