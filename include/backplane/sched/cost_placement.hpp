@@ -45,6 +45,23 @@ public:
         if (has_estimate_) result_.seconds = policy.evaluate(problem_, std::span<const std::int32_t>(asg.backend).first(num.n_nodes));
     }
 
+    /// The backend not `full` that computes node i fastest, by the policy (-1: none):
+    /// where the memory caps move it.
+    static std::int32_t cheapest_free(Policy& policy, backend_queries<Set>& ask, const graph_numbering& num,
+                                      std::size_t i, const std::vector<std::uint8_t>& full) {
+        std::int32_t to = -1;
+        double best = placement_problem::unsupported;
+        for (std::size_t b = 0; b < ask.size(); ++b) {
+            if (full[b] || !ask.supports(i, b)) continue;
+            const double c = policy.node_seconds(b, *num.ts[i]);
+            if (to < 0 || c < best) {
+                best = c;
+                to = static_cast<std::int32_t>(b);
+            }
+        }
+        return to;
+    }
+
     /// The problem and the search's result when they describe the plan (else null).
     [[nodiscard]] const placement_problem* problem() const noexcept { return has_estimate_ ? &problem_ : nullptr; }
     [[nodiscard]] const placement_result* estimate() const noexcept { return has_estimate_ ? &result_ : nullptr; }

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace backplane::detail {
 
@@ -219,5 +220,14 @@ private:
     std::size_t nb_;
     bool op_offload_;
 };
+
+/// The last backend not `full` that computes node i (-1: none): where the memory caps
+/// move it under the greedy policy.
+template <backend_set Set>
+std::int32_t last_free_backend(backend_queries<Set>& ask, std::size_t i, const std::vector<std::uint8_t>& full) {
+    for (std::size_t k = ask.size(); k-- > 0;)
+        if (!full[k] && ask.supports(i, k)) return static_cast<std::int32_t>(k);
+    return -1;
+}
 
 } // namespace backplane::detail

@@ -11,33 +11,20 @@
 //     if (auto s = sched.compute(g); !s) return s;
 //     ...read the outputs...
 //
-// Placement, as ggml's scheduler does it (each node records why; placement_cause):
-//  1. from the tensor itself: a tensor that already has memory runs on the highest-priority
-//     backend that can use that memory and compute its op (buffer); graph inputs go to the
-//     last backend (input); an op that reads weights runs where the weights are (weights),
-//     unless the weights are in host memory and a higher-priority backend asks to offload
-//     the op (offload; switchable). rope's small position tensor never steers. User
-//     assignments (set_backend) are never changed (user).
-//  2. expansion: the assignments of backends other than the last spread down and then up
-//     the node list over unassigned nodes they support, then every assignment does (expand).
-//  3. a node moves to a higher-priority backend that has the same buffer type and can read
-//     all its sources (upgrade: BLAS and CPU share host memory); a node still unassigned
-//     goes to the backend that supports it and can read the most of its sources (best).
-//  4. views take their source's backend, sources left unassigned their consumer's (source);
-//     anything still unassigned goes to the first backend that supports it (fallback).
-//  5. splits: runs of consecutive nodes on one backend (view ops never start one). A
-//     source the split's backend cannot read in place becomes a split input: copied into a
-//     tensor of that backend's buffer type, once per graph and backend. A node reading
-//     weights that live on another backend it cannot read starts a new split (so that the
-//     copied weights' memory can be reused). No limit on splits, inputs or copies.
-//  6. allocation: one graph_allocator over the backends' buffer types gives every node,
-//     leaf and copy an address; it replays its plan while the graph keeps its structure.
-//  7. compute: per split, wait for the previous split's backend (device-side with events,
-//     else on the host), copy the inputs (user inputs synchronously, others with the
-//     destination backend's asynchronous copy when it has one), compute, record an event.
-//     With n_copies > 1 (pipeline parallelism), every copy and every graph input has
-//     n_copies slots used in rotation, so one run's inputs can be written while earlier
-//     runs are still in flight on other backends.
+// The scheduler is a pipeline of stages, each in its own file, passing plain values
+// (sched/plan.hpp; docs/scheduler.md, "Stages"):
+//   numbering.hpp        numbers the graph and reads each tensor once (graph_numbering);
+//                        each node's op rule is judged here, once for every backend
+//   greedy_placement.hpp ggml's placement passes 1-4, each node with its cause (assignment)
+//   cost_placement.hpp   the cost policy, starting from the greedy assignment
+//   memory_caps.hpp      moves work off a backend over its memory cap
+//   splitting.hpp        the splits and the tensors they copy (split_plan, pass 5)
+//   alloc_request.hpp    what graph_allocator places: nodes, leafs, copies (pass 6)
+//   executor.hpp         runs the plan: waits, copies, compute, events (pass 7)
+//   explain.hpp          describe, explain and to_dot over the plan
+// This file holds the stages together and is the API. With n_copies > 1 (pipeline
+// parallelism), every copy and every graph input has n_copies slots used in rotation, so
+// one run's inputs can be written while earlier runs are still in flight.
 //
 // The user's graph is never modified (the allocator gives its tensors addresses, nothing
 // else changes): a node that reads copies runs as its shadow, the scheduler's own tensor
@@ -69,21 +56,16 @@
 #include <backplane/sched/splitting.hpp>
 #include <backplane/sched/placement.hpp>
 #include <backplane/sched/plan.hpp>
+#include <backplane/sched/scheduler_params.hpp>
 #include <backplane/sched/trace.hpp>
 
 #include <algorithm>
-#include <array>
-#include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
-#include <functional>
 #include <limits>
 #include <new>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -94,82 +76,6 @@
 #include <vector>
 
 namespace backplane {
-
-struct scheduler_params {
-    /// Pipeline copies: slots per split input and graph input, used in rotation by
-    /// successive alloc_graph calls (1: no pipeline parallelism). 1 to max_copies: each
-    /// slot holds its own copy of every split input and graph input, and backends rarely
-    /// overlap more than a few runs (ggml allows 4).
-    int n_copies = 1;
-    static constexpr int max_copies = 64;
-    /// Let a higher-priority backend take ops on host weights it asks for (offload_op).
-    bool op_offload = true;
-    /// Record an execution trace of each compute (trace(), sched/trace.hpp). A traced
-    /// compute synchronizes each split's backend after its copies and after its nodes to
-    /// time them, so backends do not overlap. Backends that time on the device
-    /// (timed_backend) also report when their nodes ran there.
-    bool trace = false;
-    /// Per backend index: the most bytes of compute buffers the scheduler may hold for it
-    /// (0, or no entry: no cap). Plans move work off a backend until its buffers fit; a
-    /// plan that cannot fit fails with errc::alloc_failed. Backends sharing a buffer type
-    /// share one buffer: the first of them's cap applies.
-    std::vector<std::size_t> memory_caps = {};
-    /// A split that copies weights from memory its backend cannot read ends before the
-    /// next such weight once it has copied more than this many bytes of them, so that
-    /// the copies' memory is reused (pass 5). 0: before every such weight (ggml's rule);
-    /// more: fewer splits, more memory for copies. policy_default: 0 under the greedy
-    /// policy; under the cost policy an eighth of the split's device's memory (at least
-    /// 64 MiB).
-    std::size_t weight_copy_batch = policy_default;
-    static constexpr std::size_t policy_default = std::numeric_limits<std::size_t>::max();
-    /// Per backend index: the buffer type of that backend's compute buffers (its nodes
-    /// and the split inputs copied to it) instead of its default buffer type (nullopt,
-    /// or no entry: the default). ggml's `bufts` argument; e.g. pinned host memory for
-    /// the CPU's compute buffer when a GPU is present, so copies to and from the GPU run
-    /// at full speed. The backend must support the type (supports_buffer_type), and the
-    /// last backend's type must be host memory; the buffer type object must outlive the
-    /// scheduler. Weights stay where they were allocated.
-    std::vector<std::optional<buffer_type_ref>> buffer_types = {};
-};
-
-/// What a plan needs, from dry_run(): computed without allocating anything.
-struct plan_summary {
-    std::size_t n_nodes = 0;
-    std::size_t n_splits = 0;
-    std::size_t n_copies = 0;   ///< tensors copied between backends per run
-    std::size_t copy_bytes = 0; ///< their bytes
-    /// Per backend: bytes of compute buffers the plan needs (backends sharing a buffer
-    /// type: under the first of them, 0 under the others, as buffer_size()).
-    std::vector<std::size_t> compute_bytes;
-    /// Per backend: bytes of the graph's tensors that already have memory of that
-    /// backend's buffer type (weights, typically; counted like compute_bytes).
-    std::vector<std::size_t> resident_bytes;
-    /// Per node of the graph: the backend it runs on.
-    std::vector<std::int32_t> assignment;
-    /// The cost model's estimate of one compute, in seconds, and of the greedy plan
-    /// (the cost policy; NaN under the greedy policy, which has no model).
-    double estimated_seconds = std::numeric_limits<double>::quiet_NaN();
-    double greedy_estimated_seconds = std::numeric_limits<double>::quiet_NaN();
-
-    /// compute_bytes + resident_bytes of backend b.
-    [[nodiscard]] std::size_t peak_bytes(std::size_t b) const {
-        return (b < compute_bytes.size() ? compute_bytes[b] : 0) + (b < resident_bytes.size() ? resident_bytes[b] : 0);
-    }
-};
-
-
-/// One split of the last graph: nodes [first, last) of it on `backend`, reading `inputs`
-/// (tensors of other backends copied in before it runs). `nodes` are what the backend
-/// computes, after alloc_graph: the graph's nodes, except that a node reading copies is
-/// its shadow there (the scheduler's tensor equal to it, its sources naming the copies of
-/// the current pipeline slot).
-struct split_info {
-    std::size_t backend = 0;
-    std::size_t first = 0;
-    std::size_t last = 0;
-    std::span<tensor* const> inputs;
-    graph_view nodes;
-};
 
 /// The scheduler over a backend set (see the header comment), placing nodes by `Policy`
 /// (sched/placement.hpp). scheduler<B0, ..., Bn> is this over a tuple of backend
@@ -640,22 +546,10 @@ private:
 
     // Where a node moved off a full backend goes (-1: nowhere).
     std::int32_t cap_target(std::size_t i, const std::vector<std::uint8_t>& full) {
-        std::int32_t to = -1;
-        if constexpr (Policy::uses_costs) {
-            double best = detail::placement_problem::unsupported;
-            for (std::size_t b = 0; b < nb_; ++b) {
-                if (full[b] || !ask_.supports(i, b)) continue;
-                const double c = policy_.node_seconds(b, *num_.ts[i]);
-                if (to < 0 || c < best) {
-                    best = c;
-                    to = static_cast<std::int32_t>(b);
-                }
-            }
-        } else {
-            for (std::size_t k = nb_; k-- > 0;)
-                if (!full[k] && ask_.supports(i, k)) return static_cast<std::int32_t>(k);
-        }
-        return to;
+        if constexpr (Policy::uses_costs)
+            return cost_.cheapest_free(policy_, ask_, num_, i, full);
+        else
+            return detail::last_free_backend(ask_, i, full);
     }
 
     // -- compute ---------------------------------------------------------------------------------
