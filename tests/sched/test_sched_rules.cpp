@@ -35,6 +35,18 @@ struct weight_holder {
 
 bool supports_all_but(const tensor& t, op_kind op) { return t.op != op; }
 
+/// An add of a [8, 2] f32 `a` and a [3, 2] tensor, assembled by hand (the builder refuses
+/// it: b cannot broadcast), named "bad".
+tensor* unbroadcastable_add(context& ctx, tensor* a) {
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 3, 2);
+    tensor* bad = ctx.new_tensor_2d(elem_type::f32, 8, 2);
+    bad->op = op_kind::add;
+    bad->src[0] = a;
+    bad->src[1] = b;
+    bad->name = "bad";
+    return bad;
+}
+
 /// A test device with its backend, and a CPU backend.
 struct device_and_cpu {
     test_device dev;
@@ -358,12 +370,7 @@ TEST_CASE("a node's rule is judged once: the backends are asked only what they n
     context ctx(context_params{.no_alloc = true});
     tensor* x = new_input(ctx, 8, 2);
     tensor* y = scale(ctx, silu(ctx, x), 2.0f);
-    tensor* b = ctx.new_tensor_2d(elem_type::f32, 3, 2);
-    tensor* bad = ctx.new_tensor_2d(elem_type::f32, 8, 2); // an add assembled by hand
-    bad->op = op_kind::add;
-    bad->src[0] = y;
-    bad->src[1] = b; // that cannot broadcast
-    bad->name = "bad";
+    tensor* bad = unbroadcastable_add(ctx, y);
 
     scheduler sched(tb, cpu);
     graph good(y);
@@ -396,14 +403,7 @@ TEST_CASE("bad use is a clear error, never an abort", "[sched][errors]") {
     }
     SECTION("a node no backend supports") {
         context ctx(context_params{.no_alloc = true});
-        tensor* a = ctx.new_tensor_2d(elem_type::f32, 8, 2);
-        tensor* b = ctx.new_tensor_2d(elem_type::f32, 3, 2);
-        tensor* bad = ctx.new_tensor_2d(elem_type::f32, 8, 2); // an add assembled by hand
-        bad->op = op_kind::add;
-        bad->src[0] = a;
-        bad->src[1] = b; // that cannot broadcast
-        bad->name = "bad";
-        graph g(bad);
+        graph g(unbroadcastable_add(ctx, ctx.new_tensor_2d(elem_type::f32, 8, 2)));
         scheduler sched(tb, cpu);
         const status s = sched.alloc_graph(g);
         CHECK(s.code() == errc::not_supported);
