@@ -132,10 +132,14 @@ struct alignas(64) tensor {
     /// (buffer_handle::serial(); null and 0 for host data or none). The one place that
     /// writes `buffer`, `buffer_serial`, `data` and `placer`: use place_tensor,
     /// place_like and unplace_tensor (memory/buffer.hpp), which take the serial from the
-    /// buffer or the source tensor.
+    /// buffer or the source tensor. Placing a tensor where it already is writes nothing: a
+    /// backend still reading it from another thread (an allocation replayed while earlier
+    /// runs are in flight) sees no write.
     void set_placement(buffer_handle* buf, std::uint64_t serial, void* at, placed_by by = placed_by::user) noexcept {
+        const std::uint64_t s = buf != nullptr ? serial : 0;
+        if (buffer == buf && buffer_serial == s && data == at && placer == by) return;
         buffer = buf;
-        buffer_serial = buf != nullptr ? serial : 0;
+        buffer_serial = s;
         data = at;
         placer = by;
     }

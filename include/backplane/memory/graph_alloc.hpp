@@ -71,6 +71,12 @@ namespace backplane {
 /// element-wise ops, and row-wise ops that read a whole row before writing it.
 constexpr bool can_inplace(op_kind op) noexcept { return traits(op).inplace; }
 
+/// A tensor placed where a listed block is (alloc_topology::bind_like).
+struct alloc_binding {
+    tensor* t = nullptr;
+    std::int32_t position = -1; ///< in the list of nodes followed by the list of leafs
+};
+
 /// What a caller may already know of the topology of the lists it passes to
 /// graph_allocator (a scheduler numbers the graph anyway): positions in the list of nodes
 /// followed by the list of leafs. `srcs[k][j]` is where node k's source j is listed and
@@ -79,14 +85,21 @@ constexpr bool can_inplace(op_kind op) noexcept { return traits(op).inplace; }
 /// With a topology the caller also promises that no tensor is listed twice (that check
 /// needs the lookup this saves).
 ///
-/// With `sources_given`, `srcs` is the truth rather than a hint: a listed position is
-/// taken as node k's source j whatever tensor node k's src[j] names (only -1 is looked
-/// up). A scheduler states this way that a node reads its copy of a source, without
-/// pointing the user's node at the copy.
+/// With `sources_given`, `srcs` and `view_srcs` are the truth rather than hints: a listed
+/// position is taken as node k's source j whatever tensor node k's src[j] names (only -1
+/// is looked up), and so for view sources. A scheduler states this way that a node reads
+/// its copy of a source, without pointing the user's node at the copy.
+///
+/// `bind_like` lists tensors that are not in the lists but get the address of a listed
+/// block (its position): each binding places the tensor there, replays included, and
+/// takes no part in the plan. A scheduler rotates a graph input through pipeline slots
+/// this way: the slots are listed alike in every rotation, so the plan replays, and the
+/// input itself is bound to the current one.
 struct alloc_topology {
     std::span<const std::array<std::int32_t, max_srcs>> srcs;
     std::span<const std::int32_t> view_srcs;
     bool sources_given = false;
+    std::span<const alloc_binding> bind_like{};
 };
 
 /// Called by graph_allocator::alloc_graph() before it plans a graph anew (tensors may then
@@ -198,12 +211,13 @@ public:
                 if (before_replan.fn != nullptr)
                     if (status s = before_replan.fn(before_replan.context); !s) return s;
                 if (status s = plan(); !s) return s;
+                ++n_plans_;
                 bool grew = false;
                 status s = ensure_buffers(grew);
                 if (grew) ++n_reallocs_;
                 if (!s) return s;
             }
-            return bind();
+            return bind(topology != nullptr ? topology->bind_like : std::span<const alloc_binding>{});
         });
     }
 
@@ -270,6 +284,8 @@ public:
     /// How many alloc_graph() calls had to allocate or grow a buffer. After a reserve()
     /// of the largest graph, it stays constant.
     [[nodiscard]] std::size_t n_reallocs() const noexcept { return n_reallocs_; }
+    /// How many alloc_graph() calls planned anew instead of replaying the recorded plan.
+    [[nodiscard]] std::size_t n_plans() const noexcept { return n_plans_; }
     /// True when t's data lies in this allocator's buffers (placed by an earlier call, and
     /// placed again by the next one).
     [[nodiscard]] bool holds(const tensor& t) const noexcept {
@@ -459,7 +475,7 @@ private:
                                                                                        : slot_of(t.src[j], pool_index);
             std::int32_t view_src = -1;
             if (t.view_src != nullptr)
-                view_src = topo != nullptr && s < n && known(topo->view_srcs[s], t.view_src) ? topo->view_srcs[s]
+                view_src = topo != nullptr && s < n && given(topo->view_srcs[s], t.view_src) ? topo->view_srcs[s]
                                                                                             : slot_of(t.view_src, pool_index);
 
             std::uint32_t bits = 0;
@@ -687,24 +703,34 @@ private:
         return {};
     }
 
-    // Gives the analysed graph's tensors their planned addresses.
-    status bind() {
+    // Gives the analysed graph's tensors their planned addresses, and the bound tensors
+    // those of their blocks.
+    status bind(std::span<const alloc_binding> bind_like) {
         for (pool& p : pools_)
             for (auto& c : p.chunks)
                 if (c) c->reset();
-        for (std::size_t s = 0; s < tensors_.size(); ++s) {
-            const placement& pl = plan_[s];
-            if (pl.kind != place_kind::block) continue;
-            tensor& t = *tensors_[s];
-            buffer_handle& buf = *pools_[pl.pool].chunks[pl.chunk];
-            place_tensor(t, buf, static_cast<std::byte*>(buf.base()) + pl.offset, placed_by::allocator);
-            if (status st = buf.init_tensor(t); !st) return st;
+        for (std::size_t s = 0; s < tensors_.size(); ++s)
+            if (plan_[s].kind == place_kind::block)
+                if (status st = bind_block(*tensors_[s], plan_[s]); !st) return st;
+        for (const alloc_binding& b : bind_like) {
+            const auto s = static_cast<std::size_t>(b.position);
+            if (b.t == nullptr || b.position < 0 || s >= tensors_.size() || plan_[s].kind != place_kind::block ||
+                b.t->nbytes() > tensors_[s]->nbytes())
+                return {errc::invalid_argument, "graph_allocator: a binding names no block that can hold " +
+                                                    detail::describe(b.t)};
+            if (status st = bind_block(*b.t, plan_[s]); !st) return st;
         }
         // views after blocks: a view's source is a block or already had data
         for (std::size_t s = 0; s < tensors_.size(); ++s)
             if (plan_[s].kind == place_kind::view)
                 if (status st = init_view(*tensors_[s]); !st) return st;
         return {};
+    }
+
+    status bind_block(tensor& t, const placement& pl) {
+        buffer_handle& buf = *pools_[pl.pool].chunks[pl.chunk];
+        place_tensor(t, buf, static_cast<std::byte*>(buf.base()) + pl.offset, placed_by::allocator);
+        return buf.init_tensor(t);
     }
 
     static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
@@ -731,6 +757,7 @@ private:
     bool plan_valid_ = false; // plan_ fits the current buffers
 
     std::size_t n_reallocs_ = 0;
+    std::size_t n_plans_ = 0;
 };
 
 } // namespace backplane
