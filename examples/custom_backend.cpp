@@ -70,8 +70,7 @@ public:
     [[nodiscard]] bool supports_op(const tensor& t) const { return cpu_.supports_op(t); }
     [[nodiscard]] bool supports_buffer_type(const buffer_type_ref& bt) const { return bt.is_host(); }
 
-    /// Computes g on the CPU backend, then counts its nodes (only when it succeeded). The
-    /// nodes are read before returning: the scheduler may repoint their sources after.
+    /// Computes g on the CPU backend, then counts its nodes (only when it succeeded).
     status compute(graph_view g) {
         if (status s = cpu_.compute(g); !s) return s;
         for (const tensor* node : g) {

@@ -205,6 +205,11 @@ struct test_device_params {
     std::chrono::milliseconds wait_timeout{30000}; ///< event waits give up (device_error) after this
     /// Backends keep the list of nodes they computed (test_backend::computed_nodes()).
     bool record_nodes = false;
+    /// Check and capture each graph when the worker gets to it, not in compute(): the
+    /// backend then reads the node list and the tensors it was given until synchronize(),
+    /// as the backend contract allows (core/concepts.hpp), so a caller that changes them
+    /// earlier shows up (wrong results, or sanitizer reports).
+    bool lazy = false;
     /// Fault injection: called with each computed node's result (host scratch with the
     /// node's type, shape and strides, after the reference kernel, before it is written
     /// back), so a test can break one op (scale it by 1 + 2^-10, say) and check that a
@@ -839,31 +844,18 @@ public:
     /// range) come from synchronize() (inline mode: from here).
     status compute(graph_view g) {
         if (!stream_) return moved_from();
+        const test_device* dev = dev_;
+        std::string name{dev->name()};
+        if (dev->params().lazy)
+            return stream_->submit({[dev, g, name](detail::test_stream& s) {
+                std::vector<detail::node_launch> launches;
+                if (status st = capture_graph(*dev, g, launches); !st) return st;
+                return detail::run_launches(launches, s, name, dev->params().fault);
+            }});
         std::vector<detail::node_launch> launches;
-        try {
-            launches.reserve(g.size());
-            for (tensor* node : g) {
-                if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
-                if (node->op == op_kind::none || is_view_op(node->op)) continue;
-                if (!supports_op(*node))
-                    return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " (op " +
-                                                     std::string(to_string(node->op)) + ") is not supported"};
-                detail::node_launch& l = launches.emplace_back();
-                l.origin = node;
-                if (status s = capture(*node, *node, "output", l.dst); !s) return s;
-                for (std::size_t i = 0; i < max_srcs; ++i) {
-                    const tensor* src = node->src[i];
-                    if (src == nullptr) continue;
-                    if (status s = capture(*src, *node, "source", l.src[i]); !s) return s;
-                    l.has_src[i] = true;
-                }
-            }
-        } catch (const std::bad_alloc&) {
-            return {errc::alloc_failed, prefix() + "out of host memory capturing a graph"};
-        }
-        std::string dev{name()};
-        return stream_->submit({[launches = std::move(launches), dev, fault = dev_->params().fault](detail::test_stream& s) {
-            return detail::run_launches(launches, s, dev, fault);
+        if (status st = capture_graph(*dev, g, launches); !st) return st;
+        return stream_->submit({[launches = std::move(launches), name, fault = dev->params().fault](detail::test_stream& s) {
+            return detail::run_launches(launches, s, name, fault);
         }});
     }
 
@@ -1019,19 +1011,49 @@ private:
     [[nodiscard]] std::string prefix() const { return detail::device_prefix(name()); }
     static status moved_from() { return {errc::invalid_argument, "test backend: used after being moved from"}; }
 
+    /// Checks every node of g that computes and captures its operands (see the file
+    /// comment); not_supported / invalid_argument / out_of_range name the first bad one.
+    static status capture_graph(const test_device& dev, graph_view g, std::vector<detail::node_launch>& launches) {
+        const auto prefix = [&] { return detail::device_prefix(dev.name()); };
+        try {
+            launches.reserve(g.size());
+            for (tensor* node : g) {
+                if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
+                if (node->op == op_kind::none || is_view_op(node->op)) continue;
+                if (!dev.supports_op(*node))
+                    return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " (op " +
+                                                     std::string(to_string(node->op)) + ") is not supported"};
+                detail::node_launch& l = launches.emplace_back();
+                l.origin = node;
+                if (status s = capture(dev, *node, *node, "output", l.dst); !s) return s;
+                for (std::size_t i = 0; i < max_srcs; ++i) {
+                    const tensor* src = node->src[i];
+                    if (src == nullptr) continue;
+                    if (status s = capture(dev, *src, *node, "source", l.src[i]); !s) return s;
+                    l.has_src[i] = true;
+                }
+            }
+        } catch (const std::bad_alloc&) {
+            return {errc::alloc_failed, prefix() + "out of host memory capturing a graph"};
+        }
+        return {};
+    }
+
     /// t lies in a buffer of this device's type, inside it: its launch operand.
-    status capture(const tensor& t, const tensor& node, const char* role, detail::launch_operand& out) const {
-        const std::string where = std::string(role) + " " + backplane::detail::describe(&t) + " of node " +
-                                  backplane::detail::describe(&node) + " (" + std::string(to_string(node.op)) + ")";
-        if (t.data == nullptr) return {errc::invalid_argument, prefix() + where + " has no data; allocate it first"};
-        if (t.buffer == nullptr || !(t.buffer->type() == buffer_type_ref(dev_->buffer_type())))
+    static status capture(const test_device& dev, const tensor& t, const tensor& node, const char* role,
+                          detail::launch_operand& out) {
+        const auto where = [&] {
+            return detail::device_prefix(dev.name()) + role + " " + backplane::detail::describe(&t) + " of node " +
+                   backplane::detail::describe(&node) + " (" + std::string(to_string(node.op)) + ")";
+        };
+        if (t.data == nullptr) return {errc::invalid_argument, where() + " has no data; allocate it first"};
+        if (t.buffer == nullptr || !(t.buffer->type() == buffer_type_ref(dev.buffer_type())))
             return {errc::invalid_argument,
-                    prefix() + where + " lives in " +
+                    where() + " lives in " +
                         (t.buffer == nullptr ? std::string("host memory (no buffer)")
                                              : "a buffer of type '" + std::string(t.buffer->type().name()) + "'") +
                         ", not in this device's memory"};
-        if (!t.buffer->contains(t.data, t.nbytes()))
-            return {errc::out_of_range, prefix() + where + " reaches outside its buffer"};
+        if (!t.buffer->contains(t.data, t.nbytes())) return {errc::out_of_range, where() + " reaches outside its buffer"};
         out.meta = t;
         out.at = test_buffer::of(t)->storage_of(t);
         return {};

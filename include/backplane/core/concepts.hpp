@@ -245,9 +245,10 @@ concept event = std::move_constructible<E> && std::destructible<E> && requires(E
 ///     scheduler relies on it).
 ///  5. `cb.supports_buffer_type(bt)`: it can read and write tensors in such buffers.
 ///  6. `b.compute(g)` -> status: computes the nodes of g in order (view ops compute
-///     nothing). May return before the work is done on asynchronous backends, but takes
-///     what it needs from the nodes (sources, shapes, addresses) before returning: with
-///     pipeline copies a scheduler prepares the next run while earlier ones are in flight.
+///     nothing). May return before the work is done on asynchronous backends, which may
+///     read g when they get to it: the caller keeps the node list, the nodes, their
+///     sources and their memory as they were until that work is done (synchronize(), or
+///     an event recorded after it).
 ///  7. `b.synchronize()` -> status: waits until all submitted work is done.
 ///
 /// Example:

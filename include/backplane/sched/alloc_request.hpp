@@ -8,9 +8,11 @@
 // the copy is itself a node reading the input (so the input lives until it is copied).
 // With n_copies > 1, every slot of every rotated graph input and of every copy comes
 // first, in slot order: input-flagged tensors are placed first, in node order, and never
-// freed, so each slot keeps its own memory from one run to the next; the rotated input
-// itself stands at the position of the current slot; and a view node keeps each split
-// input alive until it is copied.
+// freed, so each slot keeps its own memory from one run to the next. The lists are the
+// same in every slot, so that the allocator replays its plan: the rotated input itself
+// is not listed but bound to its current slot (alloc_topology::bind_like), and its
+// readers name its first slot. A view node keeps each split input alive until it is
+// copied.
 
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
@@ -81,6 +83,7 @@ private:
         copy_pos_.assign(plan_->copies.size(), -1);
         topo_srcs_.clear();
         dep_view_.clear();
+        bindings_.clear();
         deps_used_ = 0;
     }
 
@@ -97,14 +100,7 @@ private:
             plan_->copy_of[static_cast<std::size_t>(s) * nb_ + static_cast<std::size_t>(b)]);
     }
 
-    // A graph input that gets pipeline slots: an input-flagged leaf without memory of its
-    // own (one the user placed keeps its place).
-    bool rotated(std::size_t i) const noexcept {
-        const graph_numbering& num = *num_;
-        return i >= num.n_nodes && i < num.n_nodes + num.n_leafs && num.has(i, tensor_info::input) &&
-               !num.has(i, tensor_info::memory) &&
-               plan_->copy_of[i * nb_ + static_cast<std::size_t>(asg_->backend[i])] >= 0;
-    }
+    bool rotated(std::size_t i) const noexcept { return is_rotated_input(*num_, *asg_, *plan_, nb_, i); }
 
     // Pipeline copies: every slot of every rotated graph input, then of every copy.
     void push_slots() {
@@ -114,9 +110,13 @@ private:
             const std::uint32_t base = copy_base(s, asg_->backend[su]);
             for (int c = 0; c < n_copies_; ++c) {
                 const std::uint32_t k = base + static_cast<std::uint32_t>(c);
-                (c == slot_ ? pos_of_[su] : copy_pos_[k]) = next_pos();
-                push_node(c == slot_ ? num_->ts[su] : plan_->copies[k], asg_->backend[su], no_srcs);
+                copy_pos_[k] = next_pos();
+                push_node(plan_->copies[k], asg_->backend[su], no_srcs);
             }
+            // the slots are input-flagged (placed first, never freed, never taken over in
+            // place), so the input's readers may name the first in every rotation
+            pos_of_[su] = copy_pos_[base];
+            bindings_.push_back({num_->ts[su], copy_pos_[base + static_cast<std::uint32_t>(slot_)]});
         }
         for (const split_rec& sp : plan_->splits)
             for (std::uint32_t j = sp.in0; j < sp.in1; ++j) {
@@ -182,9 +182,11 @@ private:
     void resolve_topology() {
         for (srcs_t& srcs : topo_srcs_)
             for (std::int32_t& k : srcs) k = k >= 0 ? pos_of_[static_cast<std::size_t>(k)] : -1;
+        // with pipeline copies, every slot of a copy is input-flagged, and the first stands
+        // for all (the lists stay the same from slot to slot)
         for (const rewrite& r : plan_->rewrites) {
             const std::int32_t p = pos_of_[r.node];
-            if (p >= 0) topo_srcs_[static_cast<std::size_t>(p)][r.j] = copy_pos_[r.copy_base + static_cast<std::uint32_t>(slot_)];
+            if (p >= 0) topo_srcs_[static_cast<std::size_t>(p)][r.j] = copy_pos_[r.copy_base];
         }
         topo_vsrcs_.assign(nodes_list_.size() + leafs_list_.size(), -1);
         for (std::size_t i = 0; i < num_->ts.size(); ++i) {
@@ -192,7 +194,7 @@ private:
             if (pos_of_[i] >= 0 && v >= 0) topo_vsrcs_[static_cast<std::size_t>(pos_of_[i])] = pos_of_[static_cast<std::size_t>(v)];
         }
         for (const auto& [p, root] : dep_view_) topo_vsrcs_[static_cast<std::size_t>(p)] = pos_of_[static_cast<std::size_t>(root)];
-        topology_ = alloc_topology{topo_srcs_, topo_vsrcs_, true};
+        topology_ = alloc_topology{topo_srcs_, topo_vsrcs_, true, bindings_};
     }
 
     // the plan being requested (set by build)
@@ -215,6 +217,7 @@ private:
     std::vector<std::pair<std::int32_t, std::int32_t>> dep_view_; // (position, root number)
     std::vector<srcs_t> topo_srcs_;
     std::vector<std::int32_t> topo_vsrcs_;
+    std::vector<alloc_binding> bindings_; // each rotated input, to its current slot
     std::deque<tensor> deps_; // the keepers (push_keeper)
     std::size_t deps_used_ = 0;
 };

@@ -8,8 +8,9 @@
 // set, decides where a split's compute pauses; a run_observer (the tracer) sees each
 // piece.
 //
-// The user's graph is never modified: a node that reads copies runs as its shadow, the
-// executor's own tensor equal to the node but for those sources (one per pipeline slot).
+// The user's graph is never modified: what each pipeline slot's runs hand the backends
+// (the node list, shadows of the nodes that read copies, the slot's own copies) is the
+// slot's, and stays unchanged until its runs are done (sched/slot_tensors.hpp).
 
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
@@ -17,12 +18,11 @@
 #include <backplane/memory/tensor_copy.hpp>
 #include <backplane/sched/backend_set.hpp>
 #include <backplane/sched/plan.hpp>
+#include <backplane/sched/slot_tensors.hpp>
 #include <backplane/sched/trace.hpp>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <span>
 #include <utility>
@@ -88,83 +88,11 @@ public:
         return {};
     }
 
-    // -- shadows -----------------------------------------------------------------------
-
-    /// Makes slot c's node list: g's nodes, each node that reads copies replaced by its
-    /// shadow. Call when the slot is allocated, after its last run is done, so that no
-    /// backend still reads the shadows it replaces.
-    void make_shadows(const graph& g, const split_plan& plan, int c) {
-        const auto cu = static_cast<std::size_t>(c);
-        if (exec_.size() <= cu) {
-            exec_.resize(cu + 1);
-            shadows_.resize(cu + 1);
-        }
-        std::vector<tensor*>& exec = exec_[cu];
-        exec.clear();
-        shadowed_ = true;
-        if (plan.rewrites.empty()) return; // the runs compute g's own nodes
-        const auto nodes = g.nodes();
-        exec.assign(nodes.begin(), nodes.end());
-        std::deque<tensor>& pool = shadows_[cu];
-        std::size_t used = 0;
-        for_each_shadowed(plan, [&](std::size_t i, std::size_t k0, std::size_t k1) {
-            if (used == pool.size()) pool.emplace_back();
-            tensor& sh = pool[used++];
-            sh = *nodes[i];
-            sh.src = shadow_srcs(plan, *nodes[i], k0, k1, c);
-            exec[i] = &sh;
-        });
-    }
-
-    /// Every shadow of slot c still equals its node but for the copied sources: false
-    /// when the user changed such a node since (its parameters, say).
-    bool shadows_current(const graph& g, const split_plan& plan, int c) const {
-        if (!shadowed_ || exec_[static_cast<std::size_t>(c)].empty()) return true;
-        const std::vector<tensor*>& exec = exec_[static_cast<std::size_t>(c)];
-        const auto nodes = g.nodes();
-        bool same = true;
-        for_each_shadowed(plan, [&](std::size_t i, std::size_t k0, std::size_t k1) {
-            const tensor& n = *nodes[i];
-            const tensor& sh = *exec[i];
-            same = same && sh.src == shadow_srcs(plan, n, k0, k1, c) && sh.type == n.type && sh.op == n.op &&
-                   sh.flags == n.flags && sh.ne == n.ne && sh.nb == n.nb && sh.op_params == n.op_params &&
-                   sh.view_src == n.view_src && sh.view_offs == n.view_offs && sh.data == n.data &&
-                   sh.buffer == n.buffer && sh.buffer_serial == n.buffer_serial;
-        });
-        return same;
-    }
-
-    /// The shadows describe no graph any more (a new plan was made).
-    void forget_shadows() noexcept { shadowed_ = false; }
-
-    /// What split sp's backend computes in slot c: its nodes, shadows included.
-    graph_view nodes_of(const split_rec& sp, std::span<tensor* const> graph_nodes, int c) const {
-        const bool own = shadowed_ && !exec_[static_cast<std::size_t>(c)].empty();
-        const std::span<tensor* const> all = own ? std::span<tensor* const>(exec_[static_cast<std::size_t>(c)]) : graph_nodes;
-        return graph_view(all.subspan(sp.first, sp.last - sp.first));
-    }
+    /// What each pipeline slot's runs hand the backends (sched/slot_tensors.hpp).
+    [[nodiscard]] slot_tensors& slots() noexcept { return slots_; }
+    [[nodiscard]] const slot_tensors& slots() const noexcept { return slots_; }
 
 private:
-    // Calls f(node number, rewrites [k0, k1)) for each node that reads copies (its
-    // rewrites are consecutive).
-    template <class F>
-    static void for_each_shadowed(const split_plan& plan, F&& f) {
-        for (std::size_t k0 = 0, k1 = 0; k0 < plan.rewrites.size(); k0 = k1) {
-            while (k1 < plan.rewrites.size() && plan.rewrites[k1].node == plan.rewrites[k0].node) ++k1;
-            f(static_cast<std::size_t>(plan.rewrites[k0].node), k0, k1);
-        }
-    }
-
-    // The sources node's shadow has in slot c: the node's, those of rewrites [k0, k1)
-    // replaced by their copies.
-    static std::array<tensor*, max_srcs> shadow_srcs(const split_plan& plan, const tensor& node, std::size_t k0,
-                                                     std::size_t k1, int c) {
-        std::array<tensor*, max_srcs> srcs = node.src;
-        for (std::size_t k = k0; k < k1; ++k)
-            srcs[plan.rewrites[k].j] = plan.copies[plan.rewrites[k].copy_base + static_cast<std::uint32_t>(c)];
-        return srcs;
-    }
-
     // Split k after split `prev`'s backend: its waits, copies, compute and event.
     status run_split(Set& set, const run_input& in, std::size_t k, std::int32_t prev) {
         const split_rec& sp = in.plan.splits[k];
@@ -201,8 +129,8 @@ private:
         for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
             const auto su = static_cast<std::size_t>(in.plan.inputs[k]);
             tensor& src = *in.num.ts[su];
-            tensor& cp = *in.plan.copies[static_cast<std::size_t>(in.plan.copy_of[su * nb_ + b]) +
-                                         static_cast<std::size_t>(in.slot)];
+            tensor& cp = *slots_.copy_for(in.plan, static_cast<std::size_t>(in.plan.copy_of[su * nb_ + b]) +
+                                                 static_cast<std::size_t>(in.slot), in.slot);
             if (src.has_flag(tensor_flag::input)) {
                 // the user may overwrite the input as soon as compute returns: copy now,
                 // once the backend no longer reads this slot
@@ -243,7 +171,7 @@ private:
 
     status compute_split(Set& set, const run_input& in, const split_rec& sp) {
         const auto b = static_cast<std::size_t>(sp.backend);
-        const graph_view exec = nodes_of(sp, in.g.nodes(), in.slot);
+        const graph_view exec = slots_.nodes_of(sp, in.g.nodes(), in.slot);
         if (!in.eval) return set.compute(b, exec);
         const graph_view all = in.g.view(); // the callback sees the user's nodes
         for (std::size_t j0 = sp.first; j0 < sp.last;) {
@@ -266,11 +194,7 @@ private:
     std::vector<std::vector<std::pair<std::int32_t, int>>> pending_readers_;
     std::vector<std::pair<std::int32_t, int>> readers_now_; // those of the split being run
     std::vector<std::byte> staging_;
-    // per pipeline slot: the node list its runs compute (empty: the graph's own) and the
-    // shadows in it
-    std::vector<std::vector<tensor*>> exec_;
-    std::vector<std::deque<tensor>> shadows_;
-    bool shadowed_ = false; // exec_ describes the last plan (make_shadows made it)
+    slot_tensors slots_;
 };
 
 } // namespace detail

@@ -200,5 +200,15 @@ struct split_plan {
     }
 };
 
+/// A graph input that gets pipeline slots: an input-flagged leaf without memory of its
+/// own (one the user placed keeps its place) with slots on its backend. The allocator
+/// places it in the current slot, so its address moves at every allocation.
+[[nodiscard]] inline bool is_rotated_input(const graph_numbering& num, const assignment& asg, const split_plan& plan,
+                                           std::size_t n_backends, std::size_t i) noexcept {
+    return i >= num.n_nodes && i < num.n_nodes + num.n_leafs && num.has(i, tensor_info::input) &&
+           !num.has(i, tensor_info::memory) &&
+           plan.copy_of[i * n_backends + static_cast<std::size_t>(asg.backend[i])] >= 0;
+}
+
 } // namespace detail
 } // namespace backplane

@@ -21,6 +21,7 @@
 //   splitting.hpp        the splits and the tensors they copy (split_plan, pass 5)
 //   alloc_request.hpp    what graph_allocator places: nodes, leafs, copies (pass 6)
 //   executor.hpp         runs the plan: waits, copies, compute, events (pass 7)
+//   slot_tensors.hpp     what each pipeline slot's runs hand the backends
 //   explain.hpp          describe, explain and to_dot over the plan
 // This file holds the stages together and is the API. With n_copies > 1 (pipeline
 // parallelism), every copy and every graph input has n_copies slots used in rotation, so
@@ -29,7 +30,9 @@
 // The user's graph is never modified (the allocator gives its tensors addresses, nothing
 // else changes): a node that reads copies runs as its shadow, the scheduler's own tensor
 // equal to the node but for those sources, which name the copies (one shadow per
-// pipeline slot). The allocator is told the same through its topology.
+// pipeline slot). The allocator is told the same through its topology. What a run hands
+// a backend stays unchanged until the run is done (slot_tensors.hpp), so a backend may
+// read it late (core/concepts.hpp, backend).
 // Errors are statuses on the runtime paths (alloc, compute) and backplane::error from
 // the constructors; nothing aborts.
 
@@ -124,6 +127,10 @@ public:
         throw error(std::string("scheduler: constructing the scheduler failed: ") + e.what(), errc::failed);
     }
 
+    /// Waits for the runs still queued: their backends read the scheduler's tensors.
+    ~basic_scheduler() {
+        if (queued_) (void)exec_.wait_idle(set_);
+    }
     basic_scheduler(const basic_scheduler&) = delete;
     basic_scheduler& operator=(const basic_scheduler&) = delete;
 
@@ -194,6 +201,7 @@ public:
         const auto use = in_use_.enter();
         if (!use) return busy("plan");
         return guarded([&]() -> status {
+            if (status s = wait_before_replan(); !s) return s;
             if (status s = split(g); !s) return s;
             return fit_caps(g);
         });
@@ -209,6 +217,7 @@ public:
         if (!use) return busy("dry_run");
         plan_summary out;
         status st = guarded([&]() -> status {
+            if (status s = wait_before_replan(); !s) return s;
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g, &out.compute_bytes); !s) return s;
             if (!out.compute_bytes.empty()) return {}; // the caps' last measure
@@ -309,7 +318,7 @@ public:
                 forget_graph();
                 return s;
             }
-            exec_.make_shadows(g, plan_, cur_copy_);
+            exec_.slots().make(slot_input(g));
             allocated_ = &g;
             if (debug_ > 0) std::fputs(describe(debug_).c_str(), stderr);
             return {};
@@ -336,10 +345,11 @@ public:
             if (status s = alloc_graph(g); !s) return s;
         } else if (status s = numberer_.check_user_buffers(); !s) { // weights freed since alloc_graph
             return s;
-        } else if (!exec_.shadows_current(g, plan_, cur_copy_)) { // a node that runs as a shadow changed since
+        } else if (!exec_.slots().current(slot_input(g))) { // a node that runs as a shadow changed since
             if (status st = alloc_graph(g); !st) return st;
         }
         tracer_.clear();
+        queued_ = true;
         return guarded([&]() -> status { return run_splits(g); });
     }
 
@@ -358,6 +368,7 @@ public:
         for (std::size_t i = 0; i < nb_; ++i)
             if (status s = set_.synchronize(i); !s && first) (void)(first = std::move(s));
         if (allocated_ == nullptr) next_copy_ = 0; // a stable slot while no graph is held
+        queued_ = false;
         return first;
     }
 
@@ -384,8 +395,12 @@ public:
                         errc::out_of_range);
         const split_rec& s = plan_.splits[k];
         return {static_cast<std::size_t>(s.backend), s.first, s.last,
-                std::span<tensor* const>(plan_.input_ptrs).subspan(s.in0, s.in1 - s.in0), exec_.nodes_of(s, {graph_nodes_, num_.n_nodes}, cur_copy_)};
+                std::span<tensor* const>(plan_.input_ptrs).subspan(s.in0, s.in1 - s.in0), exec_.slots().nodes_of(s, {graph_nodes_, num_.n_nodes}, cur_copy_)};
     }
+    /// How many alloc_graph calls planned the memory anew. Allocating a graph of the same
+    /// structure again replays the plan: nothing moves but the rotated inputs (pipeline
+    /// copies), and no run in flight is waited for.
+    [[nodiscard]] std::size_t n_alloc_plans() const noexcept { return galloc_.n_plans(); }
     /// Bytes of compute buffers held for backend i (backends sharing a buffer type report
     /// it under the first of them).
     [[nodiscard]] std::size_t buffer_size(std::size_t i) const noexcept {
@@ -483,10 +498,22 @@ private:
         }
     }
 
+    [[nodiscard]] detail::slot_tensors::slot_input slot_input(const graph& g) const noexcept {
+        return {g, num_, asg_, plan_, nb_, cur_copy_, params_.n_copies > 1};
+    }
+
+    // A new plan remakes the plan's copies. Runs of one pipeline slot use those copies
+    // (with more slots each keeps its own, executor.hpp): with one slot, a run still
+    // queued finishes first.
+    status wait_before_replan() {
+        if (params_.n_copies > 1 || !queued_) return {};
+        return exec_.wait_idle(set_);
+    }
+
     void forget_graph() noexcept {
         graph_nodes_ = nullptr;
         allocated_ = nullptr;
-        exec_.forget_shadows();
+        exec_.slots().forget();
     }
 
     // -- splits and copies ---------------------------------------------------------------------
@@ -575,6 +602,7 @@ private:
     graph_allocator galloc_;
     eval_callback eval_;
     int debug_ = 0;
+    bool queued_ = false; // compute_async queued work that synchronize() has not waited for
     std::unordered_map<const tensor*, std::int32_t> user_;
 
     // the last graph
