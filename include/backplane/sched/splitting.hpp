@@ -99,15 +99,18 @@ private:
 
     // Node i's sources: graph inputs get their slots; those the split's backend cannot
     // read in place become split inputs, and node i reads their copies.
-    void add_sources(std::size_t i) {
-        const auto cb = static_cast<std::size_t>(cur_);
+    [[gnu::always_inline]] void add_sources(std::size_t i) {
+        const std::int32_t cur = cur_;
+        const auto cb = static_cast<std::size_t>(cur);
+        const bool pipeline = p_.n_copies > 1;
+        const std::span<const std::int32_t> srcs = num_.srcs_of(i);
         split_rec& sp = plan_.splits.back();
-        for (std::size_t j = 0; j < num_.info[i].nsrc; ++j) {
-            const std::int32_t s = num_.srcs[i][j];
+        for (std::size_t j = 0; j < srcs.size(); ++j) {
+            const std::int32_t s = srcs[j];
             if (s < 0) continue;
             const auto su = static_cast<std::size_t>(s);
-            if (p_.n_copies > 1 && num_.has(su, tensor_info::input)) add_graph_input(s);
-            if (asg_.backend[su] == cur_) continue;
+            if (pipeline && num_.has(su, tensor_info::input)) add_graph_input(s);
+            if (asg_.backend[su] == cur) continue;
             if (readable_(s, cb)) {
                 if (!num_.has(su, tensor_info::weights)) plan_.cross_inplace = true;
                 continue;
