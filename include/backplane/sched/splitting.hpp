@@ -74,7 +74,7 @@ private:
 
     // Node i, on the current split's backend, reads weights it must copy beyond the
     // split's weight copy batch.
-    bool weights_end_split(std::size_t i) const {
+    [[gnu::always_inline]] bool weights_end_split(std::size_t i) const {
         const split_rec& sp = plan_.splits.back();
         if (sp.in1 == sp.in0) return false;
         const auto cur = static_cast<std::size_t>(cur_);
