@@ -11,8 +11,9 @@
 // While it reads each tensor it also learns what placement needs of its memory: the
 // buffer type (numbered per graph), whether it holds weights, whether the memory is this
 // scheduler's own compute buffer (placed again) or a user buffer since freed (an error
-// naming the tensor). With a greedy placement at hand it runs pass 1 on each tensor
-// while the tensor is in cache.
+// naming the tensor). With a greedy placement at hand it runs pass 1 on each leaf while
+// the leaf is in cache, and on the nodes once they are numbered (pass 1 reads the
+// numbering, not the nodes).
 
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
@@ -42,8 +43,10 @@ public:
     numberer(const graph_allocator& galloc, backend_queries<Set>& ask) : galloc_(galloc), ask_(ask), nb_(ask.size()) {}
 
     // Numbers g's tensors and reads what the passes need of them. With `place` (no user
-    // assignments to apply first) it also runs the first pass, tensor by tensor, while
-    // each is in cache: leafs first, then nodes, as place_from_tensors does.
+    // assignments to apply first) it also runs the first pass: leafs first, each while it
+    // is in cache, then nodes, as place_from_tensors does. A node the first pass fails on
+    // is reported before a later node read out of order, as if each node were placed
+    // right after it is numbered.
     status number(const graph& g, graph_numbering& num, assignment& asg, greedy_placement<Set>* place) {
         start(g, num, asg);
         for (std::size_t i = num.n_nodes; i < num.n_nodes + num.n_leafs; ++i) {
@@ -51,7 +54,11 @@ public:
             if (place && !place->place_from_tensor(i)) return no_backend_for_memory(*num.ts[i]);
         }
         for (std::size_t i = 0; i < num.n_nodes; ++i) num.info[i] = info_of(*num.ts[i]);
-        if (status s = number_nodes(g, place); !s) return s;
+        std::size_t numbered = 0;
+        const status s = number_nodes(g, place != nullptr, numbered);
+        for (std::size_t i = 0; place && i < numbered; ++i)
+            if (!place->place_from_tensor(i)) return no_backend_for_memory(*num.ts[i]);
+        if (!s) return s;
         for (std::size_t i = num.n_nodes; i < num.ts.size(); ++i) { // leafs and extras (grows)
             const tensor* v = num.ts[i]->view_src;
             num.vsrc[i] = v != nullptr ? slow_index(v) : -1;
@@ -106,10 +113,11 @@ private:
         num.srcs.resize(num.n_nodes);
     }
 
-    // Numbers each node's sources and view source, judges its rule, and (with `place`)
-    // runs the first pass on it. The ids the graph recorded are checked against the
-    // sources (a node rewired since is numbered by the map).
-    status number_nodes(const graph& g, greedy_placement<Set>* place) {
+    // Numbers each node's sources and view source and judges its rule; `numbered`: the
+    // nodes done (all, or those before the one read out of order). `placing`: the first
+    // pass runs next (a source it has placed is not late). The ids the graph recorded are
+    // checked against the sources (a node rewired since is numbered by the map).
+    status number_nodes(const graph& g, bool placing, std::size_t& numbered) {
         graph_numbering& num = *num_;
         const std::size_t n_nodes = num.n_nodes;
         const auto ids = g.src_ids();
@@ -126,8 +134,11 @@ private:
                 if (src != nullptr) {
                     k = number_of(src, recorded ? ids[i][j] : graph::no_id);
                     const auto ku = static_cast<std::size_t>(k);
-                    if (ku >= i && ku < n_nodes) return out_of_order(i, ku);
-                    if (ku >= i && (!place || asg_->backend[ku] < 0)) bits |= tensor_info::late_src;
+                    if (ku >= i && ku < n_nodes) {
+                        numbered = i;
+                        return out_of_order(i, ku);
+                    }
+                    if (ku >= i && (!placing || asg_->backend[ku] < 0)) bits |= tensor_info::late_src;
                     set |= 1u << j;
                 }
                 srcs[j] = k;
@@ -139,8 +150,8 @@ private:
             if ((info.bits & tensor_info::computes) != 0 && why_undefined_given(node, set).empty())
                 bits |= tensor_info::defined;
             info.bits |= bits;
-            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(node);
         }
+        numbered = n_nodes;
         return {};
     }
 
