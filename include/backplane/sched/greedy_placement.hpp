@@ -111,7 +111,9 @@ private:
 
 
     void expand_sweep(bool down, bool include_last) {
-        const std::span<const tensor_info> info = num_.info; // the loop asks out of line: keep these at hand
+        // local views of the arrays: the calls in the loop would make the compiler reload
+        // them through num_ and asg_ on every node (so in the passes below)
+        const std::span<const tensor_info> info = num_.info;
         const std::span<const std::int32_t> bid = asg_.backend;
         const std::size_t n = num_.n_nodes;
         std::int32_t cur = -1;
