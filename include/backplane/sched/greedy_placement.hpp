@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -110,12 +111,17 @@ private:
 
 
     void expand_sweep(bool down, bool include_last) {
+        // local views of the arrays: the calls in the loop would make the compiler reload
+        // them through num_ and asg_ on every node (so in the passes below)
+        const std::span<const tensor_info> info = num_.info;
+        const std::span<const std::int32_t> bid = asg_.backend;
+        const std::size_t n = num_.n_nodes;
         std::int32_t cur = -1;
         const auto last = static_cast<std::int32_t>(nb_ - 1);
-        for (std::size_t k = 0; k < num_.n_nodes; ++k) {
-            const std::size_t i = down ? k : num_.n_nodes - 1 - k;
-            if (num_.has(i, tensor_info::view_op)) continue;
-            const std::int32_t b = asg_.backend[i];
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::size_t i = down ? k : n - 1 - k;
+            if ((info[i].bits & tensor_info::view_op) != 0) continue;
+            const std::int32_t b = bid[i];
             if (b >= 0) {
                 cur = (!include_last && b == last) ? -1 : b;
             } else if (cur >= 0 && ask_.supports(i, static_cast<std::size_t>(cur))) {
@@ -132,14 +138,21 @@ private:
         bool any = false;
         for (std::size_t i = 0; i < num_.n_nodes && !any; ++i) any = !num_.has(i, tensor_info::view_op) && asg_.backend[i] >= 0;
         const placement_cause c = any ? placement_cause::expand : placement_cause::best;
-        for (std::size_t i = 0; i < num_.n_nodes; ++i)
-            if (asg_.backend[i] < 0 && !num_.has(i, tensor_info::view_op) && ask_.supports(i, 0)) asg_.set(i, 0, c);
+        const std::span<const tensor_info> info = num_.info;
+        const std::span<const std::int32_t> bid = asg_.backend;
+        const std::size_t n = num_.n_nodes;
+        for (std::size_t i = 0; i < n; ++i)
+            if (bid[i] < 0 && (info[i].bits & tensor_info::view_op) == 0 && ask_.supports(i, 0)) asg_.set(i, 0, c);
     }
 
     void pass_upgrade_and_best() {
-        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
-            if (num_.has(i, tensor_info::view_op)) continue;
-            const std::int32_t cur = asg_.backend[i];
+        const std::span<const tensor_info> info = num_.info;
+        const std::span<const std::int32_t> bid = asg_.backend;
+        const std::span<const placement_cause> cause = asg_.cause;
+        const std::size_t n = num_.n_nodes;
+        for (std::size_t i = 0; i < n; ++i) {
+            if ((info[i].bits & tensor_info::view_op) != 0) continue;
+            const std::int32_t cur = bid[i];
             if (cur < 0) {
                 int best_count = -1;
                 for (std::size_t b = 0; b < nb_; ++b) {
@@ -156,7 +169,7 @@ private:
                         asg_.set(i, static_cast<std::int32_t>(b), placement_cause::best);
                     }
                 }
-            } else if (asg_.cause[i] != placement_cause::user) {
+            } else if (cause[i] != placement_cause::user) {
                 for (std::size_t b = 0; b < static_cast<std::size_t>(cur); ++b) {
                     if (!(ask_.compute_type(b) == ask_.compute_type(static_cast<std::size_t>(cur))) || !ask_.supports(i, b)) continue;
                     bool all = true;
@@ -175,8 +188,11 @@ private:
     }
 
     status pass_sources() {
-        for (std::size_t i = 0; i < num_.n_nodes; ++i) {
-            if (asg_.backend[i] >= 0 && !num_.has(i, tensor_info::late_src)) continue; // it and its sources are placed
+        const std::span<const tensor_info> info = num_.info;
+        const std::span<const std::int32_t> bid = asg_.backend;
+        const std::size_t n = num_.n_nodes;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (bid[i] >= 0 && (info[i].bits & tensor_info::late_src) == 0) continue; // it and its sources are placed
             if (asg_.backend[i] < 0 && num_.vsrc[i] >= 0 && asg_.backend[static_cast<std::size_t>(num_.vsrc[i])] >= 0)
                 asg_.set(i, asg_.backend[static_cast<std::size_t>(num_.vsrc[i])], placement_cause::source);
             for (std::int32_t s : num_.srcs_of(i)) {

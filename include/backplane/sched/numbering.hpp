@@ -11,8 +11,9 @@
 // While it reads each tensor it also learns what placement needs of its memory: the
 // buffer type (numbered per graph), whether it holds weights, whether the memory is this
 // scheduler's own compute buffer (placed again) or a user buffer since freed (an error
-// naming the tensor). With a greedy placement at hand it runs pass 1 on each tensor
-// while the tensor is in cache.
+// naming the tensor). With a greedy placement at hand it runs pass 1 on each leaf while
+// the leaf is in cache, and on the nodes once they are numbered (pass 1 reads the
+// numbering, not the nodes).
 
 #include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
@@ -26,6 +27,8 @@
 #include <backplane/sched/plan.hpp>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -40,76 +43,25 @@ public:
     numberer(const graph_allocator& galloc, backend_queries<Set>& ask) : galloc_(galloc), ask_(ask), nb_(ask.size()) {}
 
     // Numbers g's tensors and reads what the passes need of them. With `place` (no user
-    // assignments to apply first) it also runs the first pass, tensor by tensor, while
-    // each is in cache: leafs first, then nodes, as place_from_tensors does.
+    // assignments to apply first) it also runs the first pass: leafs first, each while it
+    // is in cache, then nodes, as place_from_tensors does. A node the first pass fails on
+    // is reported before a later node read out of order, as if each node were placed
+    // right after it is numbered.
     status number(const graph& g, graph_numbering& num, assignment& asg, greedy_placement<Set>* place) {
-        num_ = &num;
-        asg_ = &asg;
-        const auto nodes = g.nodes();
-        const auto leafs = g.leafs();
-        num_->n_nodes = nodes.size();
-        num_->n_leafs = leafs.size();
-        const std::size_t n = num_->n_nodes + num_->n_leafs;
-        num_->map_size = 0;
-        ask_.start(num);
-        memo_ = {};
-        lost_ = nullptr;
-        user_serials_.clear();
-        user_serial_tensors_.clear();
-        num_->ts.resize(n);
-        std::copy(nodes.begin(), nodes.end(), num_->ts.begin());
-        std::copy(leafs.begin(), leafs.end(), num_->ts.begin() + static_cast<std::ptrdiff_t>(num_->n_nodes));
-        asg_->reset(n);
-        num_->vsrc.resize(n); // every entry is written below
-        num_->info.resize(n);
-        num_->srcs.resize(num_->n_nodes);
-        const auto ids = g.src_ids();
-        const auto vids = g.view_src_ids();
-        const bool recorded = ids.size() == num_->n_nodes && vids.size() == num_->n_nodes;
-        const auto index = [&](std::int32_t id) -> std::int32_t {
-            if (id >= 0) return id;
-            if (id == graph::no_id) return -1;
-            return static_cast<std::int32_t>(num_->n_nodes) + (-2 - id);
-        };
-        for (std::size_t i = num_->n_nodes; i < n; ++i) {
-            num_->info[i] = info_of(*num_->ts[i]);
-            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(*num_->ts[i]);
+        start(g, num, asg);
+        for (std::size_t i = num.n_nodes; i < num.n_nodes + num.n_leafs; ++i) {
+            num.info[i] = info_of(*num.ts[i]);
+            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(*num.ts[i]);
         }
-        for (std::size_t i = 0; i < num_->n_nodes; ++i) num_->info[i] = info_of(*num_->ts[i]);
-        for (std::size_t i = 0; i < num_->n_nodes; ++i) {
-            const tensor& node = *nodes[i];
-            std::size_t nsrc = 0;
-            unsigned set = 0;
-            for (std::size_t j = 0; j < max_srcs; ++j) {
-                const tensor* src = node.src[j];
-                std::int32_t k = -1;
-                if (src != nullptr) {
-                    k = recorded ? index(ids[i][j]) : -1;
-                    if (k < 0 || num_->ts[static_cast<std::size_t>(k)] != src) k = slow_index(src);
-                    const auto ku = static_cast<std::size_t>(k);
-                    if (ku >= i && ku < num_->n_nodes) return out_of_order(i, ku);
-                    if (ku >= i && (!place || asg_->backend[ku] < 0)) num_->info[i].bits |= tensor_info::late_src;
-                    nsrc = j + 1;
-                    set |= 1u << j;
-                }
-                num_->srcs[i][j] = k;
-            }
-            num_->info[i].nsrc = static_cast<std::uint8_t>(nsrc);
-            // the node's rule, judged once for every backend while the node is in cache
-            if (num_->has(i, tensor_info::computes) && why_undefined_given(node, set).empty())
-                num_->info[i].bits |= tensor_info::defined;
-            std::int32_t vk = -1;
-            if (const tensor* v = node.view_src) {
-                vk = recorded ? index(vids[i]) : -1;
-                if (vk < 0 || num_->ts[static_cast<std::size_t>(vk)] != v) vk = slow_index(v);
-            }
-            num_->vsrc[i] = vk;
-            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(*num_->ts[i]);
-        }
-        for (std::size_t i = num_->n_nodes; i < num_->ts.size(); ++i) { // leafs and extras (grows)
-            const tensor* v = num_->ts[i]->view_src;
-            const std::int32_t k = v != nullptr ? slow_index(v) : -1;
-            num_->vsrc[i] = k;
+        for (std::size_t i = 0; i < num.n_nodes; ++i) num.info[i] = info_of(*num.ts[i]);
+        std::size_t numbered = 0;
+        const status s = number_nodes(g, place != nullptr, numbered);
+        for (std::size_t i = 0; place && i < numbered; ++i)
+            if (!place->place_from_tensor(i)) return no_backend_for_memory(*num.ts[i]);
+        if (!s) return s;
+        for (std::size_t i = num.n_nodes; i < num.ts.size(); ++i) { // leafs and extras (grows)
+            const tensor* v = num.ts[i]->view_src;
+            num.vsrc[i] = v != nullptr ? slow_index(v) : -1;
         }
         if (lost_ != nullptr) return freed_buffer_error("scheduler", *lost_);
         return {};
@@ -136,6 +88,86 @@ public:
     }
 
 private:
+    // Forgets the last graph and sizes the per-tensor arrays for g's nodes and leafs
+    // (number() writes every entry).
+    void start(const graph& g, graph_numbering& num, assignment& asg) {
+        num_ = &num;
+        asg_ = &asg;
+        const auto nodes = g.nodes();
+        const auto leafs = g.leafs();
+        num.n_nodes = nodes.size();
+        num.n_leafs = leafs.size();
+        const std::size_t n = num.n_nodes + num.n_leafs;
+        num.map_size = 0;
+        ask_.start(num);
+        memo_ = {};
+        lost_ = nullptr;
+        user_serials_.clear();
+        user_serial_tensors_.clear();
+        num.ts.resize(n);
+        std::copy(nodes.begin(), nodes.end(), num.ts.begin());
+        std::copy(leafs.begin(), leafs.end(), num.ts.begin() + static_cast<std::ptrdiff_t>(num.n_nodes));
+        asg.reset(n);
+        num.vsrc.resize(n);
+        num.info.resize(n);
+        num.srcs.resize(num.n_nodes);
+    }
+
+    // Numbers each node's sources and view source and judges its rule; `numbered`: the
+    // nodes done (all, or those before the one read out of order). `placing`: the first
+    // pass runs next (a source it has placed is not late). The ids the graph recorded are
+    // checked against the sources (a node rewired since is numbered by the map).
+    status number_nodes(const graph& g, bool placing, std::size_t& numbered) {
+        graph_numbering& num = *num_;
+        const std::size_t n_nodes = num.n_nodes;
+        const auto ids = g.src_ids();
+        const auto vids = g.view_src_ids();
+        const bool recorded = ids.size() == n_nodes && vids.size() == n_nodes;
+        for (std::size_t i = 0; i < n_nodes; ++i) {
+            const tensor& node = *num.ts[i];
+            std::array<std::int32_t, max_srcs>& srcs = num.srcs[i]; // slow_index does not grow srcs
+            std::uint8_t bits = 0;
+            unsigned set = 0;
+            for (std::size_t j = 0; j < max_srcs; ++j) {
+                const tensor* src = node.src[j];
+                std::int32_t k = -1;
+                if (src != nullptr) {
+                    k = number_of(src, recorded ? ids[i][j] : graph::no_id);
+                    const auto ku = static_cast<std::size_t>(k);
+                    if (ku >= i && ku < n_nodes) {
+                        numbered = i;
+                        return out_of_order(i, ku);
+                    }
+                    if (ku >= i && (!placing || asg_->backend[ku] < 0)) bits |= tensor_info::late_src;
+                    set |= 1u << j;
+                }
+                srcs[j] = k;
+            }
+            num.vsrc[i] = node.view_src != nullptr ? number_of(node.view_src, recorded ? vids[i] : graph::no_id) : -1;
+            tensor_info& info = num.info[i]; // after the last number_of (which may grow info)
+            info.nsrc = static_cast<std::uint8_t>(std::bit_width(set));
+            // the node's rule, judged once for every backend while the node is in cache
+            if ((info.bits & tensor_info::computes) != 0 && why_undefined_given(node, set).empty())
+                bits |= tensor_info::defined;
+            info.bits |= bits;
+        }
+        numbered = n_nodes;
+        return {};
+    }
+
+    // The number of t, which the graph recorded as `id` (graph::src_ids): the id's when
+    // it still names t, else the map's.
+    std::int32_t number_of(const tensor* t, std::int32_t id) {
+        const graph_numbering& num = *num_;
+        std::int32_t k = -1;
+        if (id >= 0)
+            k = id;
+        else if (id != graph::no_id)
+            k = static_cast<std::int32_t>(num.n_nodes) + (-2 - id);
+        if (k < 0 || num.ts[static_cast<std::size_t>(k)] != t) k = slow_index(t);
+        return k;
+    }
+
     // What info_of learnt of the last buffer it met: tensors in a row mostly share one.
     // Buffers are told apart by serial: a freed buffer's address may belong to a new one.
     struct buffer_memo {

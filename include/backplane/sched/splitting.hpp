@@ -37,7 +37,7 @@ class splitter {
 public:
     splitter(split_plan& out, const graph_numbering& num, const assignment& asg, const split_params& p,
              Readable& readable)
-        : plan_(out), num_(num), asg_(asg), p_(p), nb_(p.backends.size()), readable_(readable) {}
+        : plan_(out), num_(num), info_(num.info), bid_(asg.backend), p_(p), nb_(p.backends.size()), readable_(readable) {}
 
     void make() {
         clear();
@@ -47,19 +47,20 @@ public:
         }
         plan_.copy_of.assign(num_.ts.size() * nb_, -1);
         std::size_t i = 0;
-        while (i < num_.n_nodes && num_.has(i, tensor_info::view_op)) ++i;
-        const std::vector<std::int32_t>& bid = asg_.backend;
-        cur_ = i < num_.n_nodes ? bid[i] : bid.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid[0];
+        while (i < num_.n_nodes && has(i, tensor_info::view_op)) ++i;
+        cur_ = i < num_.n_nodes ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
         plan_.splits.push_back(split_rec{cur_, 0, 0, 0, 0});
         for (; i < num_.n_nodes; ++i) {
-            if (num_.has(i, tensor_info::view_op)) continue;
-            if (asg_.backend[i] != cur_ || weights_end_split(i)) start_split(i);
+            if (has(i, tensor_info::view_op)) continue;
+            if (bid_[i] != cur_ || weights_end_split(i)) start_split(i);
             add_sources(i);
         }
         plan_.splits.back().last = static_cast<std::uint32_t>(num_.n_nodes);
     }
 
 private:
+    [[nodiscard]] bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info_[i].bits & bit) != 0; }
+
     void clear() {
         plan_.splits.clear();
         plan_.inputs.clear();
@@ -74,7 +75,7 @@ private:
 
     // Node i, on the current split's backend, reads weights it must copy beyond the
     // split's weight copy batch.
-    bool weights_end_split(std::size_t i) const {
+    [[gnu::always_inline]] bool weights_end_split(std::size_t i) const {
         const split_rec& sp = plan_.splits.back();
         if (sp.in1 == sp.in0) return false;
         const auto cur = static_cast<std::size_t>(cur_);
@@ -82,7 +83,7 @@ private:
         for (std::int32_t s : num_.srcs_of(i)) {
             if (s < 0) continue;
             const auto su = static_cast<std::size_t>(s);
-            if (!num_.has(su, tensor_info::weights) || asg_.backend[su] == cur_ || readable_(s, cur)) continue;
+            if (!has(su, tensor_info::weights) || bid_[su] == cur_ || readable_(s, cur)) continue;
             if (batch == 0) return true;
             if (plan_.copy_of[su * nb_ + cur] < 0 && weights_copied_ + num_.ts[su]->nbytes() > batch) return true;
         }
@@ -92,24 +93,27 @@ private:
     void start_split(std::size_t i) {
         plan_.splits.back().last = static_cast<std::uint32_t>(i);
         const auto in = static_cast<std::uint32_t>(plan_.inputs.size());
-        cur_ = asg_.backend[i];
+        cur_ = bid_[i];
         plan_.splits.push_back(split_rec{cur_, static_cast<std::uint32_t>(i), 0, in, in});
         weights_copied_ = 0;
     }
 
     // Node i's sources: graph inputs get their slots; those the split's backend cannot
     // read in place become split inputs, and node i reads their copies.
-    void add_sources(std::size_t i) {
-        const auto cb = static_cast<std::size_t>(cur_);
+    [[gnu::always_inline]] void add_sources(std::size_t i) {
+        const std::int32_t cur = cur_;
+        const auto cb = static_cast<std::size_t>(cur);
+        const bool pipeline = p_.n_copies > 1;
+        const std::span<const std::int32_t> srcs = num_.srcs_of(i);
         split_rec& sp = plan_.splits.back();
-        for (std::size_t j = 0; j < num_.info[i].nsrc; ++j) {
-            const std::int32_t s = num_.srcs[i][j];
+        for (std::size_t j = 0; j < srcs.size(); ++j) {
+            const std::int32_t s = srcs[j];
             if (s < 0) continue;
             const auto su = static_cast<std::size_t>(s);
-            if (p_.n_copies > 1 && num_.has(su, tensor_info::input)) add_graph_input(s);
-            if (asg_.backend[su] == cur_) continue;
+            if (pipeline && has(su, tensor_info::input)) add_graph_input(s);
+            if (bid_[su] == cur) continue;
             if (readable_(s, cb)) {
-                if (!num_.has(su, tensor_info::weights)) plan_.cross_inplace = true;
+                if (!has(su, tensor_info::weights)) plan_.cross_inplace = true;
                 continue;
             }
             bool made = false;
@@ -118,7 +122,7 @@ private:
                 plan_.inputs.push_back(s);
                 plan_.input_ptrs.push_back(num_.ts[su]);
                 sp.in1 = static_cast<std::uint32_t>(plan_.inputs.size());
-                if (num_.has(su, tensor_info::weights)) weights_copied_ += num_.ts[su]->nbytes();
+                if (has(su, tensor_info::weights)) weights_copied_ += num_.ts[su]->nbytes();
             }
             plan_.rewrites.push_back(rewrite{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
         }
@@ -130,11 +134,11 @@ private:
     void add_graph_input(std::int32_t s) {
         const auto su = static_cast<std::size_t>(s);
         bool made = false;
-        const std::uint32_t base = copies_of(s, static_cast<std::size_t>(asg_.backend[su]), made);
+        const std::uint32_t base = copies_of(s, static_cast<std::size_t>(bid_[su]), made);
         if (!made) return;
         plan_.graph_inputs.push_back(s);
         const bool leaf = su >= num_.n_nodes && su < num_.n_nodes + num_.n_leafs;
-        if (leaf && !num_.has(su, tensor_info::memory))
+        if (leaf && !has(su, tensor_info::memory))
             for (int c = 0; c < p_.n_copies; ++c) plan_.copies[base + static_cast<std::uint32_t>(c)]->flags = num_.ts[su]->flags;
     }
 
@@ -166,7 +170,10 @@ private:
 
     split_plan& plan_;
     const graph_numbering& num_;
-    const assignment& asg_;
+    // num.info and asg.backend, which stay as they are while the plan is made: read
+    // directly, not through the numbering and the assignment
+    std::span<const tensor_info> info_;
+    std::span<const std::int32_t> bid_;
     const split_params& p_;
     std::size_t nb_;
     Readable& readable_;
