@@ -204,7 +204,12 @@ namespace {
 /// allows). The input x is placed on the device, so its pipeline slots are there and the
 /// device reads x, and a view of it, in place; the CPU reads a copy of x and scales. Each
 /// run adds to a state kept in device memory: the state after the last run.
-std::vector<float> run_late_reader(int copies, bool lazy) {
+/// How the runs end: waited for, a plan of another graph made while they are queued, or
+/// the scheduler destroyed while they are queued. Each must leave the runs reading what
+/// they were handed.
+enum class ending { synchronize, new_plan, destroy };
+
+std::vector<float> run_late_reader(int copies, bool lazy, ending end = ending::synchronize) {
     state_rig rig(41, lazy);
     tensor* w = rig.w;
     tensor* state = rig.state;
@@ -223,16 +228,27 @@ std::vector<float> run_late_reader(int copies, bool lazy) {
     tensor* sum = add(ctx, add(ctx, add(ctx, state, column(a, 0)), column(d, 3)), add(ctx, column(b, 1), column(e, 2)));
     graph g(cpy(ctx, sum, state));
 
-    scheduler sched(scheduler_params{.n_copies = copies}, rig.tb, rig.cpu);
-    REQUIRE(sched.set_backend(*x, 0));
+    tensor* other_in = ctx.new_tensor_2d(elem_type::f32, 16, 2);
+    graph other(scale(ctx, mul_mat(ctx, w, other_in), 3.0f)); // its own splits and copies
+
+    auto sched = std::make_unique<scheduler<test_backend, cpu_backend>>(scheduler_params{.n_copies = copies}, rig.tb,
+                                                                       rig.cpu);
+    REQUIRE(sched->set_backend(*x, 0));
     for (int run = 0; run < 8; ++run) {
-        REQUIRE(sched.alloc_graph(g));
+        REQUIRE(sched->alloc_graph(g));
         fill_seeded(*x, 500u + static_cast<std::uint32_t>(run));
-        REQUIRE(sched.compute_async(g));
+        REQUIRE(sched->compute_async(g));
     }
-    REQUIRE(sched.synchronize());
-    CHECK(sched.n_splits() > 1);
-    CHECK(sched.n_alloc_plans() == 1); // later runs replay the plan: they do not wait for earlier ones
+    if (end == ending::destroy) {
+        sched.reset(); // waits for the runs
+        return read_f32(*state);
+    }
+    if (end == ending::new_plan) REQUIRE(sched->plan(other));
+    REQUIRE(sched->synchronize());
+    if (end == ending::synchronize) {
+        CHECK(sched->n_splits() > 1);
+        CHECK(sched->n_alloc_plans() == 1); // later runs replay the plan: they do not wait for earlier ones
+    }
     return read_f32(*state);
 }
 
@@ -248,5 +264,17 @@ TEST_CASE("pipeline copies: a backend that reads its graph after compute returns
     for (int copies : {1, 2, 3}) {
         INFO(copies << " copies");
         CHECK(run_late_reader(copies, true) == one);
+    }
+}
+
+TEST_CASE("a backend that reads its graph late: a new plan and the scheduler's end leave queued runs intact",
+          "[sched][pipeline]") {
+    // with one slot the new plan waits for the queued runs (it remakes the copies they
+    // read); with more, each slot keeps its own copies; the destructor waits for them all
+    const std::vector<float> one = run_late_reader(1, false);
+    for (int copies : {1, 2}) {
+        INFO(copies << " copies");
+        CHECK(run_late_reader(copies, true, ending::new_plan) == one);
+        CHECK(run_late_reader(copies, true, ending::destroy) == one);
     }
 }
