@@ -503,7 +503,7 @@ private:
     }
 
     // A new plan remakes the plan's copies. Runs of one pipeline slot use those copies
-    // (with more slots each keeps its own, executor.hpp): with one slot, a run still
+    // (with more slots each keeps its own, slot_tensors.hpp): with one slot, a run still
     // queued finishes first.
     status wait_before_replan() {
         if (params_.n_copies > 1 || !queued_) return {};
