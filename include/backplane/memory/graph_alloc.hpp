@@ -50,7 +50,7 @@
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/detail/align.hpp>
 #include <backplane/memory/detail/dynamic_allocator.hpp>
-#include <backplane/core/detail/tensor_map.hpp>
+#include <backplane/core/graph_index.hpp>
 #include <backplane/memory/tensor_alloc.hpp>
 
 #include <array>
@@ -176,18 +176,13 @@ public:
     /// `leaf_buffer_ids` (one per leaf) choose buffer ids; empty means all 0.
     [[nodiscard]] status reserve(const graph& g, std::span<const int> node_buffer_ids = {},
                                  std::span<const int> leaf_buffer_ids = {}) {
-        return reserve(g.nodes(), g.leafs(), node_buffer_ids, leaf_buffer_ids);
+        return reserve_analysed([&] { return analyze(g, node_buffer_ids, leaf_buffer_ids); });
     }
     /// reserve() for a graph given as its node and leaf lists (topological node order).
     [[nodiscard]] status reserve(std::span<tensor* const> nodes, std::span<tensor* const> leafs,
                                  std::span<const int> node_buffer_ids = {}, std::span<const int> leaf_buffer_ids = {},
                                  const alloc_topology* topology = nullptr) {
-        return guarded([&]() -> status {
-            if (status s = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); !s) return s;
-            if (status s = plan(); !s) return s;
-            bool grew = false;
-            return ensure_buffers(grew);
-        });
+        return reserve_analysed([&] { return analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); });
     }
 
     /// Gives every node and leaf of `g` without data (and every source they read) an
@@ -196,7 +191,7 @@ public:
     /// Buffer ids as for reserve().
     [[nodiscard]] status alloc_graph(const graph& g, std::span<const int> node_buffer_ids = {},
                                      std::span<const int> leaf_buffer_ids = {}) {
-        return alloc_graph(g.nodes(), g.leafs(), node_buffer_ids, leaf_buffer_ids);
+        return alloc_analysed([&] { return analyze(g, node_buffer_ids, leaf_buffer_ids); }, {}, {});
     }
     /// alloc_graph() for a graph given as its node and leaf lists (topological node order).
     /// A topology (see alloc_topology) saves the tensor lookups that dominate the cost of
@@ -205,20 +200,9 @@ public:
                                      std::span<const int> node_buffer_ids = {},
                                      std::span<const int> leaf_buffer_ids = {},
                                      const alloc_topology* topology = nullptr, alloc_replan_hook before_replan = {}) {
-        return guarded([&]() -> status {
-            if (status s = analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); !s) return s;
-            if (!plan_matches()) {
-                if (before_replan.fn != nullptr)
-                    if (status s = before_replan.fn(before_replan.context); !s) return s;
-                if (status s = plan(); !s) return s;
-                ++n_plans_;
-                bool grew = false;
-                status s = ensure_buffers(grew);
-                if (grew) ++n_reallocs_;
-                if (!s) return s;
-            }
-            return bind(topology != nullptr ? topology->bind_like : std::span<const alloc_binding>{});
-        });
+        return alloc_analysed([&] { return analyze(nodes, leafs, node_buffer_ids, leaf_buffer_ids, topology); },
+                              topology != nullptr ? topology->bind_like : std::span<const alloc_binding>{},
+                              before_replan);
     }
 
     /// Plans a graph as alloc_graph() would and returns the bytes each buffer id would
@@ -332,6 +316,7 @@ private:
     };
     static_assert(std::has_unique_object_representations_v<slot_key>, "plan_matches compares keys bytewise");
     static constexpr std::size_t too_large = std::numeric_limits<std::size_t>::max();
+    static constexpr std::uint32_t unknown_pool = std::numeric_limits<std::uint32_t>::max(); // while analysed
 
     // -- the plan -----------------------------------------------------------------------------
 
@@ -382,6 +367,36 @@ private:
         }
     }
 
+    // reserve() of the graph `analyse` indexes.
+    template <class Analyse>
+    status reserve_analysed(Analyse&& analyse) {
+        return guarded([&]() -> status {
+            if (status s = analyse(); !s) return s;
+            if (status s = plan(); !s) return s;
+            bool grew = false;
+            return ensure_buffers(grew);
+        });
+    }
+
+    // alloc_graph() of the graph `analyse` indexes.
+    template <class Analyse>
+    status alloc_analysed(Analyse&& analyse, std::span<const alloc_binding> bind_like, alloc_replan_hook before_replan) {
+        return guarded([&]() -> status {
+            if (status s = analyse(); !s) return s;
+            if (!plan_matches()) {
+                if (before_replan.fn != nullptr)
+                    if (status s = before_replan.fn(before_replan.context); !s) return s;
+                if (status s = plan(); !s) return s;
+                ++n_plans_;
+                bool grew = false;
+                status s = ensure_buffers(grew);
+                if (grew) ++n_reallocs_;
+                if (!s) return s;
+            }
+            return bind(bind_like);
+        });
+    }
+
     // What t's memory is to this allocator.
     enum class memory_kind : std::uint8_t {
         none,     // no data, or data an allocator placed in a buffer since freed: place it
@@ -400,122 +415,117 @@ private:
         return memory_kind::external;
     }
 
-    // Numbers the graph's tensors (nodes, then leafs, then sources and view sources found
-    // outside both lists) and computes their keys and sizes. Runs on every call, so it
-    // reuses its vectors and the hash map, and builds no status until something is wrong.
+    // Indexes the graph (nodes, then leafs, then sources and view sources found outside
+    // both lists: core/graph_index.hpp) and computes the tensors' keys and sizes. Runs on
+    // every call, so it reuses its vectors, and builds no status until something is wrong.
     status analyze(std::span<tensor* const> nodes, std::span<tensor* const> leafs, std::span<const int> node_ids,
                    std::span<const int> leaf_ids, const alloc_topology* topo) {
-        if (!node_ids.empty() && node_ids.size() != nodes.size())
+        if (status s = check_ids(nodes.size(), leafs.size(), node_ids, leaf_ids); !s) return s;
+        const known_positions known =
+            topo != nullptr ? known_positions{topo->srcs, topo->view_srcs, topo->sources_given} : known_positions{};
+        const std::size_t bad = index_.assign(nodes, leafs, known);
+        if (bad < nodes.size()) return listing_error(nodes[bad], "node", bad);
+        if (bad < nodes.size() + leafs.size()) return listing_error(leafs[bad - nodes.size()], "leaf", bad - nodes.size());
+        return analyze_index(node_ids, leaf_ids);
+    }
+    status analyze(const graph& g, std::span<const int> node_ids, std::span<const int> leaf_ids) {
+        if (status s = check_ids(g.n_nodes(), g.n_leafs(), node_ids, leaf_ids); !s) return s;
+        index_.assign(g);
+        return analyze_index(node_ids, leaf_ids);
+    }
+
+    status check_ids(std::size_t n_nodes, std::size_t n_leafs, std::span<const int> node_ids,
+                     std::span<const int> leaf_ids) const {
+        if (!node_ids.empty() && node_ids.size() != n_nodes)
             return {errc::invalid_argument, "graph_allocator: " + std::to_string(node_ids.size()) +
-                                                " node buffer ids for " + std::to_string(nodes.size()) + " nodes"};
-        if (!leaf_ids.empty() && leaf_ids.size() != leafs.size())
+                                                " node buffer ids for " + std::to_string(n_nodes) + " nodes"};
+        if (!leaf_ids.empty() && leaf_ids.size() != n_leafs)
             return {errc::invalid_argument, "graph_allocator: " + std::to_string(leaf_ids.size()) +
-                                                " leaf buffer ids for " + std::to_string(leafs.size()) + " leafs"};
-        n_nodes_ = nodes.size();
-        n_leafs_ = leafs.size();
-        alive_memo_ = 0; // buffers may have been freed since the last call
-        const std::size_t n = n_nodes_ + n_leafs_;
-        if (n >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max() / 2))
+                                                " leaf buffer ids for " + std::to_string(n_leafs) + " leafs"};
+        if (n_nodes + n_leafs >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max() / 2))
             return {errc::invalid_argument, "graph_allocator: graph too large"};
-        if (topo != nullptr && (topo->srcs.size() != n_nodes_ || topo->view_srcs.size() != n)) topo = nullptr;
-        map_.clear(n + n / 4);
-        tensors_.resize(n);
-        keys_.resize(n);
-        sizes_.resize(n);
+        return {};
+    }
 
-        for (std::size_t s = 0; s < n; ++s) {
-            const bool is_node = s < n_nodes_;
-            const std::size_t i = is_node ? s : s - n_nodes_;
-            tensor* t = is_node ? nodes[i] : leafs[i];
-            const std::span<const int> ids = is_node ? node_ids : leaf_ids;
-            const int id = ids.empty() ? 0 : ids[i];
-            if (t == nullptr || !valid_id(id) || (topo == nullptr && map_.insert(t, static_cast<std::uint32_t>(s)) != s))
-                return listing_error(t, id, is_node ? "node" : "leaf", i);
-            tensors_[s] = t;
-            keys_[s] = slot_key{};
-            keys_[s].pool = pool_of(id);
-        }
-        bool mapped = topo == nullptr; // with a topology, the map is built on first need
-
-        // A tensor read but listed nowhere is placed in the buffer of the first tensor that
-        // needs it (as ggml places sources in their consumer's buffer).
-        auto slot_of = [&](tensor* t, std::uint32_t pool_index) -> std::int32_t {
-            if (!mapped) {
-                for (std::size_t k = 0; k < n; ++k) map_.insert(tensors_[k], static_cast<std::uint32_t>(k));
-                mapped = true;
-            }
-            const auto next = static_cast<std::uint32_t>(tensors_.size());
-            const std::uint32_t slot = map_.insert(t, next);
-            if (slot == next) {
-                tensors_.push_back(t);
-                slot_key k;
-                k.pool = pool_index;
-                keys_.push_back(k);
-                sizes_.push_back(0);
-            }
-            return static_cast<std::int32_t>(slot);
-        };
-
-        // tensors_ grows while this runs (sources outside the lists); index, not iterate
-        for (std::size_t s = 0; s < tensors_.size(); ++s) {
-            tensor& t = *tensors_[s];
-            const std::uint32_t pool_index = keys_[s].pool;
-            // a listed position when the topology names this tensor there, else a lookup
-            const auto known = [&](std::int32_t k, const tensor* want) {
-                return k >= 0 && static_cast<std::size_t>(k) < n && tensors_[static_cast<std::size_t>(k)] == want;
-            };
-            const auto given = [&](std::int32_t k, const tensor* want) {
-                return topo->sources_given ? k >= 0 && static_cast<std::size_t>(k) < n : known(k, want);
-            };
-            std::array<std::int32_t, max_srcs> src{-1, -1, -1, -1};
-            if (s < n_nodes_)
-                for (std::size_t j = 0; j < max_srcs; ++j)
-                    if (t.src[j] != nullptr)
-                        src[j] = topo != nullptr && given(topo->srcs[s][j], t.src[j]) ? topo->srcs[s][j]
-                                                                                       : slot_of(t.src[j], pool_index);
-            std::int32_t view_src = -1;
-            if (t.view_src != nullptr)
-                view_src = topo != nullptr && s < n && given(topo->view_srcs[s], t.view_src) ? topo->view_srcs[s]
-                                                                                            : slot_of(t.view_src, pool_index);
-
-            std::uint32_t bits = 0;
-            if (t.has_flag(tensor_flag::input)) bits |= bit_input;
-            if (t.has_flag(tensor_flag::output)) bits |= bit_output;
+    // The keys and sizes of the indexed tensors.
+    status analyze_index(std::span<const int> node_ids, std::span<const int> leaf_ids) {
+        n_nodes_ = index_.n_nodes();
+        n_leafs_ = index_.n_leafs();
+        alive_memo_ = 0; // buffers may have been freed since the last call
+        const std::size_t total = index_.size();
+        keys_.resize(total);
+        sizes_.resize(total);
+        if (status s = key_pools(node_ids, leaf_ids); !s) return s;
+        // local views: the calls in the loop would make the compiler reload the members
+        const std::span<slot_key> keys = keys_;
+        const std::span<std::size_t> sizes = sizes_;
+        for (std::size_t s = 0; s < total; ++s) {
+            slot_key& k = keys[s];
+            k.src = s < n_nodes_ ? index_.srcs(s) : graph_index::src_numbers{-1, -1, -1, -1};
+            k.view_src = index_.view_src(s);
+            const tensor& t = index_[s];
             const memory_kind mem = memory_of(t);
             if (mem == memory_kind::lost) return detail::freed_buffer_error("graph_allocator", t);
-            if (mem == memory_kind::external) bits |= bit_external;
-            if (t.view_src != nullptr) {
-                bits |= bit_view;
-                if (t.view_offs == 0) bits |= bit_offs0;
-            }
-            if (s < n_nodes_ && can_inplace(t.op) && src[0] >= 0 &&
-                same_layout(t, *tensors_[static_cast<std::size_t>(src[0])]))
-                bits |= bit_inplace;
-            slot_key& k = keys_[s]; // only now: slot_of may have grown keys_
-            k.src = src;
-            k.view_src = view_src;
-            k.bits = bits;
-
-            std::size_t size = 0;
-            if ((bits & (bit_view | bit_external)) == 0) {
-                const pool& p = pools_[pool_index];
-                // at least one alignment unit, so every block has a distinct address range
-                const auto aligned = detail::align_up(std::max<std::size_t>(p.type.alloc_size(t), 1), p.alignment);
-                size = aligned ? *aligned : too_large;
-            }
-            sizes_[s] = size;
+            k.bits = key_bits(s, t, mem);
+            sizes[s] = (k.bits & (bit_view | bit_external)) == 0 ? block_size(t, pools_[k.pool]) : 0;
         }
         return {};
     }
 
-    status listing_error(const tensor* t, int id, const char* what, std::size_t i) const {
-        std::string msg = std::string("graph_allocator: ") + what + " " + std::to_string(i);
+    // Each tensor's pool: its buffer id's. A tensor read but listed nowhere is placed in
+    // the buffer of the first tensor that reads it (as ggml places sources in their
+    // consumer's buffer).
+    status key_pools(std::span<const int> node_ids, std::span<const int> leaf_ids) {
+        const std::size_t n = n_nodes_ + n_leafs_;
+        for (std::size_t s = 0; s < n; ++s) {
+            const bool node = s < n_nodes_;
+            const std::span<const int> ids = node ? node_ids : leaf_ids;
+            const std::size_t i = node ? s : s - n_nodes_;
+            const int id = ids.empty() ? 0 : ids[i];
+            if (!valid_id(id))
+                return {errc::invalid_argument, std::string("graph_allocator: ") + (node ? "node " : "leaf ") +
+                                                    std::to_string(i) + " " + detail::describe(&index_[s]) +
+                                                    " has buffer id " + std::to_string(id) + ", outside 0.." +
+                                                    std::to_string(n_buffers() - 1)};
+            keys_[s].pool = pool_of(id);
+        }
+        if (index_.size() == n) return {};
+        for (std::size_t s = n; s < index_.size(); ++s) keys_[s].pool = unknown_pool;
+        const auto read = [&](std::size_t reader, std::int32_t r) {
+            if (r >= 0 && keys_[static_cast<std::size_t>(r)].pool == unknown_pool)
+                keys_[static_cast<std::size_t>(r)].pool = keys_[reader].pool;
+        };
+        for (std::size_t s = 0; s < index_.size(); ++s) {
+            for (std::size_t j = 0; s < n_nodes_ && j < max_srcs; ++j) read(s, index_.src(s, j));
+            read(s, index_.view_src(s));
+        }
+        return {};
+    }
+
+    std::uint32_t key_bits(std::size_t s, const tensor& t, memory_kind mem) const {
+        std::uint32_t bits = 0;
+        if (t.has_flag(tensor_flag::input)) bits |= bit_input;
+        if (t.has_flag(tensor_flag::output)) bits |= bit_output;
+        if (mem == memory_kind::external) bits |= bit_external;
+        if (t.view_src != nullptr) {
+            bits |= bit_view;
+            if (t.view_offs == 0) bits |= bit_offs0;
+        }
+        const std::int32_t src0 = s < n_nodes_ ? index_.src(s, 0) : -1;
+        if (src0 >= 0 && can_inplace(t.op) && same_layout(t, index_[static_cast<std::size_t>(src0)])) bits |= bit_inplace;
+        return bits;
+    }
+
+    // At least one alignment unit, so every block has a distinct address range.
+    static std::size_t block_size(const tensor& t, const pool& p) {
+        const auto aligned = detail::align_up(std::max<std::size_t>(p.type.alloc_size(t), 1), p.alignment);
+        return aligned ? *aligned : too_large;
+    }
+
+    static status listing_error(const tensor* t, const char* what, std::size_t i) {
+        const std::string msg = std::string("graph_allocator: ") + what + " " + std::to_string(i);
         if (t == nullptr) return {errc::invalid_argument, msg + " is null"};
-        msg += " " + detail::describe(t);
-        if (!valid_id(id))
-            return {errc::invalid_argument,
-                    msg + " has buffer id " + std::to_string(id) + ", outside 0.." + std::to_string(n_buffers() - 1)};
-        return {errc::invalid_argument, msg + " appears twice in the graph"};
+        return {errc::invalid_argument, msg + " " + detail::describe(t) + " appears twice in the graph"};
     }
 
     [[nodiscard]] bool plan_matches() const noexcept {
@@ -628,8 +638,8 @@ private:
 
     status too_large_error(std::size_t s) const {
         const pool& p = pools_[keys_[s].pool];
-        return {errc::alloc_failed, "graph_allocator: tensor " + detail::describe(tensors_[s]) + " needs " +
-                                        std::to_string(p.type.alloc_size(*tensors_[s])) + " bytes, more than the " +
+        return {errc::alloc_failed, "graph_allocator: tensor " + detail::describe(&index_[s]) + " needs " +
+                                        std::to_string(p.type.alloc_size(index_[s])) + " bytes, more than the " +
                                         std::to_string(p.max_size) + " bytes buffer type '" +
                                         std::string(p.type.name()) + "' can allocate at once"};
     }
@@ -709,21 +719,21 @@ private:
         for (pool& p : pools_)
             for (auto& c : p.chunks)
                 if (c) c->reset();
-        for (std::size_t s = 0; s < tensors_.size(); ++s)
+        for (std::size_t s = 0; s < index_.size(); ++s)
             if (plan_[s].kind == place_kind::block)
-                if (status st = bind_block(*tensors_[s], plan_[s]); !st) return st;
+                if (status st = bind_block(index_[s], plan_[s]); !st) return st;
         for (const alloc_binding& b : bind_like) {
             const auto s = static_cast<std::size_t>(b.position);
-            if (b.t == nullptr || b.position < 0 || s >= tensors_.size() || plan_[s].kind != place_kind::block ||
-                b.t->nbytes() > tensors_[s]->nbytes())
+            if (b.t == nullptr || b.position < 0 || s >= index_.size() || plan_[s].kind != place_kind::block ||
+                b.t->nbytes() > index_[s].nbytes())
                 return {errc::invalid_argument, "graph_allocator: a binding names no block that can hold " +
                                                     detail::describe(b.t)};
             if (status st = bind_block(*b.t, plan_[s]); !st) return st;
         }
         // views after blocks: a view's source is a block or already had data
-        for (std::size_t s = 0; s < tensors_.size(); ++s)
+        for (std::size_t s = 0; s < index_.size(); ++s)
             if (plan_[s].kind == place_kind::view)
-                if (status st = init_view(*tensors_[s]); !st) return st;
+                if (status st = init_view(index_[s]); !st) return st;
         return {};
     }
 
@@ -739,8 +749,7 @@ private:
     std::vector<std::uint32_t> pool_of_id_;
 
     // the graph being allocated (vectors reused across calls)
-    detail::tensor_map map_;
-    std::vector<tensor*> tensors_;
+    graph_index index_;
     std::vector<slot_key> keys_;
     std::vector<std::size_t> sizes_; // aligned bytes each block slot needs (0: view/external)
     std::size_t n_nodes_ = 0;

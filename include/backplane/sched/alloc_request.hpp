@@ -69,9 +69,9 @@ private:
         const graph_numbering& num = *num_;
         nodes_ = g.nodes();
         leafs_ = g.leafs();
-        node_ids_ = std::span<const int>(asg_->backend).first(num.n_nodes);
-        leaf_ids_ = std::span<const int>(asg_->backend).subspan(num.n_nodes, num.n_leafs);
-        topology_ = alloc_topology{num.srcs, std::span<const std::int32_t>(num.vsrc).first(num.n_nodes + num.n_leafs), true};
+        node_ids_ = std::span<const int>(asg_->backend).first(num.n_nodes());
+        leaf_ids_ = std::span<const int>(asg_->backend).subspan(num.n_nodes(), num.n_leafs());
+        topology_ = alloc_topology{num.srcs(), num.view_srcs().first(num.n_nodes() + num.n_leafs()), true};
     }
 
     void clear() {
@@ -79,7 +79,7 @@ private:
         node_ids_list_.clear();
         leafs_list_.clear();
         leaf_ids_list_.clear();
-        pos_of_.assign(num_->ts.size(), -1);
+        pos_of_.assign(num_->tensors().size(), -1);
         copy_pos_.assign(plan_->copies.size(), -1);
         topo_srcs_.clear();
         dep_view_.clear();
@@ -116,7 +116,7 @@ private:
             // the slots are input-flagged (placed first, never freed, never taken over in
             // place), so the input's readers may name the first in every rotation
             pos_of_[su] = copy_pos_[base];
-            bindings_.push_back({num_->ts[su], copy_pos_[base + static_cast<std::uint32_t>(slot_)]});
+            bindings_.push_back({num_->tensors()[su], copy_pos_[base + static_cast<std::uint32_t>(slot_)]});
         }
         for (const split_rec& sp : plan_->splits)
             for (std::uint32_t j = sp.in0; j < sp.in1; ++j) {
@@ -144,7 +144,7 @@ private:
             }
             for (std::uint32_t i = sp.first; i < sp.last; ++i) {
                 pos_of_[i] = next_pos();
-                push_node(nodes[i], asg_->backend[i], num_->srcs[i]);
+                push_node(nodes[i], asg_->backend[i], num_->srcs(i));
             }
         }
     }
@@ -152,7 +152,7 @@ private:
     // A view of split input s that reads it here and computes nothing (pipeline copies).
     void push_keeper(std::int32_t s) {
         const auto su = static_cast<std::size_t>(s);
-        tensor* in = num_->ts[su];
+        tensor* in = num_->tensors()[su];
         if (deps_used_ == deps_.size()) deps_.emplace_back();
         tensor& dep = deps_[deps_used_++];
         dep = tensor{};
@@ -164,16 +164,16 @@ private:
         dep.view_src = in->view_src != nullptr ? in->view_src : in;
         dep.view_offs = in->view_src != nullptr ? in->view_offs : 0;
         dep.name = in->name + " (kept for its copy)";
-        dep_view_.emplace_back(next_pos(), num_->vsrc[su] >= 0 ? num_->vsrc[su] : s);
+        dep_view_.emplace_back(next_pos(), num_->view_src(su) >= 0 ? num_->view_src(su) : s);
         push_node(&dep, asg_->backend[su], {s, -1, -1, -1});
     }
 
     void push_leafs() {
-        for (std::size_t k = 0; k < num_->n_leafs; ++k) {
-            const std::size_t i = num_->n_nodes + k;
+        for (std::size_t k = 0; k < num_->n_leafs(); ++k) {
+            const std::size_t i = num_->n_nodes() + k;
             if (n_copies_ > 1 && rotated(i)) continue; // placed with its slots
             pos_of_[i] = static_cast<std::int32_t>(nodes_list_.size() + leafs_list_.size());
-            leafs_list_.push_back(num_->ts[i]);
+            leafs_list_.push_back(num_->tensors()[i]);
             leaf_ids_list_.push_back(asg_->backend[i]);
         }
     }
@@ -189,8 +189,8 @@ private:
             if (p >= 0) topo_srcs_[static_cast<std::size_t>(p)][r.j] = copy_pos_[r.copy_base];
         }
         topo_vsrcs_.assign(nodes_list_.size() + leafs_list_.size(), -1);
-        for (std::size_t i = 0; i < num_->ts.size(); ++i) {
-            const std::int32_t v = num_->vsrc[i];
+        for (std::size_t i = 0; i < num_->tensors().size(); ++i) {
+            const std::int32_t v = num_->view_src(i);
             if (pos_of_[i] >= 0 && v >= 0) topo_vsrcs_[static_cast<std::size_t>(pos_of_[i])] = pos_of_[static_cast<std::size_t>(v)];
         }
         for (const auto& [p, root] : dep_view_) topo_vsrcs_[static_cast<std::size_t>(p)] = pos_of_[static_cast<std::size_t>(root)];

@@ -29,7 +29,7 @@ public:
         num_ = &num;
         num.types.clear();
         reads_.clear();
-        sup_.assign(num.n_nodes * nb_, -1);
+        sup_.assign(num.n_nodes() * nb_, -1);
     }
 
     [[nodiscard]] const Set& set() const noexcept { return set_; }
@@ -68,7 +68,7 @@ public:
         const auto su = static_cast<std::size_t>(s);
         if (const std::uint32_t m = num_->info[su].mem; m != 0) return reads_at(b, m - 1);
         std::int32_t owner = asg.backend[su];
-        if (owner < 0 && num_->vsrc[su] >= 0) owner = asg.backend[static_cast<std::size_t>(num_->vsrc[su])];
+        if (owner < 0 && num_->view_src(su) >= 0) owner = asg.backend[static_cast<std::size_t>(num_->view_src(su))];
         if (owner < 0) return false;
         return reads_at(b, type_index(compute_types_[static_cast<std::size_t>(owner)]));
     }
@@ -76,7 +76,7 @@ public:
 private:
     // The numbering judged the rule of each node that computes (tensor_info::defined).
     bool ask_supports(std::size_t node, std::size_t b) const {
-        const tensor& t = *num_->ts[node];
+        const tensor& t = *num_->tensors()[node];
         if (!num_->has(node, tensor_info::computes)) return set_.supports_op(b, t);
         return num_->has(node, tensor_info::defined) && set_.supports_defined_op(b, t);
     }

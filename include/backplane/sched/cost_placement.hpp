@@ -25,14 +25,14 @@ public:
     /// Replaces the greedy assignment of the free nodes by the policy's.
     void place(Policy& policy, backend_queries<Set>& ask, const graph_numbering& num, assignment& asg) {
         build_problem(next_, policy, ask, num, asg);
-        greedy_.assign(asg.backend.begin(), asg.backend.begin() + static_cast<std::ptrdiff_t>(num.n_nodes));
+        greedy_.assign(asg.backend.begin(), asg.backend.begin() + static_cast<std::ptrdiff_t>(num.n_nodes()));
         if (!has_result_ || greedy_ != last_greedy_ || !same_problem(next_, problem_)) {
             std::swap(problem_, next_);
             result_ = policy.optimize(problem_, greedy_);
             last_greedy_ = greedy_;
             has_result_ = true;
         }
-        for (std::size_t i = 0; i < num.n_nodes; ++i)
+        for (std::size_t i = 0; i < num.n_nodes(); ++i)
             if (problem_.computes[i] && problem_.fixed[i] < 0) asg.set(i, result_.assign[i], placement_cause::cost);
         follow_views(num, asg);
         has_estimate_ = true;
@@ -42,7 +42,7 @@ public:
     void forget_estimate() noexcept { has_estimate_ = false; }
     /// Re-prices the plan after the memory caps moved nodes.
     void reprice(Policy& policy, const graph_numbering& num, const assignment& asg) {
-        if (has_estimate_) result_.seconds = policy.evaluate(problem_, std::span<const std::int32_t>(asg.backend).first(num.n_nodes));
+        if (has_estimate_) result_.seconds = policy.evaluate(problem_, std::span<const std::int32_t>(asg.backend).first(num.n_nodes()));
     }
 
     /// The backend not `full` that computes node i fastest, by the policy (-1: none):
@@ -53,7 +53,7 @@ public:
         double best = placement_problem::unsupported;
         for (std::size_t b = 0; b < ask.size(); ++b) {
             if (full[b] || !ask.supports(i, b)) continue;
-            const double c = policy.node_seconds(b, *num.ts[i]);
+            const double c = policy.node_seconds(b, *num.tensors()[i]);
             if (to < 0 || c < best) {
                 best = c;
                 to = static_cast<std::int32_t>(b);
@@ -73,7 +73,7 @@ private:
         const std::size_t nb = ask.size();
         for (std::size_t b = 0; b < nb; ++b) (void)ask.type_index(ask.compute_type(b)); // every backend's type numbered
         p.nb = nb;
-        p.n_nodes = num.n_nodes;
+        p.n_nodes = num.n_nodes();
         price_nodes(p, policy, ask, num, asg);
         describe_tensors(p, num, asg);
         price_links(p, policy, ask, num);
@@ -91,11 +91,11 @@ private:
     static void price_nodes(placement_problem& p, Policy& policy, backend_queries<Set>& ask, const graph_numbering& num,
                             const assignment& asg) {
         const std::size_t nb = ask.size();
-        p.computes.resize(num.n_nodes);
-        p.fixed.resize(num.n_nodes);
-        p.node_cost.resize(num.n_nodes * nb);
-        p.srcs.resize(num.n_nodes);
-        for (std::size_t i = 0; i < num.n_nodes; ++i) {
+        p.computes.resize(num.n_nodes());
+        p.fixed.resize(num.n_nodes());
+        p.node_cost.resize(num.n_nodes() * nb);
+        p.srcs.resize(num.n_nodes());
+        for (std::size_t i = 0; i < num.n_nodes(); ++i) {
             const bool c = num.has(i, tensor_info::computes);
             p.computes[i] = c ? 1 : 0;
             const placement_cause why = asg.cause[i];
@@ -103,9 +103,9 @@ private:
             p.fixed[i] = !c || pinned ? asg.backend[i] : -1;
             for (std::size_t b = 0; b < nb; ++b)
                 p.node_cost[i * nb + b] = !c                  ? 0.0
-                                          : ask.supports(i, b) ? policy.node_seconds(b, *num.ts[i])
+                                          : ask.supports(i, b) ? policy.node_seconds(b, *num.tensors()[i])
                                                                : placement_problem::unsupported;
-            p.srcs[i] = num.srcs[i];
+            p.srcs[i] = num.srcs(i);
             for (std::size_t j = num.info[i].nsrc; j < max_srcs; ++j) p.srcs[i][j] = -1;
         }
     }
@@ -113,16 +113,16 @@ private:
     // Per tensor: the tensor whose memory it uses, its own memory's type, its backend
     // when it is not a node, the bytes a copy moves.
     static void describe_tensors(placement_problem& p, const graph_numbering& num, const assignment& asg) {
-        const std::size_t nt = num.ts.size();
+        const std::size_t nt = num.tensors().size();
         p.root.resize(nt);
         p.mem.resize(nt);
         p.home.resize(nt);
         p.bytes.resize(nt);
         for (std::size_t s = 0; s < nt; ++s) {
-            p.root[s] = s < num.vsrc.size() && num.vsrc[s] >= 0 ? num.vsrc[s] : static_cast<std::int32_t>(s);
+            p.root[s] = s < num.size() && num.view_src(s) >= 0 ? num.view_src(s) : static_cast<std::int32_t>(s);
             p.mem[s] = num.info[s].mem != 0 ? static_cast<std::int32_t>(num.info[s].mem - 1) : -1;
-            p.home[s] = s >= num.n_nodes ? asg.backend[s] : -1;
-            p.bytes[s] = static_cast<double>(num.ts[s]->nbytes());
+            p.home[s] = s >= num.n_nodes() ? asg.backend[s] : -1;
+            p.bytes[s] = static_cast<double>(num.tensors()[s]->nbytes());
         }
     }
 

@@ -79,8 +79,8 @@ inline std::string describe_plan(const plan_facts& f, int level) {
     const graph_numbering& num = f.num;
     const split_plan& plan = f.plan;
     std::size_t copied = 0;
-    for (std::int32_t s : plan.inputs) copied += num.ts[static_cast<std::size_t>(s)]->nbytes();
-    std::string out = ", " + std::to_string(num.n_nodes) + " nodes, " + std::to_string(plan.splits.size()) +
+    for (std::int32_t s : plan.inputs) copied += num.tensors()[static_cast<std::size_t>(s)]->nbytes();
+    std::string out = ", " + std::to_string(num.n_nodes()) + " nodes, " + std::to_string(plan.splits.size()) +
                       " split(s), " + std::to_string(plan.inputs.size()) + " input(s) copied per run (" +
                       human_bytes(copied) + "), pipeline copies " + std::to_string(f.n_copies) + "\n";
     if (f.estimate != nullptr)
@@ -89,14 +89,14 @@ inline std::string describe_plan(const plan_facts& f, int level) {
     for (std::size_t k = 0; k < plan.splits.size(); ++k) {
         const split_rec& sp = plan.splits[k];
         std::size_t computing = 0;
-        for (std::uint32_t i = sp.first; i < sp.last; ++i) computing += is_view_op(num.ts[i]->op) ? 0 : 1;
+        for (std::uint32_t i = sp.first; i < sp.last; ++i) computing += is_view_op(num.tensors()[i]->op) ? 0 : 1;
         out += "split " + std::to_string(k) + ": " + f.name_of(sp.backend) + ", nodes " + std::to_string(sp.first) +
                ".." + std::to_string(sp.last == 0 ? 0 : sp.last - 1) + " (" + std::to_string(computing) + " computing)";
         if (sp.in1 > sp.in0) {
             out += ", inputs:";
             for (std::uint32_t j = sp.in0; j < sp.in1; ++j) {
                 const auto s = static_cast<std::size_t>(plan.inputs[j]);
-                const tensor& t = *num.ts[s];
+                const tensor& t = *num.tensors()[s];
                 out += " '" + t.name + "' (" + f.name_of(f.asg.backend[s]) + " -> " + f.name_of(sp.backend) + ", " +
                        human_bytes(t.nbytes()) + (t.has_flag(tensor_flag::input) ? ", user input" : "") + ")";
             }
@@ -104,7 +104,7 @@ inline std::string describe_plan(const plan_facts& f, int level) {
         out += "\n";
         if (level < 2) continue;
         for (std::uint32_t i = sp.first; i < sp.last; ++i) {
-            const tensor& t = *num.ts[i];
+            const tensor& t = *num.tensors()[i];
             out += "  node " + std::to_string(i) + " '" + t.name + "' " + std::string(to_string(t.op)) + " " +
                    typed_shape(t) + " -> " + f.name_of(f.asg.backend[i]) + " (" +
                    std::string(to_string(f.asg.cause[i])) + ")";
@@ -138,7 +138,7 @@ inline std::string explain_estimates(const plan_facts& f, std::size_t i) {
         const std::size_t k =
             m != 0 ? m - 1 : static_cast<std::size_t>(p.backend_type[static_cast<std::size_t>(f.asg.backend[su])]);
         const double sec = p.link_latency[k * nb + b] + p.bytes[su] / p.link_bandwidth[k * nb + b];
-        const tensor& t = *f.num.ts[su];
+        const tensor& t = *f.num.tensors()[su];
         copies += (copies.empty() ? "" : ", ") + ("'" + t.name + "' " + human_bytes(t.nbytes()) + " " + human_seconds(sec));
     }
     if (!copies.empty()) out += "; copies in: " + copies;
@@ -147,12 +147,12 @@ inline std::string explain_estimates(const plan_facts& f, std::size_t i) {
 
 /// Why node t runs where it does (with the cost policy's estimates when there are some).
 inline std::string explain_node(const plan_facts& f, const tensor& t) {
-    const std::uint32_t id = f.num.find(&t);
-    if (id == tensor_map::npos) return "'" + t.name + "' is not in the last graph";
-    const auto i = static_cast<std::size_t>(id);
+    const std::int32_t k = f.num.find(&t);
+    if (k == graph_index::none) return "'" + t.name + "' is not in the last graph";
+    const auto i = static_cast<std::size_t>(k);
     std::string out = "'" + t.name + "' (" + std::string(to_string(t.op)) + ") runs on " + f.name_of(f.asg.backend[i]) +
                       " (" + std::string(to_string(f.asg.cause[i])) + ")";
-    if (f.problem != nullptr && i < f.num.n_nodes && f.problem->computes[i]) out += explain_estimates(f, i);
+    if (f.problem != nullptr && i < f.num.n_nodes() && f.problem->computes[i]) out += explain_estimates(f, i);
     return out;
 }
 
@@ -166,7 +166,7 @@ inline std::string plan_to_dot(const plan_facts& f) {
     const std::size_t nb = f.backends.size();
     const auto colour = [](std::int32_t b) { return palette[static_cast<std::size_t>(b) % std::size(palette)]; };
     const auto label = [&](std::size_t i) {
-        const tensor& t = *num.ts[i];
+        const tensor& t = *num.tensors()[i];
         return dot_quote((t.name.empty() ? "#" + std::to_string(i) : t.name) + "\n" + std::string(to_string(t.op)) +
                          " " + typed_shape(t) + "\n" + f.name_of(bid[i]) + " (" +
                          std::string(to_string(f.asg.cause[i])) + ")");
@@ -180,10 +180,10 @@ inline std::string plan_to_dot(const plan_facts& f) {
             out += "    t" + std::to_string(i) + " [label=" + label(i) + ", fillcolor=\"" + colour(bid[i]) + "\"];\n";
         out += "  }\n";
     }
-    for (std::size_t i = num.n_nodes; i < num.ts.size(); ++i)
+    for (std::size_t i = num.n_nodes(); i < num.tensors().size(); ++i)
         out += "  t" + std::to_string(i) + " [shape=ellipse, label=" + label(i) + ", fillcolor=\"" + colour(bid[i]) +
                "\"];\n";
-    for (std::size_t i = 0; i < num.n_nodes; ++i)
+    for (std::size_t i = 0; i < num.n_nodes(); ++i)
         for (std::int32_t s : num.srcs_of(i)) {
             if (s < 0) continue;
             const auto su = static_cast<std::size_t>(s);
@@ -191,7 +191,7 @@ inline std::string plan_to_dot(const plan_facts& f) {
             const std::int32_t cp =
                 f.plan.copy_of.empty() ? -1 : f.plan.copy_of[su * nb + static_cast<std::size_t>(bid[i])];
             if (cp >= 0 && bid[su] != bid[i])
-                out += " [style=dashed, color=\"#d62728\", label=" + dot_quote("copy " + human_bytes(num.ts[su]->nbytes())) +
+                out += " [style=dashed, color=\"#d62728\", label=" + dot_quote("copy " + human_bytes(num.tensors()[su]->nbytes())) +
                        "]";
             out += ";\n";
         }

@@ -33,9 +33,9 @@ public:
     /// Pass 1 for every tensor, leafs first, then nodes (as ggml); false with `failed`
     /// set when a tensor has memory no backend can use for its op.
     bool place_from_tensors(std::size_t& failed) {
-        const std::size_t n = num_.n_nodes + num_.n_leafs;
+        const std::size_t n = num_.n_nodes() + num_.n_leafs();
         for (std::size_t k = 0; k < n; ++k) {
-            const std::size_t i = k < num_.n_leafs ? num_.n_nodes + k : k - num_.n_leafs;
+            const std::size_t i = k < num_.n_leafs() ? num_.n_nodes() + k : k - num_.n_leafs();
             if (!place_from_tensor(i)) {
                 failed = i;
                 return false;
@@ -63,7 +63,7 @@ public:
     // its op (no_backend_for_memory says why).
     [[gnu::always_inline]] bool place_from_tensor(std::size_t i) {
         if (asg_.backend[i] >= 0) return true; // the user's
-        const bool is_node = i < num_.n_nodes;
+        const bool is_node = i < num_.n_nodes();
         const std::int32_t op_node = is_node && num_.has(i, tensor_info::computes) ? static_cast<std::int32_t>(i) : -1;
         if (num_.has(i, tensor_info::memory)) {
             const std::int32_t from = backend_from_memory(i, op_node);
@@ -82,9 +82,9 @@ public:
             if (s < 0 || !num_.has(static_cast<std::size_t>(s), tensor_info::weights)) continue;
             const std::int32_t w = backend_from_memory(static_cast<std::size_t>(s), op_node);
             if (op_offload_ && nb_ > 1 && w == static_cast<std::int32_t>(nb_ - 1) &&
-                detail::buffer_of(*num_.ts[static_cast<std::size_t>(s)])->is_host()) {
+                detail::buffer_of(*num_.tensors()[static_cast<std::size_t>(s)])->is_host()) {
                 for (std::size_t b = 0; b + 1 < nb_; ++b)
-                    if (ask_.supports(i, b) && ask_.set().offload_op(b, *num_.ts[i])) {
+                    if (ask_.supports(i, b) && ask_.set().offload_op(b, *num_.tensors()[i])) {
                         asg_.set(i, static_cast<std::int32_t>(b), placement_cause::offload);
                         return true;
                     }
@@ -115,7 +115,7 @@ private:
         // them through num_ and asg_ on every node (so in the passes below)
         const std::span<const tensor_info> info = num_.info;
         const std::span<const std::int32_t> bid = asg_.backend;
-        const std::size_t n = num_.n_nodes;
+        const std::size_t n = num_.n_nodes();
         std::int32_t cur = -1;
         const auto last = static_cast<std::int32_t>(nb_ - 1);
         for (std::size_t k = 0; k < n; ++k) {
@@ -136,11 +136,11 @@ private:
     // nothing to upgrade to.
     void expand_single() {
         bool any = false;
-        for (std::size_t i = 0; i < num_.n_nodes && !any; ++i) any = !num_.has(i, tensor_info::view_op) && asg_.backend[i] >= 0;
+        for (std::size_t i = 0; i < num_.n_nodes() && !any; ++i) any = !num_.has(i, tensor_info::view_op) && asg_.backend[i] >= 0;
         const placement_cause c = any ? placement_cause::expand : placement_cause::best;
         const std::span<const tensor_info> info = num_.info;
         const std::span<const std::int32_t> bid = asg_.backend;
-        const std::size_t n = num_.n_nodes;
+        const std::size_t n = num_.n_nodes();
         for (std::size_t i = 0; i < n; ++i)
             if (bid[i] < 0 && (info[i].bits & tensor_info::view_op) == 0 && ask_.supports(i, 0)) asg_.set(i, 0, c);
     }
@@ -149,7 +149,7 @@ private:
         const std::span<const tensor_info> info = num_.info;
         const std::span<const std::int32_t> bid = asg_.backend;
         const std::span<const placement_cause> cause = asg_.cause;
-        const std::size_t n = num_.n_nodes;
+        const std::size_t n = num_.n_nodes();
         for (std::size_t i = 0; i < n; ++i) {
             if ((info[i].bits & tensor_info::view_op) != 0) continue;
             const std::int32_t cur = bid[i];
@@ -161,7 +161,7 @@ private:
                     for (std::int32_t s : num_.srcs_of(i)) {
                         if (s < 0) continue;
                         const auto su = static_cast<std::size_t>(s);
-                        const bool placed = asg_.backend[su] >= 0 || (num_.vsrc[su] >= 0 && asg_.backend[static_cast<std::size_t>(num_.vsrc[su])] >= 0);
+                        const bool placed = asg_.backend[su] >= 0 || (num_.view_src(su) >= 0 && asg_.backend[static_cast<std::size_t>(num_.view_src(su))] >= 0);
                         if (placed && ask_.readable(asg_, s, b)) ++count;
                     }
                     if (count > best_count) {
@@ -190,16 +190,16 @@ private:
     status pass_sources() {
         const std::span<const tensor_info> info = num_.info;
         const std::span<const std::int32_t> bid = asg_.backend;
-        const std::size_t n = num_.n_nodes;
+        const std::size_t n = num_.n_nodes();
         for (std::size_t i = 0; i < n; ++i) {
             if (bid[i] >= 0 && (info[i].bits & tensor_info::late_src) == 0) continue; // it and its sources are placed
-            if (asg_.backend[i] < 0 && num_.vsrc[i] >= 0 && asg_.backend[static_cast<std::size_t>(num_.vsrc[i])] >= 0)
-                asg_.set(i, asg_.backend[static_cast<std::size_t>(num_.vsrc[i])], placement_cause::source);
+            if (asg_.backend[i] < 0 && num_.view_src(i) >= 0 && asg_.backend[static_cast<std::size_t>(num_.view_src(i))] >= 0)
+                asg_.set(i, asg_.backend[static_cast<std::size_t>(num_.view_src(i))], placement_cause::source);
             for (std::int32_t s : num_.srcs_of(i)) {
                 if (s < 0) continue;
                 const auto su = static_cast<std::size_t>(s);
                 if (asg_.backend[su] >= 0) continue;
-                const std::int32_t v = num_.vsrc[su];
+                const std::int32_t v = num_.view_src(su);
                 if (v >= 0 && asg_.backend[static_cast<std::size_t>(v)] >= 0)
                     asg_.set(su, asg_.backend[static_cast<std::size_t>(v)], placement_cause::source);
                 else if (asg_.backend[i] >= 0)
@@ -208,7 +208,7 @@ private:
             for (std::size_t b = 0; b < nb_ && asg_.backend[i] < 0; ++b)
                 if (!num_.has(i, tensor_info::computes) || ask_.supports(i, b)) asg_.set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
             if (asg_.backend[i] < 0) {
-                const tensor& t = *num_.ts[i];
+                const tensor& t = *num_.tensors()[i];
                 return {errc::not_supported, "scheduler: no backend supports node '" + t.name + "' (" +
                                                  std::string(to_string(t.op)) + ", " + std::string(to_string(t.type)) +
                                                  ")"};
@@ -217,12 +217,12 @@ private:
         if (asg_.unassigned == 0) return {};
         // what is still unplaced (views of views whose root was placed after them, sources
         // of such views): their consumer's backend, backwards
-        for (std::size_t k = num_.n_nodes; k-- > 0;)
+        for (std::size_t k = num_.n_nodes(); k-- > 0;)
             for (std::int32_t s : num_.srcs_of(k))
                 if (s >= 0 && asg_.backend[static_cast<std::size_t>(s)] < 0) asg_.set(static_cast<std::size_t>(s), asg_.backend[k], placement_cause::source);
-        for (std::size_t i = 0; i < num_.ts.size(); ++i)
+        for (std::size_t i = 0; i < num_.tensors().size(); ++i)
             if (asg_.backend[i] < 0) {
-                const std::int32_t v = num_.vsrc[i];
+                const std::int32_t v = num_.view_src(i);
                 asg_.set(i, v >= 0 && asg_.backend[static_cast<std::size_t>(v)] >= 0 ? asg_.backend[static_cast<std::size_t>(v)]
                                                                         : static_cast<std::int32_t>(nb_ - 1),
                     placement_cause::source);

@@ -35,7 +35,7 @@ public:
     status fit(std::vector<std::size_t>* fitted) {
         const std::size_t nb = names_.size();
         std::vector<std::uint8_t> full(nb, 0);
-        for (std::size_t round = 0; round <= num_.n_nodes; ++round) {
+        for (std::size_t round = 0; round <= num_.n_nodes(); ++round) {
             auto need = measure_();
             if (!need) return need.error();
             std::size_t over = nb;
@@ -71,15 +71,15 @@ private:
     // nothing inside it: its first node and its number of movable nodes.
     std::pair<std::size_t, std::size_t> largest_run(std::size_t b) const {
         std::size_t best_first = 0, best_len = 0, best_bytes = 0;
-        for (std::size_t i = 0; i < num_.n_nodes;) {
+        for (std::size_t i = 0; i < num_.n_nodes();) {
             if (!movable(i, b)) {
                 ++i;
                 continue;
             }
             std::size_t j = i, bytes = 0, len = 0;
-            for (; j < num_.n_nodes && (movable(j, b) || !computes(j)); ++j)
+            for (; j < num_.n_nodes() && (movable(j, b) || !computes(j)); ++j)
                 if (computes(j)) {
-                    bytes += num_.ts[j]->nbytes();
+                    bytes += num_.tensors()[j]->nbytes();
                     ++len;
                 }
             if (bytes > best_bytes || best_len == 0) {
@@ -98,7 +98,7 @@ private:
         const auto [first, len] = largest_run(b);
         bool moved = false;
         std::size_t seen = 0;
-        for (std::size_t i = first; seen < len && i < num_.n_nodes; ++i) {
+        for (std::size_t i = first; seen < len && i < num_.n_nodes(); ++i) {
             if (!computes(i)) continue;
             if (seen++ < len / 2) continue;
             const std::int32_t to = target_(i, full);

@@ -49,20 +49,17 @@ public:
     // right after it is numbered.
     status number(const graph& g, graph_numbering& num, assignment& asg, greedy_placement<Set>* place) {
         start(g, num, asg);
-        for (std::size_t i = num.n_nodes; i < num.n_nodes + num.n_leafs; ++i) {
-            num.info[i] = info_of(*num.ts[i]);
-            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(*num.ts[i]);
+        const std::size_t listed = num.n_nodes() + num.n_leafs();
+        for (std::size_t i = num.n_nodes(); i < listed; ++i) {
+            num.info[i] = info_of(num[i]);
+            if (place && !place->place_from_tensor(i)) return no_backend_for_memory(num[i]);
         }
-        for (std::size_t i = 0; i < num.n_nodes; ++i) num.info[i] = info_of(*num.ts[i]);
-        std::size_t numbered = 0;
-        const status s = number_nodes(g, place != nullptr, numbered);
-        for (std::size_t i = 0; place && i < numbered; ++i)
-            if (!place->place_from_tensor(i)) return no_backend_for_memory(*num.ts[i]);
+        for (std::size_t i = listed; i < num.size(); ++i) num.info[i] = info_of(num[i]);
+        std::size_t judged = 0;
+        const status s = read_nodes(place != nullptr, judged);
+        for (std::size_t i = 0; place && i < judged; ++i)
+            if (!place->place_from_tensor(i)) return no_backend_for_memory(num[i]);
         if (!s) return s;
-        for (std::size_t i = num.n_nodes; i < num.ts.size(); ++i) { // leafs and extras (grows)
-            const tensor* v = num.ts[i]->view_src;
-            num.vsrc[i] = v != nullptr ? slow_index(v) : -1;
-        }
         if (lost_ != nullptr) return freed_buffer_error("scheduler", *lost_);
         return {};
     }
@@ -88,84 +85,53 @@ public:
     }
 
 private:
-    // Forgets the last graph and sizes the per-tensor arrays for g's nodes and leafs
-    // (number() writes every entry).
+    // Forgets the last graph, indexes g and sizes the per-tensor arrays (number() writes
+    // every entry).
     void start(const graph& g, graph_numbering& num, assignment& asg) {
         num_ = &num;
         asg_ = &asg;
-        const auto nodes = g.nodes();
-        const auto leafs = g.leafs();
-        num.n_nodes = nodes.size();
-        num.n_leafs = leafs.size();
-        const std::size_t n = num.n_nodes + num.n_leafs;
-        num.map_size = 0;
+        num.assign(g);
         ask_.start(num);
         memo_ = {};
         lost_ = nullptr;
         user_serials_.clear();
         user_serial_tensors_.clear();
-        num.ts.resize(n);
-        std::copy(nodes.begin(), nodes.end(), num.ts.begin());
-        std::copy(leafs.begin(), leafs.end(), num.ts.begin() + static_cast<std::ptrdiff_t>(num.n_nodes));
-        asg.reset(n);
-        num.vsrc.resize(n);
-        num.info.resize(n);
-        num.srcs.resize(num.n_nodes);
+        asg.reset(num.size());
+        num.info.resize(num.size());
     }
 
-    // Numbers each node's sources and view source and judges its rule; `numbered`: the
-    // nodes done (all, or those before the one read out of order). `placing`: the first
-    // pass runs next (a source it has placed is not late). The ids the graph recorded are
-    // checked against the sources (a node rewired since is numbered by the map).
-    status number_nodes(const graph& g, bool placing, std::size_t& numbered) {
-        graph_numbering& num = *num_;
-        const std::size_t n_nodes = num.n_nodes;
-        const auto ids = g.src_ids();
-        const auto vids = g.view_src_ids();
-        const bool recorded = ids.size() == n_nodes && vids.size() == n_nodes;
+    // Reads each node, checks its sources and judges its rule; `judged`: the nodes done
+    // (all, or those before the one that reads a later node). `placing`: the first pass
+    // runs next (a source it has placed is not late).
+    status read_nodes(bool placing, std::size_t& judged) {
+        const graph_numbering& num = *num_;
+        const std::size_t n_nodes = num.n_nodes();
+        const std::span<const std::int32_t> bid = asg_->backend;
         for (std::size_t i = 0; i < n_nodes; ++i) {
-            const tensor& node = *num.ts[i];
-            std::array<std::int32_t, max_srcs>& srcs = num.srcs[i]; // slow_index does not grow srcs
+            const auto& srcs = num.srcs(i);
             std::uint8_t bits = 0;
             unsigned set = 0;
+#pragma GCC unroll 4
             for (std::size_t j = 0; j < max_srcs; ++j) {
-                const tensor* src = node.src[j];
-                std::int32_t k = -1;
-                if (src != nullptr) {
-                    k = number_of(src, recorded ? ids[i][j] : graph::no_id);
-                    const auto ku = static_cast<std::size_t>(k);
-                    if (ku >= i && ku < n_nodes) {
-                        numbered = i;
-                        return out_of_order(i, ku);
-                    }
-                    if (ku >= i && (!placing || asg_->backend[ku] < 0)) bits |= tensor_info::late_src;
-                    set |= 1u << j;
+                const auto k = static_cast<std::size_t>(srcs[j]);
+                if (srcs[j] < 0) continue;
+                if (k >= i && k < n_nodes) {
+                    judged = i;
+                    return out_of_order(i, k);
                 }
-                srcs[j] = k;
+                if (k >= i && (!placing || bid[k] < 0)) bits |= tensor_info::late_src;
+                set |= 1u << j;
             }
-            num.vsrc[i] = node.view_src != nullptr ? number_of(node.view_src, recorded ? vids[i] : graph::no_id) : -1;
-            tensor_info& info = num.info[i]; // after the last number_of (which may grow info)
+            tensor_info& info = num_->info[i];
+            info = info_of(num[i]);
             info.nsrc = static_cast<std::uint8_t>(std::bit_width(set));
             // the node's rule, judged once for every backend while the node is in cache
-            if ((info.bits & tensor_info::computes) != 0 && why_undefined_given(node, set).empty())
+            if ((info.bits & tensor_info::computes) != 0 && why_undefined_given(num[i], set).empty())
                 bits |= tensor_info::defined;
             info.bits |= bits;
         }
-        numbered = n_nodes;
+        judged = n_nodes;
         return {};
-    }
-
-    // The number of t, which the graph recorded as `id` (graph::src_ids): the id's when
-    // it still names t, else the map's.
-    std::int32_t number_of(const tensor* t, std::int32_t id) {
-        const graph_numbering& num = *num_;
-        std::int32_t k = -1;
-        if (id >= 0)
-            k = id;
-        else if (id != graph::no_id)
-            k = static_cast<std::int32_t>(num.n_nodes) + (-2 - id);
-        if (k < 0 || num.ts[static_cast<std::size_t>(k)] != t) k = slow_index(t);
-        return k;
     }
 
     // What info_of learnt of the last buffer it met: tensors in a row mostly share one.
@@ -232,24 +198,10 @@ private:
                    std::string(to_string(t.op)) + ")";
         };
         return {errc::invalid_argument,
-                "scheduler: node " + std::to_string(i) + " " + name(*num_->ts[i]) + " reads node " + std::to_string(k) + " " +
-                    name(*num_->ts[k]) + ", which the graph computes " + (k == i ? "as itself" : "after it") +
+                "scheduler: node " + std::to_string(i) + " " + name(*num_->tensors()[i]) + " reads node " + std::to_string(k) + " " +
+                    name(*num_->tensors()[k]) + ", which the graph computes " + (k == i ? "as itself" : "after it") +
                     ": a source was edited after the graph was built (a cycle, or an order build_forward did "
                     "not make); build the graph again"};
-    }
-
-    std::int32_t slow_index(const tensor* t) {
-        num_->ensure_map();
-        const auto next = static_cast<std::uint32_t>(num_->ts.size());
-        const std::uint32_t id = num_->map.insert(t, next);
-        if (id == next) {
-            num_->ts.push_back(const_cast<tensor*>(t));
-            asg_->push_unplaced();
-            num_->vsrc.push_back(-1);
-            num_->info.push_back(info_of(*t));
-            num_->map_size = num_->ts.size();
-        }
-        return static_cast<std::int32_t>(id);
     }
 
     // Memory of t's own that placement must respect: not none, not this scheduler's

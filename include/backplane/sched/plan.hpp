@@ -11,7 +11,7 @@
 // Numbers: nodes [0, n_nodes) in graph order, leafs [n_nodes, n_nodes + n_leafs), then
 // tensors reached only as a source or a view source.
 
-#include <backplane/core/detail/tensor_map.hpp>
+#include <backplane/core/graph_index.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
 
@@ -97,33 +97,15 @@ struct tensor_info {
     std::uint32_t mem; ///< 0: no memory of its own; else 1 + its buffer type's index in `types`
 };
 
-/// A graph's tensors, numbered (see the header comment).
-struct graph_numbering {
-    std::size_t n_nodes = 0;
-    std::size_t n_leafs = 0;
-    std::vector<tensor*> ts;                              ///< by number
-    std::vector<std::array<std::int32_t, max_srcs>> srcs; ///< per node: its sources' numbers (-1: none)
-    std::vector<std::int32_t> vsrc;                       ///< per tensor: its view source's number (-1)
-    std::vector<tensor_info> info;                        ///< per tensor
-    std::vector<buffer_type_ref> types;                   ///< the buffer types met, in order
-    /// tensor -> number, built on first need (ts[0, map_size) are in it).
-    mutable tensor_map map;
-    mutable std::size_t map_size = 0;
+/// A graph's tensors, numbered (see the header comment), with what placement reads of
+/// each.
+struct graph_numbering : graph_index {
+    std::vector<tensor_info> info;      ///< per tensor
+    std::vector<buffer_type_ref> types; ///< the buffer types met, in order
 
     [[nodiscard]] bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info[i].bits & bit) != 0; }
     [[nodiscard]] std::span<const std::int32_t> srcs_of(std::size_t i) const noexcept {
-        return {srcs[i].data(), info[i].nsrc};
-    }
-    void ensure_map() const {
-        if (map_size == ts.size()) return;
-        if (map_size == 0) map.clear(ts.size() + 16);
-        for (std::size_t i = map_size; i < ts.size(); ++i) map.insert(ts[i], static_cast<std::uint32_t>(i));
-        map_size = ts.size();
-    }
-    /// The number of t, or tensor_map::npos.
-    [[nodiscard]] std::uint32_t find(const tensor* t) const {
-        ensure_map();
-        return map.find(t);
+        return {srcs(i).data(), info[i].nsrc};
     }
 };
 
@@ -153,10 +135,10 @@ struct assignment {
 /// Views whose memory is a node's (no memory of their own) follow that node, unless the
 /// user placed them.
 inline void follow_views(const graph_numbering& num, assignment& asg) {
-    for (std::size_t i = 0; i < num.n_nodes; ++i) {
+    for (std::size_t i = 0; i < num.n_nodes(); ++i) {
         if (num.has(i, tensor_info::computes) || num.has(i, tensor_info::memory)) continue;
-        const std::int32_t r = num.vsrc[i];
-        if (r < 0 || static_cast<std::size_t>(r) >= num.n_nodes || asg.cause[i] == placement_cause::user) continue;
+        const std::int32_t r = num.view_src(i);
+        if (r < 0 || static_cast<std::size_t>(r) >= num.n_nodes() || asg.cause[i] == placement_cause::user) continue;
         asg.backend[i] = asg.backend[static_cast<std::size_t>(r)];
     }
 }
@@ -205,7 +187,7 @@ struct split_plan {
 /// places it in the current slot, so its address moves at every allocation.
 [[nodiscard]] inline bool is_rotated_input(const graph_numbering& num, const assignment& asg, const split_plan& plan,
                                            std::size_t n_backends, std::size_t i) noexcept {
-    return i >= num.n_nodes && i < num.n_nodes + num.n_leafs && num.has(i, tensor_info::input) &&
+    return i >= num.n_nodes() && i < num.n_nodes() + num.n_leafs() && num.has(i, tensor_info::input) &&
            !num.has(i, tensor_info::memory) &&
            plan.copy_of[i * n_backends + static_cast<std::size_t>(asg.backend[i])] >= 0;
 }

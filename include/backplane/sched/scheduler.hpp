@@ -165,8 +165,7 @@ public:
     /// The backend of `t` in the last graph (or set by the user), -1 when none.
     [[nodiscard]] int backend_of(const tensor& t) const {
         if (graph_nodes_ != nullptr) {
-            num_.ensure_map();
-            if (const std::uint32_t id = num_.map.find(&t); id != detail::tensor_map::npos) return asg_.backend[id];
+            if (const std::int32_t k = num_.find(&t); k != graph_index::none) return asg_.backend[static_cast<std::size_t>(k)];
         }
         if (auto it = user_.find(&t); it != user_.end()) return it->second;
         return -1;
@@ -174,8 +173,7 @@ public:
     /// Why `t` runs where it does in the last graph (none when it was not in it).
     [[nodiscard]] placement_cause cause_of(const tensor& t) const {
         if (graph_nodes_ != nullptr) {
-            num_.ensure_map();
-            if (const std::uint32_t id = num_.map.find(&t); id != detail::tensor_map::npos) return asg_.cause[id];
+            if (const std::int32_t k = num_.find(&t); k != graph_index::none) return asg_.cause[static_cast<std::size_t>(k)];
         }
         return user_.contains(&t) ? placement_cause::user : placement_cause::none;
     }
@@ -227,13 +225,13 @@ public:
             return {};
         });
         if (!st) return st;
-        out.n_nodes = num_.n_nodes;
+        out.n_nodes = num_.n_nodes();
         out.n_splits = plan_.splits.size();
         out.n_copies = plan_.inputs.size();
-        for (std::int32_t s : plan_.inputs) out.copy_bytes += num_.ts[static_cast<std::size_t>(s)]->nbytes();
+        for (std::int32_t s : plan_.inputs) out.copy_bytes += num_.tensors()[static_cast<std::size_t>(s)]->nbytes();
         out.resident_bytes.assign(nb_, 0);
-        for (std::size_t i = 0; i < num_.ts.size(); ++i) {
-            const tensor& t = *num_.ts[i];
+        for (std::size_t i = 0; i < num_.tensors().size(); ++i) {
+            const tensor& t = *num_.tensors()[i];
             if (t.view_src != nullptr || !num_.has(i, tensor_info::memory)) continue;
             const std::uint32_t k = num_.info[i].mem - 1;
             for (std::size_t b = 0; b < nb_; ++b)
@@ -242,7 +240,7 @@ public:
                     break;
                 }
         }
-        out.assignment.assign(asg_.backend.begin(), asg_.backend.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes));
+        out.assignment.assign(asg_.backend.begin(), asg_.backend.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes()));
         if constexpr (Policy::uses_costs) {
             if (const detail::placement_result* e = cost_.estimate()) {
                 out.estimated_seconds = e->seconds;
@@ -341,7 +339,7 @@ public:
     [[nodiscard]] status compute_async(const graph& g) {
         const auto use = in_use_.enter();
         if (!use) return busy("compute_async");
-        if (allocated_ != &g || graph_nodes_ != g.nodes().data() || num_.n_nodes != g.n_nodes()) {
+        if (allocated_ != &g || graph_nodes_ != g.nodes().data() || num_.n_nodes() != g.n_nodes()) {
             if (status s = alloc_graph(g); !s) return s;
         } else if (status s = numberer_.check_user_buffers(); !s) { // weights freed since alloc_graph
             return s;
@@ -395,7 +393,7 @@ public:
                         errc::out_of_range);
         const split_rec& s = plan_.splits[k];
         return {static_cast<std::size_t>(s.backend), s.first, s.last,
-                std::span<tensor* const>(plan_.input_ptrs).subspan(s.in0, s.in1 - s.in0), exec_.slots().nodes_of(s, {graph_nodes_, num_.n_nodes}, cur_copy_)};
+                std::span<tensor* const>(plan_.input_ptrs).subspan(s.in0, s.in1 - s.in0), exec_.slots().nodes_of(s, {graph_nodes_, num_.n_nodes()}, cur_copy_)};
     }
     /// How many alloc_graph calls planned the memory anew. Allocating a graph of the same
     /// structure again replays the plan: nothing moves but the rotated inputs (pipeline
@@ -530,11 +528,11 @@ private:
         detail::greedy_placement<Set> greedy(ask_, num_, asg_, params_.op_offload);
         if (status s = numberer_.number(g, num_, asg_, user_.empty() ? &greedy : nullptr); !s) return s;
         if (!user_.empty()) {
-            num_.ensure_map();
             for (const auto& [t, b] : user_)
-                if (const std::uint32_t id = num_.map.find(t); id != detail::tensor_map::npos) asg_.set(id, b, placement_cause::user);
+                if (const std::int32_t k = num_.find(t); k != graph_index::none)
+                    asg_.set(static_cast<std::size_t>(k), b, placement_cause::user);
             std::size_t failed = 0;
-            if (!greedy.place_from_tensors(failed)) return numberer_.no_backend_for_memory(*num_.ts[failed]);
+            if (!greedy.place_from_tensors(failed)) return numberer_.no_backend_for_memory(*num_.tensors()[failed]);
         }
         if (status s = greedy.place_rest(); !s) return s;
         if constexpr (Policy::uses_costs) {

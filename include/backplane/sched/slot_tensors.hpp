@@ -84,8 +84,8 @@ public:
         if (!s.moved.empty())
             for (const std::int32_t k : in.plan.graph_inputs) { // the snapshots (leafs)
                 const auto ku = static_cast<std::size_t>(k);
-                const tensor* snap = ku >= in.num.n_nodes ? s.moved[ku] : nullptr;
-                const tensor& t = *in.num.ts[ku];
+                const tensor* snap = ku >= in.num.n_nodes() ? s.moved[ku] : nullptr;
+                const tensor& t = *in.num.tensors()[ku];
                 same = same && (snap == nullptr || (same_but_sources(*snap, t) && snap->view_src == t.view_src));
             }
         return same;
@@ -144,9 +144,9 @@ private:
         for (const std::int32_t k : in.plan.graph_inputs) {
             const auto ku = static_cast<std::size_t>(k);
             if (!is_rotated_input(in.num, in.asg, in.plan, in.n_backends, ku)) continue;
-            if (s.moved.empty()) s.moved.assign(in.num.ts.size(), nullptr);
+            if (s.moved.empty()) s.moved.assign(in.num.tensors().size(), nullptr);
             tensor& snap = fresh(s);
-            snap = *in.num.ts[ku];
+            snap = *in.num.tensors()[ku];
             s.moved[ku] = &snap;
         }
     }
@@ -164,7 +164,7 @@ private:
             }
             return;
         }
-        for (std::size_t i = 0; i < num.n_nodes; ++i) {
+        for (std::size_t i = 0; i < num.n_nodes(); ++i) {
             const std::size_t k0 = k1;
             while (k1 < rw.size() && rw[k1].node == i) ++k1;
             if (k1 > k0 || reads_moved(num, s, i)) f(i, k0, k1);
@@ -174,7 +174,7 @@ private:
     static bool reads_moved(const graph_numbering& num, const slot& s, std::size_t i) noexcept {
         for (const std::int32_t k : num.srcs_of(i))
             if (k >= 0 && s.moved[static_cast<std::size_t>(k)] != nullptr) return true;
-        return moved_of(s, num.vsrc[i]) != nullptr;
+        return moved_of(s, num.view_src(i)) != nullptr;
     }
     static tensor* moved_of(const slot& s, std::int32_t k) noexcept {
         return k >= 0 && !s.moved.empty() ? s.moved[static_cast<std::size_t>(k)] : nullptr;
@@ -186,9 +186,9 @@ private:
                                             std::size_t k0, std::size_t k1) const {
         std::array<tensor*, max_srcs> srcs = node.src;
         for (std::size_t j = 0; j < max_srcs; ++j) {
-            const std::int32_t k = in.num.srcs[i][j];
+            const std::int32_t k = in.num.srcs(i)[j];
             tensor* snap = moved_of(s, k);
-            if (snap != nullptr && srcs[j] == in.num.ts[static_cast<std::size_t>(k)]) srcs[j] = snap;
+            if (snap != nullptr && srcs[j] == in.num.tensors()[static_cast<std::size_t>(k)]) srcs[j] = snap;
         }
         for (std::size_t k = k0; k < k1; ++k) {
             const rewrite& r = in.plan.rewrites[k];
@@ -197,9 +197,9 @@ private:
         return srcs;
     }
     static tensor* slot_view_src(const graph_numbering& num, const slot& s, const tensor& node, std::size_t i) {
-        const std::int32_t k = num.vsrc[i];
+        const std::int32_t k = num.view_src(i);
         tensor* snap = moved_of(s, k);
-        return snap != nullptr && node.view_src == num.ts[static_cast<std::size_t>(k)] ? snap : node.view_src;
+        return snap != nullptr && node.view_src == num.tensors()[static_cast<std::size_t>(k)] ? snap : node.view_src;
     }
 
     // Everything a backend reads of a tensor but its sources and view source.

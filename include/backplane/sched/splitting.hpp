@@ -42,20 +42,20 @@ public:
     void make() {
         clear();
         if (nb_ == 1 && p_.n_copies == 1) { // one split, nothing to copy, no slots
-            plan_.splits.push_back(split_rec{0, 0, static_cast<std::uint32_t>(num_.n_nodes), 0, 0});
+            plan_.splits.push_back(split_rec{0, 0, static_cast<std::uint32_t>(num_.n_nodes()), 0, 0});
             return;
         }
-        plan_.copy_of.assign(num_.ts.size() * nb_, -1);
+        plan_.copy_of.assign(num_.tensors().size() * nb_, -1);
         std::size_t i = 0;
-        while (i < num_.n_nodes && has(i, tensor_info::view_op)) ++i;
-        cur_ = i < num_.n_nodes ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
+        while (i < num_.n_nodes() && has(i, tensor_info::view_op)) ++i;
+        cur_ = i < num_.n_nodes() ? bid_[i] : bid_.empty() ? static_cast<std::int32_t>(nb_ - 1) : bid_[0];
         plan_.splits.push_back(split_rec{cur_, 0, 0, 0, 0});
-        for (; i < num_.n_nodes; ++i) {
+        for (; i < num_.n_nodes(); ++i) {
             if (has(i, tensor_info::view_op)) continue;
             if (bid_[i] != cur_ || weights_end_split(i)) start_split(i);
             add_sources(i);
         }
-        plan_.splits.back().last = static_cast<std::uint32_t>(num_.n_nodes);
+        plan_.splits.back().last = static_cast<std::uint32_t>(num_.n_nodes());
     }
 
 private:
@@ -85,7 +85,7 @@ private:
             const auto su = static_cast<std::size_t>(s);
             if (!has(su, tensor_info::weights) || bid_[su] == cur_ || readable_(s, cur)) continue;
             if (batch == 0) return true;
-            if (plan_.copy_of[su * nb_ + cur] < 0 && weights_copied_ + num_.ts[su]->nbytes() > batch) return true;
+            if (plan_.copy_of[su * nb_ + cur] < 0 && weights_copied_ + num_.tensors()[su]->nbytes() > batch) return true;
         }
         return false;
     }
@@ -120,9 +120,9 @@ private:
             const std::uint32_t base = copies_of(s, cb, made);
             if (made) {
                 plan_.inputs.push_back(s);
-                plan_.input_ptrs.push_back(num_.ts[su]);
+                plan_.input_ptrs.push_back(num_.tensors()[su]);
                 sp.in1 = static_cast<std::uint32_t>(plan_.inputs.size());
-                if (has(su, tensor_info::weights)) weights_copied_ += num_.ts[su]->nbytes();
+                if (has(su, tensor_info::weights)) weights_copied_ += num_.tensors()[su]->nbytes();
             }
             plan_.rewrites.push_back(rewrite{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
         }
@@ -137,9 +137,9 @@ private:
         const std::uint32_t base = copies_of(s, static_cast<std::size_t>(bid_[su]), made);
         if (!made) return;
         plan_.graph_inputs.push_back(s);
-        const bool leaf = su >= num_.n_nodes && su < num_.n_nodes + num_.n_leafs;
+        const bool leaf = su >= num_.n_nodes() && su < num_.n_nodes() + num_.n_leafs();
         if (leaf && !has(su, tensor_info::memory))
-            for (int c = 0; c < p_.n_copies; ++c) plan_.copies[base + static_cast<std::uint32_t>(c)]->flags = num_.ts[su]->flags;
+            for (int c = 0; c < p_.n_copies; ++c) plan_.copies[base + static_cast<std::uint32_t>(c)]->flags = num_.tensors()[su]->flags;
     }
 
     // The n_copies slots of tensor s on backend b, made on first use. Without pipeline
@@ -148,7 +148,7 @@ private:
         std::int32_t& slot = plan_.copy_of[static_cast<std::size_t>(s) * nb_ + b];
         made = slot < 0;
         if (!made) return static_cast<std::uint32_t>(slot);
-        tensor& src = *num_.ts[static_cast<std::size_t>(s)];
+        tensor& src = *num_.tensors()[static_cast<std::size_t>(s)];
         slot = static_cast<std::int32_t>(plan_.copies.size());
         for (int c = 0; c < p_.n_copies; ++c) {
             tensor& t = plan_.new_pool_tensor();
