@@ -4,6 +4,8 @@
 
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/memory/buffer.hpp>
+#include <backplane/memory/graph_alloc.hpp>
 #include <backplane/sched/placement.hpp>
 #include <backplane/sched/plan.hpp>
 
@@ -12,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -196,6 +200,34 @@ inline std::string plan_to_dot(const plan_facts& f) {
             out += ";\n";
         }
     return out;
+}
+
+/// A DOT document around `body` (plan_to_dot's statements, or none).
+inline std::string dot_document(const std::string& body) {
+    return "digraph backplane {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n" + body +
+           "}\n";
+}
+
+/// describe()'s first words: how many backends, and their names.
+inline std::string describe_backends(std::span<const std::string_view> names) {
+    std::string out = "scheduler: " + std::to_string(names.size()) + " backend(s) (";
+    for (std::size_t b = 0; b < names.size(); ++b) out += (b ? ", " : "") + std::string(names[b]);
+    return out + ")";
+}
+
+/// describe()'s last line: each backend's compute buffer bytes, with its buffer type
+/// where scheduler_params::buffer_types gave one.
+inline std::string describe_buffers(std::span<const std::string_view> names, const graph_allocator& galloc,
+                                    std::span<const buffer_type_ref> types,
+                                    std::span<const std::optional<buffer_type_ref>> overrides) {
+    const std::size_t nb = names.size();
+    std::string out = "buffers:";
+    for (std::size_t b = 0; b < nb; ++b) {
+        const bool overridden = b < overrides.size() && overrides[b].has_value();
+        out += " " + std::string(names[b]) + " " + human_bytes(galloc.buffer_size(static_cast<int>(b))) +
+               (overridden ? " (" + std::string(types[b].name()) + ")" : "") + (b + 1 < nb ? "," : "");
+    }
+    return out + "\n";
 }
 
 } // namespace backplane::detail
