@@ -11,30 +11,12 @@
 //     if (auto s = sched.compute(g); !s) return s;
 //     ...read the outputs...
 //
-// The scheduler is a pipeline of stages, each in its own file, passing plain values
-// (sched/plan.hpp; docs/scheduler.md, "Stages"):
-//   numbering.hpp        numbers the graph and reads each tensor once (graph_numbering);
-//                        each node's op rule is judged here, once for every backend
-//   greedy_placement.hpp ggml's placement passes 1-4, each node with its cause (assignment)
-//   cost_placement.hpp   the cost policy, starting from the greedy assignment
-//   memory_caps.hpp      moves work off a backend over its memory cap
-//   splitting.hpp        the splits and the tensors they copy (split_plan, pass 5)
-//   alloc_request.hpp    what graph_allocator places: nodes, leafs, copies (pass 6)
-//   executor.hpp         runs the plan: waits, copies, compute, events (pass 7)
-//   slot_tensors.hpp     what each pipeline slot's runs hand the backends
-//   explain.hpp          describe, explain and to_dot over the plan
-// This file holds the stages together and is the API. With n_copies > 1 (pipeline
-// parallelism), every copy and every graph input has n_copies slots used in rotation, so
-// one run's inputs can be written while earlier runs are still in flight.
-//
-// The user's graph is never modified (the allocator gives its tensors addresses, nothing
-// else changes): a node that reads copies runs as its shadow, the scheduler's own tensor
-// equal to the node but for those sources, which name the copies (one shadow per
-// pipeline slot). The allocator is told the same through its topology. What a run hands
-// a backend stays unchanged until the run is done (slot_tensors.hpp), so a backend may
-// read it late (core/concepts.hpp, backend).
-// Errors are statuses on the runtime paths (alloc, compute) and backplane::error from
-// the constructors; nothing aborts.
+// This file is the API. It holds together the stages, each in its own file, which pass
+// plain values to each other (sched/plan.hpp; docs/scheduler.md, "Stages", lists them).
+// The user's graph is never modified: a node that reads copies runs as its shadow, the
+// scheduler's own tensor (docs/scheduler.md, "Splits and copies"). Errors are statuses on
+// the runtime paths (alloc, compute) and backplane::error from the constructors; nothing
+// aborts.
 
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/describe.hpp>
