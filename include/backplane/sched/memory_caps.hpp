@@ -140,4 +140,18 @@ private:
     Replan& replan_;
 };
 
+/// Fits the plan under `caps` (no cap set: nothing to do), moving nodes to cap_target.
+/// `measure` and `replan` as cap_fitter's; `fitted`, when given, receives the measure of
+/// the plan that fits (left empty without caps).
+template <class Policy, backend_set Set, class Measure, class Replan>
+status fit_under_caps(std::span<const std::size_t> caps, std::span<const std::string_view> names,
+                      const graph_numbering& num, assignment& asg, Policy& policy, backend_queries<Set>& ask,
+                      Measure& measure, Replan& replan, std::vector<std::size_t>* fitted) {
+    if (!any_cap(caps)) return {};
+    auto target = [&](std::size_t i, const std::vector<std::uint8_t>& full) {
+        return cap_target(policy, ask, num, i, full);
+    };
+    return cap_fitter(caps, names, num, asg, measure, target, replan).fit(fitted);
+}
+
 } // namespace backplane::detail

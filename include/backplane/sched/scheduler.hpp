@@ -229,8 +229,7 @@ public:
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g); !s) return s;
             req_.build(g, num_, asg_, plan_, nb_, params_.n_copies, cur_copy_);
-            status s = galloc_.reserve(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(),
-                                       req_.topology());
+            status s = req_.reserve_in(galloc_);
             forget_graph();
             return s;
         });
@@ -258,9 +257,7 @@ public:
                     return sc.params_.n_copies == 1 ? status{} : sc.exec_.wait_idle(sc.set_);
                 },
                 this};
-            status s = galloc_.alloc_graph(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(),
-                                           req_.topology(), idle);
-            if (!s) {
+            if (status s = req_.alloc_in(galloc_, idle); !s) {
                 forget_graph();
                 return s;
             }
@@ -376,11 +373,10 @@ private:
     // The last plan, for the explanation (sched/explain.hpp).
     detail::plan_facts facts() const {
         detail::plan_facts f{num_, asg_, plan_, names_, params_.n_copies};
-        if constexpr (Policy::uses_costs)
-            {
-                f.problem = cost_.problem();
-                f.estimate = cost_.estimate();
-            }
+        if constexpr (Policy::uses_costs) {
+            f.problem = cost_.problem();
+            f.estimate = cost_.estimate();
+        }
         return f;
     }
     // The cost policy's estimate of the last plan (null without a cost policy or a plan).
@@ -391,8 +387,6 @@ private:
     }
 
     using split_rec = detail::split_rec;
-    using rewrite = detail::rewrite;
-    using tensor_info = detail::tensor_info;
 
     static status busy(const char* call) { return detail::busy_status("scheduler", call); }
 
@@ -429,7 +423,6 @@ private:
 
     // -- splits and copies ---------------------------------------------------------------------
 
-
     // The split plan of the assignment (sched/splitting.hpp).
     void pass_splits() {
         const auto readable_in_place = [this](std::int32_t s, std::size_t b) { return ask_.readable(asg_, s, b); };
@@ -463,23 +456,20 @@ private:
     // graph_allocator::measure).
     result<std::vector<std::size_t>> measure(const graph& g) {
         req_.build(g, num_, asg_, plan_, nb_, params_.n_copies, cur_copy_);
-        return galloc_.measure(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(), req_.topology());
+        return req_.measure_in(galloc_);
     }
 
     // Fits the plan under the memory caps (sched/memory_caps.hpp). `fitted`, when given,
     // receives the measure of the plan that fits (left empty without caps).
     status fit_caps(const graph& g, std::vector<std::size_t>* fitted = nullptr) {
-        if (!detail::any_cap(params_.memory_caps)) return {};
         auto measure_plan = [&] { return measure(g); };
-        auto target = [&](std::size_t i, const std::vector<std::uint8_t>& full) {
-            return detail::cap_target(policy_, ask_, num_, i, full);
-        };
         auto replan = [&] {
             detail::follow_views(num_, asg_);
             if constexpr (Policy::uses_costs) cost_.reprice(policy_, num_, asg_);
             pass_splits();
         };
-        return detail::cap_fitter(params_.memory_caps, names_, num_, asg_, measure_plan, target, replan).fit(fitted);
+        return detail::fit_under_caps(params_.memory_caps, names_, num_, asg_, policy_, ask_, measure_plan, replan,
+                                      fitted);
     }
 
     // -- compute ---------------------------------------------------------------------------------
@@ -491,9 +481,7 @@ private:
     }
 
     [[nodiscard]] std::vector<std::string> backend_names() const {
-        std::vector<std::string> v;
-        for (std::size_t i = 0; i < nb_; ++i) v.emplace_back(set_.name(i));
-        return v;
+        return std::vector<std::string>(names_.begin(), names_.end());
     }
 
     Set set_;
