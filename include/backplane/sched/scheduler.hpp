@@ -86,12 +86,8 @@ public:
           galloc_(detail::make_compute_allocator(set_, params_)), ask_(set_, bt_), numberer_(galloc_, ask_), exec_(nb_) {
         detail::check_scheduler_params(params_, nb_);
         detail::read_compute_types(set_, galloc_, bt_, names_);
-        if (auto s = set_.init_events(params_.n_copies); !s) throw error(s.message(), s.code());
+        detail::start_backends(set_, policy_, params_);
         if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
-        if constexpr (Policy::uses_costs)
-            if (status s = policy_.attach(set_); !s) throw error(s.message(), s.code());
-        if (params_.trace)
-            for (std::size_t b = 0; b < nb_; ++b) (void)set_.set_timing(b, true);
         copy_batch_ = detail::weight_copy_batches(set_, params_.weight_copy_batch, Policy::uses_costs);
     } catch (...) {
         detail::rethrow_as_scheduler_error();
@@ -307,9 +303,7 @@ public:
     [[nodiscard]] status synchronize() {
         const auto use = in_use_.enter();
         if (!use) return busy("synchronize");
-        status first;
-        for (std::size_t i = 0; i < nb_; ++i)
-            if (status s = set_.synchronize(i); !s && first) (void)(first = std::move(s));
+        status first = detail::synchronize_all(set_);
         if (allocated_ == nullptr) next_copy_ = 0; // a stable slot while no graph is held
         queued_ = false;
         return first;

@@ -75,6 +75,18 @@ void read_compute_types(const Set& s, const graph_allocator& galloc, std::vector
                     errc::invalid_argument);
 }
 
+/// Readies the backends of a scheduler with parameters `p`: their events (one per
+/// pipeline slot), then the cost policy's profiles of them, then device timing for a
+/// trace. Throws backplane::error with the status of what failed.
+template <class Policy, backend_set Set>
+void start_backends(Set& s, Policy& policy, const scheduler_params& p) {
+    if (status st = s.init_events(p.n_copies); !st) throw error(st.message(), st.code());
+    if constexpr (Policy::uses_costs)
+        if (status st = policy.attach(s); !st) throw error(st.message(), st.code());
+    if (p.trace)
+        for (std::size_t b = 0; b < s.size(); ++b) (void)s.set_timing(b, true);
+}
+
 /// Per backend: scheduler_params::weight_copy_batch with policy_default resolved (0 under
 /// the greedy policy; under the cost policy an eighth of the device's memory, at least
 /// 64 MiB).
