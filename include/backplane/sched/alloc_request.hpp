@@ -14,6 +14,7 @@
 // readers name its first slot. A view node keeps each split input alive until it is
 // copied.
 
+#include <backplane/core/error.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/graph_alloc.hpp>
@@ -59,6 +60,17 @@ public:
     [[nodiscard]] std::span<const int> node_ids() const noexcept { return node_ids_; }
     [[nodiscard]] std::span<const int> leaf_ids() const noexcept { return leaf_ids_; }
     [[nodiscard]] const alloc_topology* topology() const noexcept { return &topology_; }
+
+    /// graph_allocator's measure, reserve and alloc_graph of this request.
+    [[nodiscard]] result<std::vector<std::size_t>> measure_in(graph_allocator& ga) const {
+        return ga.measure(nodes(), leafs(), node_ids(), leaf_ids(), topology());
+    }
+    [[nodiscard]] status reserve_in(graph_allocator& ga) const {
+        return ga.reserve(nodes(), leafs(), node_ids(), leaf_ids(), topology());
+    }
+    [[nodiscard]] status alloc_in(graph_allocator& ga, alloc_replan_hook before_replan) const {
+        return ga.alloc_graph(nodes(), leafs(), node_ids(), leaf_ids(), topology(), before_replan);
+    }
 
 private:
     using srcs_t = std::array<std::int32_t, max_srcs>;

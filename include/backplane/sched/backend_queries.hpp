@@ -76,7 +76,7 @@ public:
 private:
     // The numbering judged the rule of each node that computes (tensor_info::defined).
     bool ask_supports(std::size_t node, std::size_t b) const {
-        const tensor& t = *num_->tensors()[node];
+        const tensor& t = (*num_)[node];
         if (!num_->has(node, tensor_info::computes)) return set_.supports_op(b, t);
         return num_->has(node, tensor_info::defined) && set_.supports_defined_op(b, t);
     }

@@ -75,6 +75,16 @@ concept backend_set = requires(S& s, const S& cs, std::size_t i, std::size_t j, 
 
 namespace detail {
 
+/// Synchronizes every backend of `s`, all of them even after a failure: the first
+/// failure's status.
+template <backend_set Set>
+status synchronize_all(Set& s) {
+    status first;
+    for (std::size_t i = 0; i < s.size(); ++i)
+        if (status st = s.synchronize(i); !st && first) (void)(first = std::move(st));
+    return first;
+}
+
 /// A backend's events, one per pipeline copy (nothing for a backend without events).
 template <class B, bool = event_backend<B>>
 struct event_slots {

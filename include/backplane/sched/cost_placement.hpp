@@ -53,7 +53,7 @@ public:
         double best = placement_problem::unsupported;
         for (std::size_t b = 0; b < ask.size(); ++b) {
             if (full[b] || !ask.supports(i, b)) continue;
-            const double c = policy.node_seconds(b, *num.tensors()[i]);
+            const double c = policy.node_seconds(b, num[i]);
             if (to < 0 || c < best) {
                 best = c;
                 to = static_cast<std::int32_t>(b);
@@ -103,7 +103,7 @@ private:
             p.fixed[i] = !c || pinned ? asg.backend[i] : -1;
             for (std::size_t b = 0; b < nb; ++b)
                 p.node_cost[i * nb + b] = !c                  ? 0.0
-                                          : ask.supports(i, b) ? policy.node_seconds(b, *num.tensors()[i])
+                                          : ask.supports(i, b) ? policy.node_seconds(b, num[i])
                                                                : placement_problem::unsupported;
             p.srcs[i] = num.srcs(i);
             for (std::size_t j = num.info[i].nsrc; j < max_srcs; ++j) p.srcs[i][j] = -1;
@@ -122,7 +122,7 @@ private:
             p.root[s] = s < num.size() && num.view_src(s) >= 0 ? num.view_src(s) : static_cast<std::int32_t>(s);
             p.mem[s] = num.info[s].mem != 0 ? static_cast<std::int32_t>(num.info[s].mem - 1) : -1;
             p.home[s] = s >= num.n_nodes() ? asg.backend[s] : -1;
-            p.bytes[s] = static_cast<double>(num.tensors()[s]->nbytes());
+            p.bytes[s] = static_cast<double>(num[s].nbytes());
         }
     }
 

@@ -128,7 +128,7 @@ private:
         const auto b = static_cast<std::size_t>(sp.backend);
         for (std::uint32_t k = sp.in0; k < sp.in1; ++k) {
             const auto su = static_cast<std::size_t>(in.plan.inputs[k]);
-            tensor& src = *in.num.tensors()[su];
+            tensor& src = in.num[su];
             tensor& cp = *slots_.copy_for(in.plan, static_cast<std::size_t>(in.plan.copy_of[su * nb_ + b]) +
                                                  static_cast<std::size_t>(in.slot), in.slot);
             if (src.has_flag(tensor_flag::input)) {

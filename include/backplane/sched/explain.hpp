@@ -4,6 +4,8 @@
 
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/memory/buffer.hpp>
+#include <backplane/memory/graph_alloc.hpp>
 #include <backplane/sched/placement.hpp>
 #include <backplane/sched/plan.hpp>
 
@@ -12,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,7 +83,7 @@ inline std::string describe_plan(const plan_facts& f, int level) {
     const graph_numbering& num = f.num;
     const split_plan& plan = f.plan;
     std::size_t copied = 0;
-    for (std::int32_t s : plan.inputs) copied += num.tensors()[static_cast<std::size_t>(s)]->nbytes();
+    for (std::int32_t s : plan.inputs) copied += num[static_cast<std::size_t>(s)].nbytes();
     std::string out = ", " + std::to_string(num.n_nodes()) + " nodes, " + std::to_string(plan.splits.size()) +
                       " split(s), " + std::to_string(plan.inputs.size()) + " input(s) copied per run (" +
                       human_bytes(copied) + "), pipeline copies " + std::to_string(f.n_copies) + "\n";
@@ -89,14 +93,14 @@ inline std::string describe_plan(const plan_facts& f, int level) {
     for (std::size_t k = 0; k < plan.splits.size(); ++k) {
         const split_rec& sp = plan.splits[k];
         std::size_t computing = 0;
-        for (std::uint32_t i = sp.first; i < sp.last; ++i) computing += is_view_op(num.tensors()[i]->op) ? 0 : 1;
+        for (std::uint32_t i = sp.first; i < sp.last; ++i) computing += is_view_op(num[i].op) ? 0 : 1;
         out += "split " + std::to_string(k) + ": " + f.name_of(sp.backend) + ", nodes " + std::to_string(sp.first) +
                ".." + std::to_string(sp.last == 0 ? 0 : sp.last - 1) + " (" + std::to_string(computing) + " computing)";
         if (sp.in1 > sp.in0) {
             out += ", inputs:";
             for (std::uint32_t j = sp.in0; j < sp.in1; ++j) {
                 const auto s = static_cast<std::size_t>(plan.inputs[j]);
-                const tensor& t = *num.tensors()[s];
+                const tensor& t = num[s];
                 out += " '" + t.name + "' (" + f.name_of(f.asg.backend[s]) + " -> " + f.name_of(sp.backend) + ", " +
                        human_bytes(t.nbytes()) + (t.has_flag(tensor_flag::input) ? ", user input" : "") + ")";
             }
@@ -104,7 +108,7 @@ inline std::string describe_plan(const plan_facts& f, int level) {
         out += "\n";
         if (level < 2) continue;
         for (std::uint32_t i = sp.first; i < sp.last; ++i) {
-            const tensor& t = *num.tensors()[i];
+            const tensor& t = num[i];
             out += "  node " + std::to_string(i) + " '" + t.name + "' " + std::string(to_string(t.op)) + " " +
                    typed_shape(t) + " -> " + f.name_of(f.asg.backend[i]) + " (" +
                    std::string(to_string(f.asg.cause[i])) + ")";
@@ -138,7 +142,7 @@ inline std::string explain_estimates(const plan_facts& f, std::size_t i) {
         const std::size_t k =
             m != 0 ? m - 1 : static_cast<std::size_t>(p.backend_type[static_cast<std::size_t>(f.asg.backend[su])]);
         const double sec = p.link_latency[k * nb + b] + p.bytes[su] / p.link_bandwidth[k * nb + b];
-        const tensor& t = *f.num.tensors()[su];
+        const tensor& t = f.num[su];
         copies += (copies.empty() ? "" : ", ") + ("'" + t.name + "' " + human_bytes(t.nbytes()) + " " + human_seconds(sec));
     }
     if (!copies.empty()) out += "; copies in: " + copies;
@@ -166,7 +170,7 @@ inline std::string plan_to_dot(const plan_facts& f) {
     const std::size_t nb = f.backends.size();
     const auto colour = [](std::int32_t b) { return palette[static_cast<std::size_t>(b) % std::size(palette)]; };
     const auto label = [&](std::size_t i) {
-        const tensor& t = *num.tensors()[i];
+        const tensor& t = num[i];
         return dot_quote((t.name.empty() ? "#" + std::to_string(i) : t.name) + "\n" + std::string(to_string(t.op)) +
                          " " + typed_shape(t) + "\n" + f.name_of(bid[i]) + " (" +
                          std::string(to_string(f.asg.cause[i])) + ")");
@@ -191,11 +195,39 @@ inline std::string plan_to_dot(const plan_facts& f) {
             const std::int32_t cp =
                 f.plan.copy_of.empty() ? -1 : f.plan.copy_of[su * nb + static_cast<std::size_t>(bid[i])];
             if (cp >= 0 && bid[su] != bid[i])
-                out += " [style=dashed, color=\"#d62728\", label=" + dot_quote("copy " + human_bytes(num.tensors()[su]->nbytes())) +
+                out += " [style=dashed, color=\"#d62728\", label=" + dot_quote("copy " + human_bytes(num[su].nbytes())) +
                        "]";
             out += ";\n";
         }
     return out;
+}
+
+/// A DOT document around `body` (plan_to_dot's statements, or none).
+inline std::string dot_document(const std::string& body) {
+    return "digraph backplane {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n" + body +
+           "}\n";
+}
+
+/// describe()'s first words: how many backends, and their names.
+inline std::string describe_backends(std::span<const std::string_view> names) {
+    std::string out = "scheduler: " + std::to_string(names.size()) + " backend(s) (";
+    for (std::size_t b = 0; b < names.size(); ++b) out += (b ? ", " : "") + std::string(names[b]);
+    return out + ")";
+}
+
+/// describe()'s last line: each backend's compute buffer bytes, with its buffer type
+/// where scheduler_params::buffer_types gave one.
+inline std::string describe_buffers(std::span<const std::string_view> names, const graph_allocator& galloc,
+                                    std::span<const buffer_type_ref> types,
+                                    std::span<const std::optional<buffer_type_ref>> overrides) {
+    const std::size_t nb = names.size();
+    std::string out = "buffers:";
+    for (std::size_t b = 0; b < nb; ++b) {
+        const bool overridden = b < overrides.size() && overrides[b].has_value();
+        out += " " + std::string(names[b]) + " " + human_bytes(galloc.buffer_size(static_cast<int>(b))) +
+               (overridden ? " (" + std::string(types[b].name()) + ")" : "") + (b + 1 < nb ? "," : "");
+    }
+    return out + "\n";
 }
 
 } // namespace backplane::detail

@@ -82,9 +82,9 @@ public:
             if (s < 0 || !num_.has(static_cast<std::size_t>(s), tensor_info::weights)) continue;
             const std::int32_t w = backend_from_memory(static_cast<std::size_t>(s), op_node);
             if (op_offload_ && nb_ > 1 && w == static_cast<std::int32_t>(nb_ - 1) &&
-                detail::buffer_of(*num_.tensors()[static_cast<std::size_t>(s)])->is_host()) {
+                detail::buffer_of(num_[static_cast<std::size_t>(s)])->is_host()) {
                 for (std::size_t b = 0; b + 1 < nb_; ++b)
-                    if (ask_.supports(i, b) && ask_.set().offload_op(b, *num_.tensors()[i])) {
+                    if (ask_.supports(i, b) && ask_.set().offload_op(b, num_[i])) {
                         asg_.set(i, static_cast<std::int32_t>(b), placement_cause::offload);
                         return true;
                     }
@@ -208,7 +208,7 @@ private:
             for (std::size_t b = 0; b < nb_ && asg_.backend[i] < 0; ++b)
                 if (!num_.has(i, tensor_info::computes) || ask_.supports(i, b)) asg_.set(i, static_cast<std::int32_t>(b), placement_cause::fallback);
             if (asg_.backend[i] < 0) {
-                const tensor& t = *num_.tensors()[i];
+                const tensor& t = num_[i];
                 return {errc::not_supported, "scheduler: no backend supports node '" + t.name + "' (" +
                                                  std::string(to_string(t.op)) + ", " + std::string(to_string(t.type)) +
                                                  ")"};

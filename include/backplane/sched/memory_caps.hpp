@@ -7,6 +7,10 @@
 // never move.
 
 #include <backplane/core/error.hpp>
+#include <backplane/sched/backend_queries.hpp>
+#include <backplane/sched/backend_set.hpp>
+#include <backplane/sched/cost_placement.hpp>
+#include <backplane/sched/greedy_placement.hpp>
 #include <backplane/sched/plan.hpp>
 
 #include <cstddef>
@@ -18,6 +22,24 @@
 #include <vector>
 
 namespace backplane::detail {
+
+/// Whether any backend has a cap (0: none).
+inline bool any_cap(std::span<const std::size_t> caps) noexcept {
+    for (std::size_t c : caps)
+        if (c != 0) return true;
+    return false;
+}
+
+/// Where node i moved off a full backend goes (-1: nowhere): under a cost policy the
+/// cheapest backend not `full`, else the last one.
+template <class Policy, backend_set Set>
+std::int32_t cap_target([[maybe_unused]] Policy& policy, backend_queries<Set>& ask,
+                        [[maybe_unused]] const graph_numbering& num, std::size_t i, const std::vector<std::uint8_t>& full) {
+    if constexpr (Policy::uses_costs)
+        return cost_placement<Policy, Set>::cheapest_free(policy, ask, num, i, full);
+    else
+        return last_free_backend(ask, i, full);
+}
 
 /// Fits an assignment under per-backend caps. `Measure`: `result<std::vector<std::size_t>>()`,
 /// the compute buffer bytes per backend of the current plan; `Target`: `std::int32_t(node,
@@ -79,7 +101,7 @@ private:
             std::size_t j = i, bytes = 0, len = 0;
             for (; j < num_.n_nodes() && (movable(j, b) || !computes(j)); ++j)
                 if (computes(j)) {
-                    bytes += num_.tensors()[j]->nbytes();
+                    bytes += num_[j].nbytes();
                     ++len;
                 }
             if (bytes > best_bytes || best_len == 0) {
@@ -117,5 +139,19 @@ private:
     Target& target_;
     Replan& replan_;
 };
+
+/// Fits the plan under `caps` (no cap set: nothing to do), moving nodes to cap_target.
+/// `measure` and `replan` as cap_fitter's; `fitted`, when given, receives the measure of
+/// the plan that fits (left empty without caps).
+template <class Policy, backend_set Set, class Measure, class Replan>
+status fit_under_caps(std::span<const std::size_t> caps, std::span<const std::string_view> names,
+                      const graph_numbering& num, assignment& asg, Policy& policy, backend_queries<Set>& ask,
+                      Measure& measure, Replan& replan, std::vector<std::size_t>* fitted) {
+    if (!any_cap(caps)) return {};
+    auto target = [&](std::size_t i, const std::vector<std::uint8_t>& full) {
+        return cap_target(policy, ask, num, i, full);
+    };
+    return cap_fitter(caps, names, num, asg, measure, target, replan).fit(fitted);
+}
 
 } // namespace backplane::detail

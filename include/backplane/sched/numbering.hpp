@@ -198,8 +198,8 @@ private:
                    std::string(to_string(t.op)) + ")";
         };
         return {errc::invalid_argument,
-                "scheduler: node " + std::to_string(i) + " " + name(*num_->tensors()[i]) + " reads node " + std::to_string(k) + " " +
-                    name(*num_->tensors()[k]) + ", which the graph computes " + (k == i ? "as itself" : "after it") +
+                "scheduler: node " + std::to_string(i) + " " + name((*num_)[i]) + " reads node " + std::to_string(k) + " " +
+                    name((*num_)[k]) + ", which the graph computes " + (k == i ? "as itself" : "after it") +
                     ": a source was edited after the graph was built (a cycle, or an order build_forward did "
                     "not make); build the graph again"};
     }

@@ -11,30 +11,12 @@
 //     if (auto s = sched.compute(g); !s) return s;
 //     ...read the outputs...
 //
-// The scheduler is a pipeline of stages, each in its own file, passing plain values
-// (sched/plan.hpp; docs/scheduler.md, "Stages"):
-//   numbering.hpp        numbers the graph and reads each tensor once (graph_numbering);
-//                        each node's op rule is judged here, once for every backend
-//   greedy_placement.hpp ggml's placement passes 1-4, each node with its cause (assignment)
-//   cost_placement.hpp   the cost policy, starting from the greedy assignment
-//   memory_caps.hpp      moves work off a backend over its memory cap
-//   splitting.hpp        the splits and the tensors they copy (split_plan, pass 5)
-//   alloc_request.hpp    what graph_allocator places: nodes, leafs, copies (pass 6)
-//   executor.hpp         runs the plan: waits, copies, compute, events (pass 7)
-//   slot_tensors.hpp     what each pipeline slot's runs hand the backends
-//   explain.hpp          describe, explain and to_dot over the plan
-// This file holds the stages together and is the API. With n_copies > 1 (pipeline
-// parallelism), every copy and every graph input has n_copies slots used in rotation, so
-// one run's inputs can be written while earlier runs are still in flight.
-//
-// The user's graph is never modified (the allocator gives its tensors addresses, nothing
-// else changes): a node that reads copies runs as its shadow, the scheduler's own tensor
-// equal to the node but for those sources, which name the copies (one shadow per
-// pipeline slot). The allocator is told the same through its topology. What a run hands
-// a backend stays unchanged until the run is done (slot_tensors.hpp), so a backend may
-// read it late (core/concepts.hpp, backend).
-// Errors are statuses on the runtime paths (alloc, compute) and backplane::error from
-// the constructors; nothing aborts.
+// This file is the API. It holds together the stages, each in its own file, which pass
+// plain values to each other (sched/plan.hpp; docs/scheduler.md, "Stages", lists them).
+// The user's graph is never modified: a node that reads copies runs as its shadow, the
+// scheduler's own tensor (docs/scheduler.md, "Splits and copies"). Errors are statuses on
+// the runtime paths (alloc, compute) and backplane::error from the constructors; nothing
+// aborts.
 
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/describe.hpp>
@@ -59,7 +41,9 @@
 #include <backplane/sched/splitting.hpp>
 #include <backplane/sched/placement.hpp>
 #include <backplane/sched/plan.hpp>
+#include <backplane/sched/plan_summary.hpp>
 #include <backplane/sched/scheduler_params.hpp>
+#include <backplane/sched/scheduler_setup.hpp>
 #include <backplane/sched/trace.hpp>
 
 #include <algorithm>
@@ -99,32 +83,14 @@ public:
     /// whose compute buffer type is not host memory, or no memory (errc::alloc_failed).
     explicit basic_scheduler(Set backends, scheduler_params params = {}, Policy policy = {}) try
         : set_(std::move(backends)), params_(std::move(params)), policy_(std::move(policy)), nb_(set_.size()),
-          galloc_(make_allocator(set_, params_)), ask_(set_, bt_), numberer_(galloc_, ask_), exec_(nb_) {
-        check_params(params_, nb_);
-        for (std::size_t b = 0; b < nb_; ++b) { // the compute buffer types, fixed for its life
-            bt_.push_back(galloc_.buffer_type(static_cast<int>(b)));
-            names_.push_back(set_.name(b));
-        }
-        if (!bt_[nb_ - 1].is_host())
-            throw error("scheduler: the last backend ('" + std::string(set_.name(nb_ - 1)) +
-                            "') must use host memory (it runs graph inputs and whatever no other backend supports)",
-                        errc::invalid_argument);
-        if (auto s = set_.init_events(params_.n_copies); !s) throw error(s.message(), s.code());
+          galloc_(detail::make_compute_allocator(set_, params_)), ask_(set_, bt_), numberer_(galloc_, ask_), exec_(nb_) {
+        detail::check_scheduler_params(params_, nb_);
+        detail::read_compute_types(set_, galloc_, bt_, names_);
+        detail::start_backends(set_, policy_, params_);
         if (const char* v = std::getenv("BACKPLANE_SCHED_DEBUG")) debug_ = std::atoi(v);
-        if constexpr (Policy::uses_costs)
-            if (status s = policy_.attach(set_); !s) throw error(s.message(), s.code());
-        if (params_.trace)
-            for (std::size_t b = 0; b < nb_; ++b) (void)set_.set_timing(b, true);
-        copy_batch_.assign(nb_, params_.weight_copy_batch);
-        if (params_.weight_copy_batch == scheduler_params::policy_default)
-            for (std::size_t b = 0; b < nb_; ++b)
-                copy_batch_[b] = Policy::uses_costs ? std::max(std::size_t{64} << 20, set_.memory(b).total / 8) : 0;
-    } catch (const error&) {
-        throw;
-    } catch (const std::bad_alloc&) {
-        throw error("scheduler: out of host memory constructing the scheduler", errc::alloc_failed);
-    } catch (const std::exception& e) {
-        throw error(std::string("scheduler: constructing the scheduler failed: ") + e.what(), errc::failed);
+        copy_batch_ = detail::weight_copy_batches(set_, params_.weight_copy_batch, Policy::uses_costs);
+    } catch (...) {
+        detail::rethrow_as_scheduler_error();
     }
 
     /// Waits for the runs still queued: their backends read the scheduler's tensors.
@@ -213,41 +179,19 @@ public:
     [[nodiscard]] result<plan_summary> dry_run(const graph& g) {
         const auto use = in_use_.enter();
         if (!use) return busy("dry_run");
-        plan_summary out;
+        std::vector<std::size_t> bytes;
         status st = guarded([&]() -> status {
             if (status s = wait_before_replan(); !s) return s;
             if (status s = split(g); !s) return s;
-            if (status s = fit_caps(g, &out.compute_bytes); !s) return s;
-            if (!out.compute_bytes.empty()) return {}; // the caps' last measure
+            if (status s = fit_caps(g, &bytes); !s) return s;
+            if (!bytes.empty()) return {}; // the caps' last measure
             auto need = measure(g);
             if (!need) return need.error();
-            out.compute_bytes = std::move(*need);
+            bytes = std::move(*need);
             return {};
         });
         if (!st) return st;
-        out.n_nodes = num_.n_nodes();
-        out.n_splits = plan_.splits.size();
-        out.n_copies = plan_.inputs.size();
-        for (std::int32_t s : plan_.inputs) out.copy_bytes += num_.tensors()[static_cast<std::size_t>(s)]->nbytes();
-        out.resident_bytes.assign(nb_, 0);
-        for (std::size_t i = 0; i < num_.tensors().size(); ++i) {
-            const tensor& t = *num_.tensors()[i];
-            if (t.view_src != nullptr || !num_.has(i, tensor_info::memory)) continue;
-            const std::uint32_t k = num_.info[i].mem - 1;
-            for (std::size_t b = 0; b < nb_; ++b)
-                if (ask_.type_index(bt_[b]) == k) {
-                    out.resident_bytes[b] += t.nbytes();
-                    break;
-                }
-        }
-        out.assignment.assign(asg_.backend.begin(), asg_.backend.begin() + static_cast<std::ptrdiff_t>(num_.n_nodes()));
-        if constexpr (Policy::uses_costs) {
-            if (const detail::placement_result* e = cost_.estimate()) {
-                out.estimated_seconds = e->seconds;
-                out.greedy_estimated_seconds = e->greedy_seconds;
-            }
-        }
-        return out;
+        return detail::summarize_plan(num_, asg_, plan_, ask_, std::move(bytes), last_estimate());
     }
 
     /// Why node `t` of the last plan runs where it does, in words; under the cost
@@ -259,14 +203,12 @@ public:
     /// The cost model's estimate of one compute of the last plan, and of the greedy plan,
     /// in seconds (NaN without a cost policy or a plan).
     [[nodiscard]] double estimated_seconds() const noexcept {
-        if constexpr (Policy::uses_costs)
-            if (graph_nodes_ != nullptr && cost_.estimate() != nullptr) return cost_.estimate()->seconds;
-        return std::numeric_limits<double>::quiet_NaN();
+        const detail::placement_result* e = last_estimate();
+        return e != nullptr ? e->seconds : std::numeric_limits<double>::quiet_NaN();
     }
     [[nodiscard]] double greedy_estimated_seconds() const noexcept {
-        if constexpr (Policy::uses_costs)
-            if (graph_nodes_ != nullptr && cost_.estimate() != nullptr) return cost_.estimate()->greedy_seconds;
-        return std::numeric_limits<double>::quiet_NaN();
+        const detail::placement_result* e = last_estimate();
+        return e != nullptr ? e->greedy_seconds : std::numeric_limits<double>::quiet_NaN();
     }
 
     /// Sizes the backends' buffers for `g` (a worst-case graph) without placing its
@@ -281,8 +223,7 @@ public:
             if (status s = split(g); !s) return s;
             if (status s = fit_caps(g); !s) return s;
             req_.build(g, num_, asg_, plan_, nb_, params_.n_copies, cur_copy_);
-            status s = galloc_.reserve(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(),
-                                       req_.topology());
+            status s = req_.reserve_in(galloc_);
             forget_graph();
             return s;
         });
@@ -310,9 +251,7 @@ public:
                     return sc.params_.n_copies == 1 ? status{} : sc.exec_.wait_idle(sc.set_);
                 },
                 this};
-            status s = galloc_.alloc_graph(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(),
-                                           req_.topology(), idle);
-            if (!s) {
+            if (status s = req_.alloc_in(galloc_, idle); !s) {
                 forget_graph();
                 return s;
             }
@@ -362,9 +301,7 @@ public:
     [[nodiscard]] status synchronize() {
         const auto use = in_use_.enter();
         if (!use) return busy("synchronize");
-        status first;
-        for (std::size_t i = 0; i < nb_; ++i)
-            if (status s = set_.synchronize(i); !s && first) (void)(first = std::move(s));
+        status first = detail::synchronize_all(set_);
         if (allocated_ == nullptr) next_copy_ = 0; // a stable slot while no graph is held
         queued_ = false;
         return first;
@@ -413,75 +350,37 @@ public:
     /// every node with its backend and cause (what BACKPLANE_SCHED_DEBUG prints). This
     /// and to_dot() read the last graph's tensors: call them while that graph lives.
     [[nodiscard]] std::string describe(int level = 1) const {
-        std::string out = "scheduler: " + std::to_string(nb_) + " backend(s) (";
-        for (std::size_t b = 0; b < nb_; ++b) out += (b ? ", " : "") + std::string(set_.name(b));
-        out += ")";
-        if (graph_nodes_ == nullptr) return out + ", no graph\n";
-        out += detail::describe_plan(facts(), level) + "buffers:";
-        for (std::size_t b = 0; b < nb_; ++b) {
-            const bool overridden = b < params_.buffer_types.size() && params_.buffer_types[b].has_value();
-            out += " " + std::string(set_.name(b)) + " " + detail::human_bytes(galloc_.buffer_size(static_cast<int>(b))) +
-                   (overridden ? " (" + std::string(bt_[b].name()) + ")" : "") + (b + 1 < nb_ ? "," : "");
-        }
-        return out + "\n";
+        const std::string head = detail::describe_backends(names_);
+        if (graph_nodes_ == nullptr) return head + ", no graph\n";
+        return head + detail::describe_plan(facts(), level) +
+               detail::describe_buffers(names_, galloc_, bt_, params_.buffer_types);
     }
     /// The last graph in Graphviz DOT: nodes coloured by backend, splits as clusters,
     /// copies as labelled edges.
     [[nodiscard]] std::string to_dot() const {
-        std::string out = "digraph backplane {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n";
-        if (graph_nodes_ != nullptr) out += detail::plan_to_dot(facts());
-        return out + "}\n";
+        return detail::dot_document(graph_nodes_ != nullptr ? detail::plan_to_dot(facts()) : std::string());
     }
 
 private:
     // The last plan, for the explanation (sched/explain.hpp).
     detail::plan_facts facts() const {
         detail::plan_facts f{num_, asg_, plan_, names_, params_.n_copies};
-        if constexpr (Policy::uses_costs)
-            {
-                f.problem = cost_.problem();
-                f.estimate = cost_.estimate();
-            }
+        if constexpr (Policy::uses_costs) {
+            f.problem = cost_.problem();
+            f.estimate = cost_.estimate();
+        }
         return f;
+    }
+    // The cost policy's estimate of the last plan (null without a cost policy or a plan).
+    const detail::placement_result* last_estimate() const noexcept {
+        if constexpr (Policy::uses_costs)
+            if (graph_nodes_ != nullptr) return cost_.estimate();
+        return nullptr;
     }
 
     using split_rec = detail::split_rec;
-    using rewrite = detail::rewrite;
-    using tensor_info = detail::tensor_info;
 
     static status busy(const char* call) { return detail::busy_status("scheduler", call); }
-
-    static void check_params(const scheduler_params& p, std::size_t n_backends) {
-        if (p.n_copies < 1 || p.n_copies > scheduler_params::max_copies)
-            throw error("scheduler: n_copies must be between 1 and " + std::to_string(scheduler_params::max_copies) +
-                            " (scheduler_params::max_copies), got " + std::to_string(p.n_copies),
-                        errc::invalid_argument);
-        if (p.memory_caps.size() > n_backends)
-            throw error("scheduler: memory_caps has " + std::to_string(p.memory_caps.size()) +
-                            " entries for " + std::to_string(n_backends) + " backends",
-                        errc::invalid_argument);
-    }
-
-    /// One compute buffer per backend, of its override's type or its default one.
-    static graph_allocator make_allocator(const Set& s, const scheduler_params& p) {
-        if (s.size() == 0) throw error("scheduler: needs at least one backend", errc::invalid_argument);
-        if (p.buffer_types.size() > s.size())
-            throw error("scheduler: " + std::to_string(p.buffer_types.size()) + " buffer type overrides for " +
-                            std::to_string(s.size()) + " backend(s)",
-                        errc::invalid_argument);
-        std::vector<buffer_type_ref> types;
-        types.reserve(s.size());
-        for (std::size_t i = 0; i < s.size(); ++i) {
-            const bool given = i < p.buffer_types.size() && p.buffer_types[i].has_value();
-            if (given && !s.supports_buffer_type(i, *p.buffer_types[i]))
-                throw error("scheduler: backend " + std::to_string(i) + " ('" + std::string(s.name(i)) +
-                                "') does not support buffer type '" + std::string(p.buffer_types[i]->name()) +
-                                "' given for its compute buffers (scheduler_params::buffer_types)",
-                            errc::invalid_argument);
-            types.push_back(given ? *p.buffer_types[i] : s.buffer_type(i));
-        }
-        return graph_allocator(std::move(types));
-    }
 
     template <class F>
     status guarded(F&& f) {
@@ -516,7 +415,6 @@ private:
 
     // -- splits and copies ---------------------------------------------------------------------
 
-
     // The split plan of the assignment (sched/splitting.hpp).
     void pass_splits() {
         const auto readable_in_place = [this](std::int32_t s, std::size_t b) { return ask_.readable(asg_, s, b); };
@@ -532,7 +430,7 @@ private:
                 if (const std::int32_t k = num_.find(t); k != graph_index::none)
                     asg_.set(static_cast<std::size_t>(k), b, placement_cause::user);
             std::size_t failed = 0;
-            if (!greedy.place_from_tensors(failed)) return numberer_.no_backend_for_memory(*num_.tensors()[failed]);
+            if (!greedy.place_from_tensors(failed)) return numberer_.no_backend_for_memory(num_[failed]);
         }
         if (status s = greedy.place_rest(); !s) return s;
         if constexpr (Policy::uses_costs) {
@@ -550,31 +448,20 @@ private:
     // graph_allocator::measure).
     result<std::vector<std::size_t>> measure(const graph& g) {
         req_.build(g, num_, asg_, plan_, nb_, params_.n_copies, cur_copy_);
-        return galloc_.measure(req_.nodes(), req_.leafs(), req_.node_ids(), req_.leaf_ids(), req_.topology());
+        return req_.measure_in(galloc_);
     }
 
     // Fits the plan under the memory caps (sched/memory_caps.hpp). `fitted`, when given,
     // receives the measure of the plan that fits (left empty without caps).
     status fit_caps(const graph& g, std::vector<std::size_t>* fitted = nullptr) {
-        bool any = false;
-        for (std::size_t c : params_.memory_caps) any = any || c != 0;
-        if (!any) return {};
         auto measure_plan = [&] { return measure(g); };
-        auto target = [&](std::size_t i, const std::vector<std::uint8_t>& full) { return cap_target(i, full); };
         auto replan = [&] {
             detail::follow_views(num_, asg_);
             if constexpr (Policy::uses_costs) cost_.reprice(policy_, num_, asg_);
             pass_splits();
         };
-        return detail::cap_fitter(params_.memory_caps, names_, num_, asg_, measure_plan, target, replan).fit(fitted);
-    }
-
-    // Where a node moved off a full backend goes (-1: nowhere).
-    std::int32_t cap_target(std::size_t i, const std::vector<std::uint8_t>& full) {
-        if constexpr (Policy::uses_costs)
-            return cost_.cheapest_free(policy_, ask_, num_, i, full);
-        else
-            return detail::last_free_backend(ask_, i, full);
+        return detail::fit_under_caps(params_.memory_caps, names_, num_, asg_, policy_, ask_, measure_plan, replan,
+                                      fitted);
     }
 
     // -- compute ---------------------------------------------------------------------------------
@@ -586,9 +473,7 @@ private:
     }
 
     [[nodiscard]] std::vector<std::string> backend_names() const {
-        std::vector<std::string> v;
-        for (std::size_t i = 0; i < nb_; ++i) v.emplace_back(set_.name(i));
-        return v;
+        return std::vector<std::string>(names_.begin(), names_.end());
     }
 
     Set set_;
@@ -632,10 +517,7 @@ private:
 ///     scheduler sched2(scheduler_params{.n_copies = 2}, gpu, cpu);
 template <backend... Bs>
 class scheduler : public basic_scheduler<tuple_backend_set<Bs...>> {
-    static_assert(sizeof...(Bs) > 0, "a scheduler needs at least one backend");
-    static_assert(host_backend<std::tuple_element_t<sizeof...(Bs) - 1, std::tuple<Bs...>>>,
-                  "the last backend of a scheduler must be a host backend (its buffer type is host memory): it "
-                  "runs graph inputs and every op no other backend supports");
+    static_assert(detail::static_backends<Bs...>::ok);
     using base = basic_scheduler<tuple_backend_set<Bs...>>;
 
 public:
@@ -654,10 +536,7 @@ scheduler(scheduler_params, Bs&...) -> scheduler<Bs...>;
 ///     policy_scheduler sched(cost_policy{}, scheduler_params{}, gpu, cpu);
 template <class Policy, backend... Bs>
 class policy_scheduler : public basic_scheduler<tuple_backend_set<Bs...>, Policy> {
-    static_assert(sizeof...(Bs) > 0, "a scheduler needs at least one backend");
-    static_assert(host_backend<std::tuple_element_t<sizeof...(Bs) - 1, std::tuple<Bs...>>>,
-                  "the last backend of a scheduler must be a host backend (its buffer type is host memory): it "
-                  "runs graph inputs and every op no other backend supports");
+    static_assert(detail::static_backends<Bs...>::ok);
     using base = basic_scheduler<tuple_backend_set<Bs...>, Policy>;
 
 public:

@@ -85,7 +85,7 @@ public:
             for (const std::int32_t k : in.plan.graph_inputs) { // the snapshots (leafs)
                 const auto ku = static_cast<std::size_t>(k);
                 const tensor* snap = ku >= in.num.n_nodes() ? s.moved[ku] : nullptr;
-                const tensor& t = *in.num.tensors()[ku];
+                const tensor& t = in.num[ku];
                 same = same && (snap == nullptr || (same_but_sources(*snap, t) && snap->view_src == t.view_src));
             }
         return same;
@@ -146,7 +146,7 @@ private:
             if (!is_rotated_input(in.num, in.asg, in.plan, in.n_backends, ku)) continue;
             if (s.moved.empty()) s.moved.assign(in.num.tensors().size(), nullptr);
             tensor& snap = fresh(s);
-            snap = *in.num.tensors()[ku];
+            snap = in.num[ku];
             s.moved[ku] = &snap;
         }
     }

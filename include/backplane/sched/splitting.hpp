@@ -85,7 +85,7 @@ private:
             const auto su = static_cast<std::size_t>(s);
             if (!has(su, tensor_info::weights) || bid_[su] == cur_ || readable_(s, cur)) continue;
             if (batch == 0) return true;
-            if (plan_.copy_of[su * nb_ + cur] < 0 && weights_copied_ + num_.tensors()[su]->nbytes() > batch) return true;
+            if (plan_.copy_of[su * nb_ + cur] < 0 && weights_copied_ + num_[su].nbytes() > batch) return true;
         }
         return false;
     }
@@ -122,7 +122,7 @@ private:
                 plan_.inputs.push_back(s);
                 plan_.input_ptrs.push_back(num_.tensors()[su]);
                 sp.in1 = static_cast<std::uint32_t>(plan_.inputs.size());
-                if (has(su, tensor_info::weights)) weights_copied_ += num_.tensors()[su]->nbytes();
+                if (has(su, tensor_info::weights)) weights_copied_ += num_[su].nbytes();
             }
             plan_.rewrites.push_back(rewrite{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), base});
         }
@@ -139,7 +139,7 @@ private:
         plan_.graph_inputs.push_back(s);
         const bool leaf = su >= num_.n_nodes() && su < num_.n_nodes() + num_.n_leafs();
         if (leaf && !has(su, tensor_info::memory))
-            for (int c = 0; c < p_.n_copies; ++c) plan_.copies[base + static_cast<std::uint32_t>(c)]->flags = num_.tensors()[su]->flags;
+            for (int c = 0; c < p_.n_copies; ++c) plan_.copies[base + static_cast<std::uint32_t>(c)]->flags = num_[su].flags;
     }
 
     // The n_copies slots of tensor s on backend b, made on first use. Without pipeline
@@ -148,7 +148,7 @@ private:
         std::int32_t& slot = plan_.copy_of[static_cast<std::size_t>(s) * nb_ + b];
         made = slot < 0;
         if (!made) return static_cast<std::uint32_t>(slot);
-        tensor& src = *num_.tensors()[static_cast<std::size_t>(s)];
+        tensor& src = num_[static_cast<std::size_t>(s)];
         slot = static_cast<std::int32_t>(plan_.copies.size());
         for (int c = 0; c < p_.n_copies; ++c) {
             tensor& t = plan_.new_pool_tensor();
