@@ -345,8 +345,8 @@ inline bool is_defined(const tensor& node) noexcept { return why_undefined(node)
 
 // ---------------------------------------------------------------------------------------
 // Questions a backend asks to route a node to its kernels, answered by the op's row: which
-// ops are element-wise, and of how many operands, is written in the table, not in each
-// backend's dispatch.
+// ops are element-wise, and of how many operands, and which are copies, is written in the
+// table, not in each backend's dispatch.
 
 /// An element-wise op: each result element from the same elements of its sources.
 constexpr bool is_elementwise(op_kind op) noexcept { return traits(op).family == op_family::elementwise; }
@@ -356,5 +356,10 @@ constexpr bool is_binary_elementwise(op_kind op) noexcept { return is_elementwis
 
 /// An element-wise op of one operand (scale, sqr, sqrt, silu, gelu, relu, neg).
 constexpr bool is_unary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 1; }
+
+/// A copy of src[0]'s elements, in order, into the result's type and layout (dup, cont,
+/// cpy): the ops whose rule is the copy rule, one kernel in each backend.
+constexpr bool is_copy(op_kind op) noexcept { return traits(op).rule == &op_rules::copy; }
+static_assert(is_copy(op_kind::dup) && is_copy(op_kind::cont) && is_copy(op_kind::cpy) && !is_copy(op_kind::view));
 
 } // namespace backplane

@@ -76,10 +76,8 @@ namespace detail {
 constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     if (is_binary_elementwise(op)) return kernel_kind::binary;
     if (is_unary_elementwise(op)) return kernel_kind::unary;
+    if (is_copy(op)) return kernel_kind::copy;
     switch (op) {
-    case op_kind::dup:
-    case op_kind::cont:
-    case op_kind::cpy: return kernel_kind::copy;
     case op_kind::sum_rows: return kernel_kind::sum_rows;
     case op_kind::argmax: return kernel_kind::argmax;
     case op_kind::norm:

@@ -35,10 +35,8 @@ inline std::size_t scratch_bytes(const tensor& node, const detail::launch_contex
 inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx) noexcept {
     if (is_binary_elementwise(node.op)) return launch_binary(node, ctx);
     if (is_unary_elementwise(node.op)) return launch_unary(node, ctx);
+    if (is_copy(node.op)) return launch_copy(node, ctx);
     switch (node.op) {
-    case op_kind::dup:
-    case op_kind::cont:
-    case op_kind::cpy: return launch_copy(node, ctx);
     case op_kind::sum_rows:
     case op_kind::argmax:
     case op_kind::norm:

@@ -25,10 +25,8 @@ namespace backplane::vulkan::detail {
 /// The dispatch computing t on a device with features f; false when there is none.
 inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     if (is_elementwise(t.op)) return plan_elementwise(t, f, d);
+    if (is_copy(t.op)) return plan_copy(t, f, d);
     switch (t.op) {
-    case op_kind::dup:
-    case op_kind::cont:
-    case op_kind::cpy: return plan_copy(t, f, d);
     case op_kind::mul_mat: return plan_mul_mat(t, f, d);
     case op_kind::sum_rows:
     case op_kind::argmax:
