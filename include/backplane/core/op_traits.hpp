@@ -67,6 +67,7 @@ struct op_traits {
     bool inplace;          ///< its result may be written over src[0] (same layout, last reader)
     op_family family;
     op_rule rule;          ///< the types, shapes, layouts and parameters it is defined for
+    bool copy = false;     ///< copies src[0]'s elements, in order, into the result's type and layout
 };
 
 // ---------------------------------------------------------------------------------------
@@ -251,11 +252,11 @@ namespace r = op_rules;
 ///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
 ///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
-    // name       srcs  params view   inplace family            rule
+    // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
-    {"dup",       1, 1, 0, false, false, fam::data,        r::copy},
-    {"cpy",       2, 2, 0, false, false, fam::data,        r::copy},
-    {"cont",      1, 1, 0, false, false, fam::data,        r::copy},
+    {"dup",       1, 1, 0, false, false, fam::data,        r::copy, true},
+    {"cpy",       2, 2, 0, false, false, fam::data,        r::copy, true},
+    {"cont",      1, 1, 0, false, false, fam::data,        r::copy, true},
     {"view",      1, 1, 0, true,  false, fam::none,        r::view},
     {"reshape",   1, 1, 0, true,  false, fam::none,        r::view},
     {"permute",   1, 1, 4, true,  false, fam::none,        r::view},
@@ -358,8 +359,8 @@ constexpr bool is_binary_elementwise(op_kind op) noexcept { return is_elementwis
 constexpr bool is_unary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 1; }
 
 /// A copy of src[0]'s elements, in order, into the result's type and layout (dup, cont,
-/// cpy): the ops whose rule is the copy rule, one kernel in each backend.
-constexpr bool is_copy(op_kind op) noexcept { return traits(op).rule == &op_rules::copy; }
+/// cpy): one kernel in each backend.
+constexpr bool is_copy(op_kind op) noexcept { return traits(op).copy; }
 static_assert(is_copy(op_kind::dup) && is_copy(op_kind::cont) && is_copy(op_kind::cpy) && !is_copy(op_kind::view));
 
 } // namespace backplane
