@@ -188,7 +188,8 @@ public:
     /// Gives every node and leaf of `g` without data (and every source they read) an
     /// address: replays the recorded plan when g matches it, otherwise plans g and grows
     /// the buffers if needed (see n_reallocs()). Views are initialised on their sources.
-    /// Buffer ids as for reserve().
+    /// Buffer ids as for reserve(). The graph is indexed from the ids it recorded when it
+    /// was built (core/graph_index.hpp), without a lookup.
     [[nodiscard]] status alloc_graph(const graph& g, std::span<const int> node_buffer_ids = {},
                                      std::span<const int> leaf_buffer_ids = {}) {
         return alloc_analysed([&] { return analyze(g, node_buffer_ids, leaf_buffer_ids); }, {}, {});
