@@ -55,6 +55,23 @@ std::vector<tensor*> one_of_each(context& ctx) {
         concat(ctx, a, b, 1),
         argmax(ctx, a),
         neg(ctx, a),
+        backplane::abs(ctx, a),
+        sgn(ctx, a),
+        step(ctx, a),
+        backplane::tanh(ctx, a),
+        sigmoid(ctx, a),
+        backplane::exp(ctx, a),
+        backplane::log(ctx, a),
+        backplane::sin(ctx, a),
+        backplane::cos(ctx, a),
+        elu(ctx, a),
+        hardsigmoid(ctx, a),
+        hardswish(ctx, a),
+        softplus(ctx, a),
+        gelu_erf(ctx, a),
+        gelu_quick(ctx, a),
+        leaky_relu(ctx, a, 0.125f),
+        clamp(ctx, a, -1.0f, 2.0f),
     };
 }
 
@@ -95,7 +112,7 @@ TEST_CASE("op table: an element-wise op is binary or unary by its sources", "[un
         unary += is_unary_elementwise(op) ? 1 : 0;
     }
     CHECK(binary == 4); // add, sub, mul, div
-    CHECK(unary == 7);  // scale, sqr, sqrt, silu, gelu, relu, neg
+    CHECK(unary == 24); // scale, sqr, sqrt, silu, gelu, relu, neg and the 17 functions of core/unary_functions.hpp
     static_assert(is_binary_elementwise(op_kind::div) && is_unary_elementwise(op_kind::neg));
     static_assert(!is_elementwise(op_kind::soft_max) && !is_elementwise(op_kind::view));
 }

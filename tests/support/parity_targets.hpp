@@ -42,7 +42,7 @@ struct family_count {
 inline constexpr family_count op_table_combinations[] = {
     {"copy", 5 * 5 + 1 + 6}, // cpy between f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each type
     {"binary", 4 * 9},       // add, sub, mul, div: f32 f16 bf16 x f32 f16 bf16
-    {"unary", 7 * 3},        // scale, sqr, sqrt, silu, gelu, relu, neg of f32 f16 bf16
+    {"unary", 24 * 3},       // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32 f16 bf16
     {"rows", 3 + 3 + 2},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32
     {"soft_max", 3},         // no mask, f32 mask, f16 mask
     {"mul_mat", 5 * 3},      // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations

@@ -227,6 +227,30 @@ inline ref_tensor binary(const tensor& node) {
     return r;
 }
 
+// The functions of core/unary_functions.hpp, in double (p0, p1: the node's parameters).
+inline double unary_function(op_kind op, double x, double p0, double p1) {
+    switch (op) {
+    case op_kind::abs: return std::fabs(x);
+    case op_kind::sgn: return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);
+    case op_kind::step: return x > 0.0 ? 1.0 : 0.0;
+    case op_kind::tanh: return std::tanh(x);
+    case op_kind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case op_kind::exp: return std::exp(x);
+    case op_kind::log: return std::log(x);
+    case op_kind::sin: return std::sin(x);
+    case op_kind::cos: return std::cos(x);
+    case op_kind::elu: return x > 0.0 ? x : std::expm1(x);
+    case op_kind::hardsigmoid: return std::min(1.0, std::max(0.0, (x + 3.0) / 6.0));
+    case op_kind::hardswish: return x * std::min(1.0, std::max(0.0, (x + 3.0) / 6.0));
+    case op_kind::softplus: return x > 20.0 ? x : std::log1p(std::exp(x));
+    case op_kind::gelu_erf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case op_kind::gelu_quick: return x / (1.0 + std::exp(-1.702 * x));
+    case op_kind::leaky_relu: return std::max(x, 0.0) + p0 * std::min(x, 0.0);
+    case op_kind::clamp: return std::max(std::min(x, p1), p0);
+    default: return std::nan("");
+    }
+}
+
 inline ref_tensor unary(const tensor& node) {
     const tensor& a = *node.src[0];
     ref_tensor r(node.type, node.ne);
@@ -255,9 +279,12 @@ inline ref_tensor unary(const tensor& node) {
         case op_kind::neg:
             y = -x;
             break;
-        default:
+        case op_kind::relu:
             y = x > 0.0 ? x : 0.0;
-            break; // relu
+            break;
+        default:
+            y = unary_function(node.op, x, s, bias);
+            break;
         }
         r.at(i0, i1, i2, i3) = y;
     });
@@ -454,15 +481,6 @@ inline ref_tensor ref_forward(const tensor& node) {
     case op_kind::div:
         r = ref_detail::binary(node);
         break;
-    case op_kind::scale:
-    case op_kind::sqr:
-    case op_kind::sqrt:
-    case op_kind::silu:
-    case op_kind::gelu:
-    case op_kind::relu:
-    case op_kind::neg:
-        r = ref_detail::unary(node);
-        break;
     case op_kind::sum_rows:
         r = ref_detail::sum_rows(node);
         break;
@@ -491,7 +509,9 @@ inline ref_tensor ref_forward(const tensor& node) {
         r = ref_detail::concat(node);
         break;
     default:
-        throw std::logic_error("ref_oracle::ref_forward: unknown op");
+        if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");
+        r = ref_detail::unary(node);
+        break;
     }
     round_to_type(r);
     return r;

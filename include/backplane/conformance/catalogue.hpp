@@ -151,35 +151,9 @@ inline built_case finish(tensor* out, double flops = 0) {
 }
 
 template <op_kind Op> built_case build_unary(context& ctx, const case_spec& c, std::mt19937& rng) {
-    const elem_type t = type_at(c, 0);
-    const bool is_sqrt = Op == op_kind::sqrt;
-    tensor* a = input(ctx, t, c.ne, c.variant, rng, is_sqrt ? 0.0 : -6.0, is_sqrt ? 4.0 : 6.0);
-    tensor* r = nullptr;
-    switch (Op) {
-    case op_kind::scale:
-        r = scale(ctx, a, static_cast<float>(uniform(rng, -2, 2)),
-                  static_cast<float>(uniform(rng, -0.5, 0.5)));
-        break;
-    case op_kind::sqr:
-        r = sqr(ctx, a);
-        break;
-    case op_kind::sqrt:
-        r = backplane::sqrt(ctx, a);
-        break;
-    case op_kind::silu:
-        r = silu(ctx, a);
-        break;
-    case op_kind::gelu:
-        r = gelu(ctx, a);
-        break;
-    case op_kind::neg:
-        r = neg(ctx, a);
-        break;
-    default:
-        r = relu(ctx, a);
-        break;
-    }
-    return finish(r);
+    const value_range in = unary_input_range(Op);
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng, in.lo, in.hi);
+    return finish(unary_of(ctx, Op, a, rng));
 }
 
 /// variant: bits 0-3 say which of b's dims are broadcast (extent 1), bits 4-5 a's layout.
@@ -326,6 +300,23 @@ inline std::span<const op_cases> catalogue() {
         {"gelu", 1, 4, &build_unary<op_kind::gelu>, &shape_rows, {4096, 1024, 1, 1}},
         {"relu", 1, 4, &build_unary<op_kind::relu>, &shape_rows, {4096, 1024, 1, 1}},
         {"neg", 1, 4, &build_unary<op_kind::neg>, &shape_rows, {4096, 1024, 1, 1}},
+        {"abs", 1, 4, &build_unary<op_kind::abs>, &shape_rows, {4096, 1024, 1, 1}},
+        {"sgn", 1, 4, &build_unary<op_kind::sgn>, &shape_rows, {4096, 1024, 1, 1}},
+        {"step", 1, 4, &build_unary<op_kind::step>, &shape_rows, {4096, 1024, 1, 1}},
+        {"tanh", 1, 4, &build_unary<op_kind::tanh>, &shape_rows, {4096, 1024, 1, 1}},
+        {"sigmoid", 1, 4, &build_unary<op_kind::sigmoid>, &shape_rows, {4096, 1024, 1, 1}},
+        {"exp", 1, 4, &build_unary<op_kind::exp>, &shape_rows, {4096, 1024, 1, 1}},
+        {"log", 1, 4, &build_unary<op_kind::log>, &shape_rows, {4096, 1024, 1, 1}},
+        {"sin", 1, 4, &build_unary<op_kind::sin>, &shape_rows, {4096, 1024, 1, 1}},
+        {"cos", 1, 4, &build_unary<op_kind::cos>, &shape_rows, {4096, 1024, 1, 1}},
+        {"elu", 1, 4, &build_unary<op_kind::elu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"hardsigmoid", 1, 4, &build_unary<op_kind::hardsigmoid>, &shape_rows, {4096, 1024, 1, 1}},
+        {"hardswish", 1, 4, &build_unary<op_kind::hardswish>, &shape_rows, {4096, 1024, 1, 1}},
+        {"softplus", 1, 4, &build_unary<op_kind::softplus>, &shape_rows, {4096, 1024, 1, 1}},
+        {"gelu_erf", 1, 4, &build_unary<op_kind::gelu_erf>, &shape_rows, {4096, 1024, 1, 1}},
+        {"gelu_quick", 1, 4, &build_unary<op_kind::gelu_quick>, &shape_rows, {4096, 1024, 1, 1}},
+        {"leaky_relu", 1, 4, &build_unary<op_kind::leaky_relu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"clamp", 1, 4, &build_unary<op_kind::clamp>, &shape_rows, {4096, 1024, 1, 1}},
         {"sum_rows", 1, 4, &build_rows<op_kind::sum_rows>, &shape_rows, {4096, 1024, 1, 1}},
         {"argmax", 1, 4, &build_rows<op_kind::argmax>, &shape_rows, {32000, 32, 1, 1}},
         {"norm", 1, 4, &build_rows<op_kind::norm>, &shape_rows, {4096, 512, 1, 1}},

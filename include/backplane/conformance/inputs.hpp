@@ -184,4 +184,34 @@ inline tensor* random_leaf(context& ctx, elem_type t, const extents& ne, std::mt
     return x;
 }
 
+/// The values a unary op is checked on: sqrt on [0, 4), log on [0.05, 4), every other
+/// on [-6, 6).
+struct value_range {
+    double lo, hi;
+};
+inline value_range unary_input_range(op_kind op) noexcept {
+    if (op == op_kind::sqrt) return {0.0, 4.0};
+    if (op == op_kind::log) return {0.05, 4.0};
+    return {-6.0, 6.0};
+}
+
+/// The unary element-wise op `op` (is_unary_elementwise) of a, its parameters drawn from
+/// rng: scale's factor in [-2, 2) and bias in [-0.5, 0.5), leaky_relu's slope in
+/// [0, 0.5), clamp's bounds around 0.
+inline tensor* unary_of(context& ctx, op_kind op, tensor* a, std::mt19937& rng) {
+    using detail::uniform;
+    switch (op) {
+    case op_kind::scale: {
+        const auto s = static_cast<float>(uniform(rng, -2, 2));
+        return scale(ctx, a, s, static_cast<float>(uniform(rng, -0.5, 0.5)));
+    }
+    case op_kind::leaky_relu: return leaky_relu(ctx, a, static_cast<float>(uniform(rng, 0, 0.5)));
+    case op_kind::clamp: {
+        const auto lo = static_cast<float>(uniform(rng, -3, 0));
+        return clamp(ctx, a, lo, static_cast<float>(uniform(rng, 0, 3)));
+    }
+    default: return backplane::detail::unary(ctx, op, a);
+    }
+}
+
 } // namespace backplane::conformance

@@ -8,7 +8,7 @@
 //
 // A family's cases function adds its cases to a batch and returns the number of type
 // combinations it found claimed. A new op joins the family of its kind (a unary op is one
-// line of unary_ops); a new kind of op is a new family, a row of parity_families().
+// row of the op table); a new kind of op is a new family, a row of parity_families().
 
 #include <backplane/conformance/batch.hpp>
 #include <backplane/conformance/catalogue.hpp>
@@ -84,36 +84,24 @@ inline int binary_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
-/// The unary ops, each with its builder: a new one is one line here.
-inline constexpr std::pair<std::string_view, tensor* (*)(batch&, tensor*)> unary_ops[] = {
-    {"scale",
-     [](batch& c, tensor* a) {
-         const auto sc = static_cast<float>(detail::uniform(c.rng, -2, 2));
-         return scale(c.ctx, a, sc, static_cast<float>(detail::uniform(c.rng, -0.5, 0.5)));
-     }},
-    {"sqr", [](batch& c, tensor* a) { return sqr(c.ctx, a); }},
-    {"sqrt", [](batch& c, tensor* a) { return backplane::sqrt(c.ctx, a); }},
-    {"silu", [](batch& c, tensor* a) { return silu(c.ctx, a); }},
-    {"gelu", [](batch& c, tensor* a) { return gelu(c.ctx, a); }},
-    {"relu", [](batch& c, tensor* a) { return relu(c.ctx, a); }},
-    {"neg", [](batch& c, tensor* a) { return neg(c.ctx, a); }},
-};
-
-/// Every unary op of unary_ops over every type (sqrt on non-negative inputs).
+/// Every unary element-wise op of the op table over every type, on the inputs each is
+/// defined for (unary_input_range): a new one needs no line here.
 inline int unary_cases(batch& cases) {
     const int before = cases.combinations();
-    for (auto [name, build] : unary_ops)
+    for (std::size_t k = 0; k < op_kind_count; ++k) {
+        const auto op = static_cast<op_kind>(k);
+        if (!is_unary_elementwise(op)) continue;
+        const value_range in = unary_input_range(op);
         for (elem_type t : all_elem_types) {
-            if (!cases.claimed([&] { return build(cases, cases.leaf(t, {32, 1, 1, 1}, 0, 1)); }))
+            if (!cases.claimed([&] { return unary_of(cases.ctx, op, cases.leaf(t, {32, 1, 1, 1}, 0, 1), cases.rng); }))
                 continue;
             cases.combination();
-            const bool is_sqrt = name == "sqrt";
             for (int s = 0; s < shapes_per_combination; ++s) {
-                tensor* a = cases.input(t, cases.gen.rows(t), cases.any_layout(t), is_sqrt ? 0.0 : -6.0,
-                                        is_sqrt ? 4.0 : 6.0);
-                cases.add(build(cases, a));
+                tensor* a = cases.input(t, cases.gen.rows(t), cases.any_layout(t), in.lo, in.hi);
+                cases.add(unary_of(cases.ctx, op, a, cases.rng));
             }
         }
+    }
     return cases.combinations() - before;
 }
 

@@ -37,8 +37,25 @@ enum class op_kind : std::uint8_t {
     concat,
     argmax,
     neg,
+    abs,
+    sgn,
+    step,
+    tanh,
+    sigmoid,
+    exp,
+    log,
+    sin,
+    cos,
+    elu,
+    hardsigmoid,
+    hardswish,
+    softplus,
+    gelu_erf,
+    gelu_quick,
+    leaky_relu,
+    clamp,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::neg) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::clamp) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

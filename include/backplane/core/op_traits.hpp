@@ -18,7 +18,11 @@
 //                                   i32              i32
 //   add, sub, mul, div              = a              f32 f16 bf16             f32 f16 bf16, broadcast
 //   scale, sqr, sqrt, silu, gelu,   = a              f32 f16 bf16
-//   relu, neg
+//   relu, neg, abs, sgn, step, tanh,
+//   sigmoid, exp, log, sin, cos, elu,
+//   hardsigmoid, hardswish, softplus,
+//   gelu_erf, gelu_quick, leaky_relu,
+//   clamp
 //   sum_rows                        f32              f32 f16 bf16
 //   argmax                          i32              f32 f16 bf16
 //   norm, rms_norm                  f32              f32
@@ -281,6 +285,23 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"concat",    2, 2, 1, false, false, fam::data,        r::concat},
     {"argmax",    1, 1, 0, false, false, fam::rows,        r::argmax},
     {"neg",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"abs",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"sgn",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"step",      1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"tanh",      1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"sigmoid",   1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"exp",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"log",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"sin",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"cos",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"elu",       1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"hardsigmoid", 1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"hardswish", 1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"softplus",  1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"gelu_erf",  1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"gelu_quick", 1, 1, 0, false, true,  fam::elementwise, r::unary},
+    {"leaky_relu", 1, 1, 1, false, true,  fam::elementwise, r::unary},
+    {"clamp",     1, 1, 2, false, true,  fam::elementwise, r::unary},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -298,7 +319,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "neg"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "clamp"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail
@@ -355,7 +376,8 @@ constexpr bool is_elementwise(op_kind op) noexcept { return traits(op).family ==
 /// An element-wise op of two operands, b broadcast over a (add, sub, mul, div).
 constexpr bool is_binary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 2; }
 
-/// An element-wise op of one operand (scale, sqr, sqrt, silu, gelu, relu, neg).
+/// An element-wise op of one operand (scale, sqr, sqrt, silu, gelu, relu, neg and the
+/// functions of core/unary_functions.hpp).
 constexpr bool is_unary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 1; }
 
 /// A copy of src[0]'s elements, in order, into the result's type and layout (dup, cont,

@@ -57,6 +57,7 @@ struct tolerance {
     double max_nmse = 1e-7;
     double max_rel = -1.0; ///< bound on compare().max_rel_err; negative: not checked
     double rel_floor = 1e-6;
+    double max_abs = -1.0; ///< bound on compare().max_abs_err; negative: not checked
     bool exact = false; ///< every value bit-equal to the oracle's
 };
 
@@ -175,6 +176,8 @@ class harness {
             ok = ok && c.mismatches == 0;
         if (tol.max_rel >= 0.0)
             ok = ok && c.max_rel_err <= tol.max_rel;
+        if (tol.max_abs >= 0.0)
+            ok = ok && c.max_abs_err <= tol.max_abs;
         CHECK(ok);
         ++cases;
         return ok;

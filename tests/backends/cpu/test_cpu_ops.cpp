@@ -167,6 +167,41 @@ TEST_CASE("cpu: unary ops in f32, f16 and bf16", "[cpu][unary]") {
 }
 
 // ---------------------------------------------------------------------------------------
+// the functions of core/unary_functions.hpp
+
+TEST_CASE("cpu: the unary functions (abs ... clamp) in f32, f16 and bf16", "[cpu][unary]") {
+    harness h(3103);
+    int ops = 0;
+    for (std::size_t k = static_cast<std::size_t>(op_kind::abs); k < op_kind_count; ++k) {
+        const auto op = static_cast<op_kind>(k);
+        if (!is_unary_elementwise(op)) continue;
+        ++ops;
+        const conformance::value_range in = conformance::unary_input_range(op);
+        // sgn, step and clamp are exact; the rest are libm's f32 functions (a few steps).
+        // softplus and gelu_erf are written as ggml writes them, log(1 + e^x) and
+        // 0.5x(1 + erf(x / sqrt 2)), which cancel for negative x: their error is a few
+        // steps of 1 (of |x| <= 6 for gelu_erf), not of the result, so it is bounded
+        // absolutely.
+        const bool exact = op == op_kind::sgn || op == op_kind::step || op == op_kind::clamp;
+        const bool cancels = op == op_kind::softplus || op == op_kind::gelu_erf;
+        for (elem_type t : float_types) {
+            const auto& shapes = plain_shapes();
+            for (std::size_t s = 0; s < shapes.size(); ++s) {
+                tensor* a = h.input(t, shapes[s], nth_layout(s, t), in.lo, in.hi);
+                tensor* out = conformance::unary_of(h.ctx, op, a, h.rng);
+                const double steps = t == f32 ? 8 : 1;
+                const tolerance tol = exact     ? tolerance{.max_nmse = 0.0, .exact = true}
+                                      : cancels ? tolerance{.max_nmse = 1.0, .max_abs = 6 * steps * ulp(t)}
+                                                : tolerance{.max_nmse = 1e-7, .max_rel = steps * ulp(t), .rel_floor = 1e-3};
+                h.check(out, tol, describe(std::string(backplane::to_string(op)), {{"a", a}}));
+            }
+        }
+    }
+    CHECK(ops == 17);
+    CHECK(h.cases == 17 * 3 * static_cast<int>(plain_shapes().size()));
+}
+
+// ---------------------------------------------------------------------------------------
 // sum_rows, argmax
 
 TEST_CASE("cpu: sum_rows and argmax over rows of every float type", "[cpu][rows]") {

@@ -17,7 +17,7 @@ struct vulkan_targets {
     static constexpr parity::family_count expected[] = {
         {"copy", 32},    // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each (16-bit storage)
         {"binary", 4},   // add, sub, mul, div f32
-        {"unary", 7},    // scale, sqr, sqrt, silu, gelu, relu, neg f32
+        {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
         {"rows", 8},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32 (16-bit storage)
         {"soft_max", 3}, // no mask, f32 mask, f16 mask (16-bit storage)
         {"mul_mat", 15}, // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations (16-bit storage)

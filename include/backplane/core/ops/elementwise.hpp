@@ -1,7 +1,8 @@
 #pragma once
 // Element-wise ops: add, sub, mul, div with broadcasting of b over a (each of a's
 // extents a multiple of b's, as ggml's repeat rule), scale, concat, and the unary
-// functions sqr, sqrt, silu, gelu, relu, neg.
+// functions sqr, sqrt, silu, gelu, relu, neg and those of core/unary_functions.hpp
+// (their formulas are there).
 
 #include <backplane/core/ops/node.hpp>
 
@@ -50,6 +51,45 @@ inline tensor* gelu(context& ctx, tensor* a) { return detail::unary(ctx, op_kind
 inline tensor* relu(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::relu, a); }
 /// -x (ggml's neg)
 inline tensor* neg(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::neg, a); }
+inline tensor* abs(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::abs, a); }
+/// 1, -1 or 0 by the sign of x (0 for NaN)
+inline tensor* sgn(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::sgn, a); }
+/// 1 for x > 0, else 0
+inline tensor* step(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::step, a); }
+inline tensor* tanh(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::tanh, a); }
+inline tensor* sigmoid(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::sigmoid, a); }
+inline tensor* exp(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::exp, a); }
+inline tensor* log(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::log, a); }
+inline tensor* sin(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::sin, a); }
+inline tensor* cos(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::cos, a); }
+/// x for x > 0, else e^x - 1
+inline tensor* elu(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::elu, a); }
+inline tensor* hardsigmoid(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::hardsigmoid, a); }
+inline tensor* hardswish(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::hardswish, a); }
+inline tensor* softplus(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::softplus, a); }
+/// the exact gelu, 0.5x(1 + erf(x / sqrt 2))
+inline tensor* gelu_erf(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::gelu_erf, a); }
+/// x * sigmoid(1.702x)
+inline tensor* gelu_quick(context& ctx, tensor* a) { return detail::unary(ctx, op_kind::gelu_quick, a); }
+
+/// max(x, 0) + negative_slope * min(x, 0) (ggml's leaky_relu; its in-place flag is the
+/// graph allocator's choice here).
+inline tensor* leaky_relu(context& ctx, tensor* a, float negative_slope) {
+    detail::require_tensor("leaky_relu", "a", a);
+    tensor node = detail::proposed(op_kind::leaky_relu, a->type, a->ne, {a});
+    node.set_param(0, negative_slope);
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// max(min(x, max), min): NaN gives max. ggml's result is always a view of a, written in
+/// place; this one is a new tensor, which the graph allocator may place over a.
+inline tensor* clamp(context& ctx, tensor* a, float min, float max) {
+    detail::require_tensor("clamp", "a", a);
+    tensor node = detail::proposed(op_kind::clamp, a->type, a->ne, {a});
+    node.set_param(0, min);
+    node.set_param(1, max);
+    return detail::make_node(ctx, node, {{"a", a}});
+}
 
 /// a and b joined along dimension `dim`; every other extent must agree.
 inline tensor* concat(context& ctx, tensor* a, tensor* b, int dim) {

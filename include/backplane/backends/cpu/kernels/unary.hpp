@@ -1,10 +1,12 @@
 #pragma once
 // Element-wise functions of one operand: scale (x * s + bias), sqr, sqrt, silu, gelu,
-// relu, neg. f32, f16 or bf16 in and out (dst has a's type and shape), computed in f32.
+// relu, neg, and the functions of core/unary_functions.hpp (their formulas are there).
+// f32, f16 or bf16 in and out (dst has a's type and shape), computed in f32.
 // In place: dst may share a's memory with a's layout; every element is read before the
 // same element is written.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
+#include <backplane/core/unary_functions.hpp>
 
 #include <cmath>
 
@@ -44,7 +46,8 @@ inline float gelu(float x) noexcept {
 
 } // namespace detail
 
-/// scale / sqr / sqrt / silu / gelu / relu / neg, chosen by dst.op.
+/// scale / sqr / sqrt / silu / gelu / relu / neg, or a function of
+/// core/unary_functions.hpp, chosen by dst.op.
 template <class = void>
 inline void unary(const compute_params& p, tensor& dst) noexcept {
     if (dst.nelements() == 0)
@@ -75,6 +78,7 @@ inline void unary(const compute_params& p, tensor& dst) noexcept {
         detail::map(p, dst, [](float x) { return -x; });
         break;
     default:
+        unary_fn::with_unary_function(dst, [&](auto fn) { detail::map(p, dst, fn); });
         break;
     }
 }

@@ -17,6 +17,7 @@
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh> // elem_io
+#include <backplane/core/unary_functions.hpp>
 
 namespace backplane::cuda::kernels {
 
@@ -239,8 +240,9 @@ inline cudaError_t launch_binary(const tensor& node, const detail::launch_contex
     }
 }
 
-/// scale / sqr / sqrt / silu / gelu / relu / neg (kernel_table::launch): f32, f16 or bf16, dst
-/// of a's type and shape.
+/// scale / sqr / sqrt / silu / gelu / relu / neg and the functions of
+/// core/unary_functions.hpp (kernel_table::launch): f32, f16 or bf16, dst of a's type and
+/// shape.
 inline cudaError_t launch_unary(const tensor& node, const detail::launch_context& ctx) noexcept {
     const tensor* a = node.src[0];
     if (a == nullptr || node.type != a->type) return cudaErrorInvalidValue;
@@ -254,8 +256,11 @@ inline cudaError_t launch_unary(const tensor& node, const detail::launch_context
     case op_kind::gelu: return ew_detail::unary(node, *a, ew_detail::op_gelu{}, ctx);
     case op_kind::relu: return ew_detail::unary(node, *a, ew_detail::op_relu{}, ctx);
     case op_kind::neg: return ew_detail::unary(node, *a, ew_detail::op_neg{}, ctx);
-    default: return cudaErrorNotSupported;
+    default: break;
     }
+    cudaError_t err = cudaErrorNotSupported;
+    unary_fn::with_unary_function(node, [&](auto fn) { err = ew_detail::unary(node, *a, fn, ctx); });
+    return err;
 }
 
 } // namespace backplane::cuda::kernels
