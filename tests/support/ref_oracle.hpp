@@ -310,7 +310,7 @@ inline ref_tensor argmax(const tensor& node) {
                 double best_v = -std::numeric_limits<double>::infinity();
                 for (i64 i0 = 0; i0 < a.ne[0]; ++i0) {
                     const double v = get(a, i0, i1, i2, i3);
-                    if (v > best_v) { // strictly greater: the first maximum wins, NaN never
+                    if (v >= best_v) { // the last maximum wins (as ggml), NaN never
                         best_v = v;
                         best = i0;
                     }

@@ -120,7 +120,7 @@ inline int rows_cases(batch& cases) {
             cases.combination();
             for (int s = 0; s < shapes_per_combination; ++s) {
                 tensor* a = cases.input(t, cases.gen.rows(t), cases.any_layout(t));
-                if (s % 4 == 3) // ties: a few distinct values, the first maximum wins
+                if (s % 4 == 3) // ties: a few distinct values, the last maximum wins
                     for_each_index(a->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
                         set_element(*a, i0, i1, i2, i3, static_cast<double>(cases.rng() % 4));
                     });

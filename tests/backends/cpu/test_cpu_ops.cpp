@@ -217,7 +217,7 @@ TEST_CASE("cpu: sum_rows and argmax over rows of every float type", "[cpu][rows]
             h.check(argmax(h.ctx, b), {.max_nmse = 0.0, .exact = true},
                     describe("argmax", {{"a", b}}));
 
-            // ties: few distinct values, the first maximum must win
+            // ties: few distinct values, the last maximum must win (as ggml)
             tensor* c = h.input(t, shapes[s], nth_layout(s + 1, t));
             bt::for_each_index(c->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
                 bt::set(*c, i0, i1, i2, i3, static_cast<double>(h.rng() % 4));

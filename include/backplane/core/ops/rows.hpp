@@ -15,7 +15,8 @@ inline tensor* sum_rows(context& ctx, tensor* a) {
                              {{"a", a}});
 }
 
-/// Index of the largest value of each row (the first one on ties): result i32 [ne1, ne2, ne3].
+/// Index of the largest value of each row (the last one on ties, as ggml): result i32
+/// [ne1, ne2, ne3].
 inline tensor* argmax(context& ctx, tensor* a) {
     detail::require_tensor("argmax", "a", a);
     return detail::make_node(ctx, detail::proposed(op_kind::argmax, elem_type::i32, {a->ne[1], a->ne[2], a->ne[3], 1}, {a}),

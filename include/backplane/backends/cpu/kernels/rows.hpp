@@ -32,7 +32,7 @@ inline void sum_rows(const compute_params& p, tensor& dst) noexcept {
 }
 
 /// argmax: dst i32 [ne1, ne2, ne3] = index of the largest value of each row of a, the
-/// first one on ties; NaNs never win (0 for a row of NaNs).
+/// last one on ties (as ggml); NaNs never win (0 for a row of NaNs).
 template <class = void>
 inline void argmax(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
@@ -46,7 +46,7 @@ inline void argmax(const compute_params& p, tensor& dst) noexcept {
             i64 best_i = 0;
             for (i64 i0 = 0; i0 < a.ne[0]; ++i0) {
                 const float v = load<T>(pa + static_cast<std::size_t>(i0) * a.nb[0]);
-                if (v > best) {
+                if (v >= best) {
                     best = v;
                     best_i = i0;
                 }

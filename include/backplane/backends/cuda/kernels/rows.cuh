@@ -89,16 +89,16 @@ template <int G> __device__ __forceinline__ float group_max(float x, float* sh) 
     return x;
 }
 
-/// (v, i) := the larger value, the smaller index among equal values; symmetric, so
-/// every lane of a butterfly ends with the same pair.
+/// (v, i) := the larger value, the larger index among equal values (ggml's argmax takes
+/// the last maximum); symmetric, so every lane of a butterfly ends with the same pair.
 __device__ __forceinline__ void arg_combine(float& v, long long& i, float ov, long long oi) {
-    if (ov > v || (ov == v && oi < i)) {
+    if (ov > v || (ov == v && oi > i)) {
         v = ov;
         i = oi;
     }
 }
 
-inline constexpr long long no_index = LLONG_MAX; ///< a thread that saw no value above -inf
+inline constexpr long long no_index = -1; ///< a thread that saw no value (only NaNs, or none)
 
 template <int G> __device__ __forceinline__ void group_argmax(float& v, long long& i, float* shv, long long* shi) {
 #pragma unroll
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(config<G, 0>::block) sum_rows_kernel(tview a, 
 }
 
 /// argmax: d (i32, [ne1, ne2, ne3]) = the index of the largest value of each row of a,
-/// the first one on ties; NaNs never win, a row without a value above -inf gives 0.
+/// the last one on ties (as ggml); NaNs never win, a row of NaNs gives 0.
 template <int G, elem_type T, bool Packed>
 __global__ void __launch_bounds__(config<G, 0>::block) argmax_kernel(tview a, tview d) {
     using C = config<G, 0>;
@@ -188,12 +188,12 @@ __global__ void __launch_bounds__(config<G, 0>::block) argmax_kernel(tview a, tv
         i64 i1, i2, i3;
         row_index(a, r, i1, i2, i3);
         const char* pa = a.row(i1, i2, i3);
-        // increasing indices per thread with a strict >: its first maximum
+        // increasing indices per thread with >=: its last maximum
         float best = -INFINITY;
         long long best_i = no_index;
         for (i64 i = lane; i < ne0; i += G) {
             const float v = ld<T>(pa + i * sa);
-            if (v > best) {
+            if (v >= best) {
                 best = v;
                 best_i = i;
             }

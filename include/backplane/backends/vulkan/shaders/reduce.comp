@@ -5,10 +5,10 @@
 // partial results meet in a tree in shared memory.
 //   sum_rows  f32 [1, ne1, ne2, ne3]: the row's sum, accumulated in f32.
 //   argmax    i32 [ne1, ne2, ne3] (the row's coordinates sit in the result's dims 0, 1,
-//             2): the index of the row's first maximum. Exact, as the CPU backend: only
-//             a value above the best so far replaces it, so NaNs never win and a row
-//             with nothing above -inf gives 0; partials meet by (larger value, then
-//             smaller index), which keeps the first maximum.
+//             2): the index of the row's last maximum, as ggml. Exact, as the CPU
+//             backend: a value at or above the best so far replaces it, so NaNs never
+//             win and a row of NaNs gives 0; partials meet by (larger value, then
+//             larger index), which keeps the last maximum.
 // 16-bit sources (f16, bf16) need 16-bit storage. WG is a power of two.
 // variant: sum_rows_f32_64 -DOP_SUM -DA_F32 -DWG=64
 // variant: sum_rows_f32_256 -DOP_SUM -DA_F32 -DWG=256
@@ -74,7 +74,7 @@ void main() {
     uint best_i = 0;
     for (uint i = tid; i < ne0; i += WG) {
         const float v = load_a(base + i * p.a_nb.x);
-        if (v > best) {
+        if (v >= best) {
             best = v;
             best_i = i;
         }
@@ -86,7 +86,7 @@ void main() {
         if (tid < k) {
             const float v = s_val[tid + k];
             const uint vi = s_idx[tid + k];
-            if (v > s_val[tid] || (v == s_val[tid] && vi < s_idx[tid])) {
+            if (v > s_val[tid] || (v == s_val[tid] && vi > s_idx[tid])) {
                 s_val[tid] = v;
                 s_idx[tid] = vi;
             }
