@@ -25,7 +25,6 @@
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>
-#include <backplane/core/detail/tensor_map.hpp>
 #include <backplane/memory/graph_alloc.hpp>
 #include <backplane/memory/host_buffer.hpp>
 #include <backplane/memory/tensor_copy.hpp>
