@@ -72,6 +72,7 @@ std::vector<tensor*> one_of_each(context& ctx) {
         gelu_quick(ctx, a),
         leaky_relu(ctx, a, 0.125f),
         clamp(ctx, a, -1.0f, 2.0f),
+        swiglu(ctx, a),
     };
 }
 
@@ -98,21 +99,26 @@ TEST_CASE("op table: one row per op kind, names unique, unknown values answered"
     CHECK_FALSE(is_elementwise(bad));
 }
 
-TEST_CASE("op table: an element-wise op is binary or unary by its sources", "[unit][ops]") {
-    int binary = 0, unary = 0;
+TEST_CASE("op table: an element-wise op is binary, unary or gated by its sources", "[unit][ops]") {
+    int binary = 0, unary = 0, gated = 0;
     for (std::size_t i = 0; i < op_kind_count; ++i) {
         const auto op = static_cast<op_kind>(i);
         const op_traits& t = traits(op);
         INFO(t.name);
         CHECK(is_elementwise(op) == (t.family == op_family::elementwise));
         CHECK(is_binary_elementwise(op) == (is_elementwise(op) && t.min_srcs == 2));
-        CHECK(is_unary_elementwise(op) == (is_elementwise(op) && t.min_srcs == 1));
-        CHECK(is_elementwise(op) == (is_binary_elementwise(op) || is_unary_elementwise(op)));
+        CHECK(is_unary_elementwise(op) == (is_elementwise(op) && t.max_srcs == 1));
+        CHECK(is_gated_elementwise(op) == (is_elementwise(op) && t.min_srcs == 1 && t.max_srcs == 2));
+        // exactly one of the three routes
+        CHECK(is_elementwise(op) ==
+              (int(is_binary_elementwise(op)) + int(is_unary_elementwise(op)) + int(is_gated_elementwise(op)) == 1));
         binary += is_binary_elementwise(op) ? 1 : 0;
         unary += is_unary_elementwise(op) ? 1 : 0;
+        gated += is_gated_elementwise(op) ? 1 : 0;
     }
     CHECK(binary == 4); // add, sub, mul, div
     CHECK(unary == 24); // scale, sqr, sqrt, silu, gelu, relu, neg and the 17 functions of core/unary_functions.hpp
+    CHECK(gated == 1);  // glu
     static_assert(is_binary_elementwise(op_kind::div) && is_unary_elementwise(op_kind::neg));
     static_assert(!is_elementwise(op_kind::soft_max) && !is_elementwise(op_kind::view));
 }

@@ -500,6 +500,63 @@ TEST_CASE("rope: positions, n_dims, mode, frequencies", "[ops][rope]") {
     CHECK_NULL_ERROR("rope", rope(ctx, a, nullptr, 64));
 }
 
+TEST_CASE("glu: fused and split forms, functions, swapped, parameters", "[ops][glu]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::f32, 10, 3, 2);
+    // fused: the result has half of each row (ggml's integer division)
+    tensor* r = swiglu(ctx, a);
+    check_result(r, elem_type::f32, {5, 3, 2, 1}, op_kind::glu, a);
+    CHECK(r->param<std::int32_t>(0) == 2); // ggml's GGML_GLU_OP_SWIGLU
+    CHECK(r->param<std::int32_t>(1) == 0);
+    CHECK(geglu_quick_swapped(ctx, a)->param<std::int32_t>(0) == 5);
+    CHECK(geglu_quick_swapped(ctx, a)->param<std::int32_t>(1) == 1);
+    tensor* odd = ctx.new_tensor_2d(elem_type::bf16, 7, 2);
+    check_result(reglu(ctx, odd), elem_type::bf16, {3, 2, 1, 1}, op_kind::glu, odd);
+    // split: the result has a's shape
+    tensor* h = ctx.new_tensor_2d(elem_type::f16, 6, 4);
+    tensor* hg = ctx.new_tensor_2d(elem_type::f16, 6, 4);
+    check_result(geglu_split(ctx, h, hg), elem_type::f16, {6, 4, 1, 1}, op_kind::glu, h, hg);
+    tensor* oai = swiglu_oai(ctx, a, nullptr, 1.702f, 7.0f);
+    check_result(oai, elem_type::f32, {5, 3, 2, 1}, op_kind::glu, a);
+    CHECK(oai->param<std::int32_t>(0) == 3);
+    CHECK(oai->param<float>(2) == 1.702f);
+    CHECK(oai->param<float>(3) == 7.0f);
+    // rows contiguous, other dims strided: a window of a wider tensor
+    tensor* wide = ctx.new_tensor_2d(elem_type::f32, 16, 3);
+    tensor* win = view_2d(ctx, wide, 10, 3, wide->nb[1], 0);
+    check_result(swiglu(ctx, win), elem_type::f32, {5, 3, 1, 1}, op_kind::glu, win);
+
+    // refused: types, the split form's shape and type, strided rows, the function,
+    // swapped on the split form, swiglu_oai's parameters
+    for (const elem_type t : {elem_type::i32, elem_type::q8_0}) {
+        tensor* x = ctx.new_tensor_2d(t, 64, 2);
+        CHECK_OP_ERROR("glu", operands({x}), swiglu(ctx, x));
+    }
+    tensor* a2 = ctx.new_tensor_3d(elem_type::f32, 10, 3, 1);
+    CHECK_OP_ERROR("glu", operands({a, a2}), swiglu_split(ctx, a, a2));
+    tensor* ah = ctx.new_tensor_3d(elem_type::f16, 10, 3, 2);
+    CHECK_OP_ERROR("glu", operands({a, ah}), reglu_split(ctx, a, ah));
+    tensor* t = transpose(ctx, ctx.new_tensor_2d(elem_type::f32, 3, 10));
+    CHECK_OP_ERROR("glu", operands({t}), swiglu(ctx, t));
+    CHECK_OP_ERROR("glu", operands({a2, t}), swiglu_split(ctx, a2, t));
+    for (const int fn : {-1, 6, 100})
+        CHECK_OP_ERROR("glu", operands({a}), glu(ctx, a, static_cast<glu_op>(fn)));
+    tensor s = *swiglu_split(ctx, h, hg);
+    s.set_param(1, std::int32_t{1});
+    CHECK(why_undefined(s) == "the split form has no halves to swap");
+    tensor f = *swiglu(ctx, a);
+    f.set_param(1, std::int32_t{2});
+    CHECK(why_undefined(f) == "swapped must be 0 or 1");
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const float x : {nan, inf}) {
+        CHECK_OP_ERROR("glu", operands({a}), swiglu_oai(ctx, a, nullptr, x, 7.0f));
+        CHECK_OP_ERROR("glu", operands({a}), swiglu_oai(ctx, a, nullptr, 1.702f, x));
+    }
+    CHECK_NULL_ERROR("glu", swiglu(ctx, nullptr));
+    CHECK_NULL_ERROR("glu", swiglu_split(ctx, a, nullptr));
+    CHECK_NULL_ERROR("glu", swiglu_split(ctx, nullptr, a));
+}
+
 // ---------------------------------------------------------------------------------------
 // views
 

@@ -49,6 +49,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"get_rows", 6},         // f32 f16 bf16 q8_0 q4_0 i32 rows
     {"rope", 2 * 2},         // normal, neox of f32, f16
     {"concat", 4},           // f32 f16 bf16 i32
+    {"glu", 2 * 3},          // fused, split of f32 f16 bf16 (every function in each)
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

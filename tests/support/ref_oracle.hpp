@@ -445,6 +445,42 @@ inline ref_tensor concat(const tensor& node) {
     return r;
 }
 
+/// glu: act(x) * g per row; x and g the halves of a's rows (fused, g first when
+/// swapped) or a and b (split).
+inline double glu_function(glu_op fn, double x, double g, double alpha, double limit) {
+    const double pi = std::acos(-1.0);
+    switch (fn) {
+    case glu_op::reglu: return (x > 0.0 ? x : 0.0) * g;
+    case glu_op::geglu: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x))) * g;
+    case glu_op::swiglu: return x / (1.0 + std::exp(-x)) * g;
+    case glu_op::swiglu_oai: {
+        const double xc = std::min(x, limit);
+        const double gc = std::clamp(g, -limit, limit);
+        return xc / (1.0 + std::exp(-alpha * xc)) * (gc + 1.0);
+    }
+    case glu_op::geglu_erf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))) * g;
+    case glu_op::geglu_quick: return x / (1.0 + std::exp(-1.702 * x)) * g;
+    }
+    return std::nan("");
+}
+
+inline ref_tensor glu(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor* b = node.src[1];
+    const auto fn = static_cast<glu_op>(node.param<std::int32_t>(0));
+    const bool swapped = node.param<std::int32_t>(1) != 0;
+    const double alpha = node.param<float>(2);
+    const double limit = node.param<float>(3);
+    const i64 nc = node.ne[0];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const double x = b != nullptr ? get(a, i0, i1, i2, i3) : get(a, swapped ? i0 + nc : i0, i1, i2, i3);
+        const double g = b != nullptr ? get(*b, i0, i1, i2, i3) : get(a, swapped ? i0 : i0 + nc, i1, i2, i3);
+        r.at(i0, i1, i2, i3) = glu_function(fn, x, g, alpha, limit);
+    });
+    return r;
+}
+
 /// dup / cont / cpy: element k of the source (row-major, dim 0 fastest) becomes element k
 /// of the destination, then takes the destination's type.
 inline ref_tensor copy(const tensor& node) {
@@ -507,6 +543,9 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::concat:
         r = ref_detail::concat(node);
+        break;
+    case op_kind::glu:
+        r = ref_detail::glu(node);
         break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");

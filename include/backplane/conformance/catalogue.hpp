@@ -243,6 +243,22 @@ inline built_case build_concat(context& ctx, const case_spec& c, std::mt19937& r
     return finish(concat(ctx, a, b, dim));
 }
 
+/// glu of function Fn, ne the result's extents; variant: 0 fused (a = [2 ne0, ...]), 1
+/// fused and swapped (swiglu_oai, never swapped: fused), 2 split (a and b of ne), 3 fused
+/// with an odd row (a = [2 ne0 + 1, ...]). Every operand with rows of a stride but for
+/// variant 0.
+template <glu_op Fn> built_case build_glu(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type t = type_at(c, 0);
+    const int v = c.variant & 3;
+    extents na = c.ne;
+    if (v != 2) na[0] = 2 * c.ne[0] + (v == 3 ? 1 : 0);
+    const int l = v == 0 ? 0 : 1;
+    tensor* a = input(ctx, t, na, l, rng, -6.0, 6.0);
+    tensor* b = v == 2 ? input(ctx, t, c.ne, l, rng, -6.0, 6.0) : nullptr;
+    if (Fn == glu_op::swiglu_oai) return finish(swiglu_oai(ctx, a, b, 1.702f, 7.0f));
+    return finish(b != nullptr ? glu_split(ctx, a, b, Fn) : glu(ctx, a, Fn, v == 1));
+}
+
 /// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
 /// a row-strided view (unquantized destinations only).
 inline built_case build_cpy(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -326,6 +342,12 @@ inline std::span<const op_cases> catalogue() {
         {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
         {"rope", 1, 4, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},
+        {"reglu", 1, 4, &build_glu<glu_op::reglu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"geglu", 1, 4, &build_glu<glu_op::geglu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"swiglu", 1, 4, &build_glu<glu_op::swiglu>, &shape_rows, {4096, 1024, 1, 1}},
+        {"swiglu_oai", 1, 4, &build_glu<glu_op::swiglu_oai>, &shape_rows, {4096, 1024, 1, 1}},
+        {"geglu_erf", 1, 4, &build_glu<glu_op::geglu_erf>, &shape_rows, {4096, 1024, 1, 1}},
+        {"geglu_quick", 1, 4, &build_glu<glu_op::geglu_quick>, &shape_rows, {4096, 1024, 1, 1}},
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
     };

@@ -269,6 +269,35 @@ inline int concat_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// glu, every function, fused (swapped or not, odd rows too) and split, of every float
+/// type; rows contiguous, other strides free (the op's rule).
+inline int glu_cases(batch& cases) {
+    const int before = cases.combinations();
+    const layout layouts[] = {layout::contiguous, layout::offset, layout::strided_rows};
+    for (elem_type t : all_elem_types)
+        for (const bool split : {false, true}) {
+            if (!cases.claimed([&] {
+                    tensor* a = cases.leaf(t, {32, 2, 1, 1});
+                    return split ? swiglu_split(cases.ctx, a, cases.leaf(t, {32, 2, 1, 1})) : swiglu(cases.ctx, a);
+                }))
+                continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const auto fn = static_cast<glu_op>(s % glu_op_count);
+                const layout l = layouts[static_cast<std::size_t>(s) % 3];
+                extents ne = cases.gen.rows(t);
+                if (!split) ne[0] = 2 * ne[0] + (s / glu_op_count) % 2; // an odd row's last value is not read
+                tensor* a = cases.input(t, ne, l, -6, 6);
+                tensor* b = split ? cases.input(t, ne, layouts[static_cast<std::size_t>(s + 1) % 3], -6, 6) : nullptr;
+                if (fn == glu_op::swiglu_oai)
+                    cases.add(swiglu_oai(cases.ctx, a, b, 1.702f, 4.0f));
+                else
+                    cases.add(split ? glu_split(cases.ctx, a, b, fn) : glu(cases.ctx, a, fn, s % 2 == 1));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// A family of parity cases.
 struct parity_family {
     std::string_view name;        ///< "binary"
@@ -288,6 +317,7 @@ inline std::span<const parity_family> parity_families() {
         {"get_rows", 31007, &get_rows_cases},
         {"rope", 31008, &rope_cases},
         {"concat", 31009, &concat_cases},
+        {"glu", 31010, &glu_cases},
     };
     return families;
 }

@@ -32,9 +32,11 @@
 //                                                    (i32)
 //   rope (normal, neox)             = a              f32 f16                  i32 positions
 //   concat                          = a              f32 f16 bf16 i32         = a
+//   glu (every function)            = a              f32 f16 bf16             none, or = a (split)
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
-// operands keep their rows' blocks contiguous and mul_mat's weights are not transposed.
+// operands keep their rows' blocks contiguous, mul_mat's weights are not transposed, and
+// glu's operands have contiguous rows (ggml_is_contiguous_1; other strides are free).
 
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/tensor.hpp>
@@ -246,6 +248,28 @@ inline std::string_view concat(const tensor& t) noexcept {
     return {};
 }
 
+inline std::string_view glu(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor* b = t.src[1];
+    const std::int32_t fn = t.param<std::int32_t>(0);
+    const std::int32_t swapped = t.param<std::int32_t>(1);
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (fn < 0 || fn >= glu_op_count) return "unknown glu function";
+    if (swapped != 0 && swapped != 1) return "swapped must be 0 or 1";
+    if (!a.rows_contiguous()) return "a's rows must be contiguous (dimension 0)";
+    if (b != nullptr) {
+        if (b->type != a.type || !same_ne(*b, a)) return "b (the gate) must have a's type and shape";
+        if (!b->rows_contiguous()) return "b's rows must be contiguous (dimension 0)";
+        if (swapped != 0) return "the split form has no halves to swap";
+        if (t.type != a.type || !same_ne(t, a)) return "the result has a's type and shape";
+    } else if (t.type != a.type || !ne_is(t, a.ne[0] / 2, a.ne[1], a.ne[2], a.ne[3])) {
+        return "the result has a's type and shape [a.ne0 / 2, a.ne1, a.ne2, a.ne3]";
+    }
+    if (fn == static_cast<std::int32_t>(glu_op::swiglu_oai) && (!finite_param(t, 2) || !finite_param(t, 3)))
+        return "alpha and limit must be finite";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -254,7 +278,8 @@ namespace r = op_rules;
 /// One row per op_kind, in its order. Sources and parameters, by op:
 ///   cpy (a, destination); permute, transpose (axes[4]); scale (s, bias);
 ///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
-///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices).
+///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices);
+///   glu (a, optional gate b; function, swapped, alpha, limit).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -302,6 +327,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"gelu_quick", 1, 1, 0, false, true,  fam::elementwise, r::unary},
     {"leaky_relu", 1, 1, 1, false, true,  fam::elementwise, r::unary},
     {"clamp",     1, 1, 2, false, true,  fam::elementwise, r::unary},
+    {"glu",       1, 2, 4, false, true,  fam::elementwise, r::glu},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -319,7 +345,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "clamp"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "glu"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail
@@ -370,15 +396,29 @@ inline bool is_defined(const tensor& node) noexcept { return why_undefined(node)
 // ops are element-wise, and of how many operands, and which are copies, is written in the
 // table, not in each backend's dispatch.
 
-/// An element-wise op: each result element from the same elements of its sources.
+/// Element-wise work: each result element from one element of each source, or a fixed few
+/// (glu's fused form reads two halves of a row). The cost model prices the family by its
+/// bytes; the routing to kernels is is_binary_elementwise's and is_unary_elementwise's.
 constexpr bool is_elementwise(op_kind op) noexcept { return traits(op).family == op_family::elementwise; }
 
-/// An element-wise op of two operands, b broadcast over a (add, sub, mul, div).
-constexpr bool is_binary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 2; }
+/// An element-wise op of exactly two operands, b broadcast over a (add, sub, mul, div):
+/// each backend's binary element-wise kernel.
+constexpr bool is_binary_elementwise(op_kind op) noexcept {
+    return is_elementwise(op) && traits(op).min_srcs == 2 && traits(op).max_srcs == 2;
+}
 
-/// An element-wise op of one operand (scale, sqr, sqrt, silu, gelu, relu, neg and the
-/// functions of core/unary_functions.hpp).
+/// An element-wise op of exactly one operand (scale, sqr, sqrt, silu, gelu, relu, neg and
+/// the functions of core/unary_functions.hpp): each backend's unary element-wise kernel.
 constexpr bool is_unary_elementwise(op_kind op) noexcept { return is_elementwise(op) && traits(op).max_srcs == 1; }
+
+/// An element-wise op with an optional operand (glu: a gate b, or both halves of a's
+/// rows), which neither element-wise kernel computes: each backend routes it to a kernel
+/// of its own.
+constexpr bool is_gated_elementwise(op_kind op) noexcept {
+    return is_elementwise(op) && traits(op).min_srcs == 1 && traits(op).max_srcs == 2;
+}
+static_assert(is_gated_elementwise(op_kind::glu) && !is_unary_elementwise(op_kind::glu) &&
+              !is_binary_elementwise(op_kind::glu));
 
 /// A copy of src[0]'s elements, in order, into the result's type and layout (dup, cont,
 /// cpy): one kernel in each backend.

@@ -41,6 +41,18 @@ enum class placed_by : std::uint8_t {
 /// rope modes (values as ggml's: neox is bit 1).
 enum class rope_mode : std::int32_t { normal = 0, neox = 2 };
 
+/// The gated linear unit functions of op_kind::glu (values as ggml's ggml_glu_op): the
+/// activation applied to x before it multiplies the gate g.
+enum class glu_op : std::int32_t {
+    reglu = 0,       ///< relu(x) * g
+    geglu = 1,       ///< gelu(x) * g (tanh approximation)
+    swiglu = 2,      ///< silu(x) * g
+    swiglu_oai = 3,  ///< min(x, limit) * sigmoid(alpha min(x, limit)) * (clamp(g, -limit, limit) + 1)
+    geglu_erf = 4,   ///< gelu_erf(x) * g
+    geglu_quick = 5, ///< gelu_quick(x) * g
+};
+inline constexpr std::int32_t glu_op_count = 6;
+
 /// The extents of a tensor (dim 0 fastest), as a value (formatting, comparisons).
 struct shape {
     std::array<std::int64_t, max_dims> ne{1, 1, 1, 1};

@@ -3,7 +3,9 @@
 // sin, cos, log, leaky_relu and clamp), in f32, written once for every backend whose
 // kernels are C++: the CPU's reference kernel and the CUDA kernels call the same
 // functors (each is callable on the host and, under nvcc, on the device). Vulkan's
-// shaders write the same formulas in GLSL (backends/vulkan/shaders/unary.comp).
+// shaders write the same formulas in GLSL (backends/vulkan/shaders/activation.glsl and
+// unary.comp). silu, gelu and relu are here for the gated units (core/glu_functions.hpp)
+// and the CPU's unary kernel; CUDA's unary kernel keeps its own rounding-exact forms.
 //
 //   with_unary_function(node, f) calls f(fn) with the functor of node's op, built from
 //   its parameters (leaky_relu's slope; clamp's min and max); false for an op that is
@@ -28,6 +30,23 @@
 #endif
 
 namespace backplane::unary_fn {
+
+/// x * sigmoid(x)
+struct silu_fn {
+    BACKPLANE_HOST_DEVICE float operator()(float x) const { return x / (1.0f + expf(-x)); }
+};
+/// ggml's tanh approximation, 0.5x(1 + tanh(u)) with u = sqrt(2/pi)(x + 0.044715x^3),
+/// evaluated as x / (1 + exp(-2u)) (the same function): no cancellation for negative x.
+struct gelu_fn {
+    BACKPLANE_HOST_DEVICE float operator()(float x) const {
+        const float u = 0.79788456080286535588f * x * (1.0f + 0.044715f * x * x);
+        return x / (1.0f + expf(-2.0f * u));
+    }
+};
+/// max(x, 0)
+struct relu_fn {
+    BACKPLANE_HOST_DEVICE float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
+};
 
 struct abs_fn {
     BACKPLANE_HOST_DEVICE float operator()(float x) const { return fabsf(x); }

@@ -483,6 +483,53 @@ TEST_CASE("cpu: concat along every dimension", "[cpu][concat]") {
 }
 
 // ---------------------------------------------------------------------------------------
+// glu
+
+TEST_CASE("cpu: glu, every function, fused, swapped and split, in f32, f16 and bf16", "[cpu][glu]") {
+    harness h(10020);
+    // the layouts with contiguous rows (the op's rule): fresh, at an odd offset, padded rows
+    const layout layouts[] = {layout::contiguous, layout::offset, layout::strided_rows};
+    const glu_op fns[] = {glu_op::reglu,      glu_op::geglu,     glu_op::swiglu,
+                          glu_op::swiglu_oai, glu_op::geglu_erf, glu_op::geglu_quick};
+    for (const glu_op fn : fns) {
+        // reglu multiplies two values of the type exactly in f32; gelu_erf cancels for
+        // negative x (an absolute error of a few steps of |x| <= 6, times |g| <= 6); the
+        // rest are libm's f32 functions (a few steps), then one product and one rounding,
+        // which for f16 and bf16 may round the other way than the exact value does (one
+        // step, whence the NMSE of a 16-bit result)
+        const bool exact = fn == glu_op::reglu;
+        const bool cancels = fn == glu_op::geglu_erf;
+        for (elem_type t : float_types) {
+            const double steps = t == f32 ? 32 : 1;
+            const double nmse = t == f32 ? 1e-7 : 5e-4;
+            const tolerance tol = exact     ? tolerance{.max_nmse = 0.0, .exact = true}
+                                  : cancels ? tolerance{.max_nmse = 1.0, .max_abs = 36 * steps * ulp(t)}
+                                            : tolerance{.max_nmse = nmse, .max_rel = steps * ulp(t), .rel_floor = 1e-3};
+            const auto& shapes = plain_shapes();
+            for (std::size_t s = 0; s < shapes.size(); ++s) {
+                const layout l = layouts[s % 3];
+                const std::string name = "glu " + std::to_string(static_cast<int>(fn));
+                auto build = [&](tensor* a, tensor* b, bool swapped) {
+                    if (fn == glu_op::swiglu_oai) return swiglu_oai(h.ctx, a, b, 1.702f, 4.0f);
+                    return b != nullptr ? glu_split(h.ctx, a, b, fn) : glu(h.ctx, a, fn, swapped);
+                };
+                // fused: rows of 2 * ne0 values, one more for odd s (ggml ignores it)
+                extents fused = shapes[s];
+                fused[0] = 2 * fused[0] + static_cast<i64>(s % 2);
+                tensor* a = h.input(t, fused, l, -6, 6);
+                h.check(build(a, nullptr, false), tol, describe(name + " fused", {{"a", a}}));
+                if (fn != glu_op::swiglu_oai)
+                    h.check(build(a, nullptr, true), tol, describe(name + " swapped", {{"a", a}}));
+                tensor* x = h.input(t, shapes[s], l, -6, 6);
+                tensor* g = h.input(t, shapes[s], layouts[(s + 1) % 3], -6, 6);
+                h.check(build(x, g, false), tol, describe(name + " split", {{"a", x}, {"b", g}}));
+            }
+        }
+    }
+    CHECK(h.cases == (6 * 3 - 1) * 3 * static_cast<int>(plain_shapes().size()));
+}
+
+// ---------------------------------------------------------------------------------------
 // In place: the graph allocator gives a node its src[0]'s memory when the layouts match.
 
 TEST_CASE("cpu: in-place ops are correct when dst aliases src[0]", "[cpu][inplace]") {
@@ -532,6 +579,9 @@ TEST_CASE("cpu: in-place ops are correct when dst aliases src[0]", "[cpu][inplac
             run_inplace(gelu(h.ctx, h.leaf(t, ne, -6, 6)),
                         {.max_nmse = 1e-7, .max_rel = 32 * ulp(f32) + ulp(t)}, "gelu");
             run_inplace(relu(h.ctx, h.leaf(t, ne)), exact, "relu");
+            run_inplace(reglu_split(h.ctx, h.leaf(t, ne), h.leaf(t, ne)), exact, "reglu split");
+            run_inplace(swiglu_split(h.ctx, h.leaf(t, ne, -6, 6), h.leaf(t, ne)),
+                        {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32) + ulp(t), .rel_floor = 1e-3}, "swiglu split");
         }
         for (elem_type t : {f32, f16}) {
             tensor* pos = h.leaf(i32, {ne[2], 1, 1, 1}, 0, 4096);
@@ -582,6 +632,10 @@ TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads
     nodes.push_back(get_rows(h.ctx, h.leaf(q8_0, {64, 10, 3, 2}), h.leaf(i32, {4, 3, 2, 1}, 0, 9)));
     nodes.push_back(rope(h.ctx, a, h.leaf(i32, {3, 1, 1, 1}, 0, 100), 48, rope_mode::neox));
     nodes.push_back(concat(h.ctx, a, h.input(f32, {64, 5, 3, 1}, layout::offset), 3));
+    tensor* rows = h.input(f16, {64, 5, 3, 2}, layout::strided_rows);
+    nodes.push_back(geglu_swapped(h.ctx, rows));
+    nodes.push_back(swiglu(h.ctx, h.input(f32, {64, 5, 3, 2}, layout::strided_rows))); // the fast path
+    nodes.push_back(swiglu_split(h.ctx, rows, h.input(f16, {64, 5, 3, 2}, layout::offset)));
     for (tensor* node : nodes) {
         INFO(to_string(node->op));
         REQUIRE(cpu::supports_op(*node));
@@ -657,6 +711,7 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
         verify(attempt([&] { return rms_norm(h.ctx, in(ta, ne)); }), "rms_norm " + a_name);
         verify(attempt([&] { return norm(h.ctx, in(ta, ne)); }), "norm " + a_name);
         verify(attempt([&] { return soft_max(h.ctx, in(ta, ne)); }), "soft_max " + a_name);
+        verify(attempt([&] { return swiglu(h.ctx, in(ta, ne)); }), "swiglu " + a_name);
         for (elem_type tb : types) {
             const std::string ab = a_name + " x " + std::string(to_string(tb));
             verify(attempt([&] {
@@ -694,6 +749,7 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
                        return rope(h.ctx, in(ta, ne), in(tb, {3, 1, 1, 1}), 32, rope_mode::neox);
                    }),
                    "rope " + ab);
+            verify(attempt([&] { return geglu_split(h.ctx, in(ta, ne), in(tb, ne)); }), "geglu split " + ab);
         }
     }
     INFO(built << " combinations built, " << refused << " refused");

@@ -34,6 +34,7 @@
 #include <backplane/backends/cpu/kernels/binary.hpp>
 #include <backplane/backends/cpu/kernels/concat.hpp>
 #include <backplane/backends/cpu/kernels/copy.hpp>
+#include <backplane/backends/cpu/kernels/glu.hpp>
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
@@ -66,7 +67,8 @@ enum class kernel_kind : std::uint8_t {
     get_rows,     ///< kernels::get_rows
     rope,         ///< kernels::rope
     concat,       ///< kernels::concat
-    fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows
+    glu,          ///< kernels::glu: the gated linear units
+    fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
 };
 
@@ -87,6 +89,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::get_rows: return kernel_kind::get_rows;
     case op_kind::rope: return kernel_kind::rope;
     case op_kind::concat: return kernel_kind::concat;
+    case op_kind::glu: return kernel_kind::glu;
     default: return kernel_kind::nothing;
     }
 }
@@ -127,7 +130,8 @@ inline kernel_kind choose_kernel(const tensor& node, bool reference) noexcept {
     case kernel_kind::binary:
     case kernel_kind::unary:
     case kernel_kind::norm:
-    case kernel_kind::soft_max: return fast::rowwise_applies(node) ? kernel_kind::fast_rowwise : k;
+    case kernel_kind::soft_max:
+    case kernel_kind::glu: return fast::rowwise_applies(node) ? kernel_kind::fast_rowwise : k;
     case kernel_kind::mul_mat: return fast::mul_mat_applies(node) ? kernel_kind::fast_mul_mat : k;
     default: return k;
     }
@@ -188,6 +192,8 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::get_rows:
     case kernel_kind::concat:
         return 10 * conv * n;
+    case kernel_kind::glu:
+        return (fast ? 4 : 40 * conv) * n; // an exp or erf and a product per element (fast: swiglu)
     case kernel_kind::mul_mat: {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
@@ -288,6 +294,7 @@ template <class = void>
     case kernel_kind::get_rows: return kernels::get_rows(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::rope: kernels::rope(p, node); return errc::ok;
     case kernel_kind::concat: kernels::concat(p, node); return errc::ok;
+    case kernel_kind::glu: kernels::glu(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }

@@ -173,6 +173,13 @@ inline constexpr rule rules[] = {
     {op_kind::leaky_relu, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::clamp, {rule_detail::S, rule_detail::N}, rule_detail::S},
     {op_kind::clamp, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    // gated units: the fused form reads both halves of a row, the split form is element-wise
+    {op_kind::glu, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows, 0, {}, {}, false,
+     "fused: whole rows (x and g are their halves)"},
+    {op_kind::glu, {rule_detail::Sm, rule_detail::Sm}, rule_detail::S, axes_all, 0, {}, {}, false,
+     "split: element by element"},
+    {op_kind::glu, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::glu, {rule_detail::M, rule_detail::M}, rule_detail::M},
     // row-wise (dimension 0 is the row)
     {op_kind::sum_rows, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows},
     {op_kind::sum_rows, {rule_detail::S, rule_detail::N}, rule_detail::P, rule_detail::ax(0), 0, {}, {}, false,

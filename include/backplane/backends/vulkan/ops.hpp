@@ -15,6 +15,7 @@
 #include <backplane/backends/vulkan/ops/copy.hpp>
 #include <backplane/backends/vulkan/ops/elementwise.hpp>
 #include <backplane/backends/vulkan/ops/get_rows.hpp>
+#include <backplane/backends/vulkan/ops/glu.hpp>
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
 #include <backplane/backends/vulkan/ops/rows.hpp>
@@ -24,7 +25,7 @@ namespace backplane::vulkan::detail {
 
 /// The dispatch computing t on a device with features f; false when there is none.
 inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
-    if (is_elementwise(t.op)) return plan_elementwise(t, f, d);
+    if (is_unary_elementwise(t.op) || is_binary_elementwise(t.op)) return plan_elementwise(t, f, d);
     if (is_copy(t.op)) return plan_copy(t, f, d);
     switch (t.op) {
     case op_kind::mul_mat: return plan_mul_mat(t, f, d);
@@ -36,6 +37,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::get_rows: return plan_get_rows(t, f, d);
     case op_kind::rope: return plan_rope(t, f, d);
     case op_kind::concat: return plan_concat(t, f, d);
+    case op_kind::glu: return plan_glu(t, f, d);
     default: return false;
     }
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Fast element-wise and row-wise kernels for f32 tensors whose rows are contiguous:
 // add, sub, mul, div (b broadcast over a), scale, sqr, sqrt, silu, gelu, relu, rms_norm,
-// norm and soft_max (no mask or an f32 mask).
+// norm, soft_max (no mask or an f32 mask) and glu's swiglu (silu(x) * g, fused or split).
 //
 // Each op is written once per instruction-set level (AVX-512, AVX2, portable) for one
 // contiguous row; the driver walks the thread's share of rows. Other types and layouts
@@ -20,6 +20,7 @@
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/error.hpp>
+#include <backplane/core/glu_functions.hpp>
 #include <backplane/core/op_traits.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -515,6 +516,30 @@ void run_unary(const compute_params& p, tensor& dst, un_op op, float s, float bi
     }
 }
 
+/// swiglu: silu of a piece of x into a buffer, times the same piece of g, so that dst may
+/// share x's or g's memory (each element is read before the same one is written).
+template <class V>
+void run_swiglu(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const tensor& b = dst.src[1] != nullptr ? *dst.src[1] : a;
+    const i64 nc = dst.ne[0];
+    const auto [x0, g0] = glu_fn::halves_of(dst);
+    constexpr i64 piece = 256;
+    float act[piece];
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, dst.ne);
+        const float* px = frow(a, i1, i2, i3) + x0;
+        const float* pg = frow(b, i1, i2, i3) + g0;
+        float* pd = frow_mut(dst, i1, i2, i3);
+        for (i64 i = 0; i < nc; i += piece) {
+            const i64 n = nc - i < piece ? nc - i : piece;
+            V::un_row(un_op::silu, px + i, act, n, 0, 0);
+            V::bin_row(bin_op::mul, act, pg + i, pd + i, n);
+        }
+    }
+}
+
 template <class V>
 void run_norm(const compute_params& p, tensor& dst, bool rms) noexcept {
     const tensor& a = *dst.src[0];
@@ -575,6 +600,10 @@ constexpr elementwise_row elementwise_row_of(op_kind op) noexcept {
 
 template <class V>
 errc run(const compute_params& p, tensor& dst) noexcept {
+    if (dst.op == op_kind::glu) {
+        run_swiglu<V>(p, dst);
+        return errc::ok;
+    }
     if (is_elementwise(dst.op)) {
         const elementwise_row r = elementwise_row_of(dst.op);
         if (!r.has) return errc::not_supported;
@@ -610,6 +639,9 @@ inline bool f32_rows(const tensor* t) noexcept {
 inline bool rowwise_applies(const tensor& dst) noexcept {
     using rowwise_detail::f32_rows;
     if (dst.nelements() == 0 || !f32_rows(&dst) || !f32_rows(dst.src[0])) return false;
+    if (dst.op == op_kind::glu)
+        return dst.param<std::int32_t>(0) == static_cast<std::int32_t>(glu_op::swiglu) &&
+               (dst.src[1] == nullptr || f32_rows(dst.src[1]));
     if (is_elementwise(dst.op))
         return rowwise_detail::elementwise_row_of(dst.op).has &&
                (!is_binary_elementwise(dst.op) || f32_rows(dst.src[1]));

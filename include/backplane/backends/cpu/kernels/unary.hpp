@@ -32,18 +32,6 @@ template <class F> void map(const compute_params& p, tensor& dst, F f) noexcept 
     visit_float(dst.src[0]->type, [&]<class T>() { map_rows<T>(p, dst, f); });
 }
 
-inline float silu(float x) noexcept {
-    return x / (1.0f + std::exp(-x));
-}
-
-/// ggml's tanh approximation, 0.5x(1 + tanh(u)) with u = sqrt(2/pi)(x + 0.044715x^3),
-/// evaluated as x / (1 + exp(-2u)) (the same function): no cancellation for negative x.
-inline float gelu(float x) noexcept {
-    constexpr float sqrt_2_over_pi = 0.79788456080286535588f;
-    const float u = sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x);
-    return x / (1.0f + std::exp(-2.0f * u));
-}
-
 } // namespace detail
 
 /// scale / sqr / sqrt / silu / gelu / relu / neg, or a function of
@@ -66,13 +54,13 @@ inline void unary(const compute_params& p, tensor& dst) noexcept {
         detail::map(p, dst, [](float x) { return std::sqrt(x); });
         break;
     case op_kind::silu:
-        detail::map(p, dst, [](float x) { return detail::silu(x); });
+        detail::map(p, dst, unary_fn::silu_fn{});
         break;
     case op_kind::gelu:
-        detail::map(p, dst, [](float x) { return detail::gelu(x); });
+        detail::map(p, dst, unary_fn::gelu_fn{});
         break;
     case op_kind::relu:
-        detail::map(p, dst, [](float x) { return x > 0.0f ? x : 0.0f; });
+        detail::map(p, dst, unary_fn::relu_fn{});
         break;
     case op_kind::neg:
         detail::map(p, dst, [](float x) { return -x; });

@@ -2,9 +2,7 @@
 // scale / sqr / sqrt / silu / gelu / relu / neg, and the functions of
 // core/unary_functions.hpp (the same formulas), of f32, element by element (any layout).
 // scale: x * prm.x + prm.y (floats as bits); leaky_relu: slope prm.x; clamp: min prm.x,
-// max prm.y. gelu: ggml's tanh approximation, written as x / (1 + exp(-2u)),
-// u = sqrt(2/pi)(x + 0.044715x^3), as the CPU backend does. tanh from exp, which cannot
-// overflow to inf/inf; erf (gelu_erf) by Abramowitz and Stegun 7.1.26 (error < 1.5e-7).
+// max prm.y. silu, gelu, relu, tanh, gelu_erf and gelu_quick: activation.glsl.
 // variant: scale_f32 -DOP_SCALE
 // variant: sqr_f32 -DOP_SQR
 // variant: sqrt_f32 -DOP_SQRT
@@ -30,20 +28,10 @@
 // variant: leaky_relu_f32 -DOP_LEAKY_RELU
 // variant: clamp_f32 -DOP_CLAMP
 #include "common.glsl"
+#include "activation.glsl"
 
 layout(local_size_x = 256) in;
 
-float erf_as(float x) {
-    const float t = 1.0 / (1.0 + 0.3275911 * abs(x));
-    const float y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x);
-    return x < 0.0 ? -y : y;
-}
-
-float tanh_safe(float x) {
-    if (abs(x) < 0.5) return tanh(x);
-    const float y = 1.0 - 2.0 / (exp(2.0 * abs(x)) + 1.0);
-    return x < 0.0 ? -y : y;
-}
 layout(binding = 0, std430) readonly buffer A { float a[]; };
 layout(binding = 2, std430) writeonly buffer D { float d[]; };
 
@@ -59,10 +47,9 @@ void main() {
 #elif defined(OP_SQRT)
     const float r = sqrt(x);
 #elif defined(OP_SILU)
-    const float r = x / (1.0 + exp(-x));
+    const float r = act_silu(x);
 #elif defined(OP_GELU)
-    const float u = 0.79788456080286535588 * x * (1.0 + 0.044715 * x * x);
-    const float r = x / (1.0 + exp(-2.0 * u));
+    const float r = act_gelu(x);
 #elif defined(OP_NEG)
     const float r = -x;
 #elif defined(OP_ABS)
@@ -92,9 +79,9 @@ void main() {
 #elif defined(OP_SOFTPLUS)
     const float r = x > 20.0 ? x : log(1.0 + exp(x));
 #elif defined(OP_GELU_ERF)
-    const float r = 0.5 * x * (1.0 + erf_as(x * 0.70710678));
+    const float r = act_gelu_erf(x);
 #elif defined(OP_GELU_QUICK)
-    const float r = x / (1.0 + exp(-1.702 * x));
+    const float r = act_gelu_quick(x);
 #elif defined(OP_LEAKY_RELU)
     const float r = max(x, 0.0) + uintBitsToFloat(p.prm.x) * min(x, 0.0);
 #elif defined(OP_CLAMP)
@@ -103,7 +90,7 @@ void main() {
     const float m = x < hi ? x : hi;
     const float r = m > lo ? m : lo;
 #else
-    const float r = max(x, 0.0);
+    const float r = act_relu(x);
 #endif
     d[p.offs.z + at(c, p.nb)] = r;
 }
