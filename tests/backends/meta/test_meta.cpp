@@ -265,6 +265,8 @@ TEST_CASE("meta plan errors name the op, the tensors and their states", "[meta][
     context gctx({.no_alloc = true});
     // a norm needs whole rows
     fails_with(rms_norm(gctx, rows), {"rms_norm", "'rows'", "axis0 {32, 32}", "(S) -> S, A in {1,2,3}"});
+    // so does a fused glu (x and g are the halves of a row)
+    fails_with(swiglu(gctx, rows), {"glu", "'rows'", "axis0 {32, 32}", "(S) -> S, A in {1,2,3}"});
     // a view holding one index of the split dimension
     fails_with(view_1d(gctx, cols, 64, 0), {"view", "single index", "axis1"});
     // joining along the split dimension
@@ -406,8 +408,10 @@ TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repe
         tensor* x = add(g, mul(g, t.a, t.same), t.bias);
         tensor* y = mul_mat(g, t.kv, t.h);
         tensor* z = mul_mat(g, t.kv_h, t.h);
-        for (tensor* o : {x, y, z}) o->set_output();
-        return graph{x, y, z};
+        tensor* u = swiglu(g, t.a);            // fused: whole rows on each device
+        tensor* w = geglu_split(g, t.a, t.same); // split: the gate cut like a
+        for (tensor* o : {x, y, z, u, w}) o->set_output();
+        return graph{x, y, z, u, w};
     };
     context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
     const tensors r = make(rw), mt = make(mw);
@@ -429,10 +433,10 @@ TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repe
     INFO(st.describe());
     REQUIRE(st.ok());
     REQUIRE(m.be.synchronize().ok());
-    for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t i = 0; i < 5; ++i) {
         INFO("output " << i);
-        const tensor* rt = rgraph.nodes()[rgraph.n_nodes() - 3 + i];
-        const tensor* mtt = mgraph.nodes()[mgraph.n_nodes() - 3 + i];
+        const tensor* rt = rgraph.nodes()[rgraph.n_nodes() - 5 + i];
+        const tensor* mtt = mgraph.nodes()[mgraph.n_nodes() - 5 + i];
         CHECK(tensor_get_all<float>(*mtt).value() == tensor_get_all<float>(*rt).value());
     }
 }

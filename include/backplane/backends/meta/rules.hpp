@@ -52,7 +52,7 @@ enum class condition : std::uint8_t {
     none,
     no_bias,        ///< scale: a partial input needs a zero bias (scaling is then linear)
     off_concat_dim, ///< concat: the split axis is not the joined dimension
-    same_shape,     ///< cpy: source and destination have the same shape
+    same_shape,     ///< src0 and src1 are set and have the same shape (cpy; glu's split form)
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
@@ -176,10 +176,10 @@ inline constexpr rule rules[] = {
     // gated units: the fused form reads both halves of a row, the split form is element-wise
     {op_kind::glu, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows, 0, {}, {}, false,
      "fused: whole rows (x and g are their halves)"},
-    {op_kind::glu, {rule_detail::Sm, rule_detail::Sm}, rule_detail::S, axes_all, 0, {}, {}, false,
-     "split: element by element"},
-    {op_kind::glu, {rule_detail::M, rule_detail::N}, rule_detail::M},
-    {op_kind::glu, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::glu, {rule_detail::Sm, rule_detail::Sm}, rule_detail::S, axes_all, 0, broadcast::tile,
+     condition::same_shape, false, "split: element by element"},
+    {op_kind::glu, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "the gate, when there is one, mirrored too"},
     // row-wise (dimension 0 is the row)
     {op_kind::sum_rows, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows},
     {op_kind::sum_rows, {rule_detail::S, rule_detail::N}, rule_detail::P, rule_detail::ax(0), 0, {}, {}, false,
