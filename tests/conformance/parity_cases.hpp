@@ -69,6 +69,8 @@ BACKPLANE_PARITY_CASE("mul_mat", "mul_mat for every weight and activation type",
 BACKPLANE_PARITY_CASE("get_rows", "get_rows from every type", "")
 BACKPLANE_PARITY_CASE("rope", "rope normal and neox", "")
 BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
+BACKPLANE_PARITY_CASE("reduce", "sum and mean of every type", "")
+BACKPLANE_PARITY_CASE("sort", "argsort in both orders and top_k, ties in index order", "")
 
 #undef BACKPLANE_PARITY_CASE
 

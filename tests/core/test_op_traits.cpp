@@ -72,6 +72,10 @@ std::vector<tensor*> one_of_each(context& ctx) {
         gelu_quick(ctx, a),
         leaky_relu(ctx, a, 0.125f),
         clamp(ctx, a, -1.0f, 2.0f),
+        sum(ctx, a),
+        mean(ctx, a),
+        argsort(ctx, a, sort_order::desc),
+        top_k(ctx, a, 4),
     };
 }
 

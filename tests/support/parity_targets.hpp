@@ -49,6 +49,8 @@ inline constexpr family_count op_table_combinations[] = {
     {"get_rows", 6},         // f32 f16 bf16 q8_0 q4_0 i32 rows
     {"rope", 2 * 2},         // normal, neox of f32, f16
     {"concat", 4},           // f32 f16 bf16 i32
+    {"reduce", 2 * 3},       // sum, mean of f32 f16 bf16
+    {"sort", 2 * 3},         // argsort, top_k of f32 f16 bf16
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

@@ -41,6 +41,9 @@ enum class placed_by : std::uint8_t {
 /// rope modes (values as ggml's: neox is bit 1).
 enum class rope_mode : std::int32_t { normal = 0, neox = 2 };
 
+/// argsort's order (values as ggml's GGML_SORT_ORDER_ASC and _DESC).
+enum class sort_order : std::int32_t { asc = 0, desc = 1 };
+
 /// The extents of a tensor (dim 0 fastest), as a value (formatting, comparisons).
 struct shape {
     std::array<std::int64_t, max_dims> ne{1, 1, 1, 1};
