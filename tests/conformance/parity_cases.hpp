@@ -70,6 +70,8 @@ BACKPLANE_PARITY_CASE("get_rows", "get_rows from every type", "")
 BACKPLANE_PARITY_CASE("rope", "rope normal and neox", "")
 BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
 BACKPLANE_PARITY_CASE("glu", "glu of every function, fused, swapped and split", "")
+BACKPLANE_PARITY_CASE("reduce", "sum and mean of every type", "")
+BACKPLANE_PARITY_CASE("sort", "argsort in both orders and top_k, ties in index order", "")
 
 #undef BACKPLANE_PARITY_CASE
 

@@ -73,6 +73,10 @@ std::vector<tensor*> one_of_each(context& ctx) {
         leaky_relu(ctx, a, 0.125f),
         clamp(ctx, a, -1.0f, 2.0f),
         swiglu(ctx, a),
+        sum(ctx, a),
+        mean(ctx, a),
+        argsort(ctx, a, sort_order::desc),
+        top_k(ctx, a, 4),
     };
 }
 

@@ -388,6 +388,55 @@ TEST_CASE("sum_rows and argmax", "[ops][rows]") {
     CHECK_NULL_ERROR("argmax", argmax(ctx, nullptr));
 }
 
+TEST_CASE("sum and mean", "[ops][rows]") {
+    context ctx({.no_alloc = true});
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16}) {
+        tensor* a = ctx.new_tensor_4d(t, 5, 4, 3, 2);
+        // one element of a's type
+        check_result(sum(ctx, a), t, {1, 1, 1, 1}, op_kind::sum, a);
+        // one f32 mean per row
+        check_result(mean(ctx, a), elem_type::f32, {1, 4, 3, 2}, op_kind::mean, a);
+        // any layout
+        tensor* tr = transpose(ctx, a);
+        check_result(sum(ctx, tr), t, {1, 1, 1, 1}, op_kind::sum, tr);
+    }
+    tensor* i = ctx.new_tensor_2d(elem_type::i32, 5, 4);
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 32, 4);
+    tensor* empty_rows = ctx.new_tensor_2d(elem_type::f32, 0, 4);
+    CHECK_OP_ERROR("sum", operands({i}), sum(ctx, i));
+    CHECK_OP_ERROR("sum", operands({q}), sum(ctx, q));
+    CHECK_OP_ERROR("mean", operands({i}), mean(ctx, i));
+    CHECK_OP_ERROR("mean", operands({q}), mean(ctx, q));
+    CHECK_OP_ERROR("mean", operands({empty_rows}), mean(ctx, empty_rows));
+    CHECK_NULL_ERROR("sum", sum(ctx, nullptr));
+    CHECK_NULL_ERROR("mean", mean(ctx, nullptr));
+}
+
+TEST_CASE("argsort and top_k", "[ops][rows]") {
+    context ctx({.no_alloc = true});
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16}) {
+        tensor* a = ctx.new_tensor_4d(t, 5, 4, 3, 2);
+        tensor* s = argsort(ctx, a, sort_order::desc);
+        check_result(s, elem_type::i32, {5, 4, 3, 2}, op_kind::argsort, a);
+        CHECK(s->param<std::int32_t>(0) == 1); // ggml's GGML_SORT_ORDER_DESC
+        CHECK(argsort(ctx, a)->param<std::int32_t>(0) == 0);
+        check_result(top_k(ctx, a, 1), elem_type::i32, {1, 4, 3, 2}, op_kind::top_k, a);
+        check_result(top_k(ctx, a, 5), elem_type::i32, {5, 4, 3, 2}, op_kind::top_k, a);
+    }
+    tensor* a = ctx.new_tensor_2d(elem_type::f32, 5, 4);
+    tensor* i = ctx.new_tensor_2d(elem_type::i32, 5, 4);
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 32, 4);
+    CHECK_OP_ERROR("argsort", operands({i}), argsort(ctx, i));
+    CHECK_OP_ERROR("argsort", operands({q}), argsort(ctx, q));
+    CHECK_OP_ERROR("argsort", operands({a}), argsort(ctx, a, static_cast<sort_order>(2)));
+    CHECK_OP_ERROR("top_k", operands({i}), top_k(ctx, i, 2));
+    CHECK_OP_ERROR("top_k", operands({a}), top_k(ctx, a, 0));
+    CHECK_OP_ERROR("top_k", operands({a}), top_k(ctx, a, 6));
+    CHECK_OP_ERROR("top_k", operands({a}), top_k(ctx, a, -1));
+    CHECK_NULL_ERROR("argsort", argsort(ctx, nullptr));
+    CHECK_NULL_ERROR("top_k", top_k(ctx, nullptr, 1));
+}
+
 TEST_CASE("rms_norm and norm", "[ops][rows]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 8, 3, 2);

@@ -50,6 +50,8 @@ inline constexpr family_count op_table_combinations[] = {
     {"rope", 2 * 2},         // normal, neox of f32, f16
     {"concat", 4},           // f32 f16 bf16 i32
     {"glu", 2 * 3},          // fused, split of f32 f16 bf16 (every function in each)
+    {"reduce", 2 * 3},       // sum, mean of f32 f16 bf16
+    {"sort", 2 * 3},         // argsort, top_k of f32 f16 bf16
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

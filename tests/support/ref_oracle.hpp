@@ -33,6 +33,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace backplane::test {
@@ -300,6 +301,43 @@ inline ref_tensor sum_rows(const tensor& node) {
     return r;
 }
 
+/// mean: each row's sum over its length.
+inline ref_tensor mean(const tensor& node) {
+    ref_tensor r = sum_rows(node);
+    for (double& v : r.v) v /= static_cast<double>(node.src[0]->ne[0]);
+    return r;
+}
+
+/// sum: every element of a added up.
+inline ref_tensor sum(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(a.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) { r.v[0] += get(a, i0, i1, i2, i3); });
+    return r;
+}
+
+/// argsort (order in param 0) and top_k (the first dst.ne0 of the descending order): a
+/// stable sort of each row's indices by value, NaNs above every number.
+inline ref_tensor sort_rows(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const bool desc = node.op == op_kind::top_k || node.param<std::int32_t>(0) == static_cast<std::int32_t>(sort_order::desc);
+    // a NaN's rank is +inf above +inf: compare (is_nan, value) pairs
+    const auto rank = [](double v) { return std::pair<bool, double>{std::isnan(v), std::isnan(v) ? 0.0 : v}; };
+    ref_tensor r(node.type, node.ne);
+    for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < a.ne[1]; ++i1) {
+                std::vector<i64> idx(static_cast<std::size_t>(a.ne[0]));
+                for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<i64>(i);
+                std::stable_sort(idx.begin(), idx.end(), [&](i64 x, i64 y) {
+                    const auto vx = rank(get(a, x, i1, i2, i3)), vy = rank(get(a, y, i1, i2, i3));
+                    return desc ? vy < vx : vx < vy;
+                });
+                for (i64 i0 = 0; i0 < node.ne[0]; ++i0) r.at(i0, i1, i2, i3) = static_cast<double>(idx[static_cast<std::size_t>(i0)]);
+            }
+    return r;
+}
+
 inline ref_tensor argmax(const tensor& node) {
     const tensor& a = *node.src[0];
     ref_tensor r(node.type, node.ne);
@@ -522,6 +560,16 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::argmax:
         r = ref_detail::argmax(node);
+        break;
+    case op_kind::mean:
+        r = ref_detail::mean(node);
+        break;
+    case op_kind::sum:
+        r = ref_detail::sum(node);
+        break;
+    case op_kind::argsort:
+    case op_kind::top_k:
+        r = ref_detail::sort_rows(node);
         break;
     case op_kind::norm:
         r = ref_detail::norm(node, false);

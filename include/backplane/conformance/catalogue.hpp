@@ -173,7 +173,7 @@ template <op_kind Op> built_case build_binary(context& ctx, const case_spec& c, 
     return finish(r);
 }
 
-/// sum_rows, argmax, norm, rms_norm; variant: a's layout.
+/// sum_rows, sum, mean, argmax, norm, rms_norm; variant: a's layout.
 template <op_kind Op> built_case build_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
     tensor* a = input(ctx, t, c.ne, c.variant, rng, -1.0, 3.0);
@@ -181,8 +181,21 @@ template <op_kind Op> built_case build_rows(context& ctx, const case_spec& c, st
         return finish(argmax(ctx, a));
     if (Op == op_kind::sum_rows)
         return finish(sum_rows(ctx, a));
+    if (Op == op_kind::sum)
+        return finish(sum(ctx, a));
+    if (Op == op_kind::mean)
+        return finish(mean(ctx, a));
     const float eps = Op == op_kind::norm ? 1e-5f : 1e-6f;
     return finish(Op == op_kind::norm ? norm(ctx, a, eps) : rms_norm(ctx, a, eps));
+}
+
+/// argsort, top_k; variant: a's layout (bits 0, 1), argsort's order (bit 2). top_k's k is
+/// drawn from 1 .. ne0.
+template <op_kind Op> built_case build_sort(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant & 3, rng);
+    if (Op == op_kind::argsort)
+        return finish(argsort(ctx, a, (c.variant & 4) ? sort_order::desc : sort_order::asc));
+    return finish(top_k(ctx, a, 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(c.ne[0]))));
 }
 
 /// variant: 0 no mask, 1 a mask of types[1] with a's rows, 2 a taller mask broadcast over
@@ -335,6 +348,10 @@ inline std::span<const op_cases> catalogue() {
         {"clamp", 1, 4, &build_unary<op_kind::clamp>, &shape_rows, {4096, 1024, 1, 1}},
         {"sum_rows", 1, 4, &build_rows<op_kind::sum_rows>, &shape_rows, {4096, 1024, 1, 1}},
         {"argmax", 1, 4, &build_rows<op_kind::argmax>, &shape_rows, {32000, 32, 1, 1}},
+        {"sum", 1, 4, &build_rows<op_kind::sum>, &shape_rows, {4096, 1024, 1, 1}},
+        {"mean", 1, 4, &build_rows<op_kind::mean>, &shape_rows, {4096, 1024, 1, 1}},
+        {"argsort", 1, 8, &build_sort<op_kind::argsort>, &shape_rows, {1024, 512, 1, 1}},
+        {"top_k", 1, 4, &build_sort<op_kind::top_k>, &shape_rows, {1024, 512, 1, 1}},
         {"norm", 1, 4, &build_rows<op_kind::norm>, &shape_rows, {4096, 512, 1, 1}},
         {"rms_norm", 1, 4, &build_rows<op_kind::rms_norm>, &shape_rows, {4096, 512, 1, 1}},
         {"soft_max", 2, 3, &build_soft_max, &shape_rows, {512, 512, 8, 1}},

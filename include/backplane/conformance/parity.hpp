@@ -142,6 +142,54 @@ inline int rows_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// sum and mean of every type; inputs not centred on 0, so that no sum cancels to almost
+/// nothing (its relative error would then be the rounding of much larger partial sums).
+inline int reduce_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type t : all_elem_types)
+        for (const bool whole : {true, false}) {
+            auto build = [&](tensor* a) { return whole ? sum(cases.ctx, a) : mean(cases.ctx, a); };
+            if (!cases.claimed([&] { return build(cases.leaf(t, {32, 2, 1, 1})); })) continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s)
+                cases.add(build(cases.input(t, cases.gen.rows(t), cases.any_layout(t), -0.5, 1.0)));
+        }
+    return cases.combinations() - before;
+}
+
+/// argsort in both orders and top_k (k from 1 to ne0) of every type; every fourth shape
+/// full of ties (a few distinct values), whose order is defined too. The first shapes
+/// have long rows: the longest of 5000 and 3000 that every target claims (past what a
+/// GPU sorts in shared memory), then 1024 and 1025 (a power of two and one more).
+inline int sort_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type t : all_elem_types)
+        for (const bool top : {false, true}) {
+            auto build = [&](tensor* a, int s) {
+                if (top) return top_k(cases.ctx, a, 1 + static_cast<std::int64_t>(cases.rng() % static_cast<std::uint32_t>(a->ne[0])));
+                return argsort(cases.ctx, a, s % 2 ? sort_order::desc : sort_order::asc);
+            };
+            if (!cases.claimed([&] { return build(cases.leaf(t, {32, 2, 1, 1}), 0); })) continue;
+            cases.combination();
+            auto shape = [&](int s) -> extents {
+                for (const std::int64_t n : {std::int64_t{5000}, std::int64_t{3000}})
+                    if (s == 0 && cases.claimed([&] { return build(cases.leaf(t, {n, 2, 1, 1}), 0); })) return {n, 2, 1, 1};
+                if (s == 1) return {1024, 3, 1, 1};
+                if (s == 2) return {1025, 1, 2, 1};
+                return cases.gen.rows(t);
+            };
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                tensor* a = cases.input(t, shape(s), cases.any_layout(t));
+                if (s % 4 == 3)
+                    for_each_index(a->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+                        set_element(*a, i0, i1, i2, i3, static_cast<double>(cases.rng() % 4));
+                    });
+                cases.add(build(a, s));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// soft_max without a mask and with a mask of every type soft_max takes.
 inline int soft_max_cases(batch& cases) {
     const int before = cases.combinations();
@@ -318,6 +366,8 @@ inline std::span<const parity_family> parity_families() {
         {"rope", 31008, &rope_cases},
         {"concat", 31009, &concat_cases},
         {"glu", 31010, &glu_cases},
+        {"reduce", 31011, &reduce_cases},
+        {"sort", 31012, &sort_cases},
     };
     return families;
 }

@@ -4,12 +4,15 @@
 // threshold_for: a target against the CPU backend's reference kernels, which compute in
 // f32 and round once to the node's type, as a target should (ggml's test-backend-ops
 // defaults): NMSE 1e-7; 5e-4 for mul_mat of weights other than f32 (the target may
-// accumulate a dequantized or 16-bit dot product another way); 1e-6 for soft_max; argmax
-// and get_rows of unquantized rows exact.
+// accumulate a dequantized or 16-bit dot product another way); 1e-6 for soft_max; 1e-4
+// for sum into f16 or bf16 (its one element may round one step apart when the f32 sums
+// differ in their last bit); argmax, argsort, top_k and get_rows of unquantized rows
+// exact.
 //
 // default_max_nmse: a kernel against the double-precision test oracle, which rounds the
 // exact result once where a kernel rounds its f32 steps too: NMSE 1e-7; 5e-4 when an f16,
-// bf16 or quantized operand or result takes part; 1e-6 for soft_max; argmax exact.
+// bf16 or quantized operand or result takes part; 1e-6 for soft_max; argmax, argsort and
+// top_k exact.
 
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/tensor.hpp>
@@ -28,7 +31,11 @@ inline threshold threshold_for(const tensor& node) {
     const tensor* a = node.src[0];
     switch (node.op) {
     case op_kind::argmax:
+    case op_kind::argsort:
+    case op_kind::top_k:
         return {0.0, true};
+    case op_kind::sum:
+        return {node.type == elem_type::f32 ? 1e-7 : 1e-4, false};
     case op_kind::get_rows:
         return a != nullptr && is_quantized(a->type) ? threshold{1e-7, false} : threshold{0.0, true};
     case op_kind::mul_mat:
@@ -42,7 +49,7 @@ inline threshold threshold_for(const tensor& node) {
 
 /// A kernel's result against the double-precision oracle (see the file comment).
 inline double default_max_nmse(const tensor& node) {
-    if (node.op == op_kind::argmax)
+    if (node.op == op_kind::argmax || node.op == op_kind::argsort || node.op == op_kind::top_k)
         return 0.0;
     bool low = node.type != elem_type::f32 && node.type != elem_type::i32;
     for (const tensor* s : node.src)

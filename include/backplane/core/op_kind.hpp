@@ -55,8 +55,12 @@ enum class op_kind : std::uint8_t {
     leaky_relu,
     clamp,
     glu,
+    sum,
+    mean,
+    argsort,
+    top_k,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::glu) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::top_k) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

@@ -23,8 +23,9 @@
 //   hardsigmoid, hardswish, softplus,
 //   gelu_erf, gelu_quick, leaky_relu,
 //   clamp
-//   sum_rows                        f32              f32 f16 bf16
-//   argmax                          i32              f32 f16 bf16
+//   sum_rows, mean                  f32              f32 f16 bf16
+//   sum                             = a (1 element)  f32 f16 bf16
+//   argmax, argsort, top_k          i32              f32 f16 bf16
 //   norm, rms_norm                  f32              f32
 //   soft_max                        f32              f32                      none, f32, f16 mask
 //   mul_mat                         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16
@@ -55,7 +56,8 @@ enum class op_family : std::uint8_t {
     none,        ///< computes nothing: leafs and views
     mul_mat,     ///< matrix products: compute- or weight-bound
     elementwise, ///< each result element from the same elements of the sources: memory-bound
-    rows,        ///< per-row reductions and transforms: norms, soft_max, rope, sum_rows, argmax
+    rows,        ///< reductions and per-row transforms: norms, soft_max, rope, sum_rows, sum, mean,
+                 ///< argmax, argsort, top_k
     data,        ///< data movement: copies, cont, get_rows, concat
 };
 
@@ -156,6 +158,41 @@ inline std::string_view sum_rows(const tensor& t) noexcept {
     const tensor& a = *t.src[0];
     if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
     if (t.type != elem_type::f32 || !ne_is(t, 1, a.ne[1], a.ne[2], a.ne[3])) return "the result is f32 [1, a.ne1, a.ne2, a.ne3]";
+    return {};
+}
+
+/// sum: one element of a's type.
+inline std::string_view sum(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (t.type != a.type || !ne_is(t, 1, 1, 1, 1)) return "the result is one element of a's type";
+    return {};
+}
+
+/// mean: as sum_rows, rows not empty (a mean of nothing is undefined).
+inline std::string_view mean(const tensor& t) noexcept {
+    if (t.src[0]->ne[0] == 0) return "rows are empty";
+    return sum_rows(t);
+}
+
+/// The longest rows argsort and top_k sort: their indices are i32.
+inline constexpr std::int64_t max_sort_row = 0x7fffffff;
+
+/// argsort (order in param 0) and top_k (k = the result's ne0, at most a.ne0).
+inline std::string_view sort_rows(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (a.ne[0] > max_sort_row) return "rows are longer than i32 indices reach";
+    if (t.type != elem_type::i32) return "the result is i32";
+    if (t.op == op_kind::argsort) {
+        if (!same_ne(t, a)) return "the result has a's shape";
+        const std::int32_t order = t.param<std::int32_t>(0);
+        if (order != static_cast<std::int32_t>(sort_order::asc) && order != static_cast<std::int32_t>(sort_order::desc))
+            return "unknown sort order";
+        return {};
+    }
+    if (t.ne[0] < 1 || t.ne[0] > a.ne[0]) return "k must be at least 1 and at most a.ne0";
+    if (!ne_is(t, t.ne[0], a.ne[1], a.ne[2], a.ne[3])) return "the result is i32 [k, a.ne1, a.ne2, a.ne3]";
     return {};
 }
 
@@ -279,7 +316,8 @@ namespace r = op_rules;
 ///   cpy (a, destination); permute, transpose (axes[4]); scale (s, bias);
 ///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
 ///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices);
-///   glu (a, optional gate b; function, swapped, alpha, limit).
+///   glu (a, optional gate b; function, swapped, alpha, limit);
+///   argsort (order). top_k's k is its result's ne0.
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -328,6 +366,10 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"leaky_relu", 1, 1, 1, false, true,  fam::elementwise, r::unary},
     {"clamp",     1, 1, 2, false, true,  fam::elementwise, r::unary},
     {"glu",       1, 2, 4, false, true,  fam::elementwise, r::glu},
+    {"sum",       1, 1, 0, false, false, fam::rows,        r::sum},
+    {"mean",      1, 1, 0, false, false, fam::rows,        r::mean},
+    {"argsort",   1, 1, 1, false, false, fam::rows,        r::sort_rows},
+    {"top_k",     1, 1, 0, false, false, fam::rows,        r::sort_rows},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -345,7 +387,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "glu"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "top_k"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -53,6 +53,9 @@ enum class glu_op : std::int32_t {
 };
 inline constexpr std::int32_t glu_op_count = 6;
 
+/// argsort's order (values as ggml's GGML_SORT_ORDER_ASC and _DESC).
+enum class sort_order : std::int32_t { asc = 0, desc = 1 };
+
 /// The extents of a tensor (dim 0 fastest), as a value (formatting, comparisons).
 struct shape {
     std::array<std::int64_t, max_dims> ne{1, 1, 1, 1};

@@ -73,6 +73,14 @@ inline double ulp(elem_type t) {
     }
 }
 
+/// Sets the split threshold for one scope (process-wide), and restores the default.
+struct split_threshold {
+    explicit split_threshold(std::int64_t units) { cpu::set_min_work_per_thread(units); }
+    ~split_threshold() { cpu::reset_min_work_per_thread(); }
+    split_threshold(const split_threshold&) = delete;
+    split_threshold& operator=(const split_threshold&) = delete;
+};
+
 class harness {
   public:
     explicit harness(std::uint32_t seed) : rng(seed) {}

@@ -229,6 +229,94 @@ TEST_CASE("cpu: sum_rows and argmax over rows of every float type", "[cpu][rows]
 }
 
 // ---------------------------------------------------------------------------------------
+// sum, mean, argsort, top_k
+
+TEST_CASE("cpu: sum and mean of every float type in any layout", "[cpu][rows][sum]") {
+    harness h(4014);
+    for (elem_type t : float_types) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t), -0.5, 1.0);
+            // one rounding of the double sum to t
+            h.check(sum(h.ctx, a), {.max_nmse = 1e-7, .max_rel = ulp(t)}, describe("sum", {{"a", a}}));
+            tensor* b = h.input(t, shapes[s], nth_layout(s + 2, t));
+            // the f32 sum divided in f32: two roundings
+            h.check(mean(h.ctx, b), {.max_nmse = 1e-7, .max_rel = 2 * ulp(f32)}, describe("mean", {{"a", b}}));
+        }
+    }
+}
+
+namespace {
+/// Sets every element of a to one of `distinct` small integers: rows full of ties.
+void make_ties(harness& h, tensor& a, unsigned distinct) {
+    bt::for_each_index(a.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        bt::set(a, i0, i1, i2, i3, static_cast<double>(h.rng() % distinct));
+    });
+}
+} // namespace
+
+TEST_CASE("cpu: argsort in both orders, ties kept in index order", "[cpu][rows][sort]") {
+    harness h(4024);
+    const tolerance exact{.max_nmse = 0.0, .exact = true};
+    for (elem_type t : float_types) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            for (const sort_order order : {sort_order::asc, sort_order::desc}) {
+                tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+                h.check(argsort(h.ctx, a, order), exact, describe("argsort", {{"a", a}}));
+                tensor* c = h.input(t, shapes[s], nth_layout(s + 1, t));
+                make_ties(h, *c, 3);
+                h.check(argsort(h.ctx, c, order), exact, describe("argsort ties", {{"a", c}}));
+            }
+        }
+    }
+    // rows longer than one GPU workgroup sorts, several rows split over threads
+    const split_threshold every_row(1);
+    for (const sort_order order : {sort_order::asc, sort_order::desc}) {
+        tensor* a = h.input(f32, {1500, 3, 2, 1}, layout::strided_rows);
+        make_ties(h, *a, 700);
+        h.check(argsort(h.ctx, a, order), exact, describe("argsort long rows", {{"a", a}}));
+    }
+}
+
+TEST_CASE("cpu: argsort puts NaNs above every number", "[cpu][rows][sort]") {
+    harness h(4034);
+    tensor* a = h.leaf(f32, {6, 1, 1, 1});
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const float v[] = {1.0f, nan, -inf, inf, nan, -0.0f};
+    for (i64 i = 0; i < 6; ++i) bt::set(*a, i, 0, 0, 0, v[i]);
+    tensor* up = argsort(h.ctx, a, sort_order::asc);
+    tensor* down = argsort(h.ctx, a, sort_order::desc);
+    h.check(up, {.max_nmse = 0.0, .exact = true}, "argsort nan asc");
+    h.check(down, {.max_nmse = 0.0, .exact = true}, "argsort nan desc");
+    const std::int32_t want_up[] = {2, 5, 0, 3, 1, 4}, want_down[] = {1, 4, 3, 0, 5, 2};
+    for (i64 i = 0; i < 6; ++i) {
+        CHECK(bt::get(*up, i) == want_up[i]);
+        CHECK(bt::get(*down, i) == want_down[i]);
+    }
+}
+
+TEST_CASE("cpu: top_k for k = 1, a few and ne0, in descending order", "[cpu][rows][sort]") {
+    harness h(4044);
+    const tolerance exact{.max_nmse = 0.0, .exact = true};
+    for (elem_type t : float_types) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            const i64 ne0 = shapes[s][0];
+            for (const i64 k : {i64{1}, std::min<i64>(3, ne0), ne0}) {
+                tensor* a = h.input(t, shapes[s], nth_layout(s + static_cast<std::size_t>(k), t));
+                if (k == 3) make_ties(h, *a, 4);
+                h.check(top_k(h.ctx, a, k), exact, describe("top_k", {{"a", a}}));
+            }
+        }
+    }
+    const split_threshold every_row(1);
+    tensor* a = h.input(bf16, {2000, 5, 1, 1}, layout::permuted);
+    h.check(top_k(h.ctx, a, 40), exact, describe("top_k long rows", {{"a", a}}));
+}
+
+// ---------------------------------------------------------------------------------------
 // norm, rms_norm
 
 TEST_CASE("cpu: norm and rms_norm", "[cpu][rows]") {
@@ -622,6 +710,10 @@ TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads
     nodes.push_back(gelu(h.ctx, a));
     nodes.push_back(sum_rows(h.ctx, a));
     nodes.push_back(argmax(h.ctx, a));
+    nodes.push_back(sum(h.ctx, a));
+    nodes.push_back(mean(h.ctx, a));
+    nodes.push_back(argsort(h.ctx, a, sort_order::desc));
+    nodes.push_back(top_k(h.ctx, a, 7));
     nodes.push_back(rms_norm(h.ctx, a));
     nodes.push_back(norm(h.ctx, a));
     nodes.push_back(soft_max(h.ctx, a, h.leaf(f32, {64, 7, 1, 2}), 0.3f));
@@ -704,6 +796,8 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
                  {"gelu", &gelu},
                  {"relu", &relu},
                  {"sum_rows", &sum_rows},
+                 {"sum", &sum},
+                 {"mean", &mean},
                  {"argmax", &argmax}}) {
             verify(attempt([&] { return f(h.ctx, in(ta, ne)); }), std::string(name) + " " + a_name);
         }
@@ -712,6 +806,8 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
         verify(attempt([&] { return norm(h.ctx, in(ta, ne)); }), "norm " + a_name);
         verify(attempt([&] { return soft_max(h.ctx, in(ta, ne)); }), "soft_max " + a_name);
         verify(attempt([&] { return swiglu(h.ctx, in(ta, ne)); }), "swiglu " + a_name);
+        verify(attempt([&] { return argsort(h.ctx, in(ta, ne), sort_order::desc); }), "argsort " + a_name);
+        verify(attempt([&] { return top_k(h.ctx, in(ta, ne), 5); }), "top_k " + a_name);
         for (elem_type tb : types) {
             const std::string ab = a_name + " x " + std::string(to_string(tb));
             verify(attempt([&] {

@@ -27,14 +27,6 @@ static_assert(!std::is_copy_constructible_v<cpu_backend>);
 
 namespace {
 
-/// Sets the split threshold for one scope (process-wide), and restores the default.
-struct split_threshold {
-    explicit split_threshold(std::int64_t units) { cpu::set_min_work_per_thread(units); }
-    ~split_threshold() { cpu::reset_min_work_per_thread(); }
-    split_threshold(const split_threshold&) = delete;
-    split_threshold& operator=(const split_threshold&) = delete;
-};
-
 /// Threads of this process (Linux), -1 where /proc is not there.
 int process_threads() {
     std::ifstream status("/proc/self/status");

@@ -226,6 +226,59 @@ TEST_CASE("meta reductions are exact for f32 sums of integers, by ring and by re
     CHECK(m.be.stats().bytes_moved > 0);
 }
 
+TEST_CASE("meta: sum of a split tensor is a partial sum, mean, argsort and top_k follow a row split", "[meta]") {
+    const int n = GENERATE(2, 3);
+    INFO("devices: " << n);
+    const std::int64_t K = 30, M = 12;
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        return t.name == "cols" ? split_state::even(0, t.ne[0], nd) : split_state::even(1, t.ne[1], nd);
+    };
+    meta_setup m(n, std::move(params));
+
+    context wctx({.no_alloc = true});
+    tensor* cols = wctx.new_tensor_2d(elem_type::f32, K, M);
+    tensor* rows = wctx.new_tensor_2d(elem_type::f32, K, M);
+    cols->name = "cols";
+    rows->name = "rows";
+    auto wbuf = alloc_tensors(wctx, m.dev.buffer_type()).value();
+    const auto v = small_integers(static_cast<std::size_t>(K * M), 3); // exact sums, many ties
+    REQUIRE(tensor_set(*cols, v).ok());
+    REQUIRE(tensor_set(*rows, v).ok());
+
+    context gctx({.no_alloc = true});
+    tensor* outs[] = {sum(gctx, cols), sum(gctx, rows), mean(gctx, rows), argsort(gctx, rows, sort_order::desc),
+                      top_k(gctx, rows, 4)};
+    for (tensor* o : outs) o->set_output();
+    graph g{outs[0], outs[1], outs[2], outs[3], outs[4]};
+    graph_allocator ga(m.be.buffer_type());
+    REQUIRE(ga.alloc_graph(g).ok());
+    auto plan = m.be.plan(g);
+    INFO(plan.error().describe());
+    REQUIRE(plan.ok());
+    CHECK(plan->reduced.size() == 2); // the two sums
+    REQUIRE(m.be.compute(g).ok());
+    REQUIRE(m.be.synchronize().ok());
+
+    const float total = std::accumulate(v.begin(), v.end(), 0.0f);
+    std::vector<float> means;
+    std::vector<std::int32_t> order, top;
+    for (std::int64_t r = 0; r < M; ++r) {
+        const auto row = v.begin() + r * K;
+        means.push_back(std::accumulate(row, row + K, 0.0f) / static_cast<float>(K));
+        std::vector<std::int32_t> idx(static_cast<std::size_t>(K));
+        std::iota(idx.begin(), idx.end(), 0);
+        std::stable_sort(idx.begin(), idx.end(), [&](std::int32_t x, std::int32_t y) { return row[x] > row[y]; });
+        order.insert(order.end(), idx.begin(), idx.end());
+        top.insert(top.end(), idx.begin(), idx.begin() + 4);
+    }
+    CHECK(tensor_get_all<float>(*outs[0]).value() == std::vector<float>{total});
+    CHECK(tensor_get_all<float>(*outs[1]).value() == std::vector<float>{total});
+    CHECK(tensor_get_all<float>(*outs[2]).value() == means);
+    CHECK(tensor_get_all<std::int32_t>(*outs[3]).value() == order);
+    CHECK(tensor_get_all<std::int32_t>(*outs[4]).value() == top);
+}
+
 TEST_CASE("meta plan errors name the op, the tensors and their states", "[meta][errors]") {
     meta::meta_params params;
     params.split = [](const tensor& t, int nd) {

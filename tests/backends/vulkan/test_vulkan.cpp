@@ -175,6 +175,21 @@ TEST_CASE("vulkan: supports_op follows the device's features", "[vulkan][feature
     features small = full;
     small.max_binding = 1024;
     CHECK_FALSE(supports(*f32_only, small));
+    // argsort and top_k sort a row in one workgroup's shared memory: 1024 values in 8 KiB,
+    // 4096 in 32 KiB; longer rows are refused
+    features shared16k = full;
+    shared16k.shared_memory = 16384;
+    for (const std::int64_t n : {1024, 1025, 4096, 4097}) {
+        tensor* a = ctx.new_tensor_2d(elem_type::f32, n, 3);
+        for (tensor* t : {argsort(ctx, a, sort_order::desc), top_k(ctx, a, 5)}) {
+            INFO(to_string(t->op) << " of rows of " << n);
+            CHECK(supports(*t, full) == (n <= 4096));
+            CHECK(supports(*t, shared16k) == (n <= 1024));
+        }
+    }
+    tensor* s16 = argsort(ctx, w16);
+    CHECK(supports(*s16, full));
+    CHECK_FALSE(supports(*s16, no16));
 }
 
 TEST_CASE("vulkan: the embedded shaders are sorted and found by name", "[vulkan][spirv]") {

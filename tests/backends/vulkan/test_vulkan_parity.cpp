@@ -25,6 +25,8 @@ struct vulkan_targets {
         {"rope", 4},     // normal, neox of f32, f16 (16-bit storage)
         {"concat", 4},   // f32 f16 bf16 i32 (16-bit storage)
         {"glu", 6},      // fused, split of f32 f16 bf16 (16-bit storage)
+        {"reduce", 6},   // sum, mean of f32 f16 bf16 (16-bit storage)
+        {"sort", 6},     // argsort, top_k of f32 f16 bf16, rows up to 4096 (16-bit storage)
     };
 };
 

@@ -38,6 +38,7 @@
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
+#include <backplane/backends/cpu/kernels/sort.hpp>
 #include <backplane/backends/cpu/kernels/unary.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/op_traits.hpp>
@@ -46,6 +47,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -59,7 +61,9 @@ enum class kernel_kind : std::uint8_t {
     copy,         ///< kernels::copy: dup, cont, cpy
     binary,       ///< kernels::binary: the element-wise ops of two operands
     unary,        ///< kernels::unary: the element-wise ops of one operand
-    sum_rows,     ///< kernels::sum_rows
+    sum_rows,     ///< kernels::sum_rows: sum_rows, mean
+    sum,          ///< kernels::sum
+    sort_rows,    ///< kernels::sort_rows: argsort, top_k
     argmax,       ///< kernels::argmax
     norm,         ///< kernels::norm: norm, rms_norm
     soft_max,     ///< kernels::soft_max
@@ -80,7 +84,11 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     if (is_unary_elementwise(op)) return kernel_kind::unary;
     if (is_copy(op)) return kernel_kind::copy;
     switch (op) {
-    case op_kind::sum_rows: return kernel_kind::sum_rows;
+    case op_kind::sum_rows:
+    case op_kind::mean: return kernel_kind::sum_rows;
+    case op_kind::sum: return kernel_kind::sum;
+    case op_kind::argsort:
+    case op_kind::top_k: return kernel_kind::sort_rows;
     case op_kind::argmax: return kernel_kind::argmax;
     case op_kind::norm:
     case op_kind::rms_norm: return kernel_kind::norm;
@@ -185,8 +193,11 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::soft_max:
         return (fast ? 4 : 80) * n;
     case kernel_kind::sum_rows:
+    case kernel_kind::sum:
     case kernel_kind::argmax:
         return 10 * conv * a->nelements();
+    case kernel_kind::sort_rows: // n log2(n) comparisons per row of n
+        return 20 * conv * a->nelements() * std::max<std::int64_t>(std::bit_width(static_cast<std::uint64_t>(a->ne[0])), 1);
     case kernel_kind::rope:
         return 160 * conv * n; // a pow, a cos and a sin per pair
     case kernel_kind::get_rows:
@@ -209,7 +220,10 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
     switch (k) {
     case kernel_kind::sum_rows:
     case kernel_kind::argmax:
+    case kernel_kind::sort_rows:
         return node.src[0]->nrows();
+    case kernel_kind::sum:
+        return 1; // one result element
     case kernel_kind::fast_mul_mat:
         return node.nelements();
     default:
@@ -278,7 +292,8 @@ inline void reset_min_work_per_thread() noexcept {
 /// The fast mul_mat needs what a plan's step gets: a work buffer of work_size(node, p.nth,
 /// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
 /// the data asks for a read outside a tensor (a get_rows index beyond the rows): such
-/// reads are never made; a fast kernel may report its own failure.
+/// reads are never made; errc::alloc_failed when a sort finds no memory for its row
+/// buffer; a fast kernel may report its own failure.
 template <class = void>
 [[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
     switch (k) {
@@ -287,6 +302,8 @@ template <class = void>
     case kernel_kind::binary: kernels::binary(p, node); return errc::ok;
     case kernel_kind::unary: kernels::unary(p, node); return errc::ok;
     case kernel_kind::sum_rows: kernels::sum_rows(p, node); return errc::ok;
+    case kernel_kind::sum: kernels::sum(p, node); return errc::ok;
+    case kernel_kind::sort_rows: return kernels::sort_rows(p, node) ? errc::ok : errc::alloc_failed;
     case kernel_kind::argmax: kernels::argmax(p, node); return errc::ok;
     case kernel_kind::norm: kernels::norm(p, node); return errc::ok;
     case kernel_kind::soft_max: kernels::soft_max(p, node); return errc::ok;

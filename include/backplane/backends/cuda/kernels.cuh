@@ -23,13 +23,19 @@
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
 #include <backplane/backends/cuda/kernels/rows.cuh>
+#include <backplane/backends/cuda/kernels/sort.cuh>
 #include <backplane/core/op_traits.hpp>
 
 namespace backplane::cuda::kernels {
 
 /// Scratch bytes of a node (kernel_table::scratch_bytes).
 inline std::size_t scratch_bytes(const tensor& node, const detail::launch_context& ctx) noexcept {
-    return node.op == op_kind::mul_mat ? mul_mat_scratch(node, ctx) : 0;
+    switch (node.op) {
+    case op_kind::mul_mat: return mul_mat_scratch(node, ctx);
+    case op_kind::argsort:
+    case op_kind::top_k: return sort_scratch(node, ctx);
+    default: return 0;
+    }
 }
 
 /// Queues node's kernels (kernel_table::launch).
@@ -39,10 +45,14 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     if (is_copy(node.op)) return launch_copy(node, ctx);
     switch (node.op) {
     case op_kind::sum_rows:
+    case op_kind::mean:
+    case op_kind::sum:
     case op_kind::argmax:
     case op_kind::norm:
     case op_kind::rms_norm: return launch_rows(node, ctx);
     case op_kind::soft_max: return launch_soft_max(node, ctx);
+    case op_kind::argsort:
+    case op_kind::top_k: return launch_sort(node, ctx);
     case op_kind::mul_mat: return launch_mul_mat(node, ctx);
     case op_kind::get_rows: return launch_get_rows(node, ctx);
     case op_kind::rope: return launch_rope(node, ctx);

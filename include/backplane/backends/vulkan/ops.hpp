@@ -19,6 +19,7 @@
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
 #include <backplane/backends/vulkan/ops/rows.hpp>
+#include <backplane/backends/vulkan/ops/sort.hpp>
 #include <backplane/core/tensor.hpp>
 
 namespace backplane::vulkan::detail {
@@ -30,10 +31,14 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     switch (t.op) {
     case op_kind::mul_mat: return plan_mul_mat(t, f, d);
     case op_kind::sum_rows:
+    case op_kind::mean:
+    case op_kind::sum:
     case op_kind::argmax:
     case op_kind::norm:
     case op_kind::rms_norm:
     case op_kind::soft_max: return plan_rows(t, f, d);
+    case op_kind::argsort:
+    case op_kind::top_k: return plan_sort(t, f, d);
     case op_kind::get_rows: return plan_get_rows(t, f, d);
     case op_kind::rope: return plan_rope(t, f, d);
     case op_kind::concat: return plan_concat(t, f, d);

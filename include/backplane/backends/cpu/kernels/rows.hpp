@@ -1,5 +1,6 @@
 #pragma once
-// Row-wise ops (a row is dimension 0): sum_rows, argmax, norm, rms_norm, soft_max.
+// Row-wise ops (a row is dimension 0): sum_rows, mean, sum, argmax, norm, rms_norm,
+// soft_max.
 // Reductions accumulate in double (as ggml's ggml_float) so long rows stay accurate.
 //
 // In place (norm, rms_norm, soft_max): dst may share a's memory with a's layout. Every
@@ -13,21 +14,47 @@
 
 namespace backplane::cpu::kernels {
 
-/// sum_rows: dst f32 [1, ne1, ne2, ne3] = sum of each row of a (f32, f16, bf16).
+namespace detail {
+/// The sum of row (i1, i2, i3) of a (storage type T), in double.
+template <class T> double row_sum(const tensor& a, i64 i1, i64 i2, i64 i3) noexcept {
+    const std::byte* pa = row_ptr(a, i1, i2, i3);
+    double sum = 0.0;
+    for (i64 i0 = 0; i0 < a.ne[0]; ++i0)
+        sum += load<T>(pa + static_cast<std::size_t>(i0) * a.nb[0]);
+    return sum;
+}
+} // namespace detail
+
+/// sum_rows: dst f32 [1, ne1, ne2, ne3] = sum of each row of a (f32, f16, bf16); mean:
+/// that sum rounded to f32 and divided by ne0 in f32, as ggml.
 template <class = void>
 inline void sum_rows(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
+    const bool mean = dst.op == op_kind::mean;
     const work_range rows = split_work(a.nrows(), p); // clang < 16 cannot capture bindings
     const i64 r0 = rows.begin, r1 = rows.end;
     visit_float(a.type, [&]<class T>() {
         for (i64 r = r0; r < r1; ++r) {
             const auto [i1, i2, i3] = row_of(r, a.ne);
-            const std::byte* pa = row_ptr(a, i1, i2, i3);
-            double sum = 0.0;
-            for (i64 i0 = 0; i0 < a.ne[0]; ++i0)
-                sum += load<T>(pa + static_cast<std::size_t>(i0) * a.nb[0]);
-            store<float>(row_ptr(dst, i1, i2, i3), static_cast<float>(sum));
+            const auto sum = static_cast<float>(detail::row_sum<T>(a, i1, i2, i3));
+            store<float>(row_ptr(dst, i1, i2, i3), mean ? sum / static_cast<float>(a.ne[0]) : sum);
         }
+    });
+}
+
+/// sum: dst (one element of a's type) = the sum of every element of a, row sums added in
+/// double (ggml's order), rounded once. One thread computes it (split_units is 1).
+template <class = void>
+inline void sum(const compute_params& p, tensor& dst) noexcept {
+    if (p.ith != 0) return;
+    const tensor& a = *dst.src[0];
+    visit_float(a.type, [&]<class T>() {
+        double total = 0.0;
+        for (i64 r = 0; r < a.nrows(); ++r) {
+            const auto [i1, i2, i3] = row_of(r, a.ne);
+            total += detail::row_sum<T>(a, i1, i2, i3);
+        }
+        store<T>(static_cast<std::byte*>(dst.data), static_cast<float>(total));
     });
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Row-wise kernels (a row is dimension 0): sum_rows, argmax, norm, rms_norm, soft_max.
+// Row-wise kernels (a row is dimension 0): sum_rows, mean, sum, argmax, norm, rms_norm,
+// soft_max.
 //
 // One group of threads per row, a warp for short rows (several rows per block) or the
 // whole block for long ones, over a grid-stride loop on the rows. Results follow the CPU
@@ -148,10 +149,10 @@ template <int G, int K, class F> __device__ __forceinline__ void for_row(i64 ne0
 // rows_per_block: the trip count is uniform over a row group, so its shuffles (and, for a
 // block group, its barriers) are reached by all of its threads.
 
-/// sum_rows: d (f32, [1, ne1, ne2, ne3]) = the sum of each row of a (T). Packed: nb0 is
-/// the element size.
+/// sum_rows: d (f32, [1, ne1, ne2, ne3]) = the sum of each row of a (T); mean: that sum
+/// in f32 divided by ne0 in f32 (as the CPU). Packed: nb0 is the element size.
 template <int G, elem_type T, bool Packed>
-__global__ void __launch_bounds__(config<G, 0>::block) sum_rows_kernel(tview a, tview d) {
+__global__ void __launch_bounds__(config<G, 0>::block) sum_rows_kernel(tview a, tview d, bool mean) {
     using C = config<G, 0>;
     __shared__ double sh[32];
     const int lane = static_cast<int>(threadIdx.x % G);
@@ -167,8 +168,25 @@ __global__ void __launch_bounds__(config<G, 0>::block) sum_rows_kernel(tview a, 
         double s = 0.0;
         for (i64 i = lane; i < ne0; i += G) s += ld<T>(pa + i * sa);
         s = group_sum<G>(s, sh);
-        if (lane == 0) st_f32(d.row(i1, i2, i3), static_cast<float>(s));
+        const auto sum = static_cast<float>(s);
+        if (lane == 0) st_f32(d.row(i1, i2, i3), mean ? __fdiv_rn(sum, static_cast<float>(ne0)) : sum);
     }
+}
+
+/// sum: d (one element of a's type) = the sum of every element of a, in double, rounded
+/// to f32 and then to d's type (as the CPU). One block strides over every element.
+template <int G>
+__global__ void __launch_bounds__(G) sum_kernel(tview a, tview d) {
+    __shared__ double sh[32];
+    const i64 n = a.nelements();
+    double s = 0.0;
+    for (i64 i = threadIdx.x; i < n; i += G) {
+        i64 i0, i1, i2, i3;
+        unravel(i, a.ne, i0, i1, i2, i3);
+        s += load(a, i0, i1, i2, i3);
+    }
+    s = group_sum<G>(s, sh);
+    if (threadIdx.x == 0) store(d, 0, 0, 0, 0, static_cast<float>(s));
 }
 
 /// argmax: d (i32, [ne1, ne2, ne3]) = the index of the largest value of each row of a,
@@ -359,15 +377,15 @@ template <class F> inline cudaError_t with_float_type(elem_type t, F&& f) {
     }
 }
 
-inline cudaError_t launch_sum_rows(const tview& a, const tview& d, cudaStream_t stream) {
+inline cudaError_t launch_sum_rows(const tview& a, const tview& d, bool mean, cudaStream_t stream) {
     const bool packed = a.nb[0] == (a.type == elem_type::f32 ? 4 : 2);
     return with_float_type(a.type, [&]<class Tag>(Tag) {
         return with_stream_config(a.ne[0], [&]<class C>(C) {
             const unsigned blocks = blocks_for(a.nrows(), C::rows_per_block);
             if (packed)
-                sum_rows_kernel<C::group, Tag::value, true><<<blocks, C::block, 0, stream>>>(a, d);
+                sum_rows_kernel<C::group, Tag::value, true><<<blocks, C::block, 0, stream>>>(a, d, mean);
             else
-                sum_rows_kernel<C::group, Tag::value, false><<<blocks, C::block, 0, stream>>>(a, d);
+                sum_rows_kernel<C::group, Tag::value, false><<<blocks, C::block, 0, stream>>>(a, d, mean);
             return cudaGetLastError();
         });
     });
@@ -418,8 +436,9 @@ inline cudaError_t launch_soft_max_as(const tview& a, const tview& m, const tvie
 
 } // namespace rows_detail
 
-/// sum_rows (f32/f16/bf16 -> f32), argmax (f32/f16/bf16 -> i32), norm and rms_norm
-/// (f32, eps in param 0), any strides.
+/// sum_rows and mean (f32/f16/bf16 -> f32), sum (f32/f16/bf16 -> the same type, one
+/// element), argmax (f32/f16/bf16 -> i32), norm and rms_norm (f32, eps in param 0), any
+/// strides.
 inline cudaError_t launch_rows(const tensor& node, const detail::launch_context& ctx) noexcept {
     const tensor* src = node.src[0];
     if (src == nullptr) return cudaErrorInvalidValue;
@@ -427,7 +446,11 @@ inline cudaError_t launch_rows(const tensor& node, const detail::launch_context&
     const tview a = view_of(*src);
     const tview d = view_of(node);
     switch (node.op) {
-    case op_kind::sum_rows: return rows_detail::launch_sum_rows(a, d, ctx.stream);
+    case op_kind::sum_rows: return rows_detail::launch_sum_rows(a, d, false, ctx.stream);
+    case op_kind::mean: return rows_detail::launch_sum_rows(a, d, true, ctx.stream);
+    case op_kind::sum:
+        rows_detail::sum_kernel<1024><<<1, 1024, 0, ctx.stream>>>(a, d);
+        return cudaGetLastError();
     case op_kind::argmax: return rows_detail::launch_argmax(a, d, ctx.stream);
     case op_kind::norm: return rows_detail::launch_norm(a, d, node.param<float>(0), false, ctx.stream);
     case op_kind::rms_norm: return rows_detail::launch_norm(a, d, node.param<float>(0), true, ctx.stream);

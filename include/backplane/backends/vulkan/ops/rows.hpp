@@ -1,11 +1,13 @@
 #pragma once
-// Row-wise ops (a row is dimension 0 of source 0): sum_rows and argmax (reduce.comp),
-// norm and rms_norm (norm.comp), soft_max (soft_max.comp). One workgroup per row
-// (groups_per_item; the shaders find their row with group_id()), its invocations
-// striding along the row and combining partial results in shared memory.
+// Row-wise ops (a row is dimension 0 of source 0): sum_rows, mean, sum and argmax
+// (reduce.comp), norm and rms_norm (norm.comp), soft_max (soft_max.comp). One workgroup
+// per row (groups_per_item; the shaders find their row with group_id()), its invocations
+// striding along the row and combining partial results in shared memory; sum is one
+// workgroup striding over the whole tensor.
 //
 //   op                 result   source 0            mask (source 1)
-//   sum_rows           f32      f32, f16*, bf16*
+//   sum_rows, mean     f32      f32, f16*, bf16*
+//   sum                = a      f32, f16*, bf16*
 //   argmax             i32      f32, f16*, bf16*
 //   norm, rms_norm     f32      f32
 //   soft_max           f32      f32                 none, f32, f16*
@@ -39,6 +41,10 @@ struct by_type {
 inline constexpr by_type sum_rows_shaders{{"sum_rows_f32_64", "sum_rows_f32_256"},
                                           {"sum_rows_f16_64", "sum_rows_f16_256"},
                                           {"sum_rows_bf16_64", "sum_rows_bf16_256"}};
+inline constexpr by_type mean_shaders{{"mean_f32_64", "mean_f32_256"},
+                                      {"mean_f16_64", "mean_f16_256"},
+                                      {"mean_bf16_64", "mean_bf16_256"}};
+inline constexpr by_type sum_shaders{{"sum_f32_64", "sum_f32_256"}, {"sum_f16_64", "sum_f16_256"}, {"sum_bf16_64", "sum_bf16_256"}};
 inline constexpr by_type argmax_shaders{{"argmax_f32_64", "argmax_f32_256"},
                                         {"argmax_f16_64", "argmax_f16_256"},
                                         {"argmax_bf16_64", "argmax_bf16_256"}};
@@ -71,6 +77,12 @@ inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept 
     case op_kind::sum_rows:
         if (t.type == elem_type::f32) d.shader = pick(sum_rows_shaders, a->type, w, f);
         break;
+    case op_kind::mean:
+        if (t.type == elem_type::f32) d.shader = pick(mean_shaders, a->type, w, f);
+        break;
+    case op_kind::sum: // one workgroup for everything: wide wherever the device has them
+        if (t.type == a->type) d.shader = pick(sum_shaders, a->type, use_wide(wide, 1, f), f);
+        break;
     case op_kind::argmax:
         if (t.type == elem_type::i32) d.shader = pick(argmax_shaders, a->type, w, f);
         break;
@@ -95,7 +107,7 @@ inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept 
     d.pc = shapes_of(t);
     if (t.op == op_kind::norm || t.op == op_kind::rms_norm || t.op == op_kind::soft_max)
         d.pc.prm[0] = float_bits(t.param<float>(0)); // eps, or soft_max's scale
-    d.groups = groups_per_item(static_cast<std::uint64_t>(rows));
+    d.groups = groups_per_item(t.op == op_kind::sum ? 1u : static_cast<std::uint64_t>(rows));
     return true;
 }
 
