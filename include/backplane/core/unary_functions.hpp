@@ -16,16 +16,11 @@
 //  - clamp computes a new tensor (which the graph allocator may place over a); ggml's
 //    result is always a view of a, written in place.
 
+#include <backplane/core/detail/host_device.hpp>
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/tensor.hpp>
 
 #include <cmath>
-
-#if defined(__CUDACC__)
-#define BACKPLANE_HOST_DEVICE __host__ __device__
-#else
-#define BACKPLANE_HOST_DEVICE
-#endif
 
 namespace backplane::unary_fn {
 
