@@ -3,7 +3,7 @@
 // as a test case over the targets of this program. A backend's test program defines
 // BACKPLANE_PARITY_PROVIDERS, its provider types (tests/support/parity_targets.hpp),
 // then includes this file once; the test names end in the provider's name
-// ("parity: rope normal and neox - vulkan_targets").
+// ("parity: concat along every dimension - vulkan_targets").
 //
 // Each case counts the type combinations its family finds claimed by every target and
 // checks the count the provider pins (what a backend claims must not silently shrink),
@@ -64,10 +64,10 @@ BACKPLANE_PARITY_CASE("copy", "dup, cont and cpy for every type pair", "")
 BACKPLANE_PARITY_CASE("binary", "add, sub, mul, div with broadcasting for every type pair", "")
 BACKPLANE_PARITY_CASE("unary", "every unary op of every type", "")
 BACKPLANE_PARITY_CASE("rows", "sum_rows, argmax, norm, rms_norm", "")
-BACKPLANE_PARITY_CASE("soft_max", "soft_max without a mask and with masks", "")
+BACKPLANE_PARITY_CASE("soft_max", "soft_max without a mask and with masks, with ALiBi and sinks", "")
 BACKPLANE_PARITY_CASE("mul_mat", "mul_mat for every weight and activation type", "[mul_mat]")
 BACKPLANE_PARITY_CASE("get_rows", "get_rows from every type", "")
-BACKPLANE_PARITY_CASE("rope", "rope normal and neox", "")
+BACKPLANE_PARITY_CASE("rope", "rope normal and neox with frequency factors and YaRN, mrope, imrope, vision", "")
 BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
 BACKPLANE_PARITY_CASE("glu", "glu of every function, fused, swapped and split", "")
 BACKPLANE_PARITY_CASE("reduce", "sum and mean of every type", "")

@@ -27,6 +27,9 @@ std::vector<tensor*> one_of_each(context& ctx) {
     tensor* pos = ctx.new_tensor_1d(elem_type::i32, 8);
     tensor* a3 = ctx.new_tensor_3d(elem_type::f32, 64, 2, 8);
     tensor* mask = ctx.new_tensor_2d(elem_type::f32, 64, 8);
+    tensor* sinks = ctx.new_tensor_1d(elem_type::f32, 1);
+    tensor* pos4 = ctx.new_tensor_1d(elem_type::i32, 32);
+    tensor* ff = ctx.new_tensor_1d(elem_type::f32, 32);
     return {
         dup(ctx, a),
         cpy(ctx, a, b),
@@ -48,7 +51,9 @@ std::vector<tensor*> one_of_each(context& ctx) {
         rms_norm(ctx, a, 1e-5f),
         norm(ctx, a, 1e-5f),
         soft_max(ctx, a, mask, 0.125f),
+        soft_max_add_sinks(soft_max_ext(ctx, a, mask, 0.125f, 8.0f), sinks), // every source and parameter
         rope(ctx, a3, pos, 64),
+        rope_multi(ctx, a3, pos4, ff, 64, {8, 12, 12, 0}, rope_mode::imrope, 4096, 10000.0f, 0.5f, 1.0f, 1.0f, 32.0f, 1.0f),
         silu(ctx, a),
         gelu(ctx, a),
         relu(ctx, a),

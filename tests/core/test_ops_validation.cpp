@@ -99,7 +99,7 @@ void check_null_error(const std::string& op, const std::function<void()>& f) {
 
 /// A computed (non-view) result: type, shape, contiguous strides, op and sources.
 void check_result(const tensor* r, elem_type type, const ne_t& ne, op_kind op, const tensor* src0,
-                  const tensor* src1 = nullptr) {
+                  const tensor* src1 = nullptr, const tensor* src2 = nullptr) {
     REQUIRE(r != nullptr);
     CHECK(r->type == type);
     CHECK(r->ne == ne);
@@ -107,6 +107,7 @@ void check_result(const tensor* r, elem_type type, const ne_t& ne, op_kind op, c
     CHECK(r->op == op);
     CHECK(r->src[0] == src0);
     CHECK(r->src[1] == src1);
+    CHECK(r->src[2] == src2);
     CHECK(r->view_src == nullptr);
 }
 
@@ -503,6 +504,40 @@ TEST_CASE("soft_max: mask rules", "[ops][soft_max]") {
     CHECK_NULL_ERROR("soft_max", soft_max(ctx, nullptr, mask));
 }
 
+TEST_CASE("soft_max_ext: max_bias and sinks", "[ops][soft_max]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 8, 4, 6, 2);
+    tensor* mask = ctx.new_tensor_2d(elem_type::f16, 8, 4);
+    tensor* r = soft_max_ext(ctx, a, mask, 0.5f, 8.0f);
+    check_result(r, elem_type::f32, {8, 4, 6, 2}, op_kind::soft_max, a, mask);
+    CHECK(r->param<float>(0) == 0.5f);
+    CHECK(r->param<float>(1) == 8.0f);
+    CHECK(soft_max(ctx, a)->param<float>(1) == 0.0f);
+
+    // ALiBi needs a mask; max_bias must be finite
+    CHECK_OP_ERROR("soft_max", operands({a}), soft_max_ext(ctx, a, nullptr, 1.0f, 8.0f));
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const float mb : {nan, inf, -inf}) CHECK_OP_ERROR("soft_max", operands({a, mask}), soft_max_ext(ctx, a, mask, 1.0f, mb));
+
+    // sinks: f32, one per head (a.ne2), with or without a mask
+    tensor* sinks = ctx.new_tensor_1d(elem_type::f32, 6);
+    CHECK(soft_max_add_sinks(r, sinks) == r);
+    CHECK(r->src[2] == sinks);
+    tensor* plain = soft_max(ctx, a);
+    CHECK(soft_max_add_sinks(plain, sinks)->src[2] == sinks);
+    CHECK_OP_ERROR("soft_max_add_sinks", operands({r}), soft_max_add_sinks(r, sinks)); // set already
+    for (tensor* bad : {ctx.new_tensor_1d(elem_type::f32, 5), ctx.new_tensor_1d(elem_type::f16, 6),
+                        ctx.new_tensor_2d(elem_type::f32, 6, 2), ctx.new_tensor_1d(elem_type::i32, 6)}) {
+        tensor* s = soft_max(ctx, a, mask);
+        CHECK_OP_ERROR("soft_max", operands({a, mask, bad}), soft_max_add_sinks(s, bad));
+        CHECK(s->src[2] == nullptr); // a refused sink leaves the node as it was
+    }
+    tensor* other = rms_norm(ctx, a);
+    CHECK_OP_ERROR("soft_max_add_sinks", operands({other}), soft_max_add_sinks(other, sinks));
+    CHECK_NULL_ERROR("soft_max_add_sinks", soft_max_add_sinks(nullptr, sinks));
+    CHECK_NULL_ERROR("soft_max_add_sinks", soft_max_add_sinks(plain, nullptr));
+}
+
 TEST_CASE("rope: positions, n_dims, mode, frequencies", "[ops][rope]") {
     context ctx({.no_alloc = true});
     // a [head_dim, n_head, n_tokens], pos i32 [n_tokens]
@@ -604,6 +639,70 @@ TEST_CASE("glu: fused and split forms, functions, swapped, parameters", "[ops][g
     CHECK_NULL_ERROR("glu", swiglu(ctx, nullptr));
     CHECK_NULL_ERROR("glu", swiglu_split(ctx, a, nullptr));
     CHECK_NULL_ERROR("glu", swiglu_split(ctx, nullptr, a));
+TEST_CASE("rope_ext and rope_multi: frequency factors, YaRN, sections", "[ops][rope]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 8, 5);
+    tensor* pos = ctx.new_tensor_1d(elem_type::i32, 5);
+    tensor* ff = ctx.new_tensor_1d(elem_type::f32, 16);
+    tensor* r = rope_ext(ctx, a, pos, ff, 32, rope_mode::neox, 8192, 500000.0f, 0.125f, 1.0f, 1.0f, 32.0f, 1.0f);
+    check_result(r, elem_type::f32, {64, 8, 5, 1}, op_kind::rope, a, pos, ff);
+    // the slots (rope_fn::slot)
+    CHECK(r->param<std::int32_t>(0) == 32);
+    CHECK(r->param<std::int32_t>(1) == 2);
+    CHECK(r->param<float>(2) == 500000.0f);
+    CHECK(r->param<float>(3) == 0.125f);
+    CHECK(r->param<std::int32_t>(4) == 8192);
+    CHECK(r->param<float>(5) == 1.0f);
+    CHECK(r->param<float>(6) == 1.0f);
+    CHECK(r->param<float>(7) == 32.0f);
+    CHECK(r->param<float>(8) == 1.0f);
+    CHECK(rope(ctx, a, pos, 64)->param<float>(6) == 1.0f); // attn_factor 1 by default
+
+    // frequency factors: f32 vectors of at least n_dims / 2 values
+    for (tensor* bad : {ctx.new_tensor_1d(elem_type::f32, 15), ctx.new_tensor_1d(elem_type::f16, 16),
+                        ctx.new_tensor_2d(elem_type::f32, 16, 2), ctx.new_tensor_1d(elem_type::i32, 16)})
+        CHECK_OP_ERROR("rope", operands({a, pos, bad}),
+                       rope_ext(ctx, a, pos, bad, 32, rope_mode::neox, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f));
+    // YaRN's parameters
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const float x : {nan, inf}) {
+        CHECK_OP_ERROR("rope", operands({a, pos}),
+                       rope_ext(ctx, a, pos, nullptr, 32, rope_mode::neox, 0, 10000.0f, 1.0f, x, 1.0f, 0.0f, 0.0f));
+        CHECK_OP_ERROR("rope", operands({a, pos}),
+                       rope_ext(ctx, a, pos, nullptr, 32, rope_mode::neox, 0, 10000.0f, 1.0f, 0.0f, x, 0.0f, 0.0f));
+        CHECK_OP_ERROR("rope", operands({a, pos}),
+                       rope_ext(ctx, a, pos, nullptr, 32, rope_mode::neox, 0, 10000.0f, 1.0f, 0.0f, 1.0f, x, 0.0f));
+    }
+    CHECK_OP_ERROR("rope", operands({a, pos}),
+                   rope_ext(ctx, a, pos, nullptr, 32, rope_mode::neox, -1, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f));
+    CHECK_OP_ERROR("rope", operands({a, pos}), // ext_factor != 0 takes log(1 / freq_scale)
+                   rope_ext(ctx, a, pos, nullptr, 32, rope_mode::neox, 4096, 10000.0f, 0.0f, 1.0f, 1.0f, 32.0f, 1.0f));
+
+    // rope_multi: 4 positions per token, valid sections
+    tensor* pos4 = ctx.new_tensor_1d(elem_type::i32, 20);
+    const std::array<int, 4> sec{8, 12, 12, 0};
+    for (const rope_mode m : {rope_mode::mrope, rope_mode::imrope}) {
+        tensor* rm = rope_multi(ctx, a, pos4, nullptr, 64, sec, m, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+        check_result(rm, elem_type::f32, {64, 8, 5, 1}, op_kind::rope, a, pos4);
+        CHECK(rm->param<std::int32_t>(9) == 8);
+        CHECK(rm->param<std::int32_t>(10) == 12);
+        CHECK(rm->param<std::int32_t>(11) == 12);
+        CHECK(rm->param<std::int32_t>(12) == 0);
+    }
+    CHECK(rope_multi(ctx, a, pos4, nullptr, 32, sec, rope_mode::vision, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f) !=
+          nullptr);
+    auto multi = [&](tensor* p, int n_dims, std::array<int, 4> s, rope_mode m, tensor* f = nullptr) {
+        return rope_multi(ctx, a, p, f, n_dims, s, m, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+    };
+    CHECK_OP_ERROR("rope", operands({a, pos}), multi(pos, 64, sec, rope_mode::mrope));      // 1 position per token
+    CHECK_OP_ERROR("rope", operands({a, pos4}), rope(ctx, a, pos4, 64, rope_mode::neox));    // 4 without M-RoPE
+    CHECK_OP_ERROR("rope", operands({a, pos4}), multi(pos4, 64, {0, 0, 0, 4}, rope_mode::mrope)); // t, h, w empty
+    CHECK_OP_ERROR("rope", operands({a, pos4}), multi(pos4, 64, {-1, 8, 8, 0}, rope_mode::mrope));
+    CHECK_OP_ERROR("rope", operands({a, pos4}), multi(pos4, 64, {32, 32, 8, 0}, rope_mode::imrope)); // sum > ne0
+    CHECK_OP_ERROR("rope", operands({a, pos4}), multi(pos4, 64, sec, rope_mode::vision));  // n_dims != ne0 / 2
+    CHECK_OP_ERROR("rope", operands({a, pos4}), multi(pos4, 64, sec, static_cast<rope_mode>(16)));
+    tensor* ff16 = ctx.new_tensor_1d(elem_type::f32, 16);
+    CHECK_OP_ERROR("rope", operands({a, pos4, ff16}), multi(pos4, 32, sec, rope_mode::vision, ff16)); // needs 32
 }
 
 // ---------------------------------------------------------------------------------------

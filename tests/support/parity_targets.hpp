@@ -44,10 +44,10 @@ inline constexpr family_count op_table_combinations[] = {
     {"binary", 4 * 9},       // add, sub, mul, div: f32 f16 bf16 x f32 f16 bf16
     {"unary", 24 * 3},       // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32 f16 bf16
     {"rows", 3 + 3 + 2},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32
-    {"soft_max", 3},         // no mask, f32 mask, f16 mask
+    {"soft_max", 3 * 2},     // no mask, f32 mask, f16 mask; each again with sinks (and ALiBi where masked)
     {"mul_mat", 5 * 3},      // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations
     {"get_rows", 6},         // f32 f16 bf16 q8_0 q4_0 i32 rows
-    {"rope", 2 * 2},         // normal, neox of f32, f16
+    {"rope", 5 * 2},         // normal, neox, mrope, imrope, vision of f32, f16
     {"concat", 4},           // f32 f16 bf16 i32
     {"glu", 2 * 3},          // fused, split of f32 f16 bf16 (every function in each)
     {"reduce", 2 * 3},       // sum, mean of f32 f16 bf16

@@ -384,32 +384,45 @@ inline ref_tensor norm(const tensor& node, bool rms) {
     return r;
 }
 
+/// ALiBi's slope of head h of n_head (ggml's formula, in double).
+inline double alibi_slope(double max_bias, i64 n_head, i64 h) {
+    if (!(max_bias > 0.0)) return 1.0;
+    const double n_head_log2 = std::exp2(std::floor(std::log2(static_cast<double>(n_head))));
+    const double m0 = std::exp2(-max_bias / n_head_log2);
+    const double m1 = std::exp2(-max_bias / 2.0 / n_head_log2);
+    const auto dh = static_cast<double>(h);
+    return dh < n_head_log2 ? std::pow(m0, dh + 1.0) : std::pow(m1, 2.0 * (dh - n_head_log2) + 1.0);
+}
+
 inline ref_tensor soft_max(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor* mask = node.src[1];
+    const tensor* sinks = node.src[2];
     const double scale = node.param<float>(0);
+    const double max_bias = node.param<float>(1);
     ref_tensor r(node.type, node.ne);
     const i64 n = a.ne[0];
+    constexpr double ninf = -std::numeric_limits<double>::infinity();
     std::vector<double> v(static_cast<std::size_t>(n));
     for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
         for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
             for (i64 i1 = 0; i1 < a.ne[1]; ++i1) {
-                double max = -std::numeric_limits<double>::infinity();
+                const double slope = alibi_slope(max_bias, a.ne[2], i2);
+                const double sink = sinks ? get(*sinks, i2) : ninf;
+                double max = sink;
                 for (i64 i0 = 0; i0 < n; ++i0) {
                     double x = get(a, i0, i1, i2, i3) * scale;
                     if (mask)
-                        x += get(*mask, i0, i1, i2 % mask->ne[2], i3 % mask->ne[3]);
+                        x += slope * get(*mask, i0, i1, i2 % mask->ne[2], i3 % mask->ne[3]);
                     v[static_cast<std::size_t>(i0)] = x;
                     max = std::max(max, x);
                 }
-                double sum = 0.0;
+                double sum = sinks ? std::exp(sink - max) : 0.0;
                 for (double x : v)
                     sum += std::exp(x - max);
                 for (i64 i0 = 0; i0 < n; ++i0)
-                    r.at(i0, i1, i2, i3) =
-                        max == -std::numeric_limits<double>::infinity()
-                            ? 0.0 // every position masked
-                            : std::exp(v[static_cast<std::size_t>(i0)] - max) / sum;
+                    r.at(i0, i1, i2, i3) = max == ninf ? 0.0 // every position masked, no sink
+                                                       : std::exp(v[static_cast<std::size_t>(i0)] - max) / sum;
             }
     return r;
 }
@@ -440,29 +453,88 @@ inline ref_tensor get_rows(const tensor& node) {
     return r;
 }
 
-inline ref_tensor rope(const tensor& node) {
+/// rope's angles for the rows of token i2 as ggml's cache fills them: one (cos, sin) per
+/// pair slot k < ne0 / 2, each of the four position streams stepping its exponent at
+/// every slot (vision mode resets a stream where its section starts).
+inline std::vector<std::array<double, 2>> rope_cache(const tensor& node, i64 i2) {
     const tensor& a = *node.src[0];
     const tensor& pos = *node.src[1];
+    const tensor* ff = node.src[2];
+    const auto n_dims = static_cast<double>(node.param<std::int32_t>(0));
+    const std::int32_t mode = node.param<std::int32_t>(1);
+    const double base = node.param<float>(2), fscale = node.param<float>(3);
+    const double ext = node.param<float>(5), attn = node.param<float>(6);
+    const bool multi = (mode & 8) != 0, vision = mode == 24, imrope = mode == 40;
+    i64 sec[4];
+    for (std::size_t i = 0; i < 4; ++i) sec[i] = node.param<std::int32_t>(9 + i);
+    const i64 total = sec[0] + sec[1] + sec[2] + sec[3];
+    // YaRN's correction dims, in f32 as ggml (floor and ceil of f32 values)
+    const auto corr = [&](float beta) {
+        return static_cast<float>(n_dims) *
+               std::log(static_cast<float>(node.param<std::int32_t>(4)) / (beta * 2.0f * 3.14159265358979323846f)) /
+               (2.0f * std::log(node.param<float>(2)));
+    };
+    const double low = std::max(0.0f, std::floor(corr(node.param<float>(7))));
+    const double high = std::min(static_cast<float>(n_dims - 1), std::ceil(corr(node.param<float>(8))));
+
+    double p[4] = {get(pos, i2), 0, 0, 0};
+    if (multi)
+        for (i64 s = 1; s < 4; ++s) p[s] = get(pos, i2 + s * a.ne[2]);
+    double e[4] = {0, 0, 0, 0}; // each stream's exponent
+    std::vector<std::array<double, 2>> cache(static_cast<std::size_t>(a.ne[0] / 2));
+    for (i64 k = 0; k < a.ne[0] / 2; ++k) {
+        int s = 0;
+        if (multi) {
+            const i64 sector = k % total;
+            const i64 start[4] = {0, sec[0], sec[0] + sec[1], sec[0] + sec[1] + sec[2]};
+            if (vision) // ggml's chain: the first stream starting at this sector restarts
+                for (int x = 0; x < 4; ++x)
+                    if (sector == start[x]) {
+                        e[x] = 0;
+                        break;
+                    }
+            if (imrope)
+                s = sector % 3 == 1 && sector < 3 * sec[1] ? 1 : sector % 3 == 2 && sector < 3 * sec[2] ? 2
+                                                           : sector % 3 == 0 && sector < 3 * sec[0] ? 0 : 3;
+            else
+                s = sector < start[1] ? 0 : sector < start[2] ? 1 : sector < start[3] ? 2 : 3;
+        }
+        const double extrap = p[s] * std::pow(base, -2.0 * e[s] / n_dims) / (ff && k < ff->ne[0] ? get(*ff, k) : 1.0); // (slots past n_dims are unused)
+        const double interp = fscale * extrap;
+        double theta = interp, mscale = attn;
+        if (ext != 0.0) {
+            const double y = (static_cast<double>(k) - low) / std::max(0.001, high - low);
+            const double mix = (1.0 - std::min(1.0, std::max(0.0, y))) * ext;
+            theta = interp * (1.0 - mix) + extrap * mix;
+            mscale *= 1.0 + 0.1 * std::log(1.0 / fscale);
+        }
+        cache[static_cast<std::size_t>(k)] = {std::cos(theta) * mscale, std::sin(theta) * mscale};
+        for (double& x : e) x += 1.0;
+    }
+    return cache;
+}
+
+inline ref_tensor rope(const tensor& node) {
+    const tensor& a = *node.src[0];
     const i64 n_dims = node.param<std::int32_t>(0);
-    const bool neox = node.param<std::int32_t>(1) == static_cast<std::int32_t>(rope_mode::neox);
-    const double base = node.param<float>(2);
-    const double fscale = node.param<float>(3);
+    const std::int32_t mode = node.param<std::int32_t>(1);
     ref_tensor r = read(a);
     r.type = node.type;
-    for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
-        for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
+    const i64 pairs = mode == 24 ? n_dims : n_dims / 2;
+    for (i64 i2 = 0; i2 < a.ne[2]; ++i2) {
+        const auto cache = rope_cache(node, i2);
+        for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
             for (i64 i1 = 0; i1 < a.ne[1]; ++i1)
-                for (i64 i = 0; i < n_dims / 2; ++i) {
-                    const double theta =
-                        get(pos, i2) * fscale *
-                        std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_dims));
-                    const i64 j0 = neox ? i : 2 * i;
-                    const i64 j1 = neox ? i + n_dims / 2 : 2 * i + 1;
+                for (i64 k = 0; k < pairs; ++k) {
+                    const i64 j0 = mode == 0 ? 2 * k : k;
+                    const i64 j1 = mode == 0 ? 2 * k + 1 : mode == 24 ? k + n_dims : k + n_dims / 2;
+                    const auto [c, sn] = cache[static_cast<std::size_t>(k)];
                     const double x0 = get(a, j0, i1, i2, i3);
                     const double x1 = get(a, j1, i1, i2, i3);
-                    r.at(j0, i1, i2, i3) = x0 * std::cos(theta) - x1 * std::sin(theta);
-                    r.at(j1, i1, i2, i3) = x0 * std::sin(theta) + x1 * std::cos(theta);
+                    r.at(j0, i1, i2, i3) = x0 * c - x1 * sn;
+                    r.at(j1, i1, i2, i3) = x0 * sn + x1 * c;
                 }
+    }
     return r;
 }
 

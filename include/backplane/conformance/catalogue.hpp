@@ -199,18 +199,21 @@ template <op_kind Op> built_case build_sort(context& ctx, const case_spec& c, st
 }
 
 /// variant: 0 no mask, 1 a mask of types[1] with a's rows, 2 a taller mask broadcast over
-/// dims 2 and 3.
+/// dims 2 and 3; 3 as 1 with ALiBi (max_bias 8), 4 as 2 with ALiBi and sinks, 5 no mask
+/// with sinks.
 inline built_case build_soft_max(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
     tensor* a = input(ctx, t, c.ne, 0, rng, -3.0, 3.0);
     tensor* mask = nullptr;
-    require(c.variant > 0 || type_at(c, 1) == elem_type::f32,
-            "soft_max without a mask names the mask type f32");
-    if (c.variant > 0) {
-        const extents mne = c.variant == 1 ? c.ne : extents{c.ne[0], c.ne[1] + 2, 1, 1};
+    const int shape = c.variant == 5 ? 0 : c.variant > 2 ? c.variant - 2 : c.variant; // the mask's
+    require(shape > 0 || type_at(c, 1) == elem_type::f32, "soft_max without a mask names the mask type f32");
+    if (shape > 0) {
+        const extents mne = shape == 1 ? c.ne : extents{c.ne[0], c.ne[1] + 2, 1, 1};
         mask = input(ctx, type_at(c, 1), mne, 0, rng, -2.0, 2.0);
     }
-    return finish(soft_max(ctx, a, mask, static_cast<float>(uniform(rng, 0.1, 2.0))));
+    tensor* r = soft_max_ext(ctx, a, mask, static_cast<float>(uniform(rng, 0.1, 2.0)), c.variant == 3 || c.variant == 4 ? 8.0f : 0.0f);
+    if (c.variant >= 4) soft_max_add_sinks(r, input(ctx, elem_type::f32, {c.ne[2], 1, 1, 1}, 0, rng, -2.0, 2.0));
+    return finish(r);
 }
 
 /// ne = {k, m, n, batch}; variant: bit 0 the weights broadcast over the batch, bits 1-2
@@ -233,15 +236,30 @@ inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937&
     return finish(get_rows(ctx, a, idx));
 }
 
-/// a = [head_dim, heads, tokens, ne3]; variant: bit 0 neox, bit 1 rotate half the dims.
+/// a = [head_dim, heads, tokens, ne3]; variant 0 .. 7: bit 0 neox, bit 1 rotate half the
+/// dims, bit 2 frequency factors and YaRN (ext_factor 1, freq_scale 0.25, n_ctx_orig
+/// 4096); 8 mrope, 9 imrope, 10 vision (rope_multi: sections of about an eighth of
+/// head_dim for t, h and w; vision needs a head_dim that is a multiple of 4).
 inline built_case build_rope(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
+    const int hd = static_cast<int>(c.ne[0]);
+    if (c.variant >= 8) {
+        const rope_mode modes[] = {rope_mode::mrope, rope_mode::imrope, rope_mode::vision};
+        const rope_mode mode = modes[c.variant - 8];
+        tensor* a = input(ctx, t, c.ne, 0, rng);
+        tensor* pos = input(ctx, elem_type::i32, {4 * c.ne[2], 1, 1, 1}, 0, rng, -64.0, 8192.0);
+        const int q = hd / 8;
+        return finish(rope_multi(ctx, a, pos, nullptr, mode == rope_mode::vision ? hd / 2 : hd, {std::max(1, q), q, q, 0},
+                                 mode, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f));
+    }
     tensor* a = input(ctx, t, c.ne, 0, rng);
     tensor* pos = input(ctx, elem_type::i32, {c.ne[2], 1, 1, 1}, 0, rng, -64.0, 8192.0);
-    const int hd = static_cast<int>(c.ne[0]);
     const int n_dims = (c.variant & 2) ? std::max(2, (hd / 2) & ~1) : hd;
-    return finish(rope(ctx, a, pos, n_dims, (c.variant & 1) ? rope_mode::neox : rope_mode::normal,
-                       (c.variant & 1) ? 500000.0f : 10000.0f, 1.0f));
+    const rope_mode mode = (c.variant & 1) ? rope_mode::neox : rope_mode::normal;
+    const float base = (c.variant & 1) ? 500000.0f : 10000.0f;
+    if ((c.variant & 4) == 0) return finish(rope(ctx, a, pos, n_dims, mode, base, 1.0f));
+    tensor* ff = input(ctx, elem_type::f32, {n_dims / 2, 1, 1, 1}, 0, rng, 1.0, 40.0);
+    return finish(rope_ext(ctx, a, pos, ff, n_dims, mode, 4096, base, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f));
 }
 
 /// variant: the dimension; b's extent there is 1 + (seed-driven) up to 3 (a block when
@@ -354,10 +372,10 @@ inline std::span<const op_cases> catalogue() {
         {"top_k", 1, 4, &build_sort<op_kind::top_k>, &shape_rows, {1024, 512, 1, 1}},
         {"norm", 1, 4, &build_rows<op_kind::norm>, &shape_rows, {4096, 512, 1, 1}},
         {"rms_norm", 1, 4, &build_rows<op_kind::rms_norm>, &shape_rows, {4096, 512, 1, 1}},
-        {"soft_max", 2, 3, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
+        {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
-        {"rope", 1, 4, &build_rope, &shape_rope, {128, 32, 512, 1}},
+        {"rope", 1, 11, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},
         {"reglu", 1, 4, &build_glu<glu_op::reglu>, &shape_rows, {4096, 1024, 1, 1}},
         {"geglu", 1, 4, &build_glu<glu_op::geglu>, &shape_rows, {4096, 1024, 1, 1}},

@@ -17,6 +17,7 @@
 #include <backplane/core/types.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -190,37 +191,49 @@ inline int sort_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
-/// soft_max without a mask and with a mask of every type soft_max takes.
+/// soft_max without a mask and with a mask of every type soft_max takes; then each of
+/// those with sinks and, where there is a mask, ALiBi (soft_max_ext's max_bias).
 inline int soft_max_cases(batch& cases) {
     const int before = cases.combinations();
-    for (elem_type t : all_elem_types)
-        for (int m = 0; m <= static_cast<int>(all_elem_types.size()); ++m) { // m: no mask, then mask type m - 1
-            const bool masked = m > 0;
-            const elem_type mt = masked ? all_elem_types[static_cast<std::size_t>(m - 1)] : elem_type::f32;
-            if (!cases.claimed([&] {
-                    return soft_max(cases.ctx, cases.leaf(t, {32, 2, 1, 1}), masked ? cases.leaf(mt, {32, 2, 1, 1}) : nullptr, 0.5f);
-                }))
-                continue;
-            cases.combination();
-            for (int s = 0; s < shapes_per_combination; ++s) {
-                const extents ne = cases.gen.rows(t);
-                tensor* a = cases.input(t, ne, cases.any_layout(t), -3.0, 3.0);
-                tensor* mask = nullptr;
-                if (masked) {
-                    const extents mne = {ne[0], ne[1] + static_cast<std::int64_t>(s % 3), random_divisor(cases.rng, ne[2]),
-                                         random_divisor(cases.rng, ne[3])};
-                    const layout ml = s % 3 == 0 ? layout::contiguous : s % 3 == 1 ? layout::strided_rows : layout::offset;
-                    mask = cases.input(mt, mne, ml, -2.0, 2.0);
-                    if (mne[0] > 1) // a few masked positions, never a whole row
-                        for (std::int64_t r = 0; r < mne[1] * mne[2] * mne[3]; r += 2)
-                            set_element(*mask, static_cast<std::int64_t>(cases.rng() % static_cast<std::uint32_t>(mne[0])), r % mne[1],
-                                    (r / mne[1]) % mne[2], r / (mne[1] * mne[2]),
-                                    -std::numeric_limits<double>::infinity());
+    for (const bool ext : {false, true})
+        for (elem_type t : all_elem_types)
+            for (int m = 0; m <= static_cast<int>(all_elem_types.size()); ++m) { // m: no mask, then mask type m - 1
+                const bool masked = m > 0;
+                const elem_type mt = masked ? all_elem_types[static_cast<std::size_t>(m - 1)] : elem_type::f32;
+                const auto build = [&](tensor* a, tensor* mask, float sc, float max_bias, tensor* sinks) {
+                    tensor* r = soft_max_ext(cases.ctx, a, mask, sc, mask != nullptr ? max_bias : 0.0f);
+                    return sinks != nullptr ? soft_max_add_sinks(r, sinks) : r;
+                };
+                if (!cases.claimed([&] {
+                        return build(cases.leaf(t, {32, 2, 4, 1}), masked ? cases.leaf(mt, {32, 2, 1, 1}) : nullptr, 0.5f,
+                                     ext ? 8.0f : 0.0f, ext ? cases.leaf(elem_type::f32, {4, 1, 1, 1}) : nullptr);
+                    }))
+                    continue;
+                cases.combination();
+                for (int s = 0; s < shapes_per_combination; ++s) {
+                    const extents ne = cases.gen.rows(t);
+                    tensor* a = cases.input(t, ne, cases.any_layout(t), -3.0, 3.0);
+                    tensor* mask = nullptr;
+                    if (masked) {
+                        const extents mne = {ne[0], ne[1] + static_cast<std::int64_t>(s % 3), random_divisor(cases.rng, ne[2]),
+                                             random_divisor(cases.rng, ne[3])};
+                        const layout ml = s % 3 == 0 ? layout::contiguous : s % 3 == 1 ? layout::strided_rows : layout::offset;
+                        mask = cases.input(mt, mne, ml, -2.0, 2.0);
+                        if (mne[0] > 1) // a few masked positions, never a whole row
+                            for (std::int64_t r = 0; r < mne[1] * mne[2] * mne[3]; r += 2)
+                                set_element(*mask, static_cast<std::int64_t>(cases.rng() % static_cast<std::uint32_t>(mne[0])), r % mne[1],
+                                        (r / mne[1]) % mne[2], r / (mne[1] * mne[2]),
+                                        -std::numeric_limits<double>::infinity());
+                    }
+                    const float sc = s % 2 ? 1.0f : static_cast<float>(0.1 + detail::uniform(cases.rng, 0, 1) * 2);
+                    // ALiBi's slopes for 1 .. 8 heads and non-powers of two; sinks per head
+                    const float max_bias = s % 3 == 2 ? 0.5f : 8.0f;
+                    tensor* sinks = ext ? cases.input(elem_type::f32, {ne[2], 1, 1, 1},
+                                                      s % 2 ? layout::strided_elems : layout::contiguous, -2.0, 2.0)
+                                        : nullptr;
+                    cases.add(build(a, mask, sc, ext ? max_bias : 0.0f, sinks));
                 }
-                const float sc = s % 2 ? 1.0f : static_cast<float>(0.1 + detail::uniform(cases.rng, 0, 1) * 2);
-                cases.add(soft_max(cases.ctx, a, mask, sc));
             }
-        }
     return cases.combinations() - before;
 }
 
@@ -273,26 +286,53 @@ inline int get_rows_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
-/// rope normal and neox.
+/// rope normal and neox (half of the shapes with frequency factors and YaRN), and the
+/// M-RoPE modes (mrope, imrope, vision) of rope_multi.
 inline int rope_cases(batch& cases) {
     const int before = cases.combinations();
-    for (elem_type t : all_elem_types)
-        for (const rope_mode mode : {rope_mode::normal, rope_mode::neox}) {
-            if (!cases.claimed([&] { return rope(cases.ctx, cases.leaf(t, {8, 2, 3, 1}), cases.leaf(elem_type::i32, {3, 1, 1, 1}, 0, 9), 8, mode); }))
+    const rope_mode modes[] = {rope_mode::normal, rope_mode::neox, rope_mode::mrope, rope_mode::imrope, rope_mode::vision};
+    for (const rope_mode mode : modes)
+        for (elem_type t : all_elem_types) {
+            const bool multi = (static_cast<int>(mode) & 8) != 0, vision = mode == rope_mode::vision;
+            const std::array<int, 4> probe_sections{1, 1, 1, 0};
+            if (!cases.claimed([&] {
+                    return rope_multi(cases.ctx, cases.leaf(t, {8, 2, 3, 1}), cases.leaf(elem_type::i32, {multi ? 12 : 3, 1, 1, 1}, 0, 9),
+                                      nullptr, vision ? 4 : 8, probe_sections, mode, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+                }))
                 continue;
             cases.combination();
             for (int s = 0; s < shapes_per_combination; ++s) {
-                const std::int64_t hd = cases.gen.pick({2, 6, 10, 14, 18, 22, 34, 64, 66, 128, 130});
+                // (vision rotates (k, k + ne0 / 2) with an even n_dims = ne0 / 2)
+                const std::int64_t hd = vision ? cases.gen.pick({4, 8, 12, 20, 36, 64, 68, 128})
+                                               : cases.gen.pick({2, 6, 10, 14, 18, 22, 34, 64, 66, 128, 130});
                 const extents ne = {hd, cases.gen.upto(5), cases.gen.upto(7), cases.gen.upto(2)};
-                const int n_dims = s % 3 == 0 ? static_cast<int>(hd) : std::max(2, static_cast<int>(hd / 2) & ~1);
+                const int n_dims = vision ? static_cast<int>(hd / 2)
+                                   : s % 3 == 0 ? static_cast<int>(hd)
+                                                : std::max(2, static_cast<int>(hd / 2) & ~1);
                 const float base = s % 2 ? 10000.0f : 500000.0f;
                 const float fscale = s % 4 == 3 ? 0.25f : 1.0f;
                 tensor* a = cases.input(t, ne, cases.any_layout(t));
-                tensor* pos = cases.input(elem_type::i32, {ne[2], 1, 1, 1}, s % 2 ? layout::strided_elems : layout::contiguous);
+                tensor* pos = cases.input(elem_type::i32, {(multi ? 4 : 1) * ne[2], 1, 1, 1},
+                                          s % 2 ? layout::strided_elems : layout::contiguous);
                 for_each_index(pos->ne, [&](std::int64_t i0, std::int64_t, std::int64_t, std::int64_t) {
                     set_element(*pos, i0, 0, 0, 0, static_cast<double>(static_cast<std::int64_t>(cases.rng() % 8192) - 64));
                 });
-                cases.add(rope(cases.ctx, a, pos, n_dims, mode, base, fscale));
+                if (!multi && s % 2 == 0) {
+                    cases.add(rope(cases.ctx, a, pos, n_dims, mode, base, fscale));
+                    continue;
+                }
+                // frequency factors (some shapes), YaRN (ext_factor 0, 1 or 0.5)
+                const std::int64_t pairs = vision ? n_dims : n_dims / 2;
+                tensor* ff = s % 3 == 1 ? nullptr
+                                        : cases.input(elem_type::f32, {pairs + s % 2, 1, 1, 1},
+                                                      s % 4 == 2 ? layout::strided_elems : layout::contiguous, 1.0, 40.0);
+                const float ext = s % 3 == 0 ? 0.0f : s % 3 == 1 ? 1.0f : 0.5f;
+                // sections adding up to at most ne0: up to an eighth each for t, h, w, and e
+                const auto q = static_cast<int>(hd / 8);
+                const auto some = [&] { return q > 0 ? static_cast<int>(cases.gen.upto(q)) : 0; };
+                const std::array<int, 4> sections{std::max(1, q), some(), some(), q > 0 && s % 2 ? 1 : 0};
+                cases.add(rope_multi(cases.ctx, a, pos, ff, n_dims, multi ? sections : std::array<int, 4>{0, 0, 0, 0}, mode,
+                                     4096, base, fscale == 1.0f ? 0.5f : fscale, ext, 0.9f, 32.0f, 1.0f));
             }
         }
     return cases.combinations() - before;

@@ -28,10 +28,13 @@
 //   argmax, argsort, top_k          i32              f32 f16 bf16
 //   norm, rms_norm                  f32              f32
 //   soft_max                        f32              f32                      none, f32, f16 mask
+//                                                                             (src[2]: f32 sinks)
 //   mul_mat                         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16
 //   get_rows                        f32 (i32)        f32 f16 bf16 q8_0 q4_0   i32 indices
 //                                                    (i32)
-//   rope (normal, neox)             = a              f32 f16                  i32 positions
+//   rope (normal, neox, mrope,      = a              f32 f16                  i32 positions
+//   vision, imrope)                                                           (src[2]: f32 freq
+//                                                                              factors)
 //   concat                          = a              f32 f16 bf16 i32         = a
 //   glu (every function)            = a              f32 f16 bf16             none, or = a (split)
 //
@@ -40,6 +43,7 @@
 // glu's operands have contiguous rows (ggml_is_contiguous_1; other strides are free).
 
 #include <backplane/core/op_kind.hpp>
+#include <backplane/core/rope_functions.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 
@@ -120,7 +124,7 @@ inline bool repeats(const tensor& b, const tensor& a) noexcept {
     return true;
 }
 
-inline bool finite_param(const tensor& t, int i) noexcept { return std::isfinite(t.param<float>(i)); }
+inline bool finite_param(const tensor& t, std::size_t i) noexcept { return std::isfinite(t.param<float>(i)); }
 
 inline std::string_view leaf(const tensor&) noexcept { return {}; }
 
@@ -215,10 +219,13 @@ inline std::string_view row_norm(const tensor& t) noexcept {
 inline std::string_view soft_max(const tensor& t) noexcept {
     const tensor& a = *t.src[0];
     const tensor* mask = t.src[1];
+    const tensor* sinks = t.src[2];
     if (a.type != elem_type::f32) return "operand must be f32";
     if (t.type != elem_type::f32 || !same_ne(t, a)) return "the result has a's type and shape";
-    if (!finite_param(t, 0)) return "scale must be finite";
-    if (mask == nullptr) return {};
+    if (!finite_param(t, 0) || !finite_param(t, 1)) return "scale and max_bias must be finite";
+    if (sinks != nullptr && (sinks->type != elem_type::f32 || sinks->ne[0] != a.ne[2] || sinks->nelements() != a.ne[2]))
+        return "sinks must be an f32 vector with one value per a.ne2 (head)";
+    if (mask == nullptr) return t.param<float>(1) > 0.0f ? "max_bias (ALiBi) needs a mask" : std::string_view{};
     if (mask->type != elem_type::f32 && mask->type != elem_type::f16) return "mask must be f32 or f16";
     if (mask->ne[0] != a.ne[0] || mask->ne[1] < a.ne[1] || mask->ne[2] <= 0 || mask->ne[3] <= 0 ||
         !multiple_of(a.ne[2], mask->ne[2]) || !multiple_of(a.ne[3], mask->ne[3]))
@@ -252,22 +259,68 @@ inline std::string_view get_rows(const tensor& t) noexcept {
     return {};
 }
 
+/// rope's mode and M-RoPE sections (rope_sections below).
+inline std::string_view rope_mode_of(const tensor& t, const tensor& a) noexcept {
+    namespace rf = rope_fn;
+    const std::int32_t mode = t.param<std::int32_t>(rf::slot::mode);
+    if (mode != rf::mode_normal && mode != rf::mode_neox && mode != rf::mode_mrope && mode != rf::mode_vision &&
+        mode != rf::mode_imrope)
+        return "unknown mode (normal 0, neox 2, mrope 8, vision 24, imrope 40)";
+    if (!rf::is_multi(mode)) return {};
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+        const std::int32_t s = t.param<std::int32_t>(rf::slot::sections + i);
+        if (s < 0) return "sections must not be negative";
+        sum += s;
+    }
+    if (t.param<std::int32_t>(rf::slot::sections) <= 0 && t.param<std::int32_t>(rf::slot::sections + 1) <= 0 &&
+        t.param<std::int32_t>(rf::slot::sections + 2) <= 0)
+        return "one of sections[0..2] must be positive";
+    if (sum > a.ne[0]) return "the sections add up to more than a.ne0";
+    if (mode == rf::mode_vision && 2 * static_cast<std::int64_t>(t.param<std::int32_t>(rf::slot::n_dims)) != a.ne[0])
+        return "vision mode rotates (k, k + n_dims): n_dims must be a.ne0 / 2";
+    return {};
+}
+
+/// rope's float parameters (YaRN's included).
+inline std::string_view rope_scalars(const tensor& t) noexcept {
+    namespace rf = rope_fn;
+    const float freq_base = t.param<float>(rf::slot::freq_base);
+    if (!(freq_base > 0.0f) || !std::isfinite(freq_base) || !finite_param(t, rf::slot::freq_scale))
+        return "freq_base must be positive and finite, freq_scale finite";
+    if (!finite_param(t, rf::slot::ext_factor) || !finite_param(t, rf::slot::attn_factor) ||
+        !finite_param(t, rf::slot::beta_fast) || !finite_param(t, rf::slot::beta_slow))
+        return "ext_factor, attn_factor, beta_fast and beta_slow must be finite";
+    if (t.param<std::int32_t>(rf::slot::n_ctx_orig) < 0) return "n_ctx_orig must not be negative";
+    if (t.param<float>(rf::slot::ext_factor) == 0.0f) return {};
+    if (!(t.param<float>(rf::slot::freq_scale) > 0.0f)) return "YaRN (ext_factor != 0) needs a positive freq_scale";
+    const rf::params c = rf::params_of(t);
+    if (std::isnan(c.corr_low) || std::isnan(c.corr_high))
+        return "YaRN's correction dims are undefined for these n_ctx_orig, freq_base, beta_fast and beta_slow";
+    return {};
+}
+
 inline std::string_view rope(const tensor& t) noexcept {
+    namespace rf = rope_fn;
     const tensor& a = *t.src[0];
     const tensor& pos = *t.src[1];
-    const std::int32_t n_dims = t.param<std::int32_t>(0);
-    const std::int32_t mode = t.param<std::int32_t>(1);
+    const tensor* ff = t.src[2];
+    const std::int32_t n_dims = t.param<std::int32_t>(rf::slot::n_dims);
     if (a.type != elem_type::f32 && a.type != elem_type::f16) return "a must be f32 or f16";
     if (t.type != a.type || !same_ne(t, a)) return "the result has a's type and shape";
-    if (pos.type != elem_type::i32 || pos.ne[0] != a.ne[2] || pos.nelements() != pos.ne[0])
-        return "pos must be an i32 vector with one position per a.ne2";
     if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a.ne[0]) return "n_dims must be even, positive and at most a.ne0";
-    if (mode != static_cast<std::int32_t>(rope_mode::normal) && mode != static_cast<std::int32_t>(rope_mode::neox))
-        return "unknown mode";
-    const float freq_base = t.param<float>(2);
-    if (!(freq_base > 0.0f) || !std::isfinite(freq_base) || !finite_param(t, 3))
-        return "freq_base must be positive and finite, freq_scale finite";
-    return {};
+    if (const std::string_view why = rope_mode_of(t, a); !why.empty()) return why;
+    const std::int64_t streams = rf::is_multi(t.param<std::int32_t>(rf::slot::mode)) ? 4 : 1;
+    if (pos.type != elem_type::i32 || pos.ne[0] != streams * a.ne[2] || pos.nelements() != pos.ne[0])
+        return "pos must be an i32 vector with one position per a.ne2 (four per a.ne2 in the M-RoPE modes)";
+    if (ff != nullptr) {
+        rf::params c;
+        c.n_dims = n_dims;
+        c.mode = t.param<std::int32_t>(rf::slot::mode);
+        if (ff->type != elem_type::f32 || ff->nelements() != ff->ne[0] || ff->ne[0] < rf::n_pairs(c))
+            return "freq_factors must be an f32 vector of at least n_dims / 2 values (n_dims in vision mode)";
+    }
+    return rope_scalars(t);
 }
 
 inline std::string_view concat(const tensor& t) noexcept {
@@ -314,10 +367,10 @@ using fam = op_family;
 namespace r = op_rules;
 /// One row per op_kind, in its order. Sources and parameters, by op:
 ///   cpy (a, destination); permute, transpose (axes[4]); scale (s, bias);
-///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
-///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices);
-///   glu (a, optional gate b; function, swapped, alpha, limit);
-///   argsort (order). top_k's k is its result's ne0.
+///   rms_norm, norm (eps); soft_max (a, optional mask, optional sinks; scale, max_bias);
+///   rope (a, positions, optional frequency factors; rope_fn::slot's 13 slots); concat
+///   (a, b; dim); get_rows (a, indices); glu (a, optional gate b; function, swapped, alpha,
+///   limit); argsort (order). top_k's k is its result's ne0.
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -340,8 +393,8 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"get_rows",  2, 2, 0, false, false, fam::data,        r::get_rows},
     {"rms_norm",  1, 1, 1, false, true,  fam::rows,        r::row_norm},
     {"norm",      1, 1, 1, false, false, fam::rows,        r::row_norm},
-    {"soft_max",  1, 2, 1, false, true,  fam::rows,        r::soft_max},
-    {"rope",      2, 2, 4, false, true,  fam::rows,        r::rope},
+    {"soft_max",  1, 3, 2, false, true,  fam::rows,        r::soft_max},
+    {"rope",      2, 3, rope_fn::n_params, false, true,  fam::rows, r::rope},
     {"silu",      1, 1, 0, false, true,  fam::elementwise, r::unary},
     {"gelu",      1, 1, 0, false, true,  fam::elementwise, r::unary},
     {"relu",      1, 1, 0, false, true,  fam::elementwise, r::unary},

@@ -38,8 +38,8 @@ enum class placed_by : std::uint8_t {
     allocator, ///< a graph allocator's compute memory: the next allocation places it again
 };
 
-/// rope modes (values as ggml's: neox is bit 1).
-enum class rope_mode : std::int32_t { normal = 0, neox = 2 };
+/// rope modes (values as ggml's: neox is bit 1, the M-RoPE modes have bit 3).
+enum class rope_mode : std::int32_t { normal = 0, neox = 2, mrope = 8, vision = 24, imrope = 40 };
 
 /// The gated linear unit functions of op_kind::glu (values as ggml's ggml_glu_op): the
 /// activation applied to x before it multiplies the gate g.

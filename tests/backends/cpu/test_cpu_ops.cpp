@@ -511,6 +511,42 @@ TEST_CASE("cpu: get_rows from every type, indices in any layout", "[cpu][get_row
     }
 }
 
+TEST_CASE("cpu: soft_max_ext with ALiBi slopes and sinks", "[cpu][softmax]") {
+    harness h(6106);
+    const tolerance tol{.max_nmse = 1e-6, .max_rel = 32 * ulp(f32)};
+    int n = 0;
+    for (const i64 n_head : {1, 2, 4, 5, 8, 12})
+        for (const elem_type mt : {f32, f16})
+            for (const bool with_sinks : {false, true}) {
+                const extents ne = {13 + 7 * (n % 4), 1 + n % 3, n_head, 1 + n % 2};
+                tensor* a = h.input(f32, ne, nth_layout(static_cast<std::size_t>(n), f32), -3.0, 3.0);
+                const extents mne = {ne[0], ne[1] + n % 2, n % 3 == 0 ? 1 : random_divisor(h.rng, n_head),
+                                     random_divisor(h.rng, ne[3])};
+                tensor* mask = h.input(mt, mne, n % 2 ? layout::offset : layout::contiguous, -2.0, 2.0);
+                bt::set(*mask, 0, 0, 0, 0, -std::numeric_limits<double>::infinity());
+                const float max_bias = n % 3 == 2 ? 0.5f : 8.0f;
+                const float sc = n % 2 ? 1.0f : 0.125f;
+                tensor* r = soft_max_ext(h.ctx, a, mask, sc, max_bias);
+                if (with_sinks) soft_max_add_sinks(r, h.input(f32, {n_head, 1, 1, 1}, layout::contiguous, -2.0, 2.0));
+                h.check(r, tol,
+                        describe("soft_max_ext", {{"a", a}, {"mask", mask}, {"sinks", r->src[2]}}) + " max_bias " +
+                            std::to_string(max_bias));
+                ++n;
+            }
+    SECTION("sinks without a mask, and a row masked everywhere with a sink is all zeros") {
+        tensor* a = h.input(f32, {7, 3, 4, 1}, layout::contiguous, -3.0, 3.0);
+        h.check(soft_max_add_sinks(soft_max(h.ctx, a, nullptr, 0.5f), h.input(f32, {4, 1, 1, 1}, layout::contiguous)),
+                tol, "soft_max sinks without a mask");
+        tensor* b = h.leaf(f32, {5, 2, 3, 1});
+        tensor* mask = h.leaf(f32, {5, 2, 1, 1});
+        for (i64 i0 = 0; i0 < 5; ++i0) bt::set(*mask, i0, 1, 0, 0, -std::numeric_limits<double>::infinity());
+        tensor* out = soft_max_add_sinks(soft_max_ext(h.ctx, b, mask, 1.0f, 2.0f), h.leaf(f32, {3, 1, 1, 1}));
+        h.check(out, tol, "soft_max fully masked row with a sink");
+        for (i64 i2 = 0; i2 < 3; ++i2)
+            for (i64 i0 = 0; i0 < 5; ++i0) CHECK(bt::get(*out, i0, 1, i2) == 0.0);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // rope
 
@@ -547,6 +583,76 @@ TEST_CASE("cpu: rope normal and neox in f32 and f16", "[cpu][rope]") {
                         describe(mode == rope_mode::neox ? "rope neox" : "rope normal",
                                  {{"a", a}, {"pos", pos}}) +
                             " n_dims " + std::to_string(n_dims));
+            }
+}
+
+namespace {
+/// Random positions for pos (values in [-64, 8128)).
+void random_positions(harness& h, tensor* pos) {
+    bt::for_each_index(pos->ne, [&](i64 i0, i64, i64, i64) {
+        bt::set(*pos, i0, 0, 0, 0, static_cast<double>(static_cast<i64>(h.rng() % 8192) - 64));
+    });
+}
+tolerance rope_tolerance(elem_type t) {
+    // x0 cos - x1 sin cancels: bound each error against the largest value
+    return t == f32 ? tolerance{.max_nmse = 1e-7, .max_rel = 1e-6, .rel_floor = 1.0}
+                    : tolerance{.max_nmse = 5e-4, .max_rel = ulp(f16), .rel_floor = 1.0};
+}
+} // namespace
+
+TEST_CASE("cpu: rope_ext with frequency factors and YaRN", "[cpu][rope]") {
+    harness h(9109);
+    const std::vector<extents> shapes = {{8, 2, 5, 1}, {16, 4, 7, 1}, {64, 2, 3, 2}, {128, 1, 2, 1}, {34, 3, 4, 1}};
+    int n = 0;
+    for (elem_type t : {f32, f16})
+        for (rope_mode mode : {rope_mode::normal, rope_mode::neox})
+            for (const extents& ne : shapes) {
+                const int n_dims = n % 2 ? static_cast<int>(ne[0]) : std::max(2, static_cast<int>(ne[0] / 2) & ~1);
+                tensor* a = h.input(t, ne, nth_layout(static_cast<std::size_t>(n), t));
+                tensor* pos = h.input(i32, {ne[2], 1, 1, 1}, layout::contiguous);
+                random_positions(h, pos);
+                tensor* ff = n % 3 == 2 ? nullptr : h.input(f32, {n_dims / 2 + n % 3, 1, 1, 1}, layout::contiguous, 1.0, 40.0);
+                const float ext = n % 4 == 0 ? 0.0f : (n % 4 == 1 ? 1.0f : 0.5f);
+                const float fscale = n % 2 ? 0.25f : 0.125f;
+                tensor* r = rope_ext(h.ctx, a, pos, ff, n_dims, mode, 4096, 500000.0f, fscale, ext, 0.8f + 0.1f * (n % 3),
+                                     32.0f, 1.0f);
+                h.check(r, rope_tolerance(t),
+                        describe("rope_ext", {{"a", a}, {"pos", pos}, {"freq_factors", ff}}) + " n_dims " +
+                            std::to_string(n_dims) + " ext_factor " + std::to_string(ext));
+                ++n;
+            }
+}
+
+TEST_CASE("cpu: rope_multi in the mrope, imrope and vision modes", "[cpu][rope]") {
+    harness h(9209);
+    struct shape_case {
+        extents ne;
+        std::array<int, 4> sections;
+    };
+    const std::vector<shape_case> cases = {
+        {{16, 2, 5, 1}, {2, 3, 3, 0}}, {{32, 3, 4, 2}, {4, 6, 6, 0}}, {{24, 1, 3, 1}, {3, 3, 2, 1}},
+        {{64, 2, 2, 1}, {8, 12, 12, 0}}, {{20, 2, 3, 1}, {2, 2, 1, 0}},
+    };
+    int n = 0;
+    for (elem_type t : {f32, f16})
+        for (rope_mode mode : {rope_mode::mrope, rope_mode::imrope, rope_mode::vision})
+            for (const shape_case& c : cases) {
+                const extents ne = c.ne;
+                const bool vision = mode == rope_mode::vision;
+                const int n_dims = vision ? static_cast<int>(ne[0] / 2)
+                                          : (n % 2 ? static_cast<int>(ne[0]) : static_cast<int>(ne[0] / 2) & ~1);
+                tensor* a = h.input(t, ne, nth_layout(static_cast<std::size_t>(n), t));
+                tensor* pos = h.input(i32, {4 * ne[2], 1, 1, 1}, n % 2 ? layout::strided_elems : layout::contiguous);
+                random_positions(h, pos);
+                const i64 n_ff = vision ? n_dims : n_dims / 2;
+                tensor* ff = n % 3 == 0 ? h.input(f32, {n_ff, 1, 1, 1}, layout::contiguous, 1.0, 8.0) : nullptr;
+                const float ext = n % 2 ? 1.0f : 0.0f;
+                tensor* r = rope_multi(h.ctx, a, pos, ff, n_dims, c.sections, mode, 2048, 10000.0f, 0.5f, ext, 1.0f,
+                                       32.0f, 1.0f);
+                h.check(r, rope_tolerance(t),
+                        describe("rope_multi", {{"a", a}, {"pos", pos}, {"freq_factors", ff}}) + " mode " +
+                            std::to_string(static_cast<int>(mode)) + " n_dims " + std::to_string(n_dims));
+                ++n;
             }
 }
 

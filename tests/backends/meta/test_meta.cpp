@@ -428,6 +428,30 @@ TEST_CASE("meta segments: a fused QKV weight split per segment, taken apart by v
     CHECK(tensor_get_all<float>(*mgraph.back()).value() == tensor_get_all<float>(*rgraph.back()).value());
 }
 
+namespace {
+
+/// Computes rgraph on one CPU and mgraph on m's meta device; their last n nodes (the
+/// outputs) must be equal.
+void check_same_outputs(meta_setup& m, graph& rgraph, graph& mgraph, std::size_t n) {
+    graph_allocator rga(cpu_buffer_type::instance()), mga(m.be.buffer_type());
+    REQUIRE(rga.alloc_graph(rgraph).ok());
+    REQUIRE(mga.alloc_graph(mgraph).ok());
+    cpu_backend cpu = cpu_device::instance().make_backend();
+    REQUIRE(cpu.compute(rgraph).ok());
+    const status st = m.be.compute(mgraph);
+    INFO(st.describe());
+    REQUIRE(st.ok());
+    REQUIRE(m.be.synchronize().ok());
+    for (std::size_t i = 0; i < n; ++i) {
+        INFO("output " << i);
+        const tensor* rt = rgraph.nodes()[rgraph.n_nodes() - n + i];
+        const tensor* mtt = mgraph.nodes()[mgraph.n_nodes() - n + i];
+        CHECK(tensor_get_all<float>(*mtt).value() == tensor_get_all<float>(*rt).value());
+    }
+}
+
+} // namespace
+
 TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repeated or stretched", "[meta]") {
     const int n = GENERATE(2, 3);
     INFO("devices: " << n);
@@ -477,21 +501,68 @@ TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repe
         REQUIRE(tensor_set(*mtt, v).ok());
     }
     graph rgraph = build(rg, r), mgraph = build(mg, mt);
-    graph_allocator rga(cpu_buffer_type::instance()), mga(m.be.buffer_type());
-    REQUIRE(rga.alloc_graph(rgraph).ok());
-    REQUIRE(mga.alloc_graph(mgraph).ok());
-    cpu_backend cpu = cpu_device::instance().make_backend();
-    REQUIRE(cpu.compute(rgraph).ok());
-    const status st = m.be.compute(mgraph);
-    INFO(st.describe());
-    REQUIRE(st.ok());
-    REQUIRE(m.be.synchronize().ok());
-    for (std::size_t i = 0; i < 5; ++i) {
-        INFO("output " << i);
-        const tensor* rt = rgraph.nodes()[rgraph.n_nodes() - 5 + i];
-        const tensor* mtt = mgraph.nodes()[mgraph.n_nodes() - 5 + i];
-        CHECK(tensor_get_all<float>(*mtt).value() == tensor_get_all<float>(*rt).value());
+    check_same_outputs(m, rgraph, mgraph, 5);
+}
+
+TEST_CASE("meta soft_max with ALiBi and sinks, rope with frequency factors: split rows and heads", "[meta]") {
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        if (t.name == "s") return split_state::even(1, t.ne[1], nd);  // [16, 6, 4]: rows split
+        if (t.name == "q") return split_state::even(1, t.ne[1], nd);  // [16, 4, 6]: heads split
+        if (t.name == "hs") return split_state::even(2, t.ne[2], nd); // [16, 6, 4]: heads split
+        return split_state::mirrored();
+    };
+    meta_setup m(2, std::move(params));
+    struct tensors {
+        tensor *s, *mask, *sinks, *q, *pos, *ff, *hs;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.s = w.new_tensor_3d(elem_type::f32, 16, 6, 4);
+        t.mask = w.new_tensor_2d(elem_type::f32, 16, 6);
+        t.sinks = w.new_tensor_1d(elem_type::f32, 4);
+        t.q = w.new_tensor_3d(elem_type::f32, 16, 4, 6);
+        t.pos = w.new_tensor_1d(elem_type::i32, 6);
+        t.ff = w.new_tensor_1d(elem_type::f32, 8);
+        t.hs = w.new_tensor_3d(elem_type::f32, 16, 6, 4);
+        t.s->name = "s";
+        t.q->name = "q";
+        t.hs->name = "hs";
+        return t;
+    };
+    const auto build = [](context& g, const tensors& t) {
+        tensor* x = soft_max_add_sinks(soft_max_ext(g, t.s, t.mask, 0.5f, 8.0f), t.sinks);
+        tensor* y = rope_ext(g, t.q, t.pos, t.ff, 16, rope_mode::neox, 4096, 10000.0f, 0.5f, 1.0f, 1.0f, 32.0f, 1.0f);
+        for (tensor* o : {x, y}) o->set_output();
+        return graph{x, y};
+    };
+    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
+    const tensors r = make(rw), mt = make(mw);
+    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    std::uint32_t seed = 40;
+    for (auto [rt, mtt] : {std::pair{r.s, mt.s}, {r.mask, mt.mask}, {r.sinks, mt.sinks}, {r.q, mt.q}, {r.ff, mt.ff}}) {
+        auto v = small_integers(static_cast<std::size_t>(rt->nelements()), seed++);
+        if (rt == r.ff)
+            for (float& x : v) x = 1.0f + std::abs(x); // frequency factors >= 1
+        REQUIRE(tensor_set(*rt, v).ok());
+        REQUIRE(tensor_set(*mtt, v).ok());
     }
+    const std::vector<std::int32_t> positions{0, 5, 17, 100, 4000, 9000};
+    REQUIRE(tensor_set(*r.pos, positions).ok());
+    REQUIRE(tensor_set(*mt.pos, positions).ok());
+    graph rgraph = build(rg, r), mgraph = build(mg, mt);
+    check_same_outputs(m, rgraph, mgraph, 2);
+
+    // ALiBi and sinks read each head's global index: no split of the heads
+    context eg({.no_alloc = true});
+    tensor* bad = soft_max_add_sinks(soft_max(eg, mt.hs), mt.sinks);
+    graph g(bad);
+    graph_allocator ga(m.be.buffer_type());
+    REQUIRE(ga.alloc_graph(g).ok());
+    const status e = m.be.compute(g);
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.code() == errc::not_supported);
+    CHECK_THAT(e.message(), Catch::Contains("soft_max") && Catch::Contains("'hs'"));
 }
 
 TEST_CASE("meta device through the run-time face: any_device and any_backend", "[meta]") {

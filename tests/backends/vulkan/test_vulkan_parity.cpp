@@ -19,10 +19,10 @@ struct vulkan_targets {
         {"binary", 4},   // add, sub, mul, div f32
         {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
         {"rows", 8},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32 (16-bit storage)
-        {"soft_max", 3}, // no mask, f32 mask, f16 mask (16-bit storage)
+        {"soft_max", 6}, // no mask, f32 mask, f16 mask (16-bit storage); each with sinks (and ALiBi)
         {"mul_mat", 15}, // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations (16-bit storage)
         {"get_rows", 6}, // f32 f16 bf16 q8_0 q4_0 i32 rows (16-bit storage)
-        {"rope", 4},     // normal, neox of f32, f16 (16-bit storage)
+        {"rope", 10},    // normal, neox, mrope, imrope, vision of f32, f16 (16-bit storage)
         {"concat", 4},   // f32 f16 bf16 i32 (16-bit storage)
         {"glu", 6},      // fused, split of f32 f16 bf16 (16-bit storage)
         {"reduce", 6},   // sum, mean of f32 f16 bf16 (16-bit storage)

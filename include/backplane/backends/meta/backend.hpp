@@ -380,8 +380,8 @@ private:
             pl.states[i] = vm->state;
             pl.views[i] = std::move(vm->local);
         } else {
-            std::array<const meta::split_state*, 2> ss{};
-            for (std::size_t j = 0; j < 2; ++j) {
+            std::array<const meta::split_state*, 3> ss{};
+            for (std::size_t j = 0; j < 3; ++j) {
                 const std::int32_t k = pl.idx.src(i, j);
                 if (k == graph_index::none) continue;
                 if (!pl.known[static_cast<std::size_t>(k)]) return plan_error(t, "it reads a node computed after it");
@@ -398,9 +398,9 @@ private:
 
     // No rule fits node i: its partial sources' roots are reduced (planning starts over),
     // or, when there are none left to reduce, the node is an error.
-    status reduce_sources(planning& pl, std::size_t i, const std::array<const meta::split_state*, 2>& ss, bool& again,
+    status reduce_sources(planning& pl, std::size_t i, const std::array<const meta::split_state*, 3>& ss, bool& again,
                           const std::string& why) const {
-        for (std::size_t j = 0; j < 2; ++j) {
+        for (std::size_t j = 0; j < 3; ++j) {
             if (ss[j] == nullptr || !ss[j]->is_partial()) continue;
             const std::int32_t root = pl.idx.root(static_cast<std::size_t>(pl.idx.src(i, j)));
             if (pl.idx.is_node(root) && !pl.reduce[static_cast<std::size_t>(root)]) {
@@ -494,8 +494,8 @@ private:
         const tensor& t = pl.idx[i];
         const auto du = static_cast<std::size_t>(d);
         const meta::match& m = pl.matches[i];
-        std::array<tensor*, 2> srcs{};
-        for (std::size_t j = 0; j < 2; ++j) {
+        std::array<tensor*, 3> srcs{};
+        for (std::size_t j = 0; j < 3; ++j) {
             const std::int32_t k = pl.idx.src(i, j);
             if (k == graph_index::none) continue;
             srcs[j] = slice_of(dg, pl.local[static_cast<std::size_t>(k)][du], m.use[j], du);
@@ -509,6 +509,7 @@ private:
         }
         l->src[0] = srcs[0];
         l->src[1] = srcs[1];
+        l->src[2] = srcs[2];
         // the piece is asked about as the node it will be
         l->op = t.op;
         l->op_params = t.op_params;
@@ -557,7 +558,7 @@ private:
 
     std::string sources_of(const planning& pl, std::size_t i) const {
         std::string s;
-        for (std::size_t j = 0; j < 2; ++j) {
+        for (std::size_t j = 0; j < 3; ++j) {
             const std::int32_t k = pl.idx.src(i, j);
             if (k != graph_index::none)
                 s += "; src" + std::to_string(j) + " " + backplane::detail::describe(&pl.idx[static_cast<std::size_t>(k)]) +

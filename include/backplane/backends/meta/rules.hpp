@@ -53,6 +53,8 @@ enum class condition : std::uint8_t {
     no_bias,        ///< scale: a partial input needs a zero bias (scaling is then linear)
     off_concat_dim, ///< concat: the split axis is not the joined dimension
     same_shape,     ///< src0 and src1 are set and have the same shape (cpy; glu's split form)
+    global_heads,   ///< soft_max: dimension 2 (heads) splits only without ALiBi or sinks,
+                    ///< which read each head's global index
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
@@ -60,7 +62,7 @@ inline constexpr std::uint8_t axes_rows = 0b1110; ///< not dimension 0 (row-wise
 
 struct rule {
     op_kind op;
-    std::array<form, 2> src; ///< src0 and src1 (no core op splits a third source)
+    std::array<form, 3> src; ///< src0, src1 and src2 (none where left out)
     form out;                ///< mirrored, partial or split
     std::uint8_t axes = axes_all;
     std::int8_t shift = 0;
@@ -204,12 +206,14 @@ inline constexpr rule rules[] = {
     {op_kind::rms_norm, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::norm,     {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows},
     {op_kind::norm,     {rule_detail::M, rule_detail::N}, rule_detail::M},
-    {op_kind::soft_max, {rule_detail::S, rule_detail::Sm}, rule_detail::S, axes_rows, 0, broadcast::tile, {}, false,
-     "the mask is cut with the rows or repeats"},
-    {op_kind::soft_max, {rule_detail::M, rule_detail::M}, rule_detail::M},
-    {op_kind::rope, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(1) | rule_detail::ax(3), 0, {}, {},
-     false, "heads (or batches) split; positions mirrored"},
-    {op_kind::rope, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::soft_max, {rule_detail::S, rule_detail::Sm, rule_detail::M}, rule_detail::S, axes_rows, 0, broadcast::tile,
+     condition::global_heads, false,
+     "the mask is cut with the rows or repeats; sinks mirrored; heads split only without ALiBi or sinks"},
+    {op_kind::soft_max, {rule_detail::M, rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::rope, {rule_detail::S, rule_detail::M, rule_detail::M}, rule_detail::S,
+     rule_detail::ax(1) | rule_detail::ax(3), 0, {}, {}, false,
+     "heads (or batches) split; positions and frequency factors mirrored"},
+    {op_kind::rope, {rule_detail::M, rule_detail::M, rule_detail::M}, rule_detail::M},
     // matrix products: c [M, N] = a [K, M]^T b [K, N]
     {op_kind::mul_mat, {rule_detail::M, rule_detail::M}, rule_detail::M},
     {op_kind::mul_mat, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(1), -1, {}, {}, false,
@@ -251,10 +255,11 @@ constexpr std::string_view to_string(form f) noexcept {
 inline std::string to_string(const rule& r) {
     std::string s = "(";
     s += to_string(r.src[0]);
-    if (r.src[1] != form::none) {
-        s += ", ";
-        s += to_string(r.src[1]);
-    }
+    for (std::size_t j = 1; j < r.src.size(); ++j)
+        if (r.src[j] != form::none) {
+            s += ", ";
+            s += to_string(r.src[j]);
+        }
     s += ") -> ";
     s += to_string(r.out);
     const bool any_split = r.src[0] == form::split || r.src[0] == form::split_or_slice || r.src[1] == form::split ||
@@ -285,7 +290,7 @@ struct source_use {
 /// The result of matching a node against the rules.
 struct match {
     split_state out;
-    std::array<source_use, 2> use;
+    std::array<source_use, 3> use;
     const rule* by = nullptr;
 };
 
@@ -339,7 +344,7 @@ inline std::optional<source_use> slice_of(std::int64_t e, const split_state& r, 
 
 /// The first rule that fits node `t` whose sources are in `states` (null for a missing
 /// source), or the reason none does.
-inline result<match> match_rule(const tensor& t, const std::array<const split_state*, 2>& states) {
+inline result<match> match_rule(const tensor& t, const std::array<const split_state*, 3>& states) {
     using namespace rule_detail;
     std::string tried;
     for (const rule& r : rules) {
@@ -348,7 +353,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         tried += to_string(r);
         // the reference: the first source the rule wants split that is split
         int ref = -1;
-        for (int j = 0; j < 2 && ref < 0; ++j)
+        for (int j = 0; j < 3 && ref < 0; ++j)
             if (is_split_form(r.src[static_cast<std::size_t>(j)]) && t.src[static_cast<std::size_t>(j)] != nullptr &&
                 states[static_cast<std::size_t>(j)]->is_split())
                 ref = j;
@@ -361,7 +366,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
 
         match m;
         bool ok = true;
-        for (std::size_t j = 0; j < 2 && ok; ++j) {
+        for (std::size_t j = 0; j < 3 && ok; ++j) {
             const tensor* s = t.src[j];
             const form f = r.src[j];
             if (s == nullptr) {
@@ -396,6 +401,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         case condition::no_bias: ok = t.param<float>(1) == 0.0f; break;
         case condition::off_concat_dim: ok = t.param<std::int32_t>(0) != axis; break;
         case condition::same_shape: ok = t.src[0] != nullptr && t.src[1] != nullptr && t.src[0]->ne == t.src[1]->ne; break;
+        case condition::global_heads: ok = axis != 2 || (!(t.param<float>(1) > 0.0f) && t.src[2] == nullptr); break;
         }
         if (!ok) continue;
         if (r.out == form::mirrored) {
@@ -413,7 +419,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         return m;
     }
     std::string msg = "no split rule of " + std::string(to_string(t.op)) + " takes ";
-    for (std::size_t j = 0; j < 2; ++j) {
+    for (std::size_t j = 0; j < 3; ++j) {
         if (t.src[j] == nullptr) continue;
         if (j) msg += " and ";
         msg += "src" + std::to_string(j) + " " + backplane::detail::describe(t.src[j]) + " (" + states[j]->to_string() +

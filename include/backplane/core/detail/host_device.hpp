@@ -1,6 +1,6 @@
 #pragma once
 // BACKPLANE_HOST_DEVICE marks a function that the CPU kernels and, under nvcc, the CUDA
-// kernels both call (one formula for both).
+// kernels both call (the formulas written once for every C++ backend).
 
 #if defined(__CUDACC__)
 #define BACKPLANE_HOST_DEVICE __host__ __device__

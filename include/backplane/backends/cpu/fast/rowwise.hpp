@@ -1,7 +1,8 @@
 #pragma once
 // Fast element-wise and row-wise kernels for f32 tensors whose rows are contiguous:
 // add, sub, mul, div (b broadcast over a), scale, sqr, sqrt, silu, gelu, relu, rms_norm,
-// norm, soft_max (no mask or an f32 mask) and glu's swiglu (silu(x) * g, fused or split).
+// norm, soft_max (no mask or an f32 mask; ALiBi and sinks too) and glu's swiglu (silu(x) *
+// g, fused or split).
 //
 // Each op is written once per instruction-set level (AVX-512, AVX2, portable) for one
 // contiguous row; the driver walks the thread's share of rows. Other types and layouts
@@ -19,6 +20,7 @@
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/kernels/common.hpp>
+#include <backplane/core/alibi.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/glu_functions.hpp>
 #include <backplane/core/op_traits.hpp>
@@ -102,10 +104,10 @@ struct portable {
         for (i64 i = 0; i < n; ++i) d[i] = (a[i] - mean) * s;
     }
     /// d = a * scale (+ mask); returns the row's maximum.
-    static float logits(const float* a, const float* mask, float* d, i64 n, float scale) noexcept {
+    static float logits(const float* a, const float* mask, float* d, i64 n, float scale, float slope) noexcept {
         float m = -std::numeric_limits<float>::infinity();
         for (i64 i = 0; i < n; ++i) {
-            const float v = a[i] * scale + (mask ? mask[i] : 0.0f);
+            const float v = a[i] * scale + (mask ? slope * mask[i] : 0.0f);
             d[i] = v;
             m = std::fmax(m, v);
         }
@@ -263,15 +265,17 @@ struct avx512 {
             _mm512_mask_storeu_ps(d + i, m, _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, a + i), vm), vs));
         }
     }
-    BACKPLANE_TARGET_AVX512 static float logits(const float* a, const float* mask, float* d, i64 n, float scale) noexcept {
+    BACKPLANE_TARGET_AVX512 static float logits(const float* a, const float* mask, float* d, i64 n, float scale,
+                                                float slope) noexcept {
         const __m512 vs = _mm512_set1_ps(scale);
+        const __m512 vslope = _mm512_set1_ps(slope);
         const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
         __m512 vmax = ninf;
         i64 i = 0;
         for (; i < n; i += 16) {
             const __mmask16 m = tail(n - i < 16 ? n - i : 16);
             __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + i), vs);
-            if (mask) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, mask + i));
+            if (mask) v = _mm512_add_ps(v, _mm512_mul_ps(vslope, _mm512_maskz_loadu_ps(m, mask + i)));
             _mm512_mask_storeu_ps(d + i, m, v);
             vmax = _mm512_mask_max_ps(vmax, m, vmax, v);
         }
@@ -422,19 +426,21 @@ struct avx2 {
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(a + i), vm), vs));
         for (; i < n; ++i) d[i] = (a[i] - mean) * s;
     }
-    BACKPLANE_TARGET_AVX2 static float logits(const float* a, const float* mask, float* d, i64 n, float scale) noexcept {
+    BACKPLANE_TARGET_AVX2 static float logits(const float* a, const float* mask, float* d, i64 n, float scale,
+                                              float slope) noexcept {
         const __m256 vs = _mm256_set1_ps(scale);
+        const __m256 vslope = _mm256_set1_ps(slope);
         __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
         i64 i = 0;
         for (; i + 8 <= n; i += 8) {
             __m256 v = _mm256_mul_ps(_mm256_loadu_ps(a + i), vs);
-            if (mask) v = _mm256_add_ps(v, _mm256_loadu_ps(mask + i));
+            if (mask) v = _mm256_add_ps(v, _mm256_mul_ps(vslope, _mm256_loadu_ps(mask + i)));
             _mm256_storeu_ps(d + i, v);
             vmax = _mm256_max_ps(vmax, v);
         }
         float m = hmax(vmax);
         for (; i < n; ++i) {
-            const float v = a[i] * scale + (mask ? mask[i] : 0.0f);
+            const float v = a[i] * scale + (mask ? slope * mask[i] : 0.0f);
             d[i] = v;
             m = std::fmax(m, v);
         }
@@ -559,19 +565,28 @@ template <class V>
 void run_soft_max(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const tensor* mask = dst.src[1];
+    const tensor* sinks = dst.src[2];
     const i64 n = a.ne[0];
     const float scale = dst.param<float>(0);
+    const float max_bias = dst.param<float>(1);
+    constexpr float ninf = -std::numeric_limits<float>::infinity();
     const auto [r0, r1] = split_work(dst.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);
         const float* pm = mask ? frow(*mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : nullptr;
+        const float slope = mask ? alibi::slope(max_bias, static_cast<int>(a.ne[2]), static_cast<int>(i2)) : 1.0f;
         float* pd = frow_mut(dst, i1, i2, i3);
-        const float max = V::logits(frow(a, i1, i2, i3), pm, pd, n, scale);
-        if (max == -std::numeric_limits<float>::infinity()) { // every position masked
+        const float sink = sinks ? kernels::load<float>(static_cast<const std::byte*>(sinks->data) +
+                                                        static_cast<std::size_t>(i2) * sinks->nb[0])
+                                 : ninf;
+        const float max = std::fmax(V::logits(frow(a, i1, i2, i3), pm, pd, n, scale, slope), sink);
+        if (max == ninf) { // every position masked, no sink
             for (i64 i = 0; i < n; ++i) pd[i] = 0.0f;
             continue;
         }
-        V::scale_row(pd, n, 1.0f / V::exp_shift(pd, n, max));
+        float sum = V::exp_shift(pd, n, max);
+        if (sinks) sum += std::exp(sink - max);
+        V::scale_row(pd, n, 1.0f / sum);
     }
 }
 

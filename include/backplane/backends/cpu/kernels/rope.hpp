@@ -1,14 +1,15 @@
 #pragma once
 // rope: rotary position embedding of a [head_dim, n_head, n_tokens, ne3] (f32 or f16)
-// with i32 positions pos[n_tokens]. Pair i (0 <= i < n_dims / 2) of a row of token t is
-// rotated by theta = pos[t] * freq_scale * freq_base^(-2i / n_dims): normal mode pairs
-// (x[2i], x[2i + 1]), neox mode (x[i], x[i + n_dims / 2]); values past n_dims are copied.
+// with i32 positions (n_tokens of them, 4 * n_tokens in the M-RoPE modes) and optional
+// f32 frequency factors: ggml's rope_ext and rope_multi, every mode (normal, neox, mrope,
+// vision, imrope), YaRN included. The formulas are core/rope_functions.hpp's.
 //
 // The angle and its sine and cosine are computed in double: positions reach tens of
 // thousands of radians, where an f32 angle (ggml's) is already off by ~1e-3.
 // In place: dst may share a's memory with a's layout; each pair is read before written.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
+#include <backplane/core/rope_functions.hpp>
 
 #include <cmath>
 
@@ -19,34 +20,36 @@ namespace detail {
 template <class T> void rope_rows(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const tensor& pos = *dst.src[1];
+    const tensor* ff = dst.src[2];
+    const rope_fn::params c = rope_fn::params_of(dst);
     const i64 ne0 = a.ne[0];
-    const i64 n_dims = dst.param<std::int32_t>(0);
-    const bool neox = dst.param<std::int32_t>(1) == static_cast<std::int32_t>(rope_mode::neox);
-    const double freq_base = dst.param<float>(2);
-    const double freq_scale = dst.param<float>(3);
-    const i64 half = n_dims / 2;
+    const int pairs = rope_fn::n_pairs(c);
+    const auto position = [&](i64 i2, int stream) {
+        const i64 i = i2 + stream * a.ne[2];
+        return static_cast<double>(load_i32(static_cast<const std::byte*>(pos.data) + static_cast<std::size_t>(i) * pos.nb[0]));
+    };
 
     const auto [r0, r1] = split_work(a.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, a.ne);
         const std::byte* pa = row_ptr(a, i1, i2, i3);
         std::byte* pd = row_ptr(dst, i1, i2, i3);
-        const double position = load_i32(static_cast<const std::byte*>(pos.data) +
-                                         static_cast<std::size_t>(i2) * pos.nb[0]);
-        for (i64 i = 0; i < half; ++i) {
-            const double theta =
-                position * freq_scale *
-                std::pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_dims));
-            const auto c = static_cast<float>(std::cos(theta));
-            const auto s = static_cast<float>(std::sin(theta));
-            const i64 j0 = neox ? i : 2 * i;
-            const i64 j1 = neox ? i + half : 2 * i + 1;
+        for (int k = 0; k < pairs; ++k) {
+            int exponent = 0;
+            const int stream = rope_fn::stream_of(c, k, exponent);
+            const double f = ff ? load<float>(static_cast<const std::byte*>(ff->data) + static_cast<std::size_t>(k) * ff->nb[0]) : 1.0;
+            double cd = 0.0, sd = 0.0;
+            rope_fn::cos_sin(c, position(i2, stream), k, exponent, f, cd, sd);
+            const auto cs = static_cast<float>(cd);
+            const auto sn = static_cast<float>(sd);
+            int j0 = 0, j1 = 0;
+            rope_fn::pair_of(c, k, j0, j1);
             const float x0 = load<T>(pa + static_cast<std::size_t>(j0) * a.nb[0]);
             const float x1 = load<T>(pa + static_cast<std::size_t>(j1) * a.nb[0]);
-            store<T>(pd + static_cast<std::size_t>(j0) * dst.nb[0], x0 * c - x1 * s);
-            store<T>(pd + static_cast<std::size_t>(j1) * dst.nb[0], x0 * s + x1 * c);
+            store<T>(pd + static_cast<std::size_t>(j0) * dst.nb[0], x0 * cs - x1 * sn);
+            store<T>(pd + static_cast<std::size_t>(j1) * dst.nb[0], x0 * sn + x1 * cs);
         }
-        for (i64 i = n_dims; i < ne0; ++i)
+        for (i64 i = rope_fn::rotated_end(c); i < ne0; ++i)
             store<T>(pd + static_cast<std::size_t>(i) * dst.nb[0],
                      load<T>(pa + static_cast<std::size_t>(i) * a.nb[0]));
     }

@@ -8,6 +8,7 @@
 // passes read dst, never a, so the row is correct although a is overwritten under it.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
+#include <backplane/core/alibi.hpp>
 
 #include <cmath>
 #include <limits>
@@ -126,20 +127,25 @@ namespace detail {
 template <class TM> void soft_max_rows(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const tensor* mask = dst.src[1];
+    const tensor* sinks = dst.src[2];
     const i64 ne0 = a.ne[0];
     const float scale = dst.param<float>(0);
+    const float max_bias = dst.param<float>(1);
     const auto [r0, r1] = split_work(a.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, a.ne);
         const std::byte* pa = row_ptr(a, i1, i2, i3);
         std::byte* pd = row_ptr(dst, i1, i2, i3);
         const std::byte* pm = nullptr;
-        if constexpr (!std::is_void_v<TM>)
+        float slope = 1.0f;
+        if constexpr (!std::is_void_v<TM>) {
             pm = row_ptr(*mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]);
+            slope = alibi::slope(max_bias, static_cast<int>(a.ne[2]), static_cast<int>(i2));
+        }
         auto logit = [&](i64 i) {
             float v = load<float>(pa + static_cast<std::size_t>(i) * a.nb[0]) * scale;
             if constexpr (!std::is_void_v<TM>)
-                v += load<TM>(pm + static_cast<std::size_t>(i) * mask->nb[0]);
+                v += slope * load<TM>(pm + static_cast<std::size_t>(i) * mask->nb[0]);
             return v;
         };
         auto out = [&](i64 i) { return pd + static_cast<std::size_t>(i) * dst.nb[0]; };
@@ -147,8 +153,10 @@ template <class TM> void soft_max_rows(const compute_params& p, tensor& dst) noe
         float max = -std::numeric_limits<float>::infinity();
         for (i64 i = 0; i < ne0; ++i)
             max = std::fmax(max, logit(i));
-        if (max ==
-            -std::numeric_limits<float>::infinity()) { // every position masked: no mass anywhere
+        const float sink = sinks ? load<float>(row_ptr(*sinks, 0, 0, 0) + static_cast<std::size_t>(i2) * sinks->nb[0])
+                                 : -std::numeric_limits<float>::infinity();
+        max = std::fmax(max, sink);
+        if (max == -std::numeric_limits<float>::infinity()) { // every position masked: no mass anywhere
             for (i64 i = 0; i < ne0; ++i)
                 store<float>(out(i), 0.0f);
             continue;
@@ -159,6 +167,7 @@ template <class TM> void soft_max_rows(const compute_params& p, tensor& dst) noe
             store<float>(out(i), e);
             sum += e;
         }
+        if (sinks) sum += std::exp(sink - max);
         const float inv = static_cast<float>(1.0 / sum);
         for (i64 i = 0; i < ne0; ++i)
             store<float>(out(i), load<float>(out(i)) * inv);
@@ -167,7 +176,10 @@ template <class TM> void soft_max_rows(const compute_params& p, tensor& dst) noe
 
 } // namespace detail
 
-/// soft_max: f32 a, optional f32 or f16 mask.
+/// soft_max: f32 a, optional f32 or f16 mask (with ALiBi's slopes for max_bias > 0),
+/// optional f32 sinks (src[2]): a row's maximum takes its head's sink, and the sum it is
+/// divided by adds exp(sink - max). A row whose logits are all -inf, without a sink, is
+/// all zeros (ggml's is NaN).
 template <class = void>
 inline void soft_max(const compute_params& p, tensor& dst) noexcept {
     const tensor* mask = dst.src[1];

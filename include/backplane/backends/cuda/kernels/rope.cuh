@@ -1,9 +1,9 @@
 #pragma once
 // rope: rotary position embedding of a [head_dim, n_head, n_tokens, ne3] (f32 or f16)
-// with i32 positions pos[n_tokens]. Pair i (0 <= i < n_dims / 2) of a row of token t is
-// rotated by theta = pos[t] * freq_scale * freq_base^(-2i / n_dims): normal mode pairs
-// (x[2i], x[2i + 1]), neox mode (x[i], x[i + n_dims / 2]); values past n_dims are copied
-// as bits.
+// with i32 positions (n_tokens, or 4 * n_tokens in the M-RoPE modes) and optional f32
+// frequency factors: ggml's rope_ext and rope_multi, every mode (normal, neox, mrope,
+// vision, imrope), YaRN included, with core/rope_functions.hpp's formulas; values past
+// the rotated ones are copied as bits.
 //
 // As the CPU reference (backends/cpu/kernels/rope.hpp), the angle, its sine and cosine
 // are computed in double (positions reach thousands of radians, where an f32 angle is off
@@ -14,6 +14,7 @@
 // it, and no two threads touch the same values.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
+#include <backplane/core/rope_functions.hpp>
 
 #include <cstdint>
 
@@ -23,15 +24,13 @@ namespace rope_detail {
 
 /// What a rope kernel needs besides its tensors.
 struct rope_args {
-    i64 n_dims = 0;
-    i64 half = 0;       ///< n_dims / 2: the pairs of a row
-    i64 ncols = 0;      ///< half + (ne0 - n_dims): pairs, then values copied
+    rope_fn::params c;
+    i64 half = 0;       ///< the pairs of a row (rope_fn::n_pairs)
+    i64 end = 0;        ///< the rotated values end here (rope_fn::rotated_end)
+    i64 ncols = 0;      ///< half + (ne0 - end): pairs, then values copied
     i64 chunk = 1;      ///< rows (i1) per work item
     i64 nchunks = 1;    ///< ceil(ne1 / chunk)
     i64 items = 0;      ///< ncols * ne2 * ne3 * nchunks
-    double freq_base = 10000.0;
-    double freq_scale = 1.0;
-    bool neox = false;
 };
 
 template <elem_type T> __device__ __forceinline__ float ld(const char* p) {
@@ -56,9 +55,10 @@ template <elem_type T> __device__ __forceinline__ void copy_bits(char* dst, cons
 }
 
 /// Work item it = (col, i2, i3, chunk), col fastest: col < half rotates pair col of rows
-/// i1 in [chunk * c.chunk, +c.chunk) of token i2, col >= half copies value n_dims + col -
+/// i1 in [chunk * c.chunk, +c.chunk) of token i2, col >= half copies value end + col -
 /// half of those rows. Adjacent threads take adjacent columns of the same rows.
-template <elem_type T> __global__ void __launch_bounds__(256) rope_kernel(tview a, tview pos, tview d, rope_args c) {
+template <elem_type T>
+__global__ void __launch_bounds__(256) rope_kernel(tview a, tview pos, tview ff, tview d, rope_args c) {
     const i64 ne1 = a.ne[1], ne2 = a.ne[2], ne3 = a.ne[3];
     const i64 sa = a.nb[0], sd = d.nb[0];
     for (i64 it = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; it < c.items;
@@ -71,16 +71,19 @@ template <elem_type T> __global__ void __launch_bounds__(256) rope_kernel(tview 
         const i64 i1_begin = (t / ne3) * c.chunk;
         const i64 i1_end = i1_begin + c.chunk < ne1 ? i1_begin + c.chunk : ne1;
         if (col < c.half) {
-            // the CPU's expression, in its order: position * freq_scale * base^(-2i / n_dims)
-            const double position = *reinterpret_cast<const std::int32_t*>(pos.data + i2 * pos.nb[0]);
-            const double theta = position * c.freq_scale *
-                                 pow(c.freq_base, -2.0 * static_cast<double>(col) / static_cast<double>(c.n_dims));
-            double s_theta, c_theta;
-            sincos(theta, &s_theta, &c_theta);
+            const int k = static_cast<int>(col);
+            int exponent = 0;
+            const int stream = rope_fn::stream_of(c.c, k, exponent);
+            const double position =
+                *reinterpret_cast<const std::int32_t*>(pos.data + (i2 + stream * ne2) * pos.nb[0]);
+            const double f = ff.data ? *reinterpret_cast<const float*>(ff.data + col * ff.nb[0]) : 1.0;
+            double c_theta, s_theta;
+            rope_fn::cos_sin(c.c, position, k, exponent, f, c_theta, s_theta);
             const auto cs = static_cast<float>(c_theta);
             const auto sn = static_cast<float>(s_theta);
-            const i64 j0 = c.neox ? col : 2 * col;
-            const i64 j1 = c.neox ? col + c.half : 2 * col + 1;
+            int p0 = 0, p1 = 0;
+            rope_fn::pair_of(c.c, k, p0, p1);
+            const i64 j0 = p0, j1 = p1;
             for (i64 i1 = i1_begin; i1 < i1_end; ++i1) {
                 const char* pa = a.row(i1, i2, i3);
                 char* pd = d.row(i1, i2, i3);
@@ -90,7 +93,7 @@ template <elem_type T> __global__ void __launch_bounds__(256) rope_kernel(tview 
                 st<T>(pd + j1 * sd, __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs)));
             }
         } else {
-            const i64 j = c.n_dims + (col - c.half);
+            const i64 j = c.end + (col - c.half);
             for (i64 i1 = i1_begin; i1 < i1_end; ++i1) copy_bits<T>(d.row(i1, i2, i3) + j * sd, a.row(i1, i2, i3) + j * sa);
         }
     }
@@ -98,9 +101,9 @@ template <elem_type T> __global__ void __launch_bounds__(256) rope_kernel(tview 
 
 } // namespace rope_detail
 
-/// rope, normal and neox modes, f32 and f16 (dst = a's type and shape), src[1] the i32
-/// positions indexed by a's dim 2; params: n_dims, mode, freq_base, freq_scale. Any
-/// strides for a, the positions and dst.
+/// rope, every mode, f32 and f16 (dst = a's type and shape), src[1] the i32 positions
+/// indexed by a's dim 2 (and by stream in the M-RoPE modes), src[2] the optional f32
+/// frequency factors; params: rope_fn::slot's. Any strides for a, the positions and dst.
 inline cudaError_t launch_rope(const tensor& node, const detail::launch_context& ctx) noexcept {
     const tensor* src = node.src[0];
     const tensor* positions = node.src[1];
@@ -112,13 +115,12 @@ inline cudaError_t launch_rope(const tensor& node, const detail::launch_context&
     if (a.type != d.type || p.type != elem_type::i32) return cudaErrorNotSupported;
 
     rope_detail::rope_args c;
-    c.n_dims = node.param<std::int32_t>(0);
-    c.neox = node.param<std::int32_t>(1) == static_cast<std::int32_t>(rope_mode::neox);
-    c.freq_base = node.param<float>(2);
-    c.freq_scale = node.param<float>(3);
-    if (c.n_dims <= 0 || c.n_dims % 2 != 0 || c.n_dims > a.ne[0]) return cudaErrorInvalidValue;
-    c.half = c.n_dims / 2;
-    c.ncols = c.half + (a.ne[0] - c.n_dims);
+    c.c = rope_fn::params_of(node);
+    if (c.c.n_dims <= 0 || c.c.n_dims % 2 != 0 || c.c.n_dims > a.ne[0]) return cudaErrorInvalidValue;
+    c.half = rope_fn::n_pairs(c.c);
+    c.end = rope_fn::rotated_end(c.c);
+    c.ncols = c.half + (a.ne[0] - c.end);
+    const tview f = node.src[2] ? view_of(*node.src[2]) : tview{};
 
     // Rows per work item: all heads of a token share its angles, but keep enough items
     // to fill the device (~2048 threads per multiprocessor) and each item short.
@@ -137,10 +139,10 @@ inline cudaError_t launch_rope(const tensor& node, const detail::launch_context&
     const unsigned blocks = blocks_for(c.items, threads);
     switch (a.type) {
     case elem_type::f32:
-        rope_detail::rope_kernel<elem_type::f32><<<blocks, threads, 0, ctx.stream>>>(a, p, d, c);
+        rope_detail::rope_kernel<elem_type::f32><<<blocks, threads, 0, ctx.stream>>>(a, p, f, d, c);
         break;
     case elem_type::f16:
-        rope_detail::rope_kernel<elem_type::f16><<<blocks, threads, 0, ctx.stream>>>(a, p, d, c);
+        rope_detail::rope_kernel<elem_type::f16><<<blocks, threads, 0, ctx.stream>>>(a, p, f, d, c);
         break;
     default: return cudaErrorNotSupported;
     }

@@ -13,6 +13,7 @@
 // reads a value that was overwritten.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
+#include <backplane/core/alibi.hpp>
 
 #include <climits>
 #include <cstdint>
@@ -273,13 +274,16 @@ __global__ void __launch_bounds__(config<G, K>::block) norm_kernel(tview a, tvie
     }
 }
 
-/// soft_max: softmax(a * scale + mask) per row, f32; M: the mask's type (none: f32 with
-/// has_mask false). The mask row is (i1, i2 % m.ne2, i3 % m.ne3). The CPU's steps: the
-/// logits in f32 (x * scale, then + mask), their maximum, e = exp(logit - max) in f32
-/// summed in double, e * f32(1 / sum); a row whose every logit is -inf becomes zeros.
+/// soft_max: softmax(a * scale + slope * mask) per row, f32; M: the mask's type (none:
+/// f32 with has_mask false); slope ALiBi's for head i2 (alibi::slope, 1 without
+/// max_bias); sinks (optional, data null without) one f32 per head. The mask row is (i1,
+/// i2 % m.ne2, i3 % m.ne3). The CPU's steps: the logits in f32 (x * scale, then + slope *
+/// mask), their maximum (and the sink's), e = exp(logit - max) in f32 summed in double
+/// (plus exp(sink - max)), e * f32(1 / sum); a row whose every logit is -inf, without a
+/// sink, becomes zeros.
 template <int G, int K, bool Packed, bool HasMask, elem_type M>
 __global__ void __launch_bounds__(config<G, K>::block)
-    soft_max_kernel(tview a, tview m, tview d, float scale) {
+    soft_max_kernel(tview a, tview m, tview sinks, tview d, float scale, float max_bias) {
     using C = config<G, K>;
     __shared__ double shd[32];
     __shared__ float shf[32];
@@ -297,12 +301,17 @@ __global__ void __launch_bounds__(config<G, K>::block)
         const char* pa = a.row(i1, i2, i3);
         char* pd = d.row(i1, i2, i3);
         const char* pm = nullptr;
-        if constexpr (HasMask) pm = m.row(i1, i2 % m.ne[2], i3 % m.ne[3]);
+        float slope = 1.0f;
+        if constexpr (HasMask) {
+            pm = m.row(i1, i2 % m.ne[2], i3 % m.ne[3]);
+            slope = alibi::slope(max_bias, static_cast<int>(a.ne[2]), static_cast<int>(i2));
+        }
         auto logit = [&](i64 i) {
             float l = __fmul_rn(ld<elem_type::f32>(pa + i * sa), scale);
-            if constexpr (HasMask) l = __fadd_rn(l, ld<M>(pm + i * sm));
+            if constexpr (HasMask) l = __fadd_rn(l, __fmul_rn(slope, ld<M>(pm + i * sm)));
             return l;
         };
+        const float sink = sinks.data ? *reinterpret_cast<const float*>(sinks.data + i2 * sinks.nb[0]) : -INFINITY;
 
         float v[K > 0 ? K : 1] = {};
         float mx = -INFINITY;
@@ -312,8 +321,8 @@ __global__ void __launch_bounds__(config<G, K>::block)
             else (void)k;
             mx = fmaxf(mx, l);
         });
-        mx = group_max<G>(mx, shf);
-        if (mx == -INFINITY) { // every position masked: no mass anywhere
+        mx = fmaxf(group_max<G>(mx, shf), sink);
+        if (mx == -INFINITY) { // every position masked, no sink: no mass anywhere
             for_row<G, K>(ne0, lane, [&](int, i64 i) { st_f32(pd + i * sd, 0.0f); });
             continue;
         }
@@ -332,6 +341,7 @@ __global__ void __launch_bounds__(config<G, K>::block)
             }
         });
         s = group_sum<G>(s, shd);
+        if (sinks.data) s += expf(sink - mx);
         const auto inv = static_cast<float>(1.0 / s);
         for_row<G, K>(ne0, lane, [&](int k, i64 i) {
             float e;
@@ -419,17 +429,17 @@ inline cudaError_t launch_norm(const tview& a, const tview& d, float eps, bool r
 }
 
 template <bool HasMask, elem_type M>
-inline cudaError_t launch_soft_max_as(const tview& a, const tview& m, const tview& d, float scale,
-                                      cudaStream_t stream) {
+inline cudaError_t launch_soft_max_as(const tview& a, const tview& m, const tview& sinks, const tview& d,
+                                      float scale, float max_bias, cudaStream_t stream) {
     const bool packed = a.nb[0] == 4;
     return with_cached_config(a.ne[0], [&]<class C>(C) {
         const unsigned blocks = blocks_for(a.nrows(), C::rows_per_block);
         if (packed)
             soft_max_kernel<C::group, C::per_thread, true, HasMask, M>
-                <<<blocks, C::block, 0, stream>>>(a, m, d, scale);
+                <<<blocks, C::block, 0, stream>>>(a, m, sinks, d, scale, max_bias);
         else
             soft_max_kernel<C::group, C::per_thread, false, HasMask, M>
-                <<<blocks, C::block, 0, stream>>>(a, m, d, scale);
+                <<<blocks, C::block, 0, stream>>>(a, m, sinks, d, scale, max_bias);
         return cudaGetLastError();
     });
 }
@@ -458,8 +468,9 @@ inline cudaError_t launch_rows(const tensor& node, const detail::launch_context&
     }
 }
 
-/// soft_max of f32 rows, scale in param 0, optional f32 or f16 mask (src[1]) of a's row
-/// length with rows i1 for a's rows i1, broadcast over dims 2 and 3; any strides.
+/// soft_max of f32 rows, scale and max_bias in params 0 and 1, optional f32 or f16 mask
+/// (src[1]) of a's row length with rows i1 for a's rows i1, broadcast over dims 2 and 3,
+/// optional f32 sinks (src[2]); any strides.
 inline cudaError_t launch_soft_max(const tensor& node, const detail::launch_context& ctx) noexcept {
     const tensor* src = node.src[0];
     if (src == nullptr) return cudaErrorInvalidValue;
@@ -468,13 +479,17 @@ inline cudaError_t launch_soft_max(const tensor& node, const detail::launch_cont
     const tview d = view_of(node);
     if (a.type != elem_type::f32 || d.type != elem_type::f32) return cudaErrorNotSupported;
     const float scale = node.param<float>(0);
+    const float max_bias = node.param<float>(1);
+    const tview sinks = node.src[2] ? view_of(*node.src[2]) : tview{};
     const tensor* mask = node.src[1];
     if (mask == nullptr)
-        return rows_detail::launch_soft_max_as<false, elem_type::f32>(a, tview{}, d, scale, ctx.stream);
+        return rows_detail::launch_soft_max_as<false, elem_type::f32>(a, tview{}, sinks, d, scale, max_bias, ctx.stream);
     const tview m = view_of(*mask);
     switch (m.type) {
-    case elem_type::f32: return rows_detail::launch_soft_max_as<true, elem_type::f32>(a, m, d, scale, ctx.stream);
-    case elem_type::f16: return rows_detail::launch_soft_max_as<true, elem_type::f16>(a, m, d, scale, ctx.stream);
+    case elem_type::f32:
+        return rows_detail::launch_soft_max_as<true, elem_type::f32>(a, m, sinks, d, scale, max_bias, ctx.stream);
+    case elem_type::f16:
+        return rows_detail::launch_soft_max_as<true, elem_type::f16>(a, m, sinks, d, scale, max_bias, ctx.stream);
     default: return cudaErrorNotSupported;
     }
 }

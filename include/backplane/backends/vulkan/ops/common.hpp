@@ -27,7 +27,8 @@ struct push_constants {
     std::array<std::uint32_t, 4> a_ne{}, a_nb{}; ///< source 0
     std::array<std::uint32_t, 4> b_ne{}, b_nb{}; ///< source 1
     /// x, y, z: offsets of source 0, source 1 and the destination in their bindings (set
-    /// by the backend when it binds them); w: op-specific
+    /// by the backend when it binds them); w: source 2's where the node has one (set by
+    /// the backend too), else op-specific
     std::array<std::uint32_t, 4> offs{};
     std::array<std::uint32_t, 4> prm{}; ///< op parameters (floats as their bits)
 };

@@ -10,12 +10,15 @@
 //   sum                = a      f32, f16*, bf16*
 //   argmax             i32      f32, f16*, bf16*
 //   norm, rms_norm     f32      f32
-//   soft_max           f32      f32                 none, f32, f16*
+//   soft_max           f32      f32                 none, f32, f16*  (ALiBi; f32 sinks, source 2)
 //   (*: needs 16-bit storage)
 //
 // Every source and destination may have any strides and offsets.
 
 #include <backplane/backends/vulkan/ops/common.hpp>
+#include <backplane/core/alibi.hpp>
+
+#include <algorithm>
 
 namespace backplane::vulkan::detail {
 
@@ -64,6 +67,22 @@ inline std::string_view pick(const by_type& names, elem_type t, bool w, const fe
     }
 }
 
+/// soft_max's ALiBi terms (prm.y m0, prm.z m1, prm.w n_head_log2, 0 without ALiBi) and
+/// its sinks' stride (ne.x, 0 without sinks; their offset is offs.w, the backend's).
+inline void soft_max_constants(const tensor& t, push_constants& pc) noexcept {
+    const float max_bias = t.param<float>(1);
+    if (t.src[1] != nullptr && max_bias > 0.0f) {
+        const alibi::terms terms = alibi::terms_of(max_bias, static_cast<int>(t.src[0]->ne[2]));
+        pc.prm[1] = float_bits(terms.m0);
+        pc.prm[2] = float_bits(terms.m1);
+        pc.prm[3] = terms.n_head_log2;
+    } else {
+        pc.prm[3] = 0;
+    }
+    const tensor* sinks = t.src[2];
+    pc.ne[0] = sinks == nullptr ? 0 : std::max<std::uint32_t>(1, static_cast<std::uint32_t>(sinks->nb[0] / sizeof(float)));
+}
+
 } // namespace rows_detail
 
 inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept {
@@ -107,6 +126,7 @@ inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept 
     d.pc = shapes_of(t);
     if (t.op == op_kind::norm || t.op == op_kind::rms_norm || t.op == op_kind::soft_max)
         d.pc.prm[0] = float_bits(t.param<float>(0)); // eps, or soft_max's scale
+    if (t.op == op_kind::soft_max) soft_max_constants(t, d.pc);
     d.groups = groups_per_item(t.op == op_kind::sum ? 1u : static_cast<std::uint64_t>(rows));
     return true;
 }

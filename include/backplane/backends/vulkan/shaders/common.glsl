@@ -7,11 +7,13 @@
 //   a_ne, a_nb  source 0's, b_ne, b_nb source 1's
 //   offs        x, y, z: offsets (binding units) of source 0, source 1 and the
 //               destination in their bindings (each binding starts at an aligned byte
-//               offset at or before the tensor); w: op-specific
+//               offset at or before the tensor); w: source 2's where the op has one
+//               (soft_max's sinks, rope's frequency factors), else op-specific
 //   prm         op parameters (floats as their bits: uintBitsToFloat)
 // Bindings (set 0): 0 source 0, 1 source 1, 2 the destination, 3 the stream's error
 // word (one uint; a shader that finds an index out of range sets a bit of it with
-// atomicOr, and the backend reports it at synchronize).
+// atomicOr, and the backend reports it at synchronize), 4 source 2 (the destination's
+// buffer when the node has none).
 #extension GL_EXT_scalar_block_layout : require
 
 layout(push_constant, std430) uniform op_push {

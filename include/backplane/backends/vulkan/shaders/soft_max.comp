@@ -1,9 +1,16 @@
 #version 460
-// soft_max of f32 rows: softmax(a * scale + mask) along dimension 0, scale prm.x (float
-// bits). The optional mask (source 1, f32 or f16; f16 needs 16-bit storage) has a's row
-// length: row (i1, i2, i3) of a takes mask row (i1, i2 % mask ne2, i3 % mask ne3). A row
-// whose logits are all -inf (masked everywhere) is all zeros, not NaN. Any strides; the
-// destination may be source 0's own memory with its layout.
+// soft_max of f32 rows: softmax(a * scale + slope * mask) along dimension 0. The optional
+// mask (source 1, f32 or f16; f16 needs 16-bit storage) has a's row length: row (i1, i2,
+// i3) of a takes mask row (i1, i2 % mask ne2, i3 % mask ne3). ALiBi's slope of head i2
+// (core/alibi.hpp) is m0^(i2 + 1) below n_head_log2, else m1^(2 (i2 - n_head_log2) + 1),
+// 1 without ALiBi. The optional sinks (source 2, f32, one per head) join each row's
+// maximum and add exp(sink - max) to its sum. A row whose logits are all -inf (masked
+// everywhere) and that has no sink is all zeros, not NaN. Any strides; the destination
+// may be source 0's own memory with its layout.
+//
+// Push constants: prm.x scale, prm.y m0, prm.z m1 (float bits), prm.w n_head_log2 (0:
+// no ALiBi); ne.x the sinks' stride (binding units; 0: no sinks), offs.w their offset
+// (the destination's extents are a's, read from a_ne).
 //
 // One workgroup of WG invocations per row, each taking the elements k, k + WG, ...: a
 // pass for the row's maximum, one for the sum of exp(logit - max) (in f32), one that
@@ -27,6 +34,7 @@ layout(binding = 1, std430) readonly buffer M { float m[]; };
 layout(binding = 1, std430) readonly buffer M { float16_t m[]; };
 #endif
 layout(binding = 2, std430) writeonly buffer D { float d[]; };
+layout(binding = 4, std430) readonly buffer S { float sinks[]; };
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
@@ -50,12 +58,22 @@ float workgroup_reduce(float v, bool is_max) {
 uint src;  // row start in a
 uint mrow; // row start in the mask
 
+float slope; // ALiBi's, of the row's head
+
 float logit(uint i) {
     float v = a[src + i * p.a_nb.x] * uintBitsToFloat(p.prm.x);
 #if defined(MASK_F32) || defined(MASK_F16)
-    v += float(m[mrow + i * p.b_nb.x]);
+    precise float biased = slope * float(m[mrow + i * p.b_nb.x]);
+    v += biased;
 #endif
     return v;
+}
+
+float alibi_slope(uint h) {
+    const uint n_head_log2 = p.prm.w;
+    if (n_head_log2 == 0u) return 1.0;
+    return h < n_head_log2 ? pow(uintBitsToFloat(p.prm.y), float(h + 1u))
+                           : pow(uintBitsToFloat(p.prm.z), float(2u * (h - n_head_log2) + 1u));
 }
 
 void main() {
@@ -71,11 +89,14 @@ void main() {
     const uint dst = p.offs.z + i1 * p.nb.y + i2 * p.nb.z + i3 * p.nb.w;
     const uint ne0 = p.a_ne.x;
     const uint tid = gl_LocalInvocationID.x;
+    slope = alibi_slope(i2);
+    const bool has_sink = p.ne.x != 0u;
+    const float sink = has_sink ? sinks[p.offs.w + i2 * p.ne.x] : NEG_INF;
 
     float mx = NEG_INF;
     for (uint i = tid; i < ne0; i += WG) mx = max(mx, logit(i));
-    mx = workgroup_reduce(mx, true);
-    if (mx == NEG_INF) { // every position masked: no mass anywhere
+    mx = max(workgroup_reduce(mx, true), sink);
+    if (mx == NEG_INF) { // every position masked, no sink: no mass anywhere
         for (uint i = tid; i < ne0; i += WG) d[dst + i * p.nb.x] = 0.0;
         return;
     }
@@ -84,7 +105,9 @@ void main() {
         const float l = logit(i);
         sum += l == NEG_INF ? 0.0 : exp(l - mx);
     }
-    const float inv = 1.0 / workgroup_reduce(sum, false);
+    sum = workgroup_reduce(sum, false);
+    if (has_sink) sum += exp(sink - mx);
+    const float inv = 1.0 / sum;
     for (uint i = tid; i < ne0; i += WG) {
         const float l = logit(i);
         d[dst + i * p.nb.x] = l == NEG_INF ? 0.0 : exp(l - mx) * inv;
