@@ -69,6 +69,7 @@ BACKPLANE_PARITY_CASE("mul_mat", "mul_mat for every weight and activation type",
 BACKPLANE_PARITY_CASE("get_rows", "get_rows from every type", "")
 BACKPLANE_PARITY_CASE("rope", "rope normal and neox", "")
 BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
+BACKPLANE_PARITY_CASE("set_rows", "set_rows into every type by i32 and i64 indices", "")
 
 #undef BACKPLANE_PARITY_CASE
 

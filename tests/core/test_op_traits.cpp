@@ -72,6 +72,7 @@ std::vector<tensor*> one_of_each(context& ctx) {
         gelu_quick(ctx, a),
         leaky_relu(ctx, a, 0.125f),
         clamp(ctx, a, -1.0f, 2.0f),
+        set_rows(ctx, b, ctx.new_tensor_2d(elem_type::f32, 64, 3), ctx.new_tensor_1d(elem_type::i64, 3)),
     };
 }
 
@@ -134,10 +135,10 @@ TEST_CASE("op table: every builder's node has the arity, parameters and memory i
         CHECK(set >= t.min_srcs);
         for (std::size_t j = 0; j < t.min_srcs; ++j) CHECK(n->src[j] != nullptr);
         for (std::size_t k = t.n_params; k < max_op_params; ++k) CHECK(n->op_params[k] == 0);
-        // a view (and cpy, which writes its destination) aliases memory; an op that computes
-        // into memory of its own does not
+        // a view (and cpy and set_rows, which write their destination) aliases memory; an
+        // op that computes into memory of its own does not
         const bool aliases = n->view_src != nullptr;
-        CHECK(aliases == (t.view || n->op == op_kind::cpy));
+        CHECK(aliases == (t.view || n->op == op_kind::cpy || n->op == op_kind::set_rows));
     }
     CHECK(seen.size() == op_kind_count - 1); // every kind but none
 }

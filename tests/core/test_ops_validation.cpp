@@ -44,6 +44,7 @@ std::string type_text(const tensor* t) {
     case elem_type::q8_0: return "q8_0";
     case elem_type::q4_0: return "q4_0";
     case elem_type::i32: return "i32";
+    case elem_type::i64: return "i64";
     }
     return "?";
 }
@@ -767,4 +768,61 @@ TEST_CASE("cpy: converts and aliases its destination", "[ops][copy]") {
     CHECK_OP_ERROR("cpy", operands({f2, qdst}), cpy(ctx, f2, qdst));
     CHECK_NULL_ERROR("cpy", cpy(ctx, nullptr, b));
     CHECK_NULL_ERROR("cpy", cpy(ctx, a, nullptr));
+    // i64 copies only to i64
+    tensor* l1 = ctx.new_tensor_1d(elem_type::i64, 6);
+    CHECK(cpy(ctx, l1, ctx.new_tensor_2d(elem_type::i64, 2, 3))->type == elem_type::i64);
+    CHECK_OP_ERROR("cpy", operands({l1, i1}), cpy(ctx, l1, i1));
+    CHECK_OP_ERROR("cpy", operands({i1, l1}), cpy(ctx, i1, l1));
+}
+
+TEST_CASE("set_rows: writes into and aliases its destination", "[ops][set_rows]") {
+    context ctx; // with data: the result's data is a's
+    // a [E, R, A2, A3] (the destination), b [E, N, A2, A3], idx [N, I2, I3] with I2 | A2, I3 | A3
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0})
+        for (const elem_type it : {elem_type::i32, elem_type::i64}) {
+            tensor* a = ctx.new_tensor_4d(t, 64, 10, 4, 2);
+            tensor* b = ctx.new_tensor_4d(elem_type::f32, 64, 3, 4, 2);
+            tensor* idx = ctx.new_tensor_3d(it, 3, 2, 1); // broadcast over dims 2 and 3
+            tensor* r = set_rows(ctx, a, b, idx);
+            REQUIRE(r != nullptr);
+            CHECK(r->op == op_kind::set_rows);
+            CHECK(r->type == t);
+            CHECK(r->ne == ne_t{64, 10, 4, 2});
+            CHECK(r->src[0] == b);
+            CHECK(r->src[1] == idx);
+            CHECK(r->src[2] == a);
+            CHECK(r->view_src == a);
+            CHECK(r->data == a->data);
+            CHECK(r->nb == a->nb);
+        }
+    tensor* a = ctx.new_tensor_2d(elem_type::f16, 8, 10);
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 8, 3);
+    tensor* idx = ctx.new_tensor_1d(elem_type::i32, 3);
+    CHECK(set_rows(ctx, a, ctx.new_tensor_2d(elem_type::bf16, 8, 3), idx)->type == elem_type::f16);
+    // into a view of a bigger cache: the result aliases the view's memory in the owner
+    tensor* cache = ctx.new_tensor_2d(elem_type::f32, 8, 32);
+    tensor* window = view_2d(ctx, cache, 8, 10, cache->nb[1], 4 * cache->nb[1]);
+    CHECK(set_rows(ctx, window, b, idx)->view_src == cache);
+
+    CHECK_OP_ERROR("set_rows", operands({a, ctx.new_tensor_2d(elem_type::f32, 9, 3), idx}),
+                   set_rows(ctx, a, ctx.new_tensor_2d(elem_type::f32, 9, 3), idx)); // row lengths differ
+    tensor* b4 = ctx.new_tensor_2d(elem_type::f32, 8, 4);
+    CHECK_OP_ERROR("set_rows", operands({a, b4, idx}), set_rows(ctx, a, b4, idx)); // 4 rows, 3 indices
+    tensor* fidx = ctx.new_tensor_1d(elem_type::f32, 3);
+    CHECK_OP_ERROR("set_rows", operands({a, b, fidx}), set_rows(ctx, a, b, fidx));
+    tensor* bq = ctx.new_tensor_2d(elem_type::q8_0, 32, 3);
+    tensor* aq = ctx.new_tensor_2d(elem_type::f32, 32, 10);
+    CHECK_OP_ERROR("set_rows", operands({aq, bq, idx}), set_rows(ctx, aq, bq, idx)); // quantized rows written
+    tensor* ai = ctx.new_tensor_2d(elem_type::i32, 8, 10);
+    CHECK_OP_ERROR("set_rows", operands({ai, b, idx}), set_rows(ctx, ai, b, idx)); // an i32 destination
+    tensor* a3 = ctx.new_tensor_3d(elem_type::f32, 8, 10, 3);
+    tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 8, 3, 3);
+    tensor* idx2 = ctx.new_tensor_2d(elem_type::i32, 3, 2); // 2 does not divide 3
+    CHECK_OP_ERROR("set_rows", operands({a3, b3, idx2}), set_rows(ctx, a3, b3, idx2));
+    CHECK_OP_ERROR("set_rows", operands({a3, b, idx}), set_rows(ctx, a3, b, idx)); // a.ne2 3 != b.ne2 1
+    tensor* idx4 = ctx.new_tensor_4d(elem_type::i32, 3, 1, 1, 2);
+    CHECK_OP_ERROR("set_rows", operands({a, b, idx4}), set_rows(ctx, a, b, idx4)); // idx.ne3 must be 1
+    CHECK_NULL_ERROR("set_rows", set_rows(ctx, nullptr, b, idx));
+    CHECK_NULL_ERROR("set_rows", set_rows(ctx, a, nullptr, idx));
+    CHECK_NULL_ERROR("set_rows", set_rows(ctx, a, b, nullptr));
 }

@@ -4,7 +4,7 @@
 //
 //   get(t, i0, i1, i2, i3)       one element of any type (blocks dequantized), read through
 //                                t's own strides: views, permutations, any offsets
-//   set(t, ..., v)               store one element (f32, f16, bf16, i32)
+//   set(t, ..., v)               store one element (f32, f16, bf16, i32, i64)
 //   read(t)                      every element as a ref_tensor (doubles, dim 0 fastest)
 //   ref_forward(node)            the expected result of a node from its sources' data
 //   fill_random(t, rng, lo, hi)  reproducible uniform values (platform-independent)
@@ -71,6 +71,8 @@ inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
         return bf16_to_f32(load<bf16_t>(row + static_cast<std::size_t>(i0) * t.nb[0]));
     case elem_type::i32:
         return load<std::int32_t>(row + static_cast<std::size_t>(i0) * t.nb[0]);
+    case elem_type::i64:
+        return static_cast<double>(load<std::int64_t>(row + static_cast<std::size_t>(i0) * t.nb[0]));
     case elem_type::q8_0: {
         // value = d * qs[j]
         const auto b = load<block_q8_0>(row + static_cast<std::size_t>(i0 / qk8_0) * t.nb[0]);
@@ -88,7 +90,7 @@ inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
     throw std::logic_error("ref_oracle::get: unknown element type");
 }
 
-/// Stores v (rounded to the type) as element (i0, i1, i2, i3); f32, f16, bf16 or i32.
+/// Stores v (rounded to the type) as element (i0, i1, i2, i3); f32, f16, bf16, i32 or i64.
 inline void set(tensor& t, i64 i0, i64 i1, i64 i2, i64 i3, double v) {
     conformance::set_element(t, i0, i1, i2, i3, v);
 }
@@ -131,7 +133,7 @@ inline ref_tensor read(const tensor& t) {
 // ---------------------------------------------------------------------------------------
 // Rounding to storage types
 
-/// x rounded to the nearest value of type t (f32, f16, bf16; i32 truncates).
+/// x rounded to the nearest value of type t (f32, f16, bf16; i32 and i64 truncate).
 inline double round_to(elem_type t, double x) {
     switch (t) {
     case elem_type::f32:
@@ -142,6 +144,8 @@ inline double round_to(elem_type t, double x) {
         return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
     case elem_type::i32:
         return static_cast<double>(static_cast<std::int32_t>(x));
+    case elem_type::i64:
+        return static_cast<double>(static_cast<std::int64_t>(x));
     default:
         throw std::logic_error("ref_oracle::round_to: quantized values are rounded block-wise");
     }
@@ -402,6 +406,29 @@ inline ref_tensor get_rows(const tensor& node) {
     return r;
 }
 
+/// set_rows: the destination's values, with row (n, j, k) of b over row
+/// idx[n, j % I2, k % I3] of matrix (j, k) (an index out of range writes nothing), each
+/// written row rounded to the destination's type once (quantized block by block).
+inline ref_tensor set_rows(const tensor& node) {
+    const tensor& b = *node.src[0];
+    const tensor& idx = *node.src[1];
+    ref_tensor r = read(*node.src[2]);
+    ref_tensor rows(node.type, node.ne); // the rows written, to round them alone
+    std::vector<bool> written(static_cast<std::size_t>(node.nrows()), false);
+    for_each_index(b.ne, [&](i64 i0, i64 n, i64 j, i64 k) {
+        const auto row = static_cast<i64>(get(idx, n, j % idx.ne[1], k % idx.ne[2]));
+        if (row < 0 || row >= node.ne[1]) return;
+        rows.at(i0, row, j, k) = get(b, i0, n, j, k);
+        written[static_cast<std::size_t>((k * node.ne[2] + j) * node.ne[1] + row)] = true;
+    });
+    round_to_type(rows);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        if (written[static_cast<std::size_t>((i3 * node.ne[2] + i2) * node.ne[1] + i1)])
+            r.at(i0, i1, i2, i3) = rows.at(i0, i1, i2, i3);
+    });
+    return r;
+}
+
 inline ref_tensor rope(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& pos = *node.src[1];
@@ -508,6 +535,8 @@ inline ref_tensor ref_forward(const tensor& node) {
     case op_kind::concat:
         r = ref_detail::concat(node);
         break;
+    case op_kind::set_rows:
+        return ref_detail::set_rows(node); // rounded row by row: the rows not written keep their bits
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");
         r = ref_detail::unary(node);
@@ -526,10 +555,10 @@ inline double uniform01(std::mt19937& rng) {
     return static_cast<double>(rng()) * (1.0 / 4294967296.0);
 }
 
-/// Every element of t uniform in [lo, hi) (integers lo..hi inclusive for i32). Quantized
-/// tensors get random values quantized block by block.
+/// Every element of t uniform in [lo, hi) (integers lo..hi inclusive for i32 and i64).
+/// Quantized tensors get random values quantized block by block.
 inline void fill_random(tensor& t, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
-    if (t.type == elem_type::i32) {
+    if (t.type == elem_type::i32 || t.type == elem_type::i64) {
         const auto span =
             static_cast<std::uint32_t>(static_cast<i64>(hi) - static_cast<i64>(lo) + 1);
         for_each_index(t.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {

@@ -36,6 +36,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace backplane::conformance {
@@ -135,7 +136,17 @@ struct op_cases {
     extents (*shape)(std::mt19937& rng, std::span<const elem_type> types);
     /// The main shape of the perf mode.
     extents perf_shape;
+    /// Bit i set: operand type i is an index type (i32 or i64), not a value type.
+    unsigned index_operands = 0;
 };
+
+/// The family's plain types: f32 for every value operand, i32 for every index operand.
+inline std::vector<elem_type> plain_types(const op_cases& f) {
+    std::vector<elem_type> types(static_cast<std::size_t>(f.n_types), elem_type::f32);
+    for (std::size_t i = 0; i < types.size(); ++i)
+        if (f.index_operands & (1u << i)) types[i] = elem_type::i32;
+    return types;
+}
 
 namespace detail {
 
@@ -243,6 +254,26 @@ inline built_case build_concat(context& ctx, const case_spec& c, std::mt19937& r
     return finish(concat(ctx, a, b, dim));
 }
 
+/// set_rows of b (types[1]) into a (types[0], ne) by a permutation of a's rows (indices of
+/// types[2]); variant: bit 0 the indices broadcast over dims 2 and 3, bit 1 b's rows
+/// strided (a row-strided view).
+inline built_case build_set_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type to = type_at(c, 0), from = type_at(c, 1), it = type_at(c, 2);
+    tensor* a = input(ctx, to, c.ne, 0, rng, -4.0, 4.0);
+    tensor* b = input(ctx, from, c.ne, (c.variant & 2) ? 1 : 0, rng, -4.0, 4.0);
+    const bool broadcast = (c.variant & 1) != 0;
+    tensor* idx = input(ctx, it, {c.ne[1], broadcast ? 1 : c.ne[2], broadcast ? 1 : c.ne[3], 1}, 0, rng);
+    std::vector<std::int64_t> order(static_cast<std::size_t>(c.ne[1]));
+    for_each_index(idx->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+        if (i0 == 0) { // each row of indices a permutation of a's rows
+            for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(k);
+            for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng() % k]);
+        }
+        set_element(*idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
+    });
+    return finish(set_rows(ctx, a, b, idx));
+}
+
 /// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
 /// a row-strided view (unquantized destinations only).
 inline built_case build_cpy(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -326,6 +357,7 @@ inline std::span<const op_cases> catalogue() {
         {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
         {"rope", 1, 4, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},
+        {"set_rows", 3, 4, &build_set_rows, &shape_rows, {4096, 4096, 1, 1}, 0b100},
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
     };

@@ -22,6 +22,7 @@
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace backplane::conformance {
 
@@ -225,6 +226,42 @@ inline int get_rows_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// set_rows into every float and quantized type, from f32, f16 and bf16 rows, by i32 and
+/// i64 indices. Each index row is a permutation of the destination's rows (a case's
+/// whole destination is its output, and starts poisoned); indices broadcast over dims 2
+/// and 3 in every other case.
+inline int set_rows_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type to : all_elem_types)
+        for (elem_type from : {elem_type::f32, elem_type::f16, elem_type::bf16})
+            for (elem_type it : {elem_type::i32, elem_type::i64}) {
+                if (!cases.claimed([&] {
+                        return set_rows(cases.ctx, cases.leaf(to, {32, 2, 1, 1}), cases.leaf(from, {32, 2, 1, 1}),
+                                        cases.leaf(it, {2, 1, 1, 1}, 0, 1));
+                    }))
+                    continue;
+                cases.combination();
+                for (int s = 0; s < shapes_per_combination; ++s) {
+                    const extents ne = cases.gen.rows(to); // a: [E, R, A2, A3]
+                    const layout al = is_quantized(to) ? (s % 2 ? layout::offset : layout::contiguous) : cases.any_layout(to);
+                    tensor* a = cases.input(to, ne, al, -4.0, 4.0);
+                    tensor* b = cases.input(from, ne, cases.any_layout(from), -4.0, 4.0);
+                    const extents ine = {ne[1], s % 2 ? 1 : ne[2], s % 2 ? 1 : ne[3], 1};
+                    tensor* idx = cases.input(it, ine, cases.any_layout(it));
+                    std::vector<std::int64_t> order(static_cast<std::size_t>(ne[1]));
+                    for_each_index(idx->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+                        if (i0 == 0) { // a new row of indices: a new permutation
+                            for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(k);
+                            for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[cases.rng() % k]);
+                        }
+                        set_element(*idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
+                    });
+                    cases.add(set_rows(cases.ctx, a, b, idx));
+                }
+            }
+    return cases.combinations() - before;
+}
+
 /// rope normal and neox.
 inline int rope_cases(batch& cases) {
     const int before = cases.combinations();
@@ -288,6 +325,7 @@ inline std::span<const parity_family> parity_families() {
         {"get_rows", 31007, &get_rows_cases},
         {"rope", 31008, &rope_cases},
         {"concat", 31009, &concat_cases},
+        {"set_rows", 31010, &set_rows_cases},
     };
     return families;
 }

@@ -15,7 +15,7 @@
 //   transpose
 //   dup, cont, cpy                  f32 f16 bf16     f32 f16 bf16             (cpy: the target,
 //                                   q8_0 q4_0        q8_0 q4_0  (any pair)     the result's memory)
-//                                   i32              i32
+//                                   i32, i64         the same type
 //   add, sub, mul, div              = a              f32 f16 bf16             f32 f16 bf16, broadcast
 //   scale, sqr, sqrt, silu, gelu,   = a              f32 f16 bf16
 //   relu, neg, abs, sgn, step, tanh,
@@ -31,7 +31,9 @@
 //   get_rows                        f32 (i32)        f32 f16 bf16 q8_0 q4_0   i32 indices
 //                                                    (i32)
 //   rope (normal, neox)             = a              f32 f16                  i32 positions
-//   concat                          = a              f32 f16 bf16 i32         = a
+//   concat                          = a              f32 f16 bf16 i32 i64     = a
+//   set_rows (b, idx, a)            = a: f32 f16     f32 f16 bf16 (b, the     i32 or i64 row
+//                                   bf16 q8_0 q4_0   rows written)            numbers (idx)
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
 // operands keep their rows' blocks contiguous and mul_mat's weights are not transposed.
@@ -86,6 +88,8 @@ constexpr bool float_type(elem_type t) noexcept {
 }
 /// A float or quantized type: what holds real numbers.
 constexpr bool real_type(elem_type t) noexcept { return float_type(t) || is_quantized(t); }
+/// i32 or i64: what holds indices.
+constexpr bool index_type(elem_type t) noexcept { return t == elem_type::i32 || t == elem_type::i64; }
 
 /// Equal extents (std::array's == calls memcmp, which shows when checking big graphs).
 constexpr bool same_ne(const tensor& x, const tensor& y) noexcept {
@@ -126,8 +130,11 @@ inline std::string_view view(const tensor& t) noexcept {
 
 inline std::string_view copy(const tensor& t) noexcept {
     const tensor& a = *t.src[0];
-    if ((a.type == elem_type::i32) != (t.type == elem_type::i32)) return "i32 copies only to and from i32";
-    if (t.type != elem_type::i32 && (!real_type(a.type) || !real_type(t.type))) return "no conversion between these types";
+    if (index_type(a.type) || index_type(t.type)) {
+        if (a.type != t.type) return "i32 and i64 copy only to their own type";
+    } else if (!real_type(a.type) || !real_type(t.type)) {
+        return "no conversion between these types";
+    }
     if (a.nelements() != t.nelements()) return "a and the result must have the same number of elements";
     if (!whole_blocks(a)) return "a quantized source must have contiguous rows of whole blocks";
     if (is_quantized(t.type) && !t.is_contiguous()) return "a quantized destination must be contiguous";
@@ -246,6 +253,25 @@ inline std::string_view concat(const tensor& t) noexcept {
     return {};
 }
 
+/// set_rows: src[0] = b (the rows written), src[1] = idx, src[2] = a (the destination,
+/// whose memory the result is), as ggml orders them.
+inline std::string_view set_rows(const tensor& t) noexcept {
+    const tensor& b = *t.src[0];
+    const tensor& idx = *t.src[1];
+    const tensor& a = *t.src[2];
+    if (!real_type(a.type)) return "a (the destination) must be a float or quantized type";
+    if (!float_type(b.type)) return "b (the rows written) must be f32, f16 or bf16";
+    if (!index_type(idx.type)) return "indices must be i32 or i64";
+    if (a.ne[0] != b.ne[0] || a.ne[2] != b.ne[2] || a.ne[3] != b.ne[3])
+        return "a and b must have the same extents in dimensions 0, 2 and 3";
+    if (idx.ne[0] != b.ne[1] || idx.ne[3] != 1 || idx.ne[1] <= 0 || idx.ne[2] <= 0 ||
+        !multiple_of(b.ne[2], idx.ne[1]) || !multiple_of(b.ne[3], idx.ne[2]))
+        return "idx must be [b.ne1, a divisor of b.ne2, a divisor of b.ne3, 1]";
+    if (!whole_blocks(a)) return "a quantized destination must have contiguous rows of whole blocks";
+    if (t.type != a.type || !same_ne(t, a)) return "the result is a (its type, shape and memory)";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -254,7 +280,8 @@ namespace r = op_rules;
 /// One row per op_kind, in its order. Sources and parameters, by op:
 ///   cpy (a, destination); permute, transpose (axes[4]); scale (s, bias);
 ///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
-///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices).
+///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices);
+///   set_rows (b, indices, destination).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -302,6 +329,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"gelu_quick", 1, 1, 0, false, true,  fam::elementwise, r::unary},
     {"leaky_relu", 1, 1, 1, false, true,  fam::elementwise, r::unary},
     {"clamp",     1, 1, 2, false, true,  fam::elementwise, r::unary},
+    {"set_rows",  3, 3, 0, false, false, fam::data,        r::set_rows},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -319,7 +347,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "clamp"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "set_rows"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -419,6 +420,68 @@ TEST_CASE("cpu: get_rows from every type, indices in any layout", "[cpu][get_row
             CHECK(bt::get(*out, i0, 0) == bt::get(*a, i0, 1));
             CHECK(bt::get(*out, i0, 1) == 0.0);
             CHECK(bt::get(*out, i0, 2) == 0.0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// set_rows
+
+namespace {
+/// Row numbers for set_rows: each row of idx (n values) distinct, drawn from [0, rows).
+void distinct_rows(harness& h, tensor& idx, i64 rows) {
+    for (i64 i3 = 0; i3 < idx.ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < idx.ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < idx.ne[1]; ++i1) {
+                std::vector<i64> order(static_cast<std::size_t>(rows));
+                std::iota(order.begin(), order.end(), i64{0});
+                std::shuffle(order.begin(), order.end(), h.rng);
+                for (i64 i0 = 0; i0 < idx.ne[0]; ++i0)
+                    bt::set(idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
+            }
+}
+} // namespace
+
+TEST_CASE("cpu: set_rows into every type, from f32 f16 bf16, i32 and i64 indices, any layout", "[cpu][set_rows]") {
+    harness h(8118);
+    for (elem_type to : {f32, f16, bf16, q8_0, q4_0})
+        for (elem_type from : {f32, f16, bf16})
+            for (elem_type it : {i32, elem_type::i64}) {
+                const auto& shapes = shapes_for(to);
+                for (std::size_t s = 0; s < shapes.size(); s += 2) {
+                    const extents ne = shapes[s]; // a: [E, R, A2, A3]
+                    const i64 n = 1 + static_cast<i64>(s % static_cast<std::size_t>(ne[1]));
+                    tensor* a = h.input(to, ne, nth_layout(s, to), -4.0, 4.0);
+                    tensor* b = h.input(from, {ne[0], n, ne[2], ne[3]}, nth_layout(s + 1, from), -4.0, 4.0);
+                    // idx broadcast over dims 2 and 3 when s is odd
+                    const extents ine = {n, s % 2 ? 1 : ne[2], s % 2 ? 1 : ne[3], 1};
+                    tensor* idx = h.input(it, ine, s % 4 < 2 ? layout::contiguous : layout::strided_elems);
+                    distinct_rows(h, *idx, ne[1]);
+                    const tolerance tol = is_quantized(to) ? tolerance{.max_nmse = 5e-4}
+                                                           : tolerance{.max_nmse = 0.0, .exact = true};
+                    h.check(set_rows(h.ctx, a, b, idx), tol, describe("set_rows", {{"a", a}, {"b", b}, {"idx", idx}}));
+                }
+            }
+    SECTION("an index out of range writes nothing and is reported") {
+        for (elem_type it : {i32, elem_type::i64}) {
+            tensor* a = h.leaf(f32, {4, 3, 1, 1});
+            tensor* b = h.leaf(f32, {4, 3, 1, 1});
+            tensor* idx = h.leaf(it, {3, 1, 1, 1});
+            bt::set(*idx, 0, 0, 0, 0, 2);
+            bt::set(*idx, 1, 0, 0, 0, 3);
+            bt::set(*idx, 2, 0, 0, 0, it == i32 ? -1.0 : 4294967296.0); // 2^32: the low word is 0
+            const bt::ref_tensor before = bt::read(*a);
+            tensor* out = set_rows(h.ctx, a, b, idx);
+            out->name = "kv";
+            cpu_backend backend;
+            const status st = backend.compute(graph(out));
+            CHECK(st.code() == errc::out_of_range);
+            CHECK_THAT(st.message(), Catch::Contains("set_rows") && Catch::Contains("kv"));
+            for (i64 i0 = 0; i0 < 4; ++i0) {
+                CHECK(bt::get(*a, i0, 2) == bt::get(*b, i0, 0)); // the good row is written
+                CHECK(bt::get(*a, i0, 0) == before.at(i0, 0));   // the others are untouched
+                CHECK(bt::get(*a, i0, 1) == before.at(i0, 1));
+            }
         }
     }
 }

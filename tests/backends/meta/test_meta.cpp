@@ -437,6 +437,57 @@ TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repe
     }
 }
 
+TEST_CASE("meta set_rows: a KV cache split by heads, or mirrored, is written in each device's piece", "[meta]") {
+    const int n = GENERATE(2, 4);
+    const bool split = GENERATE(true, false);
+    INFO("devices: " << n << ", split: " << split);
+    meta::meta_params params;
+    params.split = [split](const tensor& t, int nd) {
+        if (split && (t.name == "cache" || t.name == "k")) return split_state::even(0, t.ne[0], nd, 8); // heads of 8
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *cache, *k, *idx;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.cache = w.new_tensor_2d(elem_type::f16, 32, 10); // 4 heads of 8, 10 cells
+        t.k = w.new_tensor_2d(elem_type::f32, 32, 3);      // 3 new tokens
+        t.idx = w.new_tensor_1d(elem_type::i64, 3);
+        t.cache->name = "cache";
+        t.k->name = "k";
+        t.idx->name = "idx";
+        return t;
+    };
+    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
+    const tensors r = make(rw), mt = make(mw);
+    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    const auto cache_v = small_integers(32 * 10, 41);
+    const auto k_v = small_integers(32 * 3, 42);
+    std::vector<f16_t> cache_h(cache_v.size());
+    for (std::size_t i = 0; i < cache_v.size(); ++i) cache_h[i] = f32_to_f16(cache_v[i]);
+    const std::vector<std::int64_t> cells = {7, 2, 9};
+    for (const tensors* t : {&r, &mt}) {
+        REQUIRE(tensor_set(*t->cache, cache_h).ok());
+        REQUIRE(tensor_set(*t->k, k_v).ok());
+        REQUIRE(tensor_set(*t->idx, cells).ok());
+    }
+    graph rgraph(set_rows(rg, r.cache, r.k, r.idx));
+    graph mgraph(set_rows(mg, mt.cache, mt.k, mt.idx));
+    cpu_backend cpu = cpu_device::instance().make_backend();
+    REQUIRE(cpu.compute(rgraph).ok());
+    auto plan = m.be.plan(mgraph);
+    INFO(plan.error().describe());
+    REQUIRE(plan.ok());
+    CHECK(plan->reduced.empty());
+    const status st = m.be.compute(mgraph);
+    INFO(st.describe());
+    REQUIRE(st.ok());
+    REQUIRE(m.be.synchronize().ok());
+    CHECK(tensor_read_f32(*mt.cache).value() == tensor_read_f32(*r.cache).value());
+}
+
 TEST_CASE("meta device through the run-time face: any_device and any_backend", "[meta]") {
     auto dev = meta_device::make(test::cpu_parts(2)).value();
     CHECK(dev.description() == "Meta(CPU, CPU)");

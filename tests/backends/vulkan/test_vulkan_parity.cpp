@@ -15,7 +15,7 @@ struct vulkan_targets {
     // The type combinations the Vulkan backend computes, per family: update an entry
     // when a kernel lands (a test fails until the count here and the claimed one agree).
     static constexpr parity::family_count expected[] = {
-        {"copy", 32},    // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each (16-bit storage)
+        {"copy", 32},    // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each but i64 (16-bit storage)
         {"binary", 4},   // add, sub, mul, div f32
         {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
         {"rows", 8},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32 (16-bit storage)
@@ -23,7 +23,8 @@ struct vulkan_targets {
         {"mul_mat", 15}, // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations (16-bit storage)
         {"get_rows", 6}, // f32 f16 bf16 q8_0 q4_0 i32 rows (16-bit storage)
         {"rope", 4},     // normal, neox of f32, f16 (16-bit storage)
-        {"concat", 4},   // f32 f16 bf16 i32 (16-bit storage)
+        {"concat", 4},   // f32 f16 bf16 i32, not i64 (16-bit storage)
+        {"set_rows", 30}, // into f32 f16 bf16 q8_0 q4_0 from f32 f16 bf16, i32 or i64 indices (16-bit storage)
     };
 };
 

@@ -37,6 +37,7 @@
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
+#include <backplane/backends/cpu/kernels/set_rows.hpp>
 #include <backplane/backends/cpu/kernels/unary.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/op_traits.hpp>
@@ -66,6 +67,7 @@ enum class kernel_kind : std::uint8_t {
     get_rows,     ///< kernels::get_rows
     rope,         ///< kernels::rope
     concat,       ///< kernels::concat
+    set_rows,     ///< kernels::set_rows
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
 };
@@ -87,6 +89,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::get_rows: return kernel_kind::get_rows;
     case op_kind::rope: return kernel_kind::rope;
     case op_kind::concat: return kernel_kind::concat;
+    case op_kind::set_rows: return kernel_kind::set_rows;
     default: return kernel_kind::nothing;
     }
 }
@@ -188,6 +191,8 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::get_rows:
     case kernel_kind::concat:
         return 10 * conv * n;
+    case kernel_kind::set_rows:
+        return (is_quantized(node.type) ? 40 : 10) * conv * node.src[0]->nelements();
     case kernel_kind::mul_mat: {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
@@ -203,6 +208,7 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
     switch (k) {
     case kernel_kind::sum_rows:
     case kernel_kind::argmax:
+    case kernel_kind::set_rows:
         return node.src[0]->nrows();
     case kernel_kind::fast_mul_mat:
         return node.nelements();
@@ -271,8 +277,8 @@ inline void reset_min_work_per_thread() noexcept {
 /// Runs kernel k (choose_kernel's choice for node, in p's mode) for thread p.ith of p.nth.
 /// The fast mul_mat needs what a plan's step gets: a work buffer of work_size(node, p.nth,
 /// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
-/// the data asks for a read outside a tensor (a get_rows index beyond the rows): such
-/// reads are never made; a fast kernel may report its own failure.
+/// the data asks for a read or write outside a tensor (a get_rows or set_rows index beyond
+/// the rows): such reads and writes are never made; a fast kernel may report its own failure.
 template <class = void>
 [[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
     switch (k) {
@@ -288,6 +294,7 @@ template <class = void>
     case kernel_kind::get_rows: return kernels::get_rows(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::rope: kernels::rope(p, node); return errc::ok;
     case kernel_kind::concat: kernels::concat(p, node); return errc::ok;
+    case kernel_kind::set_rows: return kernels::set_rows(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }

@@ -22,6 +22,7 @@
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
 #include <backplane/backends/cuda/kernels/rows.cuh>
+#include <backplane/backends/cuda/kernels/set_rows.cuh>
 #include <backplane/core/op_traits.hpp>
 
 namespace backplane::cuda::kernels {
@@ -46,6 +47,7 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::get_rows: return launch_get_rows(node, ctx);
     case op_kind::rope: return launch_rope(node, ctx);
     case op_kind::concat: return launch_concat(node, ctx);
+    case op_kind::set_rows: return launch_set_rows(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

@@ -18,6 +18,7 @@
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
 #include <backplane/backends/vulkan/ops/rows.hpp>
+#include <backplane/backends/vulkan/ops/set_rows.hpp>
 #include <backplane/core/tensor.hpp>
 
 namespace backplane::vulkan::detail {
@@ -36,6 +37,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::get_rows: return plan_get_rows(t, f, d);
     case op_kind::rope: return plan_rope(t, f, d);
     case op_kind::concat: return plan_concat(t, f, d);
+    case op_kind::set_rows: return plan_set_rows(t, f, d);
     default: return false;
     }
 }

@@ -1,5 +1,5 @@
 #pragma once
-// concat: a and b (the same non-quantized type: f32, f16, bf16, i32) joined along
+// concat: a and b (the same non-quantized type: f32, f16, bf16, i32, i64) joined along
 // dimension `dim` (param slot 0): element (i0, i1, i2, i3) of dst comes from a while its
 // index along dim is below a's extent there, from b (that index less a's extent) after.
 // Elements are copied as bits, so every type is exact; any strides on all three.
@@ -42,7 +42,7 @@ __global__ void k_concat(tview d, tview a, tview b, int dim, i64 split, i64 b_sh
 
 } // namespace concat_detail
 
-/// concat (kernel_table::launch): f32, f16, bf16 or i32, any strides.
+/// concat (kernel_table::launch): f32, f16, bf16, i32 or i64, any strides.
 inline cudaError_t launch_concat(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace concat_detail;
     const tensor* a = node.src[0];
@@ -64,6 +64,9 @@ inline cudaError_t launch_concat(const tensor& node, const detail::launch_contex
     case elem_type::f16:
     case elem_type::bf16:
         k_concat<std::uint16_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
+        break;
+    case elem_type::i64:
+        k_concat<std::uint64_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
         break;
     default: return cudaErrorNotSupported;
     }
