@@ -70,6 +70,8 @@ BACKPLANE_PARITY_CASE("get_rows", "get_rows from every type", "")
 BACKPLANE_PARITY_CASE("rope", "rope normal and neox", "")
 BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
 BACKPLANE_PARITY_CASE("set_rows", "set_rows into every type by i32 and i64 indices", "")
+BACKPLANE_PARITY_CASE("pad", "pad with zeros and wrapped around", "")
+BACKPLANE_PARITY_CASE("arange", "arange", "")
 
 #undef BACKPLANE_PARITY_CASE
 

@@ -73,6 +73,8 @@ std::vector<tensor*> one_of_each(context& ctx) {
         leaky_relu(ctx, a, 0.125f),
         clamp(ctx, a, -1.0f, 2.0f),
         set_rows(ctx, b, ctx.new_tensor_2d(elem_type::f32, 64, 3), ctx.new_tensor_1d(elem_type::i64, 3)),
+        pad_ext(ctx, a, {.lp = {1, 0, 0, 0}, .rp = {2, 3, 1, 1}}, true),
+        arange(ctx, 0.0f, 8.0f, 0.5f),
     };
 }
 

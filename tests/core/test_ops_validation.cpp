@@ -244,7 +244,13 @@ TEST_CASE("concat", "[ops][concat]") {
     CHECK_OP_ERROR("concat", operands({a, b}), concat(ctx, a, b, -1));
     CHECK_OP_ERROR("concat", operands({a, b}), concat(ctx, a, b, 4));
     CHECK_OP_ERROR("concat", operands({a, h}), concat(ctx, a, h, 0));
-    CHECK_OP_ERROR("concat", operands({q1, q2}), concat(ctx, q1, q2, 1));
+    // quantized operands join with whole blocks (as ggml's concat of any type)
+    check_result(concat(ctx, q1, q2, 1), elem_type::q8_0, {32, 5, 1, 1}, op_kind::concat, q1, q2);
+    check_result(concat(ctx, q1, q1, 0), elem_type::q8_0, {64, 2, 1, 1}, op_kind::concat, q1, q1);
+    tensor* gaps = view(ctx, ctx.new_tensor_2d(elem_type::q8_0, 64, 2), {32, 2, 1, 1}, {68, 68, 136, 136}, 0);
+    CHECK_OP_ERROR("concat", operands({q1, gaps}), concat(ctx, q1, gaps, 1)); // blocks not contiguous
+    tensor* q4 = ctx.new_tensor_2d(elem_type::q4_0, 32, 2);
+    CHECK_OP_ERROR("concat", operands({q1, q4}), concat(ctx, q1, q4, 1));
     CHECK_OP_ERROR("concat", operands({a, wrong}), concat(ctx, a, wrong, 0)); // dim 1 differs
     CHECK_OP_ERROR("concat", operands({a, wrong}), concat(ctx, a, wrong, 2));
     CHECK_NULL_ERROR("concat", concat(ctx, nullptr, b, 0));
@@ -358,6 +364,37 @@ TEST_CASE("get_rows", "[ops][get_rows]") {
     CHECK_OP_ERROR("get_rows", operands({gaps, idx}), get_rows(ctx, gaps, idx));
     CHECK_NULL_ERROR("get_rows", get_rows(ctx, nullptr, idx));
     CHECK_NULL_ERROR("get_rows", get_rows(ctx, a, nullptr));
+}
+
+TEST_CASE("pad and arange", "[ops][pad][arange]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::f16, 5, 4, 3);
+    tensor* p = pad(ctx, a, 3, 0, 2);
+    check_result(p, elem_type::f16, {8, 4, 5, 1}, op_kind::pad, a);
+    CHECK(p->param<std::int32_t>(1) == 3); // rp0
+    CHECK(p->param<std::int32_t>(8) == 0); // not circular
+    tensor* e = pad_ext(ctx, a, {.lp = {1, 2, 0, 1}, .rp = {0, 1, 1, 0}}, true);
+    check_result(e, elem_type::f16, {6, 7, 4, 2}, op_kind::pad, a);
+    CHECK(e->param<std::int32_t>(0) == 1);
+    CHECK(e->param<std::int32_t>(8) == 1);
+    CHECK_OP_ERROR("pad", operands({a}), pad(ctx, a, -1));
+    CHECK_OP_ERROR("pad", operands({a}), pad_ext(ctx, a, {.lp = {0, -2, 0, 0}, .rp = {}}));
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 32, 2);
+    CHECK_OP_ERROR("pad", operands({q}), pad(ctx, q, 32));
+    tensor* ints = ctx.new_tensor_1d(elem_type::i32, 4);
+    CHECK_OP_ERROR("pad", operands({ints}), pad(ctx, ints, 1));
+    CHECK_NULL_ERROR("pad", pad(ctx, nullptr, 1));
+
+    tensor* r = arange(ctx, -1.0f, 2.0f, 0.25f);
+    check_result(r, elem_type::f32, {12, 1, 1, 1}, op_kind::arange, nullptr);
+    CHECK(r->param<float>(0) == -1.0f);
+    CHECK(r->param<float>(1) == 2.0f);
+    CHECK(r->param<float>(2) == 0.25f);
+    CHECK(arange(ctx, 0.0f, 1.0f, 0.3f)->ne[0] == 4); // ceil(3.33)
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 2.0f, 1.0f, 0.5f)); // stop below start
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, 1.0f, -0.5f));
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, 1.0f, 0.0f));
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, std::numeric_limits<float>::infinity(), 1.0f));
 }
 
 // ---------------------------------------------------------------------------------------

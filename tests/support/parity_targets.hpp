@@ -48,8 +48,10 @@ inline constexpr family_count op_table_combinations[] = {
     {"mul_mat", 5 * 3},      // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations
     {"get_rows", 6},         // f32 f16 bf16 q8_0 q4_0 i32 rows
     {"rope", 2 * 2},         // normal, neox of f32, f16
-    {"concat", 5},           // f32 f16 bf16 i32 i64
+    {"concat", 7},           // every type
     {"set_rows", 5 * 3 * 2}, // into f32 f16 bf16 q8_0 q4_0, from f32 f16 bf16 rows, by i32 or i64 indices
+    {"pad", 3},              // f32 f16 bf16
+    {"arange", 1},           // f32
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

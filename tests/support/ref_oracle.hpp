@@ -429,6 +429,37 @@ inline ref_tensor set_rows(const tensor& node) {
     return r;
 }
 
+/// pad: element i is a's element i - lp (circular: (i - lp) mod ne) where inside, else 0.
+inline ref_tensor pad(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const bool circular = node.param<std::int32_t>(8) != 0;
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const extents i{i0, i1, i2, i3};
+        extents j{};
+        bool inside = true;
+        for (std::size_t d = 0; d < max_dims; ++d) {
+            j[d] = i[d] - node.param<std::int32_t>(2 * d);
+            if (circular) j[d] = ((j[d] % a.ne[d]) + a.ne[d]) % a.ne[d];
+            inside = inside && j[d] >= 0 && j[d] < a.ne[d];
+        }
+        r.at(i0, i1, i2, i3) = inside ? get(a, j[0], j[1], j[2], j[3]) : 0.0;
+    });
+    return r;
+}
+
+/// arange: start + step * i, the product and the sum each rounded to f32 (ggml's f32
+/// arithmetic, which the result's rounding alone would not reproduce).
+inline ref_tensor arange(const tensor& node) {
+    ref_tensor r(node.type, node.ne);
+    const float start = node.param<float>(0), step = node.param<float>(2);
+    for (i64 i = 0; i < node.ne[0]; ++i) {
+        const auto scaled = static_cast<float>(static_cast<double>(step) * static_cast<double>(i));
+        r.at(i) = static_cast<double>(start) + static_cast<double>(scaled);
+    }
+    return r;
+}
+
 inline ref_tensor rope(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& pos = *node.src[1];
@@ -537,6 +568,12 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::set_rows:
         return ref_detail::set_rows(node); // rounded row by row: the rows not written keep their bits
+    case op_kind::pad:
+        r = ref_detail::pad(node);
+        break;
+    case op_kind::arange:
+        r = ref_detail::arange(node);
+        break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");
         r = ref_detail::unary(node);

@@ -274,6 +274,27 @@ inline built_case build_set_rows(context& ctx, const case_spec& c, std::mt19937&
     return finish(set_rows(ctx, a, b, idx));
 }
 
+/// pad_ext of a (ne) by 0 to 2 elements on each side; variant: bit 0 circular, bit 1 a
+/// permuted.
+inline built_case build_pad(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, (c.variant & 2) ? 2 : 0, rng);
+    pad_widths w;
+    for (std::size_t d = 0; d < max_dims; ++d) {
+        w.lp[d] = static_cast<int>(rng() % 3);
+        w.rp[d] = static_cast<int>(rng() % 3);
+    }
+    return finish(pad_ext(ctx, a, w, (c.variant & 1) != 0));
+}
+
+/// arange of ne[0] values from a seed-driven start and step (f32 only; the type names the
+/// result).
+inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const auto start = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 8.0f;
+    const auto step = static_cast<float>(1 + rng() % 999) / 64.0f;
+    return finish(arange(ctx, start, start + step * static_cast<float>(c.ne[0]), step));
+}
+
 /// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
 /// a row-strided view (unquantized destinations only).
 inline built_case build_cpy(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -358,6 +379,8 @@ inline std::span<const op_cases> catalogue() {
         {"rope", 1, 4, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},
         {"set_rows", 3, 4, &build_set_rows, &shape_rows, {4096, 4096, 1, 1}, 0b100},
+        {"pad", 1, 4, &build_pad, &shape_rows, {4096, 1024, 1, 1}},
+        {"arange", 1, 1, &build_arange, &shape_rows, {1 << 20, 1, 1, 1}},
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
     };

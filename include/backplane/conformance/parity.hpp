@@ -262,6 +262,38 @@ inline int set_rows_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// pad, with zeros and wrapped around, of every float type.
+inline int pad_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type t : all_elem_types) {
+        if (!cases.claimed([&] { return pad(cases.ctx, cases.leaf(t, {4, 2, 1, 1}), 1); })) continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            tensor* a = cases.input(t, cases.gen.rows(t), cases.any_layout(t));
+            pad_widths w;
+            for (std::size_t d = 0; d < max_dims; ++d) {
+                w.lp[d] = static_cast<int>(cases.rng() % 3);
+                w.rp[d] = static_cast<int>(cases.rng() % 3);
+            }
+            cases.add(pad_ext(cases.ctx, a, w, s % 3 == 2));
+        }
+    }
+    return cases.combinations() - before;
+}
+
+/// arange over starts, stops and steps of several magnitudes.
+inline int arange_cases(batch& cases) {
+    if (!cases.claimed([&] { return arange(cases.ctx, 0.0f, 4.0f, 1.0f); })) return 0;
+    cases.combination();
+    for (int s = 0; s < shapes_per_combination; ++s) {
+        const auto start = static_cast<float>(static_cast<int>(cases.rng() % 2001) - 1000) / 8.0f;
+        const auto step = static_cast<float>(1 + cases.rng() % 999) / 64.0f;
+        const auto stop = start + step * static_cast<float>(1 + cases.rng() % 300);
+        cases.add(arange(cases.ctx, start, stop, step));
+    }
+    return 1;
+}
+
 /// rope normal and neox.
 inline int rope_cases(batch& cases) {
     const int before = cases.combinations();
@@ -326,6 +358,8 @@ inline std::span<const parity_family> parity_families() {
         {"rope", 31008, &rope_cases},
         {"concat", 31009, &concat_cases},
         {"set_rows", 31010, &set_rows_cases},
+        {"pad", 31011, &pad_cases},
+        {"arange", 31012, &arange_cases},
     };
     return families;
 }

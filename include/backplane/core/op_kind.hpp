@@ -55,8 +55,10 @@ enum class op_kind : std::uint8_t {
     leaky_relu,
     clamp,
     set_rows,
+    pad,
+    arange,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::set_rows) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::arange) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

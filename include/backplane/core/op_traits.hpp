@@ -31,9 +31,12 @@
 //   get_rows                        f32 (i32)        f32 f16 bf16 q8_0 q4_0   i32 indices
 //                                                    (i32)
 //   rope (normal, neox)             = a              f32 f16                  i32 positions
-//   concat                          = a              f32 f16 bf16 i32 i64     = a
+//   concat                          = a              any type (quantized:     = a
+//                                                    contiguous rows)
 //   set_rows (b, idx, a)            = a: f32 f16     f32 f16 bf16 (b, the     i32 or i64 row
 //                                   bf16 q8_0 q4_0   rows written)            numbers (idx)
+//   pad                             = a              f32 f16 bf16
+//   arange                          f32              (no source)
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
 // operands keep their rows' blocks contiguous and mul_mat's weights are not transposed.
@@ -244,7 +247,7 @@ inline std::string_view concat(const tensor& t) noexcept {
     const std::int32_t dim = t.param<std::int32_t>(0);
     if (dim < 0 || dim >= max_dims) return "the dimension is outside 0..3";
     if (a.type != b.type || t.type != a.type) return "a and b must have the same type";
-    if (is_quantized(a.type)) return "quantized operands are not supported";
+    if (!whole_blocks(a) || !whole_blocks(b)) return "quantized operands must have contiguous rows of whole blocks";
     for (std::size_t i = 0; i < max_dims; ++i) {
         const bool joined = static_cast<int>(i) == dim;
         if (!joined && b.ne[i] != a.ne[i]) return "extents differ outside the joined dimension";
@@ -272,6 +275,32 @@ inline std::string_view set_rows(const tensor& t) noexcept {
     return {};
 }
 
+inline std::string_view pad(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    for (std::size_t i = 0; i < max_dims; ++i) {
+        const std::int32_t lp = t.param<std::int32_t>(2 * i), rp = t.param<std::int32_t>(2 * i + 1);
+        if (lp < 0 || rp < 0) return "pads must not be negative";
+        if (t.ne[i] != a.ne[i] + lp + rp) return "the result's extents are a's plus the pads";
+    }
+    const std::int32_t circular = t.param<std::int32_t>(8);
+    if (circular != 0 && circular != 1) return "circular must be 0 or 1";
+    if (circular == 1 && a.nelements() == 0) return "an empty tensor cannot be wrapped around";
+    if (t.type != a.type) return "the result has a's type";
+    return {};
+}
+
+inline std::string_view arange(const tensor& t) noexcept {
+    const float start = t.param<float>(0), stop = t.param<float>(1), step = t.param<float>(2);
+    if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) return "start, stop and step must be finite";
+    if (!(stop > start) || !(step > 0.0f)) return "stop must be above start and step positive";
+    const float n = std::ceil((stop - start) / step);
+    if (!(n < 9.0e18f)) return "too many steps";
+    if (t.type != elem_type::f32 || !ne_is(t, static_cast<std::int64_t>(n), 1, 1, 1))
+        return "the result is f32 [ceil((stop - start) / step)]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -281,7 +310,8 @@ namespace r = op_rules;
 ///   cpy (a, destination); permute, transpose (axes[4]); scale (s, bias);
 ///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
 ///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices);
-///   set_rows (b, indices, destination).
+///   set_rows (b, indices, destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
+///   arange (no source; start, stop, step).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -330,6 +360,8 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"leaky_relu", 1, 1, 1, false, true,  fam::elementwise, r::unary},
     {"clamp",     1, 1, 2, false, true,  fam::elementwise, r::unary},
     {"set_rows",  3, 3, 0, false, false, fam::data,        r::set_rows},
+    {"pad",       1, 1, 9, false, false, fam::data,        r::pad},
+    {"arange",    0, 0, 3, false, false, fam::data,        r::arange},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -347,7 +379,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "set_rows"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "arange"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

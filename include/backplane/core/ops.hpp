@@ -3,6 +3,7 @@
 // backplane::error naming the op, the shapes and the types of a mistake.
 
 #include <backplane/core/ops/elementwise.hpp>
+#include <backplane/core/ops/layout.hpp>
 #include <backplane/core/ops/matmul.hpp>
 #include <backplane/core/ops/rope.hpp>
 #include <backplane/core/ops/rows.hpp>

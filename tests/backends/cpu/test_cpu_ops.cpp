@@ -7,6 +7,7 @@
 #include "cpu_test_harness.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -528,15 +529,47 @@ TEST_CASE("cpu: rope normal and neox in f32 and f16", "[cpu][rope]") {
 // ---------------------------------------------------------------------------------------
 // concat
 
-TEST_CASE("cpu: concat along every dimension", "[cpu][concat]") {
-    harness h(10010);
-    for (elem_type t : {f32, f16, bf16, i32}) {
+TEST_CASE("cpu: pad with zeros or wrapped around, in f32 f16 bf16, any layout", "[cpu][pad]") {
+    harness h(8228);
+    for (elem_type t : {f32, f16, bf16}) {
         const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+            pad_widths w;
+            for (std::size_t d = 0; d < max_dims; ++d) {
+                w.lp[d] = static_cast<int>(h.rng() % 3);
+                w.rp[d] = static_cast<int>(h.rng() % 4);
+            }
+            const bool circular = s % 3 == 2;
+            h.check(pad_ext(h.ctx, a, w, circular), {.max_nmse = 0.0, .exact = true},
+                    describe(circular ? "pad_ext circular" : "pad_ext", {{"a", a}}));
+        }
+        tensor* a = h.input(t, {5, 3, 2, 1}, layout::permuted);
+        h.check(pad(h.ctx, a, 3, 0, 1), {.max_nmse = 0.0, .exact = true}, describe("pad", {{"a", a}}));
+    }
+}
+
+TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {
+    harness h(8338);
+    for (const auto& [start, stop, step] : std::vector<std::array<float, 3>>{
+             {0.0f, 10.0f, 1.0f}, {-3.5f, 7.25f, 0.75f}, {0.1f, 0.35f, 0.05f}, {1.0f, 1.5f, 2.0f}, {-1e4f, 1e4f, 3.3f}}) {
+        INFO(start << " " << stop << " " << step);
+        tensor* out = arange(h.ctx, start, stop, step);
+        CHECK(out->ne[0] == static_cast<i64>(std::ceil((stop - start) / step)));
+        h.check(out, {.max_nmse = 0.0, .exact = true}, "arange");
+    }
+}
+
+TEST_CASE("cpu: concat along every dimension, of every type", "[cpu][concat]") {
+    harness h(10010);
+    for (elem_type t : {f32, f16, bf16, q8_0, q4_0, i32, elem_type::i64}) {
+        const auto& shapes = shapes_for(t);
         for (std::size_t s = 0; s < shapes.size(); ++s) {
             const int dim = static_cast<int>(s % 4);
             const extents na = shapes[s];
             extents nb = na;
-            nb[static_cast<std::size_t>(dim)] = 1 + static_cast<i64>(h.rng() % 4);
+            nb[static_cast<std::size_t>(dim)] = dim == 0 && is_quantized(t) ? 32 * (1 + static_cast<i64>(h.rng() % 2))
+                                                                              : 1 + static_cast<i64>(h.rng() % 4);
             tensor* a = h.input(t, na, nth_layout(s, t), -100, 100);
             tensor* b = h.input(t, nb, nth_layout(s + 1, t), -100, 100);
             h.check(concat(h.ctx, a, b, dim), {.max_nmse = 0.0, .exact = true},

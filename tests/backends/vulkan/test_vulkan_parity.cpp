@@ -23,8 +23,10 @@ struct vulkan_targets {
         {"mul_mat", 15}, // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations (16-bit storage)
         {"get_rows", 6}, // f32 f16 bf16 q8_0 q4_0 i32 rows (16-bit storage)
         {"rope", 4},     // normal, neox of f32, f16 (16-bit storage)
-        {"concat", 4},   // f32 f16 bf16 i32, not i64 (16-bit storage)
+        {"concat", 6},   // f32 f16 bf16 q8_0 q4_0 i32, not i64 (16-bit storage)
         {"set_rows", 30}, // into f32 f16 bf16 q8_0 q4_0 from f32 f16 bf16, i32 or i64 indices (16-bit storage)
+        {"pad", 3},       // f32 f16 bf16 (16-bit storage)
+        {"arange", 1},    // f32
     };
 };
 

@@ -34,6 +34,7 @@
 #include <backplane/backends/cpu/kernels/binary.hpp>
 #include <backplane/backends/cpu/kernels/concat.hpp>
 #include <backplane/backends/cpu/kernels/copy.hpp>
+#include <backplane/backends/cpu/kernels/layout.hpp>
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
@@ -68,6 +69,8 @@ enum class kernel_kind : std::uint8_t {
     rope,         ///< kernels::rope
     concat,       ///< kernels::concat
     set_rows,     ///< kernels::set_rows
+    pad,          ///< kernels::pad
+    arange,       ///< kernels::arange
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
 };
@@ -90,6 +93,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::rope: return kernel_kind::rope;
     case op_kind::concat: return kernel_kind::concat;
     case op_kind::set_rows: return kernel_kind::set_rows;
+    case op_kind::pad: return kernel_kind::pad;
+    case op_kind::arange: return kernel_kind::arange;
     default: return kernel_kind::nothing;
     }
 }
@@ -210,6 +215,8 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::argmax:
     case kernel_kind::set_rows:
         return node.src[0]->nrows();
+    case kernel_kind::arange:
+        return node.ne[0];
     case kernel_kind::fast_mul_mat:
         return node.nelements();
     default:
@@ -295,6 +302,8 @@ template <class = void>
     case kernel_kind::rope: kernels::rope(p, node); return errc::ok;
     case kernel_kind::concat: kernels::concat(p, node); return errc::ok;
     case kernel_kind::set_rows: return kernels::set_rows(p, node) ? errc::ok : errc::out_of_range;
+    case kernel_kind::pad: kernels::pad(p, node); return errc::ok;
+    case kernel_kind::arange: kernels::arange(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }

@@ -19,6 +19,7 @@
 #include <backplane/backends/cuda/kernels/copy.cuh>
 #include <backplane/backends/cuda/kernels/elementwise.cuh>
 #include <backplane/backends/cuda/kernels/get_rows.cuh>
+#include <backplane/backends/cuda/kernels/layout.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
 #include <backplane/backends/cuda/kernels/rows.cuh>
@@ -48,6 +49,8 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::rope: return launch_rope(node, ctx);
     case op_kind::concat: return launch_concat(node, ctx);
     case op_kind::set_rows: return launch_set_rows(node, ctx);
+    case op_kind::pad: return launch_pad(node, ctx);
+    case op_kind::arange: return launch_arange(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

@@ -53,6 +53,7 @@ enum class condition : std::uint8_t {
     no_bias,        ///< scale: a partial input needs a zero bias (scaling is then linear)
     off_concat_dim, ///< concat: the split axis is not the joined dimension
     same_shape,     ///< cpy: source and destination have the same shape
+    unpadded_axis,  ///< pad: nothing is added along the split axis
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
@@ -219,6 +220,10 @@ inline constexpr rule rules[] = {
     {op_kind::set_rows, {rule_detail::S, rule_detail::M, rule_detail::S}, rule_detail::S, rule_detail::ax(0), 0, {}, {},
      false, "the rows' and the destination's columns split alike (a KV cache split by heads)"},
     {op_kind::set_rows, {rule_detail::M, rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::pad, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_all, 0, {}, condition::unpadded_axis},
+    {op_kind::pad, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::arange, {rule_detail::N, rule_detail::N}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "no source: every device computes it whole"},
 };
 // clang-format on
 
@@ -384,6 +389,10 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         case condition::no_bias: ok = t.param<float>(1) == 0.0f; break;
         case condition::off_concat_dim: ok = t.param<std::int32_t>(0) != axis; break;
         case condition::same_shape: ok = t.src[0] != nullptr && t.src[1] != nullptr && t.src[0]->ne == t.src[1]->ne; break;
+        case condition::unpadded_axis:
+            ok = axis >= 0 && t.param<std::int32_t>(2 * static_cast<std::size_t>(axis)) == 0 &&
+                 t.param<std::int32_t>(2 * static_cast<std::size_t>(axis) + 1) == 0;
+            break;
         }
         if (!ok) continue;
         if (r.out == form::mirrored) {
