@@ -72,6 +72,7 @@ BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
 BACKPLANE_PARITY_CASE("set_rows", "set_rows into every type by i32 and i64 indices", "")
 BACKPLANE_PARITY_CASE("pad", "pad with zeros and wrapped around", "")
 BACKPLANE_PARITY_CASE("arange", "arange", "")
+BACKPLANE_PARITY_CASE("mul_mat_id", "mul_mat_id for every weight and activation type", "[mul_mat]")
 
 #undef BACKPLANE_PARITY_CASE
 

@@ -75,6 +75,8 @@ std::vector<tensor*> one_of_each(context& ctx) {
         set_rows(ctx, b, ctx.new_tensor_2d(elem_type::f32, 64, 3), ctx.new_tensor_1d(elem_type::i64, 3)),
         pad_ext(ctx, a, {.lp = {1, 0, 0, 0}, .rp = {2, 3, 1, 1}}, true),
         arange(ctx, 0.0f, 8.0f, 0.5f),
+        mul_mat_id(ctx, ctx.new_tensor_3d(elem_type::q8_0, 64, 16, 4), ctx.new_tensor_3d(elem_type::f32, 64, 1, 5),
+                   ctx.new_tensor_2d(elem_type::i32, 2, 5)),
     };
 }
 

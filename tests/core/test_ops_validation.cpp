@@ -334,6 +334,37 @@ TEST_CASE("mul_mat: invalid operands", "[ops][mul_mat]") {
     CHECK_NULL_ERROR("mul_mat", mul_mat(ctx, a, nullptr));
 }
 
+TEST_CASE("mul_mat_id: the experts, the activations and the ids", "[ops][mul_mat_id]") {
+    context ctx({.no_alloc = true});
+    tensor* as = ctx.new_tensor_3d(elem_type::q4_0, 64, 16, 8); // 8 experts of [64, 16]
+    tensor* b = ctx.new_tensor_3d(elem_type::f32, 64, 1, 5);    // one activation per token
+    tensor* ids = ctx.new_tensor_2d(elem_type::i32, 2, 5);      // 2 experts per token
+    tensor* r = mul_mat_id(ctx, as, b, ids);
+    REQUIRE(r != nullptr);
+    CHECK(r->op == op_kind::mul_mat_id);
+    CHECK(r->type == elem_type::f32);
+    CHECK(r->ne == ne_t{16, 2, 5, 1});
+    CHECK(r->src[2] == ids);
+    tensor* b2 = ctx.new_tensor_3d(elem_type::f16, 64, 2, 5); // one activation per used expert
+    CHECK(mul_mat_id(ctx, as, b2, ids)->ne == ne_t{16, 2, 5, 1});
+
+    tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 64, 3, 5); // 3 does not divide 2
+    CHECK_OP_ERROR("mul_mat_id", operands({as, b3, ids}), mul_mat_id(ctx, as, b3, ids));
+    tensor* bk = ctx.new_tensor_3d(elem_type::f32, 32, 1, 5);
+    CHECK_OP_ERROR("mul_mat_id", operands({as, bk, ids}), mul_mat_id(ctx, as, bk, ids));
+    tensor* bt = ctx.new_tensor_3d(elem_type::f32, 64, 1, 4); // 4 tokens, 5 columns of ids
+    CHECK_OP_ERROR("mul_mat_id", operands({as, bt, ids}), mul_mat_id(ctx, as, bt, ids));
+    tensor* fids = ctx.new_tensor_2d(elem_type::f32, 2, 5);
+    CHECK_OP_ERROR("mul_mat_id", operands({as, b, fids}), mul_mat_id(ctx, as, b, fids));
+    tensor* bq = ctx.new_tensor_3d(elem_type::q8_0, 64, 1, 5);
+    CHECK_OP_ERROR("mul_mat_id", operands({as, bq, ids}), mul_mat_id(ctx, as, bq, ids));
+    tensor* as4 = ctx.new_tensor_4d(elem_type::f32, 64, 16, 8, 2);
+    CHECK_OP_ERROR("mul_mat_id", operands({as4, b, ids}), mul_mat_id(ctx, as4, b, ids));
+    CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, nullptr, b, ids));
+    CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, as, nullptr, ids));
+    CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, as, b, nullptr));
+}
+
 TEST_CASE("get_rows", "[ops][get_rows]") {
     context ctx({.no_alloc = true});
     // a [E, R, A2, A3], idx i32 [N, A2, A3] -> [E, N, A2, A3]; f32 unless a is i32

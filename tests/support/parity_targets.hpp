@@ -52,6 +52,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"set_rows", 5 * 3 * 2}, // into f32 f16 bf16 q8_0 q4_0, from f32 f16 bf16 rows, by i32 or i64 indices
     {"pad", 3},              // f32 f16 bf16
     {"arange", 1},           // f32
+    {"mul_mat_id", 5 * 3},   // f32 f16 bf16 q8_0 q4_0 experts x f32 f16 bf16 activations
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

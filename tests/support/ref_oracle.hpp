@@ -395,6 +395,22 @@ inline ref_tensor mul_mat(const tensor& node) {
     return r;
 }
 
+inline ref_tensor mul_mat_id(const tensor& node) {
+    const tensor& as = *node.src[0];
+    const tensor& b = *node.src[1];
+    const tensor& ids = *node.src[2];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 m, i64 s, i64 t, i64) {
+        const auto e = static_cast<i64>(get(ids, s, t));
+        if (e < 0 || e >= as.ne[2]) return; // a zero column
+        double sum = 0.0;
+        for (i64 k = 0; k < as.ne[0]; ++k)
+            sum += get(as, k, m, e) * get(b, k, s % b.ne[1], t);
+        r.at(m, s, t) = sum;
+    });
+    return r;
+}
+
 inline ref_tensor get_rows(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& idx = *node.src[1];
@@ -570,6 +586,9 @@ inline ref_tensor ref_forward(const tensor& node) {
         return ref_detail::set_rows(node); // rounded row by row: the rows not written keep their bits
     case op_kind::pad:
         r = ref_detail::pad(node);
+        break;
+    case op_kind::mul_mat_id:
+        r = ref_detail::mul_mat_id(node);
         break;
     case op_kind::arange:
         r = ref_detail::arange(node);

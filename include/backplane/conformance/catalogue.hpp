@@ -222,6 +222,19 @@ inline built_case build_mul_mat(context& ctx, const case_spec& c, std::mt19937& 
                   2.0 * static_cast<double>(k) * static_cast<double>(m * n * batch));
 }
 
+/// ne = {k, m, n_expert, n_tokens}: as [k, m, n_expert], 2 experts per token (fewer
+/// when there are fewer); variant: bit 0 one activation per token (else one per used
+/// expert), bit 1 the activations' rows strided.
+inline built_case build_mul_mat_id(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type ta = type_at(c, 0), tb = type_at(c, 1);
+    const auto [k, m, n_expert, n_tokens] = c.ne;
+    const std::int64_t n_used = std::min<std::int64_t>(2, n_expert);
+    tensor* as = input(ctx, ta, {k, m, n_expert, 1}, 0, rng);
+    tensor* b = input(ctx, tb, {k, (c.variant & 1) ? 1 : n_used, n_tokens, 1}, (c.variant & 2) ? 1 : 0, rng);
+    tensor* ids = input(ctx, elem_type::i32, {n_used, n_tokens, 1, 1}, 0, rng, 0.0, static_cast<double>(n_expert));
+    return finish(mul_mat_id(ctx, as, b, ids), 2.0 * static_cast<double>(k * m * n_used * n_tokens));
+}
+
 /// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
 inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
@@ -375,6 +388,7 @@ inline std::span<const op_cases> catalogue() {
         {"rms_norm", 1, 4, &build_rows<op_kind::rms_norm>, &shape_rows, {4096, 512, 1, 1}},
         {"soft_max", 2, 3, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
+        {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},
         {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
         {"rope", 1, 4, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},

@@ -205,6 +205,37 @@ inline int mul_mat_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// mul_mat_id for every weight and activation type: one activation per token or one per
+/// used expert, experts drawn at random (repeats included).
+inline int mul_mat_id_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type ta : all_elem_types)
+        for (elem_type tb : all_elem_types) {
+            if (!cases.claimed([&] {
+                    return mul_mat_id(cases.ctx, cases.leaf(ta, {32, 2, 3, 1}), cases.leaf(tb, {32, 1, 2, 1}),
+                                      cases.leaf(elem_type::i32, {2, 2, 1, 1}, 0, 2));
+                }))
+                continue;
+            cases.combination();
+            auto& g = cases.gen;
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const std::int64_t k = is_quantized(ta) ? 32 * g.pick({1, 2, 3, 5}) : g.pick({1, 3, 16, 17, 33, 64, 65, 129});
+                const std::int64_t m = g.pick({1, 2, 3, 5, 8, 13, 17, 33});
+                const std::int64_t n_expert = g.upto(8), n_used = g.upto(4), n_tokens = g.upto(7);
+                layout la = cases.any_layout(ta);
+                if (la == layout::transposed) la = layout::strided_elems;
+                tensor* as = cases.input(ta, {k, m, n_expert, 1}, la);
+                tensor* b = cases.input(tb, {k, s % 2 ? 1 : n_used, n_tokens, 1}, cases.any_layout(tb));
+                tensor* ids = cases.input(elem_type::i32, {n_used, n_tokens, 1, 1}, cases.any_layout(elem_type::i32));
+                for_each_index(ids->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t, std::int64_t) {
+                    set_element(*ids, i0, i1, 0, 0, static_cast<double>(cases.rng() % static_cast<std::uint32_t>(n_expert)));
+                });
+                cases.add(mul_mat_id(cases.ctx, as, b, ids));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -360,6 +391,7 @@ inline std::span<const parity_family> parity_families() {
         {"set_rows", 31010, &set_rows_cases},
         {"pad", 31011, &pad_cases},
         {"arange", 31012, &arange_cases},
+        {"mul_mat_id", 31013, &mul_mat_id_cases},
     };
     return families;
 }

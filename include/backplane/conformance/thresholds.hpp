@@ -3,8 +3,8 @@
 //
 // threshold_for: a target against the CPU backend's reference kernels, which compute in
 // f32 and round once to the node's type, as a target should (ggml's test-backend-ops
-// defaults): NMSE 1e-7; 5e-4 for mul_mat of weights other than f32 (the target may
-// accumulate a dequantized or 16-bit dot product another way); 1e-6 for soft_max; argmax,
+// defaults): NMSE 1e-7; 5e-4 for mul_mat and mul_mat_id of weights other than f32 (the
+// target may accumulate a dequantized or 16-bit dot product another way); 1e-6 for soft_max; argmax,
 // get_rows of unquantized rows, set_rows into an unquantized destination, pad and arange
 // exact.
 //
@@ -38,6 +38,7 @@ inline threshold threshold_for(const tensor& node) {
     case op_kind::arange:
         return {0.0, true};
     case op_kind::mul_mat:
+    case op_kind::mul_mat_id:
         return {a != nullptr && a->type == elem_type::f32 ? 1e-7 : 5e-4, false};
     case op_kind::soft_max:
         return {1e-6, false};

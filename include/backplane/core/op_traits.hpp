@@ -36,6 +36,8 @@
 //   set_rows (b, idx, a)            = a: f32 f16     f32 f16 bf16 (b, the     i32 or i64 row
 //                                   bf16 q8_0 q4_0   rows written)            numbers (idx)
 //   pad                             = a              f32 f16 bf16
+//   mul_mat_id (as, b, ids)         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16 (b);
+//                                                    (as: the experts)        i32 ids (src[2])
 //   arange                          f32              (no source)
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
@@ -275,6 +277,26 @@ inline std::string_view set_rows(const tensor& t) noexcept {
     return {};
 }
 
+/// mul_mat_id: src[0] = as [K, M, n_expert], src[1] = b [K, B1, n_tokens], src[2] = ids
+/// [n_used, n_tokens].
+inline std::string_view mul_mat_id(const tensor& t) noexcept {
+    const tensor& as = *t.src[0];
+    const tensor& b = *t.src[1];
+    const tensor& ids = *t.src[2];
+    if (!real_type(as.type) || !float_type(b.type)) return "as must be a float or quantized type and b f32, f16 or bf16";
+    if (ids.type != elem_type::i32) return "ids must be i32";
+    if (as.ne[3] != 1 || b.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1)
+        return "as and b are at most 3-dimensional, ids at most 2-dimensional";
+    if (as.ne[0] != b.ne[0]) return "as and b must have the same length in dimension 0 (K)";
+    if (ids.ne[1] != b.ne[2]) return "ids must have one column per token (b.ne2)";
+    if (b.ne[1] <= 0 || ids.ne[0] % b.ne[1] != 0) return "b.ne1 must divide the experts used per token (ids.ne0)";
+    if (as.is_transposed()) return "as must not be transposed";
+    if (!whole_blocks(as)) return "a quantized as must have contiguous rows";
+    if (t.type != elem_type::f32 || !ne_is(t, as.ne[1], ids.ne[0], ids.ne[1], 1))
+        return "the result is f32 [as.ne1, ids.ne0, ids.ne1]";
+    return {};
+}
+
 inline std::string_view pad(const tensor& t) noexcept {
     const tensor& a = *t.src[0];
     if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
@@ -311,7 +333,7 @@ namespace r = op_rules;
 ///   rms_norm, norm (eps); soft_max (a, optional mask; scale); rope (a, positions;
 ///   n_dims, mode, freq_base, freq_scale); concat (a, b; dim); get_rows (a, indices);
 ///   set_rows (b, indices, destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
-///   arange (no source; start, stop, step).
+///   arange (no source; start, stop, step); mul_mat_id (as, b, ids).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -362,6 +384,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"set_rows",  3, 3, 0, false, false, fam::data,        r::set_rows},
     {"pad",       1, 1, 9, false, false, fam::data,        r::pad},
     {"arange",    0, 0, 3, false, false, fam::data,        r::arange},
+    {"mul_mat_id", 3, 3, 0, false, false, fam::mul_mat,    r::mul_mat_id},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -379,7 +402,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "arange"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "mul_mat_id"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -382,6 +382,47 @@ TEST_CASE("cpu: mul_mat for every weight type and activation type", "[cpu][mul_m
 }
 
 // ---------------------------------------------------------------------------------------
+// mul_mat_id
+
+TEST_CASE("cpu: mul_mat_id over every weight and activation type, one or n_used activations", "[cpu][mul_mat_id]") {
+    harness h(9119);
+    for (elem_type ta : {f32, f16, bf16, q8_0, q4_0})
+        for (elem_type tb : {f32, f16, bf16})
+            for (int s = 0; s < 6; ++s) {
+                const i64 k = is_quantized(ta) ? 32 * (1 + s % 3) : 1 + 7 * s;
+                const i64 m = 1 + (s * 5) % 9, n_expert = 1 + s % 4, n_used = 1 + s % 3, n_tokens = 1 + (s * 3) % 5;
+                const i64 b1 = s % 2 ? 1 : n_used;
+                layout la = nth_layout(static_cast<std::size_t>(s), ta);
+                if (la == layout::transposed) la = layout::strided_elems; // the experts must not be transposed
+                tensor* as = h.input(ta, {k, m, n_expert, 1}, la);
+                tensor* b = h.input(tb, {k, b1, n_tokens, 1}, s % 3 == 1 ? layout::strided_rows : layout::contiguous);
+                tensor* ids = h.input(i32, {n_used, n_tokens, 1, 1}, s % 2 ? layout::strided_elems : layout::contiguous);
+                bt::for_each_index(ids->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+                    bt::set(*ids, i0, i1, i2, i3, static_cast<double>(h.rng() % static_cast<std::uint32_t>(n_expert)));
+                });
+                h.check(mul_mat_id(h.ctx, as, b, ids), {.max_nmse = ta == f32 && tb == f32 ? 1e-7 : 5e-4},
+                        describe("mul_mat_id", {{"as", as}, {"b", b}, {"ids", ids}}));
+            }
+    SECTION("an expert id out of range is reported, and never read") {
+        tensor* as = h.leaf(f32, {8, 3, 2, 1});
+        tensor* b = h.leaf(f32, {8, 1, 2, 1});
+        tensor* ids = h.leaf(i32, {2, 2, 1, 1});
+        for (const auto& [i, v] : std::vector<std::pair<i64, double>>{{0, 1}, {1, 2}, {2, -1}, {3, 0}})
+            bt::set(*ids, i % 2, i / 2, 0, 0, v);
+        tensor* out = mul_mat_id(h.ctx, as, b, ids);
+        out->name = "moe";
+        cpu_backend backend;
+        const status st = backend.compute(graph(out));
+        CHECK(st.code() == errc::out_of_range);
+        CHECK_THAT(st.message(), Catch::Contains("mul_mat_id") && Catch::Contains("moe"));
+        for (i64 m = 0; m < 3; ++m) {
+            CHECK(bt::get(*out, m, 1, 0) == 0.0); // expert 2 of 2
+            CHECK(bt::get(*out, m, 0, 1) == 0.0); // expert -1
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // get_rows
 
 TEST_CASE("cpu: get_rows from every type, indices in any layout", "[cpu][get_rows]") {

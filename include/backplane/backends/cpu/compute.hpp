@@ -71,6 +71,7 @@ enum class kernel_kind : std::uint8_t {
     set_rows,     ///< kernels::set_rows
     pad,          ///< kernels::pad
     arange,       ///< kernels::arange
+    mul_mat_id,   ///< kernels::mul_mat_id
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
 };
@@ -95,6 +96,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::set_rows: return kernel_kind::set_rows;
     case op_kind::pad: return kernel_kind::pad;
     case op_kind::arange: return kernel_kind::arange;
+    case op_kind::mul_mat_id: return kernel_kind::mul_mat_id;
     default: return kernel_kind::nothing;
     }
 }
@@ -202,6 +204,8 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
+    case kernel_kind::mul_mat_id:
+        return 8 * conv * n * std::max<std::int64_t>(a->ne[0], 1) + n;
     default:
         return n;
     }
@@ -284,8 +288,8 @@ inline void reset_min_work_per_thread() noexcept {
 /// Runs kernel k (choose_kernel's choice for node, in p's mode) for thread p.ith of p.nth.
 /// The fast mul_mat needs what a plan's step gets: a work buffer of work_size(node, p.nth,
 /// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
-/// the data asks for a read or write outside a tensor (a get_rows or set_rows index beyond
-/// the rows): such reads and writes are never made; a fast kernel may report its own failure.
+/// the data asks for a read or write outside a tensor (a get_rows, set_rows or mul_mat_id
+/// index beyond what it indexes): such reads and writes are never made; a fast kernel may report its own failure.
 template <class = void>
 [[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
     switch (k) {
@@ -304,6 +308,7 @@ template <class = void>
     case kernel_kind::set_rows: return kernels::set_rows(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::pad: kernels::pad(p, node); return errc::ok;
     case kernel_kind::arange: kernels::arange(p, node); return errc::ok;
+    case kernel_kind::mul_mat_id: return kernels::mul_mat_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }

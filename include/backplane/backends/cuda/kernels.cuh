@@ -21,6 +21,7 @@
 #include <backplane/backends/cuda/kernels/get_rows.cuh>
 #include <backplane/backends/cuda/kernels/layout.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
+#include <backplane/backends/cuda/kernels/mul_mat_id.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
 #include <backplane/backends/cuda/kernels/rows.cuh>
 #include <backplane/backends/cuda/kernels/set_rows.cuh>
@@ -51,6 +52,7 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::set_rows: return launch_set_rows(node, ctx);
     case op_kind::pad: return launch_pad(node, ctx);
     case op_kind::arange: return launch_arange(node, ctx);
+    case op_kind::mul_mat_id: return launch_mul_mat_id(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }
