@@ -72,6 +72,10 @@ BACKPLANE_PARITY_CASE("concat", "concat along every dimension", "")
 BACKPLANE_PARITY_CASE("glu", "glu of every function, fused, swapped and split", "")
 BACKPLANE_PARITY_CASE("reduce", "sum and mean of every type", "")
 BACKPLANE_PARITY_CASE("sort", "argsort in both orders and top_k, ties in index order", "")
+BACKPLANE_PARITY_CASE("set_rows", "set_rows into every type by i32 and i64 indices", "")
+BACKPLANE_PARITY_CASE("pad", "pad with zeros and wrapped around", "")
+BACKPLANE_PARITY_CASE("arange", "arange", "")
+BACKPLANE_PARITY_CASE("mul_mat_id", "mul_mat_id for every weight and activation type", "[mul_mat]")
 
 #undef BACKPLANE_PARITY_CASE
 

@@ -82,6 +82,11 @@ std::vector<tensor*> one_of_each(context& ctx) {
         mean(ctx, a),
         argsort(ctx, a, sort_order::desc),
         top_k(ctx, a, 4),
+        set_rows(ctx, b, ctx.new_tensor_2d(elem_type::f32, 64, 3), ctx.new_tensor_1d(elem_type::i64, 3)),
+        pad_ext(ctx, a, {.lp = {1, 0, 0, 0}, .rp = {2, 3, 1, 1}}, true),
+        arange(ctx, 0.0f, 8.0f, 0.5f),
+        mul_mat_id(ctx, ctx.new_tensor_3d(elem_type::q8_0, 64, 16, 4), ctx.new_tensor_3d(elem_type::f32, 64, 1, 5),
+                   ctx.new_tensor_2d(elem_type::i32, 2, 5)),
     };
 }
 
@@ -149,10 +154,10 @@ TEST_CASE("op table: every builder's node has the arity, parameters and memory i
         CHECK(set >= t.min_srcs);
         for (std::size_t j = 0; j < t.min_srcs; ++j) CHECK(n->src[j] != nullptr);
         for (std::size_t k = t.n_params; k < max_op_params; ++k) CHECK(n->op_params[k] == 0);
-        // a view (and cpy, which writes its destination) aliases memory; an op that computes
-        // into memory of its own does not
+        // a view (and cpy and set_rows, which write their destination) aliases memory; an
+        // op that computes into memory of its own does not
         const bool aliases = n->view_src != nullptr;
-        CHECK(aliases == (t.view || n->op == op_kind::cpy));
+        CHECK(aliases == (t.view || n->op == op_kind::cpy || n->op == op_kind::set_rows));
     }
     CHECK(seen.size() == op_kind_count - 1); // every kind but none
 }

@@ -44,6 +44,7 @@ std::string type_text(const tensor* t) {
     case elem_type::q8_0: return "q8_0";
     case elem_type::q4_0: return "q4_0";
     case elem_type::i32: return "i32";
+    case elem_type::i64: return "i64";
     }
     return "?";
 }
@@ -244,7 +245,13 @@ TEST_CASE("concat", "[ops][concat]") {
     CHECK_OP_ERROR("concat", operands({a, b}), concat(ctx, a, b, -1));
     CHECK_OP_ERROR("concat", operands({a, b}), concat(ctx, a, b, 4));
     CHECK_OP_ERROR("concat", operands({a, h}), concat(ctx, a, h, 0));
-    CHECK_OP_ERROR("concat", operands({q1, q2}), concat(ctx, q1, q2, 1));
+    // quantized operands join with whole blocks (as ggml's concat of any type)
+    check_result(concat(ctx, q1, q2, 1), elem_type::q8_0, {32, 5, 1, 1}, op_kind::concat, q1, q2);
+    check_result(concat(ctx, q1, q1, 0), elem_type::q8_0, {64, 2, 1, 1}, op_kind::concat, q1, q1);
+    tensor* gaps = view(ctx, ctx.new_tensor_2d(elem_type::q8_0, 64, 2), {32, 2, 1, 1}, {68, 68, 136, 136}, 0);
+    CHECK_OP_ERROR("concat", operands({q1, gaps}), concat(ctx, q1, gaps, 1)); // blocks not contiguous
+    tensor* q4 = ctx.new_tensor_2d(elem_type::q4_0, 32, 2);
+    CHECK_OP_ERROR("concat", operands({q1, q4}), concat(ctx, q1, q4, 1));
     CHECK_OP_ERROR("concat", operands({a, wrong}), concat(ctx, a, wrong, 0)); // dim 1 differs
     CHECK_OP_ERROR("concat", operands({a, wrong}), concat(ctx, a, wrong, 2));
     CHECK_NULL_ERROR("concat", concat(ctx, nullptr, b, 0));
@@ -328,6 +335,37 @@ TEST_CASE("mul_mat: invalid operands", "[ops][mul_mat]") {
     CHECK_NULL_ERROR("mul_mat", mul_mat(ctx, a, nullptr));
 }
 
+TEST_CASE("mul_mat_id: the experts, the activations and the ids", "[ops][mul_mat_id]") {
+    context ctx({.no_alloc = true});
+    tensor* as = ctx.new_tensor_3d(elem_type::q4_0, 64, 16, 8); // 8 experts of [64, 16]
+    tensor* b = ctx.new_tensor_3d(elem_type::f32, 64, 1, 5);    // one activation per token
+    tensor* ids = ctx.new_tensor_2d(elem_type::i32, 2, 5);      // 2 experts per token
+    tensor* r = mul_mat_id(ctx, as, b, ids);
+    REQUIRE(r != nullptr);
+    CHECK(r->op == op_kind::mul_mat_id);
+    CHECK(r->type == elem_type::f32);
+    CHECK(r->ne == ne_t{16, 2, 5, 1});
+    CHECK(r->src[2] == ids);
+    tensor* b2 = ctx.new_tensor_3d(elem_type::f16, 64, 2, 5); // one activation per used expert
+    CHECK(mul_mat_id(ctx, as, b2, ids)->ne == ne_t{16, 2, 5, 1});
+
+    tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 64, 3, 5); // 3 does not divide 2
+    CHECK_OP_ERROR("mul_mat_id", operands({as, b3, ids}), mul_mat_id(ctx, as, b3, ids));
+    tensor* bk = ctx.new_tensor_3d(elem_type::f32, 32, 1, 5);
+    CHECK_OP_ERROR("mul_mat_id", operands({as, bk, ids}), mul_mat_id(ctx, as, bk, ids));
+    tensor* bt = ctx.new_tensor_3d(elem_type::f32, 64, 1, 4); // 4 tokens, 5 columns of ids
+    CHECK_OP_ERROR("mul_mat_id", operands({as, bt, ids}), mul_mat_id(ctx, as, bt, ids));
+    tensor* fids = ctx.new_tensor_2d(elem_type::f32, 2, 5);
+    CHECK_OP_ERROR("mul_mat_id", operands({as, b, fids}), mul_mat_id(ctx, as, b, fids));
+    tensor* bq = ctx.new_tensor_3d(elem_type::q8_0, 64, 1, 5);
+    CHECK_OP_ERROR("mul_mat_id", operands({as, bq, ids}), mul_mat_id(ctx, as, bq, ids));
+    tensor* as4 = ctx.new_tensor_4d(elem_type::f32, 64, 16, 8, 2);
+    CHECK_OP_ERROR("mul_mat_id", operands({as4, b, ids}), mul_mat_id(ctx, as4, b, ids));
+    CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, nullptr, b, ids));
+    CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, as, nullptr, ids));
+    CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, as, b, nullptr));
+}
+
 TEST_CASE("get_rows", "[ops][get_rows]") {
     context ctx({.no_alloc = true});
     // a [E, R, A2, A3], idx i32 [N, A2, A3] -> [E, N, A2, A3]; f32 unless a is i32
@@ -358,6 +396,37 @@ TEST_CASE("get_rows", "[ops][get_rows]") {
     CHECK_OP_ERROR("get_rows", operands({gaps, idx}), get_rows(ctx, gaps, idx));
     CHECK_NULL_ERROR("get_rows", get_rows(ctx, nullptr, idx));
     CHECK_NULL_ERROR("get_rows", get_rows(ctx, a, nullptr));
+}
+
+TEST_CASE("pad and arange", "[ops][pad][arange]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::f16, 5, 4, 3);
+    tensor* p = pad(ctx, a, 3, 0, 2);
+    check_result(p, elem_type::f16, {8, 4, 5, 1}, op_kind::pad, a);
+    CHECK(p->param<std::int32_t>(1) == 3); // rp0
+    CHECK(p->param<std::int32_t>(8) == 0); // not circular
+    tensor* e = pad_ext(ctx, a, {.lp = {1, 2, 0, 1}, .rp = {0, 1, 1, 0}}, true);
+    check_result(e, elem_type::f16, {6, 7, 4, 2}, op_kind::pad, a);
+    CHECK(e->param<std::int32_t>(0) == 1);
+    CHECK(e->param<std::int32_t>(8) == 1);
+    CHECK_OP_ERROR("pad", operands({a}), pad(ctx, a, -1));
+    CHECK_OP_ERROR("pad", operands({a}), pad_ext(ctx, a, {.lp = {0, -2, 0, 0}, .rp = {}}));
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 32, 2);
+    CHECK_OP_ERROR("pad", operands({q}), pad(ctx, q, 32));
+    tensor* ints = ctx.new_tensor_1d(elem_type::i32, 4);
+    CHECK_OP_ERROR("pad", operands({ints}), pad(ctx, ints, 1));
+    CHECK_NULL_ERROR("pad", pad(ctx, nullptr, 1));
+
+    tensor* r = arange(ctx, -1.0f, 2.0f, 0.25f);
+    check_result(r, elem_type::f32, {12, 1, 1, 1}, op_kind::arange, nullptr);
+    CHECK(r->param<float>(0) == -1.0f);
+    CHECK(r->param<float>(1) == 2.0f);
+    CHECK(r->param<float>(2) == 0.25f);
+    CHECK(arange(ctx, 0.0f, 1.0f, 0.3f)->ne[0] == 4); // ceil(3.33)
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 2.0f, 1.0f, 0.5f)); // stop below start
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, 1.0f, -0.5f));
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, 1.0f, 0.0f));
+    CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, std::numeric_limits<float>::infinity(), 1.0f));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -972,4 +1041,61 @@ TEST_CASE("cpy: converts and aliases its destination", "[ops][copy]") {
     CHECK_OP_ERROR("cpy", operands({f2, qdst}), cpy(ctx, f2, qdst));
     CHECK_NULL_ERROR("cpy", cpy(ctx, nullptr, b));
     CHECK_NULL_ERROR("cpy", cpy(ctx, a, nullptr));
+    // i64 copies only to i64
+    tensor* l1 = ctx.new_tensor_1d(elem_type::i64, 6);
+    CHECK(cpy(ctx, l1, ctx.new_tensor_2d(elem_type::i64, 2, 3))->type == elem_type::i64);
+    CHECK_OP_ERROR("cpy", operands({l1, i1}), cpy(ctx, l1, i1));
+    CHECK_OP_ERROR("cpy", operands({i1, l1}), cpy(ctx, i1, l1));
+}
+
+TEST_CASE("set_rows: writes into and aliases its destination", "[ops][set_rows]") {
+    context ctx; // with data: the result's data is a's
+    // a [E, R, A2, A3] (the destination), b [E, N, A2, A3], idx [N, I2, I3] with I2 | A2, I3 | A3
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0})
+        for (const elem_type it : {elem_type::i32, elem_type::i64}) {
+            tensor* a = ctx.new_tensor_4d(t, 64, 10, 4, 2);
+            tensor* b = ctx.new_tensor_4d(elem_type::f32, 64, 3, 4, 2);
+            tensor* idx = ctx.new_tensor_3d(it, 3, 2, 1); // broadcast over dims 2 and 3
+            tensor* r = set_rows(ctx, a, b, idx);
+            REQUIRE(r != nullptr);
+            CHECK(r->op == op_kind::set_rows);
+            CHECK(r->type == t);
+            CHECK(r->ne == ne_t{64, 10, 4, 2});
+            CHECK(r->src[0] == b);
+            CHECK(r->src[1] == idx);
+            CHECK(r->src[2] == a);
+            CHECK(r->view_src == a);
+            CHECK(r->data == a->data);
+            CHECK(r->nb == a->nb);
+        }
+    tensor* a = ctx.new_tensor_2d(elem_type::f16, 8, 10);
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 8, 3);
+    tensor* idx = ctx.new_tensor_1d(elem_type::i32, 3);
+    CHECK(set_rows(ctx, a, ctx.new_tensor_2d(elem_type::bf16, 8, 3), idx)->type == elem_type::f16);
+    // into a view of a bigger cache: the result aliases the view's memory in the owner
+    tensor* cache = ctx.new_tensor_2d(elem_type::f32, 8, 32);
+    tensor* window = view_2d(ctx, cache, 8, 10, cache->nb[1], 4 * cache->nb[1]);
+    CHECK(set_rows(ctx, window, b, idx)->view_src == cache);
+
+    CHECK_OP_ERROR("set_rows", operands({a, ctx.new_tensor_2d(elem_type::f32, 9, 3), idx}),
+                   set_rows(ctx, a, ctx.new_tensor_2d(elem_type::f32, 9, 3), idx)); // row lengths differ
+    tensor* b4 = ctx.new_tensor_2d(elem_type::f32, 8, 4);
+    CHECK_OP_ERROR("set_rows", operands({a, b4, idx}), set_rows(ctx, a, b4, idx)); // 4 rows, 3 indices
+    tensor* fidx = ctx.new_tensor_1d(elem_type::f32, 3);
+    CHECK_OP_ERROR("set_rows", operands({a, b, fidx}), set_rows(ctx, a, b, fidx));
+    tensor* bq = ctx.new_tensor_2d(elem_type::q8_0, 32, 3);
+    tensor* aq = ctx.new_tensor_2d(elem_type::f32, 32, 10);
+    CHECK_OP_ERROR("set_rows", operands({aq, bq, idx}), set_rows(ctx, aq, bq, idx)); // quantized rows written
+    tensor* ai = ctx.new_tensor_2d(elem_type::i32, 8, 10);
+    CHECK_OP_ERROR("set_rows", operands({ai, b, idx}), set_rows(ctx, ai, b, idx)); // an i32 destination
+    tensor* a3 = ctx.new_tensor_3d(elem_type::f32, 8, 10, 3);
+    tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 8, 3, 3);
+    tensor* idx2 = ctx.new_tensor_2d(elem_type::i32, 3, 2); // 2 does not divide 3
+    CHECK_OP_ERROR("set_rows", operands({a3, b3, idx2}), set_rows(ctx, a3, b3, idx2));
+    CHECK_OP_ERROR("set_rows", operands({a3, b, idx}), set_rows(ctx, a3, b, idx)); // a.ne2 3 != b.ne2 1
+    tensor* idx4 = ctx.new_tensor_4d(elem_type::i32, 3, 1, 1, 2);
+    CHECK_OP_ERROR("set_rows", operands({a, b, idx4}), set_rows(ctx, a, b, idx4)); // idx.ne3 must be 1
+    CHECK_NULL_ERROR("set_rows", set_rows(ctx, nullptr, b, idx));
+    CHECK_NULL_ERROR("set_rows", set_rows(ctx, a, nullptr, idx));
+    CHECK_NULL_ERROR("set_rows", set_rows(ctx, a, b, nullptr));
 }

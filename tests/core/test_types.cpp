@@ -335,6 +335,7 @@ TEST_CASE("type traits", "[types][traits]") {
     STATIC_REQUIRE(type_size(elem_type::f16) == 2);
     STATIC_REQUIRE(type_size(elem_type::bf16) == 2);
     STATIC_REQUIRE(type_size(elem_type::i32) == 4);
+    STATIC_REQUIRE(type_size(elem_type::i64) == 8);
     STATIC_REQUIRE(sizeof(block_q8_0) == 34);
     STATIC_REQUIRE(sizeof(block_q4_0) == 18);
     STATIC_REQUIRE(offsetof(block_q8_0, qs) == 2);
@@ -353,10 +354,13 @@ TEST_CASE("type traits", "[types][traits]") {
     CHECK_FALSE(is_quantized(elem_type::i32));
     CHECK(traits(elem_type::bf16).is_float);
     CHECK_FALSE(traits(elem_type::i32).is_float);
+    CHECK_FALSE(traits(elem_type::i64).is_float);
+    CHECK_FALSE(is_quantized(elem_type::i64));
 
     const std::pair<elem_type, std::string_view> names[] = {
         {elem_type::f32, "f32"},   {elem_type::f16, "f16"},   {elem_type::bf16, "bf16"},
-        {elem_type::q8_0, "q8_0"}, {elem_type::q4_0, "q4_0"}, {elem_type::i32, "i32"}};
+        {elem_type::q8_0, "q8_0"}, {elem_type::q4_0, "q4_0"}, {elem_type::i32, "i32"},
+        {elem_type::i64, "i64"}};
     STATIC_REQUIRE(std::size(names) == elem_type_count);
     for (auto [t, name] : names) {
         CHECK(to_string(t) == name);
@@ -626,4 +630,13 @@ TEST_CASE("row conversions dispatch on the type", "[types]") {
     float back[4];
     to_float_row(elem_type::i32, yi, back, 4);
     CHECK(back[1] == -2.0f);
+
+    // i64 too
+    std::int64_t yl[4];
+    from_float_row(elem_type::i64, xi, yl, 4);
+    CHECK(yl[0] == 2);
+    CHECK(yl[1] == -2);
+    CHECK(yl[3] == 100);
+    to_float_row(elem_type::i64, yl, back, 4);
+    CHECK(back[3] == 100.0f);
 }

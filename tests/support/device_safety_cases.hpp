@@ -232,6 +232,58 @@ void check_get_rows_out_of_range(const Device& dev) {
     }
 }
 
+/// An out-of-range set_rows index (i32 and i64): the CPU's status code from the device's
+/// synchronize(), naming the node and its destination; the rows it could not write are
+/// left as they were, the others written; reported once.
+template <class Device>
+void check_set_rows_out_of_range(const Device& dev) {
+    for (const elem_type it : {elem_type::i32, elem_type::i64}) {
+        for (const std::int64_t bad : {std::int64_t{3}, std::int64_t{-1}, std::int64_t{1} << 32}) {
+            if (it == elem_type::i32 && bad > 1000) continue;
+            INFO("index type " << to_string(it) << ", index " << bad);
+            context ctx({.no_alloc = true});
+            tensor* cache = ctx.new_tensor_2d(elem_type::f16, 4, 3);
+            cache->name = "cache";
+            tensor* rows = ctx.new_tensor_2d(elem_type::f32, 4, 2);
+            tensor* idx = ctx.new_tensor_1d(it, 2);
+            tensor* out = set_rows(ctx, cache, rows, idx);
+            out->name = "kv";
+            graph g(out);
+            auto be = dev.make_backend();
+            REQUIRE(be);
+            auto bufs = alloc_tensors(ctx, dev.buffer_type());
+            REQUIRE(bufs);
+            std::vector<f16_t> before(12);
+            for (std::size_t k = 0; k < 12; ++k) before[k] = f32_to_f16(static_cast<float>(k));
+            REQUIRE(tensor_set(*cache, before.data(), 0, 24));
+            const std::vector<float> written = {100, 101, 102, 103, 200, 201, 202, 203};
+            REQUIRE(tensor_set(*rows, written.data(), 0, 32));
+            const std::vector<std::int64_t> ids = {bad, 1};
+            if (it == elem_type::i64) {
+                REQUIRE(tensor_set(*idx, ids.data(), 0, 16));
+            } else {
+                const std::vector<std::int32_t> ids32 = {static_cast<std::int32_t>(bad), 1};
+                REQUIRE(tensor_set(*idx, ids32.data(), 0, 8));
+            }
+            REQUIRE(be->compute(g)); // queued: the index is read on the device
+            const status s = be->synchronize();
+            INFO(s.describe());
+            CHECK(s.code() == errc::out_of_range);
+            const std::string msg(s.message());
+            CHECK(msg.find("set_rows node 'kv'") != std::string::npos);
+            CHECK(msg.find("'cache'") != std::string::npos);
+            std::vector<f16_t> after(12);
+            REQUIRE(tensor_get(*cache, after.data(), 0, 24));
+            for (std::size_t k = 0; k < 12; ++k) {
+                INFO("element " << k);
+                const float want = k / 4 == 1 ? written[4 + k % 4] : static_cast<float>(k); // row 1 written
+                CHECK(f16_to_f32(after[k]) == want);
+            }
+            CHECK(be->synchronize()); // reported once
+        }
+    }
+}
+
 /// The same through a scheduler over {the device's backend, the CPU}: its compute fails.
 template <class Device>
 void check_get_rows_out_of_range_scheduled(const Device& dev) {

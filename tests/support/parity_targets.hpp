@@ -40,7 +40,7 @@ struct family_count {
 /// What the op table's rules define, per family (core/op_traits.hpp), which the CPU
 /// computes in full: update an entry when a rule or an op changes.
 inline constexpr family_count op_table_combinations[] = {
-    {"copy", 5 * 5 + 1 + 6}, // cpy between f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each type
+    {"copy", 5 * 5 + 2 + 7}, // cpy between f32 f16 bf16 q8_0 q4_0, i32 -> i32, i64 -> i64; dup / cont of each type
     {"binary", 4 * 9},       // add, sub, mul, div: f32 f16 bf16 x f32 f16 bf16
     {"unary", 24 * 3},       // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32 f16 bf16
     {"rows", 3 + 3 + 2},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32
@@ -48,10 +48,14 @@ inline constexpr family_count op_table_combinations[] = {
     {"mul_mat", 5 * 3},      // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations
     {"get_rows", 6},         // f32 f16 bf16 q8_0 q4_0 i32 rows
     {"rope", 5 * 2},         // normal, neox, mrope, imrope, vision of f32, f16
-    {"concat", 4},           // f32 f16 bf16 i32
     {"glu", 2 * 3},          // fused, split of f32 f16 bf16 (every function in each)
     {"reduce", 2 * 3},       // sum, mean of f32 f16 bf16
     {"sort", 2 * 3},         // argsort, top_k of f32 f16 bf16
+    {"concat", 7},           // every type
+    {"set_rows", 5 * 3 * 2}, // into f32 f16 bf16 q8_0 q4_0, from f32 f16 bf16 rows, by i32 or i64 indices
+    {"pad", 3},              // f32 f16 bf16
+    {"arange", 1},           // f32
+    {"mul_mat_id", 5 * 3},   // f32 f16 bf16 q8_0 q4_0 experts x f32 f16 bf16 activations
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

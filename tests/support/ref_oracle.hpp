@@ -4,7 +4,7 @@
 //
 //   get(t, i0, i1, i2, i3)       one element of any type (blocks dequantized), read through
 //                                t's own strides: views, permutations, any offsets
-//   set(t, ..., v)               store one element (f32, f16, bf16, i32)
+//   set(t, ..., v)               store one element (f32, f16, bf16, i32, i64)
 //   read(t)                      every element as a ref_tensor (doubles, dim 0 fastest)
 //   ref_forward(node)            the expected result of a node from its sources' data
 //   fill_random(t, rng, lo, hi)  reproducible uniform values (platform-independent)
@@ -72,6 +72,8 @@ inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
         return bf16_to_f32(load<bf16_t>(row + static_cast<std::size_t>(i0) * t.nb[0]));
     case elem_type::i32:
         return load<std::int32_t>(row + static_cast<std::size_t>(i0) * t.nb[0]);
+    case elem_type::i64:
+        return static_cast<double>(load<std::int64_t>(row + static_cast<std::size_t>(i0) * t.nb[0]));
     case elem_type::q8_0: {
         // value = d * qs[j]
         const auto b = load<block_q8_0>(row + static_cast<std::size_t>(i0 / qk8_0) * t.nb[0]);
@@ -89,7 +91,7 @@ inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
     throw std::logic_error("ref_oracle::get: unknown element type");
 }
 
-/// Stores v (rounded to the type) as element (i0, i1, i2, i3); f32, f16, bf16 or i32.
+/// Stores v (rounded to the type) as element (i0, i1, i2, i3); f32, f16, bf16, i32 or i64.
 inline void set(tensor& t, i64 i0, i64 i1, i64 i2, i64 i3, double v) {
     conformance::set_element(t, i0, i1, i2, i3, v);
 }
@@ -132,7 +134,7 @@ inline ref_tensor read(const tensor& t) {
 // ---------------------------------------------------------------------------------------
 // Rounding to storage types
 
-/// x rounded to the nearest value of type t (f32, f16, bf16; i32 truncates).
+/// x rounded to the nearest value of type t (f32, f16, bf16; i32 and i64 truncate).
 inline double round_to(elem_type t, double x) {
     switch (t) {
     case elem_type::f32:
@@ -143,6 +145,8 @@ inline double round_to(elem_type t, double x) {
         return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
     case elem_type::i32:
         return static_cast<double>(static_cast<std::int32_t>(x));
+    case elem_type::i64:
+        return static_cast<double>(static_cast<std::int64_t>(x));
     default:
         throw std::logic_error("ref_oracle::round_to: quantized values are rounded block-wise");
     }
@@ -442,6 +446,22 @@ inline ref_tensor mul_mat(const tensor& node) {
     return r;
 }
 
+inline ref_tensor mul_mat_id(const tensor& node) {
+    const tensor& as = *node.src[0];
+    const tensor& b = *node.src[1];
+    const tensor& ids = *node.src[2];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 m, i64 s, i64 t, i64) {
+        const auto e = static_cast<i64>(get(ids, s, t));
+        if (e < 0 || e >= as.ne[2]) return; // a zero column
+        double sum = 0.0;
+        for (i64 k = 0; k < as.ne[0]; ++k)
+            sum += get(as, k, m, e) * get(b, k, s % b.ne[1], t);
+        r.at(m, s, t) = sum;
+    });
+    return r;
+}
+
 inline ref_tensor get_rows(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& idx = *node.src[1];
@@ -450,6 +470,60 @@ inline ref_tensor get_rows(const tensor& node) {
         const auto row = static_cast<i64>(get(idx, n, j, k));
         r.at(i0, n, j, k) = row >= 0 && row < a.ne[1] ? get(a, i0, row, j, k) : 0.0;
     });
+    return r;
+}
+
+/// set_rows: the destination's values, with row (n, j, k) of b over row
+/// idx[n, j % I2, k % I3] of matrix (j, k) (an index out of range writes nothing), each
+/// written row rounded to the destination's type once (quantized block by block).
+inline ref_tensor set_rows(const tensor& node) {
+    const tensor& b = *node.src[0];
+    const tensor& idx = *node.src[1];
+    ref_tensor r = read(*node.src[2]);
+    ref_tensor rows(node.type, node.ne); // the rows written, to round them alone
+    std::vector<bool> written(static_cast<std::size_t>(node.nrows()), false);
+    for_each_index(b.ne, [&](i64 i0, i64 n, i64 j, i64 k) {
+        const auto row = static_cast<i64>(get(idx, n, j % idx.ne[1], k % idx.ne[2]));
+        if (row < 0 || row >= node.ne[1]) return;
+        rows.at(i0, row, j, k) = get(b, i0, n, j, k);
+        written[static_cast<std::size_t>((k * node.ne[2] + j) * node.ne[1] + row)] = true;
+    });
+    round_to_type(rows);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        if (written[static_cast<std::size_t>((i3 * node.ne[2] + i2) * node.ne[1] + i1)])
+            r.at(i0, i1, i2, i3) = rows.at(i0, i1, i2, i3);
+    });
+    return r;
+}
+
+/// pad: element i is a's element i - lp (circular: (i - lp) mod ne) where inside, else 0.
+inline ref_tensor pad(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const bool circular = node.param<std::int32_t>(8) != 0;
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const extents i{i0, i1, i2, i3};
+        extents j{};
+        bool inside = true;
+        for (std::size_t d = 0; d < max_dims; ++d) {
+            j[d] = i[d] - node.param<std::int32_t>(2 * d);
+            if (circular) j[d] = ((j[d] % a.ne[d]) + a.ne[d]) % a.ne[d];
+            inside = inside && j[d] >= 0 && j[d] < a.ne[d];
+        }
+        r.at(i0, i1, i2, i3) = inside ? get(a, j[0], j[1], j[2], j[3]) : 0.0;
+    });
+    return r;
+}
+
+/// arange: start + step * i, the product and the sum each rounded to f32 (ggml's f32
+/// arithmetic, which the result's rounding alone would not reproduce).
+inline ref_tensor arange(const tensor& node) {
+    ref_tensor r(node.type, node.ne);
+    const float start = node.param<float>(0), step = node.param<float>(2);
+    for (i64 i = 0; i < node.ne[0]; ++i) {
+        const auto scaled = static_cast<float>(static_cast<double>(step) * static_cast<double>(i));
+        r.at(i) = static_cast<double>(start) + static_cast<double>(scaled);
+    }
     return r;
 }
 
@@ -667,6 +741,17 @@ inline ref_tensor ref_forward(const tensor& node) {
     case op_kind::glu:
         r = ref_detail::glu(node);
         break;
+    case op_kind::set_rows:
+        return ref_detail::set_rows(node); // rounded row by row: the rows not written keep their bits
+    case op_kind::pad:
+        r = ref_detail::pad(node);
+        break;
+    case op_kind::mul_mat_id:
+        r = ref_detail::mul_mat_id(node);
+        break;
+    case op_kind::arange:
+        r = ref_detail::arange(node);
+        break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");
         r = ref_detail::unary(node);
@@ -685,10 +770,10 @@ inline double uniform01(std::mt19937& rng) {
     return static_cast<double>(rng()) * (1.0 / 4294967296.0);
 }
 
-/// Every element of t uniform in [lo, hi) (integers lo..hi inclusive for i32). Quantized
-/// tensors get random values quantized block by block.
+/// Every element of t uniform in [lo, hi) (integers lo..hi inclusive for i32 and i64).
+/// Quantized tensors get random values quantized block by block.
 inline void fill_random(tensor& t, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
-    if (t.type == elem_type::i32) {
+    if (t.type == elem_type::i32 || t.type == elem_type::i64) {
         const auto span =
             static_cast<std::uint32_t>(static_cast<i64>(hi) - static_cast<i64>(lo) + 1);
         for_each_index(t.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {

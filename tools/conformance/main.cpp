@@ -385,14 +385,12 @@ int run_perf(const options& o, std::vector<target>& targets) {
                 "rate");
     for (const cf::op_cases* f : families(o))
         for (const auto& types : combinations(ref, *f, o)) {
-            if (!o.types &&
-                types !=
-                    std::vector<elem_type>(static_cast<std::size_t>(f->n_types), elem_type::f32) &&
+            if (!o.types && types != cf::plain_types(*f) &&
                 !(f->name == "mul_mat" &&
                   types == std::vector<elem_type>{elem_type::f16, elem_type::f32}) &&
                 !(f->name == "mul_mat" &&
                   types == std::vector<elem_type>{elem_type::q8_0, elem_type::f32}))
-                continue; // the default perf list: f32 everywhere, plus f16 and q8_0 weights
+                continue; // the default perf list: f32 values (i32 indices), plus f16 and q8_0 weights
             const cf::case_spec spec{std::string(f->name), types, o.shape.value_or(f->perf_shape),
                                      o.variant.value_or(0), o.seed};
             for (target& t : targets) {

@@ -36,6 +36,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace backplane::conformance {
@@ -135,7 +136,17 @@ struct op_cases {
     extents (*shape)(std::mt19937& rng, std::span<const elem_type> types);
     /// The main shape of the perf mode.
     extents perf_shape;
+    /// Bit i set: operand type i is an index type (i32 or i64), not a value type.
+    unsigned index_operands = 0;
 };
+
+/// The family's plain types: f32 for every value operand, i32 for every index operand.
+inline std::vector<elem_type> plain_types(const op_cases& f) {
+    std::vector<elem_type> types(static_cast<std::size_t>(f.n_types), elem_type::f32);
+    for (std::size_t i = 0; i < types.size(); ++i)
+        if (f.index_operands & (1u << i)) types[i] = elem_type::i32;
+    return types;
+}
 
 namespace detail {
 
@@ -227,6 +238,19 @@ inline built_case build_mul_mat(context& ctx, const case_spec& c, std::mt19937& 
                   2.0 * static_cast<double>(k) * static_cast<double>(m * n * batch));
 }
 
+/// ne = {k, m, n_expert, n_tokens}: as [k, m, n_expert], 2 experts per token (fewer
+/// when there are fewer); variant: bit 0 one activation per token (else one per used
+/// expert), bit 1 the activations' rows strided.
+inline built_case build_mul_mat_id(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type ta = type_at(c, 0), tb = type_at(c, 1);
+    const auto [k, m, n_expert, n_tokens] = c.ne;
+    const std::int64_t n_used = std::min<std::int64_t>(2, n_expert);
+    tensor* as = input(ctx, ta, {k, m, n_expert, 1}, 0, rng);
+    tensor* b = input(ctx, tb, {k, (c.variant & 1) ? 1 : n_used, n_tokens, 1}, (c.variant & 2) ? 1 : 0, rng);
+    tensor* ids = input(ctx, elem_type::i32, {n_used, n_tokens, 1, 1}, 0, rng, 0.0, static_cast<double>(n_expert));
+    return finish(mul_mat_id(ctx, as, b, ids), 2.0 * static_cast<double>(k * m * n_used * n_tokens));
+}
+
 /// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
 inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
@@ -288,6 +312,47 @@ template <glu_op Fn> built_case build_glu(context& ctx, const case_spec& c, std:
     tensor* b = v == 2 ? input(ctx, t, c.ne, l, rng, -6.0, 6.0) : nullptr;
     if (Fn == glu_op::swiglu_oai) return finish(swiglu_oai(ctx, a, b, 1.702f, 7.0f));
     return finish(b != nullptr ? glu_split(ctx, a, b, Fn) : glu(ctx, a, Fn, v == 1));
+}
+
+/// set_rows of b (types[1]) into a (types[0], ne) by a permutation of a's rows (indices of
+/// types[2]); variant: bit 0 the indices broadcast over dims 2 and 3, bit 1 b's rows
+/// strided (a row-strided view).
+inline built_case build_set_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const elem_type to = type_at(c, 0), from = type_at(c, 1), it = type_at(c, 2);
+    tensor* a = input(ctx, to, c.ne, 0, rng, -4.0, 4.0);
+    tensor* b = input(ctx, from, c.ne, (c.variant & 2) ? 1 : 0, rng, -4.0, 4.0);
+    const bool broadcast = (c.variant & 1) != 0;
+    tensor* idx = input(ctx, it, {c.ne[1], broadcast ? 1 : c.ne[2], broadcast ? 1 : c.ne[3], 1}, 0, rng);
+    std::vector<std::int64_t> order(static_cast<std::size_t>(c.ne[1]));
+    for_each_index(idx->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+        if (i0 == 0) { // each row of indices a permutation of a's rows
+            for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(k);
+            for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng() % k]);
+        }
+        set_element(*idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
+    });
+    return finish(set_rows(ctx, a, b, idx));
+}
+
+/// pad_ext of a (ne) by 0 to 2 elements on each side; variant: bit 0 circular, bit 1 a
+/// permuted.
+inline built_case build_pad(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, (c.variant & 2) ? 2 : 0, rng);
+    pad_widths w;
+    for (std::size_t d = 0; d < max_dims; ++d) {
+        w.lp[d] = static_cast<int>(rng() % 3);
+        w.rp[d] = static_cast<int>(rng() % 3);
+    }
+    return finish(pad_ext(ctx, a, w, (c.variant & 1) != 0));
+}
+
+/// arange of ne[0] values from a seed-driven start and step (f32 only; the type names the
+/// result).
+inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const auto start = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 8.0f;
+    const auto step = static_cast<float>(1 + rng() % 999) / 64.0f;
+    return finish(arange(ctx, start, start + step * static_cast<float>(c.ne[0]), step));
 }
 
 /// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
@@ -374,6 +439,7 @@ inline std::span<const op_cases> catalogue() {
         {"rms_norm", 1, 4, &build_rows<op_kind::rms_norm>, &shape_rows, {4096, 512, 1, 1}},
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
+        {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},
         {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
         {"rope", 1, 11, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},
@@ -383,6 +449,9 @@ inline std::span<const op_cases> catalogue() {
         {"swiglu_oai", 1, 4, &build_glu<glu_op::swiglu_oai>, &shape_rows, {4096, 1024, 1, 1}},
         {"geglu_erf", 1, 4, &build_glu<glu_op::geglu_erf>, &shape_rows, {4096, 1024, 1, 1}},
         {"geglu_quick", 1, 4, &build_glu<glu_op::geglu_quick>, &shape_rows, {4096, 1024, 1, 1}},
+        {"set_rows", 3, 4, &build_set_rows, &shape_rows, {4096, 4096, 1, 1}, 0b100},
+        {"pad", 1, 4, &build_pad, &shape_rows, {4096, 1024, 1, 1}},
+        {"arange", 1, 1, &build_arange, &shape_rows, {1 << 20, 1, 1, 1}},
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
     };

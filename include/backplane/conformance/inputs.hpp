@@ -119,7 +119,7 @@ template <class F> void for_each_index(const extents& ne, F&& f) {
 }
 
 /// Stores v (rounded to the type) as element (i0, i1, i2, i3) of host tensor t, through
-/// t's own strides; f32, f16, bf16 or i32 (quantized tensors are written block-wise).
+/// t's own strides; f32, f16, bf16, i32 or i64 (quantized tensors are written block-wise).
 inline void set_element(tensor& t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
                         std::int64_t i3, double v) {
     std::byte* p = static_cast<std::byte*>(t.data) + static_cast<std::size_t>(i0) * t.nb[0] +
@@ -146,6 +146,11 @@ inline void set_element(tensor& t, std::int64_t i0, std::int64_t i1, std::int64_
         std::memcpy(p, &i, sizeof i);
         return;
     }
+    case elem_type::i64: {
+        const auto i = static_cast<std::int64_t>(v);
+        std::memcpy(p, &i, sizeof i);
+        return;
+    }
     default:
         throw std::logic_error("set_element: quantized tensors are written block-wise");
     }
@@ -157,14 +162,19 @@ inline double uniform(std::mt19937& rng, double lo, double hi) {
     return lo + (hi - lo) * (static_cast<double>(rng() >> 8) / static_cast<double>(1u << 24));
 }
 
-/// Fills all of contiguous host tensor t with values uniform in [lo, hi) (integers for i32).
+/// Fills all of contiguous host tensor t with values uniform in [lo, hi) (integers for i32
+/// and i64).
 inline void fill(tensor& t, std::mt19937& rng, double lo, double hi) {
     const auto n = t.nelements();
-    if (t.type == elem_type::i32) {
-        auto* p = static_cast<std::int32_t*>(t.data);
+    if (t.type == elem_type::i32 || t.type == elem_type::i64) {
         const auto span = static_cast<std::uint32_t>(std::max(1.0, hi - lo));
-        for (std::int64_t i = 0; i < n; ++i)
-            p[i] = static_cast<std::int32_t>(lo) + static_cast<std::int32_t>(rng() % span);
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::int64_t v = static_cast<std::int64_t>(lo) + static_cast<std::int64_t>(rng() % span);
+            if (t.type == elem_type::i32)
+                static_cast<std::int32_t*>(t.data)[i] = static_cast<std::int32_t>(v);
+            else
+                static_cast<std::int64_t*>(t.data)[i] = v;
+        }
         return;
     }
     std::vector<float> v(static_cast<std::size_t>(n));

@@ -23,6 +23,7 @@
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace backplane::conformance {
 
@@ -265,6 +266,37 @@ inline int mul_mat_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// mul_mat_id for every weight and activation type: one activation per token or one per
+/// used expert, experts drawn at random (repeats included).
+inline int mul_mat_id_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type ta : all_elem_types)
+        for (elem_type tb : all_elem_types) {
+            if (!cases.claimed([&] {
+                    return mul_mat_id(cases.ctx, cases.leaf(ta, {32, 2, 3, 1}), cases.leaf(tb, {32, 1, 2, 1}),
+                                      cases.leaf(elem_type::i32, {2, 2, 1, 1}, 0, 2));
+                }))
+                continue;
+            cases.combination();
+            auto& g = cases.gen;
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const std::int64_t k = is_quantized(ta) ? 32 * g.pick({1, 2, 3, 5}) : g.pick({1, 3, 16, 17, 33, 64, 65, 129});
+                const std::int64_t m = g.pick({1, 2, 3, 5, 8, 13, 17, 33});
+                const std::int64_t n_expert = g.upto(8), n_used = g.upto(4), n_tokens = g.upto(7);
+                layout la = cases.any_layout(ta);
+                if (la == layout::transposed) la = layout::strided_elems;
+                tensor* as = cases.input(ta, {k, m, n_expert, 1}, la);
+                tensor* b = cases.input(tb, {k, s % 2 ? 1 : n_used, n_tokens, 1}, cases.any_layout(tb));
+                tensor* ids = cases.input(elem_type::i32, {n_used, n_tokens, 1, 1}, cases.any_layout(elem_type::i32));
+                for_each_index(ids->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t, std::int64_t) {
+                    set_element(*ids, i0, i1, 0, 0, static_cast<double>(cases.rng() % static_cast<std::uint32_t>(n_expert)));
+                });
+                cases.add(mul_mat_id(cases.ctx, as, b, ids));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -288,6 +320,75 @@ inline int get_rows_cases(batch& cases) {
 
 /// rope normal and neox (half of the shapes with frequency factors and YaRN), and the
 /// M-RoPE modes (mrope, imrope, vision) of rope_multi.
+/// set_rows into every float and quantized type, from f32, f16 and bf16 rows, by i32 and
+/// i64 indices. Each index row is a permutation of the destination's rows (a case's
+/// whole destination is its output, and starts poisoned); indices broadcast over dims 2
+/// and 3 in every other case.
+inline int set_rows_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type to : all_elem_types)
+        for (elem_type from : {elem_type::f32, elem_type::f16, elem_type::bf16})
+            for (elem_type it : {elem_type::i32, elem_type::i64}) {
+                if (!cases.claimed([&] {
+                        return set_rows(cases.ctx, cases.leaf(to, {32, 2, 1, 1}), cases.leaf(from, {32, 2, 1, 1}),
+                                        cases.leaf(it, {2, 1, 1, 1}, 0, 1));
+                    }))
+                    continue;
+                cases.combination();
+                for (int s = 0; s < shapes_per_combination; ++s) {
+                    const extents ne = cases.gen.rows(to); // a: [E, R, A2, A3]
+                    const layout al = is_quantized(to) ? (s % 2 ? layout::offset : layout::contiguous) : cases.any_layout(to);
+                    tensor* a = cases.input(to, ne, al, -4.0, 4.0);
+                    tensor* b = cases.input(from, ne, cases.any_layout(from), -4.0, 4.0);
+                    const extents ine = {ne[1], s % 2 ? 1 : ne[2], s % 2 ? 1 : ne[3], 1};
+                    tensor* idx = cases.input(it, ine, cases.any_layout(it));
+                    std::vector<std::int64_t> order(static_cast<std::size_t>(ne[1]));
+                    for_each_index(idx->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+                        if (i0 == 0) { // a new row of indices: a new permutation
+                            for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(k);
+                            for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[cases.rng() % k]);
+                        }
+                        set_element(*idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
+                    });
+                    cases.add(set_rows(cases.ctx, a, b, idx));
+                }
+            }
+    return cases.combinations() - before;
+}
+
+/// pad, with zeros and wrapped around, of every float type.
+inline int pad_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type t : all_elem_types) {
+        if (!cases.claimed([&] { return pad(cases.ctx, cases.leaf(t, {4, 2, 1, 1}), 1); })) continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            tensor* a = cases.input(t, cases.gen.rows(t), cases.any_layout(t));
+            pad_widths w;
+            for (std::size_t d = 0; d < max_dims; ++d) {
+                w.lp[d] = static_cast<int>(cases.rng() % 3);
+                w.rp[d] = static_cast<int>(cases.rng() % 3);
+            }
+            cases.add(pad_ext(cases.ctx, a, w, s % 3 == 2));
+        }
+    }
+    return cases.combinations() - before;
+}
+
+/// arange over starts, stops and steps of several magnitudes.
+inline int arange_cases(batch& cases) {
+    if (!cases.claimed([&] { return arange(cases.ctx, 0.0f, 4.0f, 1.0f); })) return 0;
+    cases.combination();
+    for (int s = 0; s < shapes_per_combination; ++s) {
+        const auto start = static_cast<float>(static_cast<int>(cases.rng() % 2001) - 1000) / 8.0f;
+        const auto step = static_cast<float>(1 + cases.rng() % 999) / 64.0f;
+        const auto stop = start + step * static_cast<float>(1 + cases.rng() % 300);
+        cases.add(arange(cases.ctx, start, stop, step));
+    }
+    return 1;
+}
+
+/// rope normal and neox.
 inline int rope_cases(batch& cases) {
     const int before = cases.combinations();
     const rope_mode modes[] = {rope_mode::normal, rope_mode::neox, rope_mode::mrope, rope_mode::imrope, rope_mode::vision};
@@ -408,6 +509,10 @@ inline std::span<const parity_family> parity_families() {
         {"glu", 31010, &glu_cases},
         {"reduce", 31011, &reduce_cases},
         {"sort", 31012, &sort_cases},
+        {"set_rows", 31013, &set_rows_cases},
+        {"pad", 31014, &pad_cases},
+        {"arange", 31015, &arange_cases},
+        {"mul_mat_id", 31016, &mul_mat_id_cases},
     };
     return families;
 }

@@ -3,11 +3,11 @@
 //
 // threshold_for: a target against the CPU backend's reference kernels, which compute in
 // f32 and round once to the node's type, as a target should (ggml's test-backend-ops
-// defaults): NMSE 1e-7; 5e-4 for mul_mat of weights other than f32 (the target may
-// accumulate a dequantized or 16-bit dot product another way); 1e-6 for soft_max; 1e-4
-// for sum into f16 or bf16 (its one element may round one step apart when the f32 sums
-// differ in their last bit); argmax, argsort, top_k and get_rows of unquantized rows
-// exact.
+// defaults): NMSE 1e-7; 5e-4 for mul_mat and mul_mat_id of weights other than f32 (the
+// target may accumulate a dequantized or 16-bit dot product another way); 1e-6 for
+// soft_max; 1e-4 for sum into f16 or bf16 (its one element may round one step apart when
+// the f32 sums differ in their last bit); argmax, argsort, top_k, get_rows of unquantized
+// rows, set_rows into an unquantized destination, pad and arange exact.
 //
 // default_max_nmse: a kernel against the double-precision test oracle, which rounds the
 // exact result once where a kernel rounds its f32 steps too: NMSE 1e-7; 5e-4 when an f16,
@@ -38,7 +38,13 @@ inline threshold threshold_for(const tensor& node) {
         return {node.type == elem_type::f32 ? 1e-7 : 1e-4, false};
     case op_kind::get_rows:
         return a != nullptr && is_quantized(a->type) ? threshold{1e-7, false} : threshold{0.0, true};
+    case op_kind::set_rows:
+        return is_quantized(node.type) ? threshold{1e-7, false} : threshold{0.0, true};
+    case op_kind::pad:
+    case op_kind::arange:
+        return {0.0, true};
     case op_kind::mul_mat:
+    case op_kind::mul_mat_id:
         return {a != nullptr && a->type == elem_type::f32 ? 1e-7 : 5e-4, false};
     case op_kind::soft_max:
         return {1e-6, false};

@@ -15,7 +15,7 @@
 //   transpose
 //   dup, cont, cpy                  f32 f16 bf16     f32 f16 bf16             (cpy: the target,
 //                                   q8_0 q4_0        q8_0 q4_0  (any pair)     the result's memory)
-//                                   i32              i32
+//                                   i32, i64         the same type
 //   add, sub, mul, div              = a              f32 f16 bf16             f32 f16 bf16, broadcast
 //   scale, sqr, sqrt, silu, gelu,   = a              f32 f16 bf16
 //   relu, neg, abs, sgn, step, tanh,
@@ -35,8 +35,15 @@
 //   rope (normal, neox, mrope,      = a              f32 f16                  i32 positions
 //   vision, imrope)                                                           (src[2]: f32 freq
 //                                                                              factors)
-//   concat                          = a              f32 f16 bf16 i32         = a
+//   concat                          = a              any type (quantized:     = a
+//                                                    contiguous rows)
 //   glu (every function)            = a              f32 f16 bf16             none, or = a (split)
+//   set_rows (b, idx, a)            = a: f32 f16     f32 f16 bf16 (b, the     i32 or i64 row
+//                                   bf16 q8_0 q4_0   rows written)            numbers (idx)
+//   pad                             = a              f32 f16 bf16
+//   mul_mat_id (as, b, ids)         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16 (b);
+//                                                    (as: the experts)        i32 ids (src[2])
+//   arange                          f32              (no source)
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
 // operands keep their rows' blocks contiguous, mul_mat's weights are not transposed, and
@@ -94,6 +101,8 @@ constexpr bool float_type(elem_type t) noexcept {
 }
 /// A float or quantized type: what holds real numbers.
 constexpr bool real_type(elem_type t) noexcept { return float_type(t) || is_quantized(t); }
+/// i32 or i64: what holds indices.
+constexpr bool index_type(elem_type t) noexcept { return t == elem_type::i32 || t == elem_type::i64; }
 
 /// Equal extents (std::array's == calls memcmp, which shows when checking big graphs).
 constexpr bool same_ne(const tensor& x, const tensor& y) noexcept {
@@ -134,8 +143,11 @@ inline std::string_view view(const tensor& t) noexcept {
 
 inline std::string_view copy(const tensor& t) noexcept {
     const tensor& a = *t.src[0];
-    if ((a.type == elem_type::i32) != (t.type == elem_type::i32)) return "i32 copies only to and from i32";
-    if (t.type != elem_type::i32 && (!real_type(a.type) || !real_type(t.type))) return "no conversion between these types";
+    if (index_type(a.type) || index_type(t.type)) {
+        if (a.type != t.type) return "i32 and i64 copy only to their own type";
+    } else if (!real_type(a.type) || !real_type(t.type)) {
+        return "no conversion between these types";
+    }
     if (a.nelements() != t.nelements()) return "a and the result must have the same number of elements";
     if (!whole_blocks(a)) return "a quantized source must have contiguous rows of whole blocks";
     if (is_quantized(t.type) && !t.is_contiguous()) return "a quantized destination must be contiguous";
@@ -329,7 +341,7 @@ inline std::string_view concat(const tensor& t) noexcept {
     const std::int32_t dim = t.param<std::int32_t>(0);
     if (dim < 0 || dim >= max_dims) return "the dimension is outside 0..3";
     if (a.type != b.type || t.type != a.type) return "a and b must have the same type";
-    if (is_quantized(a.type)) return "quantized operands are not supported";
+    if (!whole_blocks(a) || !whole_blocks(b)) return "quantized operands must have contiguous rows of whole blocks";
     for (std::size_t i = 0; i < max_dims; ++i) {
         const bool joined = static_cast<int>(i) == dim;
         if (!joined && b.ne[i] != a.ne[i]) return "extents differ outside the joined dimension";
@@ -360,6 +372,73 @@ inline std::string_view glu(const tensor& t) noexcept {
     return {};
 }
 
+/// set_rows: src[0] = b (the rows written), src[1] = idx, src[2] = a (the destination,
+/// whose memory the result is), as ggml orders them.
+inline std::string_view set_rows(const tensor& t) noexcept {
+    const tensor& b = *t.src[0];
+    const tensor& idx = *t.src[1];
+    const tensor& a = *t.src[2];
+    if (!real_type(a.type)) return "a (the destination) must be a float or quantized type";
+    if (!float_type(b.type)) return "b (the rows written) must be f32, f16 or bf16";
+    if (!index_type(idx.type)) return "indices must be i32 or i64";
+    if (a.ne[0] != b.ne[0] || a.ne[2] != b.ne[2] || a.ne[3] != b.ne[3])
+        return "a and b must have the same extents in dimensions 0, 2 and 3";
+    if (idx.ne[0] != b.ne[1] || idx.ne[3] != 1 || idx.ne[1] <= 0 || idx.ne[2] <= 0 ||
+        !multiple_of(b.ne[2], idx.ne[1]) || !multiple_of(b.ne[3], idx.ne[2]))
+        return "idx must be [b.ne1, a divisor of b.ne2, a divisor of b.ne3, 1]";
+    if (!whole_blocks(a)) return "a quantized destination must have contiguous rows of whole blocks";
+    if (t.type != a.type || !same_ne(t, a)) return "the result is a (its type, shape and memory)";
+    return {};
+}
+
+/// mul_mat_id: src[0] = as [K, M, n_expert], src[1] = b [K, B1, n_tokens], src[2] = ids
+/// [n_used, n_tokens].
+inline std::string_view mul_mat_id(const tensor& t) noexcept {
+    const tensor& as = *t.src[0];
+    const tensor& b = *t.src[1];
+    const tensor& ids = *t.src[2];
+    if (!real_type(as.type) || !float_type(b.type)) return "as must be a float or quantized type and b f32, f16 or bf16";
+    if (ids.type != elem_type::i32) return "ids must be i32";
+    if (as.ne[3] != 1 || b.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1)
+        return "as and b are at most 3-dimensional, ids at most 2-dimensional";
+    if (as.ne[0] != b.ne[0]) return "as and b must have the same length in dimension 0 (K)";
+    if (ids.ne[1] != b.ne[2]) return "ids must have one column per token (b.ne2)";
+    if (b.ne[1] <= 0 || ids.ne[0] % b.ne[1] != 0) return "b.ne1 must divide the experts used per token (ids.ne0)";
+    if (as.is_transposed()) return "as must not be transposed";
+    if (!whole_blocks(as)) return "a quantized as must have contiguous rows";
+    if (t.type != elem_type::f32 || !ne_is(t, as.ne[1], ids.ne[0], ids.ne[1], 1))
+        return "the result is f32 [as.ne1, ids.ne0, ids.ne1]";
+    return {};
+}
+
+inline std::string_view pad(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    for (std::size_t i = 0; i < max_dims; ++i) {
+        const std::int32_t lp = t.param<std::int32_t>(2 * i), rp = t.param<std::int32_t>(2 * i + 1);
+        if (lp < 0 || rp < 0) return "pads must not be negative";
+        if (t.ne[i] != a.ne[i] + lp + rp) return "the result's extents are a's plus the pads";
+    }
+    const std::int32_t circular = t.param<std::int32_t>(8);
+    if (circular != 0 && circular != 1) return "circular must be 0 or 1";
+    if (circular == 1 && a.nelements() == 0) return "an empty tensor cannot be wrapped around";
+    if (t.type != a.type) return "the result has a's type";
+    return {};
+}
+
+inline std::string_view arange(const tensor& t) noexcept {
+    const float start = t.param<float>(0), stop = t.param<float>(1), step = t.param<float>(2);
+    if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) return "start, stop and step must be finite";
+    if (!(stop > start) || !(step > 0.0f)) return "stop must be above start and step positive";
+    const float n = std::ceil((stop - start) / step);
+    if (!(n < 9.0e18f)) return "too many steps";
+    if (t.type != elem_type::f32 || !ne_is(t, static_cast<std::int64_t>(n), 1, 1, 1))
+        return "the result is f32 [ceil((stop - start) / step)]";
+    return {};
+}
+
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -370,7 +449,9 @@ namespace r = op_rules;
 ///   rms_norm, norm (eps); soft_max (a, optional mask, optional sinks; scale, max_bias);
 ///   rope (a, positions, optional frequency factors; rope_fn::slot's 13 slots); concat
 ///   (a, b; dim); get_rows (a, indices); glu (a, optional gate b; function, swapped, alpha,
-///   limit); argsort (order). top_k's k is its result's ne0.
+///   limit); argsort (order). top_k's k is its result's ne0. set_rows (b, indices,
+///   destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
+///   arange (no source; start, stop, step); mul_mat_id (as, b, ids).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -423,6 +504,10 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"mean",      1, 1, 0, false, false, fam::rows,        r::mean},
     {"argsort",   1, 1, 1, false, false, fam::rows,        r::sort_rows},
     {"top_k",     1, 1, 0, false, false, fam::rows,        r::sort_rows},
+    {"set_rows",  3, 3, 0, false, false, fam::data,        r::set_rows},
+    {"pad",       1, 1, 9, false, false, fam::data,        r::pad},
+    {"arange",    0, 0, 3, false, false, fam::data,        r::arange},
+    {"mul_mat_id", 3, 3, 0, false, false, fam::mul_mat,    r::mul_mat_id},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -440,7 +525,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "top_k"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "mul_mat_id"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -18,7 +18,8 @@
 
 namespace backplane {
 
-/// Element types. i32 is the index type (get_rows indices, rope positions, argmax).
+/// Element types. i32 is the index type (get_rows indices, rope positions, argmax); i64
+/// holds 64-bit indices (set_rows' row numbers, as ggml's I64).
 enum class elem_type : std::uint8_t {
     f32,
     f16,
@@ -26,11 +27,13 @@ enum class elem_type : std::uint8_t {
     q8_0,
     q4_0,
     i32,
+    i64,
 };
 
-inline constexpr std::size_t elem_type_count = 6;
+inline constexpr std::size_t elem_type_count = 7;
 inline constexpr std::array<elem_type, elem_type_count> all_elem_types = {
-    elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0, elem_type::i32};
+    elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0, elem_type::i32,
+    elem_type::i64};
 
 /// 16-bit IEEE half and bfloat16 as distinct storage types (no arithmetic on purpose:
 /// convert to float, compute, convert back).
@@ -79,9 +82,10 @@ inline constexpr std::array<type_traits, elem_type_count + 1> type_table = {{
     {"q8_0", qk8_0, sizeof(block_q8_0), true, true},
     {"q4_0", qk4_0, sizeof(block_q4_0), true, true},
     {"i32", 1, 4, false, false},
+    {"i64", 1, 8, false, false},
     {"?", 1, 0, false, false}, // any other value
 }};
-static_assert(static_cast<std::size_t>(elem_type::i32) + 1 == elem_type_count, "type_table follows elem_type");
+static_assert(static_cast<std::size_t>(elem_type::i64) + 1 == elem_type_count, "type_table follows elem_type");
 } // namespace detail
 
 constexpr const type_traits& traits(elem_type t) noexcept {
@@ -233,7 +237,8 @@ inline void dequantize_row_q4_0(const block_q4_0* x, float* y, std::int64_t n) n
     }
 }
 
-/// Converts a row of n f32 values to type t (f32, f16, bf16, q8_0, q4_0, i32 by truncation).
+/// Converts a row of n f32 values to type t (f32, f16, bf16, q8_0, q4_0, i32 and i64 by
+/// truncation).
 inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n) noexcept {
     switch (t) {
     case elem_type::f32: std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float)); break;
@@ -247,6 +252,9 @@ inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n)
     case elem_type::q4_0: quantize_row_q4_0(x, static_cast<block_q4_0*>(y), n); break;
     case elem_type::i32:
         for (std::int64_t i = 0; i < n; ++i) static_cast<std::int32_t*>(y)[i] = static_cast<std::int32_t>(x[i]);
+        break;
+    case elem_type::i64:
+        for (std::int64_t i = 0; i < n; ++i) static_cast<std::int64_t*>(y)[i] = static_cast<std::int64_t>(x[i]);
         break;
     }
 }
@@ -265,6 +273,9 @@ inline void to_float_row(elem_type t, const void* x, float* y, std::int64_t n) n
     case elem_type::q4_0: dequantize_row_q4_0(static_cast<const block_q4_0*>(x), y, n); break;
     case elem_type::i32:
         for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const std::int32_t*>(x)[i]);
+        break;
+    case elem_type::i64:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const std::int64_t*>(x)[i]);
         break;
     }
 }

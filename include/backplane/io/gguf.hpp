@@ -23,7 +23,7 @@
 // The reader trusts nothing: every read is bounds-checked against the bytes there are;
 // counts and lengths are bounded by the bytes left before anything is allocated; extents
 // must be positive and their product fit; tensor types must be one of f32, f16, bf16,
-// q8_0, q4_0, i32 with whole blocks; each tensor's bytes must lie inside the data
+// q8_0, q4_0, i32, i64 with whole blocks; each tensor's bytes must lie inside the data
 // section, aligned, without overlapping another. Any violation is an errc::invalid_argument
 // status naming the byte offset and what was expected. Nothing aborts, nothing leaks.
 
@@ -133,6 +133,8 @@ constexpr std::uint32_t ggml_type_of(elem_type t) noexcept {
         return 8;
     case elem_type::i32:
         return 26;
+    case elem_type::i64:
+        return 27;
     case elem_type::bf16:
         return 30;
     }
@@ -606,7 +608,7 @@ class file {
             const auto et = elem_type_of_ggml(gt);
             if (!et)
                 return c.error("tensor '" + ti.name + "' has ggml type " + std::to_string(gt) +
-                               ", not one of f32, f16, bf16, q8_0, q4_0, i32");
+                               ", not one of f32, f16, bf16, q8_0, q4_0, i32, i64");
             ti.type = *et;
             if (ti.ne[0] % block_size(ti.type) != 0)
                 return c.error("tensor '" + ti.name + "' rows of " + std::to_string(ti.ne[0]) +

@@ -40,7 +40,7 @@ inline status host_range_check(const char* what, const tensor& t, std::size_t of
 }
 
 /// The element type whose values are stored as T, or nullopt: float f32, f16_t f16,
-/// bf16_t bf16, block_q8_0 q8_0, block_q4_0 q4_0, std::int32_t i32.
+/// bf16_t bf16, block_q8_0 q8_0, block_q4_0 q4_0, std::int32_t i32, std::int64_t i64.
 template <class T>
 constexpr std::optional<elem_type> elem_type_of() noexcept {
     if constexpr (std::is_same_v<T, float>) return elem_type::f32;
@@ -49,6 +49,7 @@ constexpr std::optional<elem_type> elem_type_of() noexcept {
     else if constexpr (std::is_same_v<T, block_q8_0>) return elem_type::q8_0;
     else if constexpr (std::is_same_v<T, block_q4_0>) return elem_type::q4_0;
     else if constexpr (std::is_same_v<T, std::int32_t>) return elem_type::i32;
+    else if constexpr (std::is_same_v<T, std::int64_t>) return elem_type::i64;
     else return std::nullopt;
 }
 
@@ -211,7 +212,8 @@ status tensor_get_2d_async(B& b, const tensor& t, void* dst, std::size_t offset,
 }
 
 /// Writes all of t from `values`: t contiguous, T its storage type (float for f32, f16_t,
-/// bf16_t, block_q8_0, block_q4_0, std::int32_t for i32) or std::byte for raw bytes.
+/// bf16_t, block_q8_0, block_q4_0, std::int32_t for i32, std::int64_t for i64) or
+/// std::byte for raw bytes.
 /// Another T is an invalid_argument status: bytes are never reinterpreted.
 template <class T>
     requires std::is_trivially_copyable_v<T>
@@ -248,7 +250,7 @@ result<std::vector<T>> tensor_get_all(const tensor& t) {
 }
 
 /// Reads every element of t, of any type and layout and wherever it lives, converted to
-/// f32 in index order (dim 0 fastest; quantized blocks dequantized, i32 converted).
+/// f32 in index order (dim 0 fastest; quantized blocks dequantized, i32 and i64 converted).
 [[nodiscard]] inline result<std::vector<float>> tensor_read_f32(const tensor& t) {
     if (status s = detail::check_buffer_alive("tensor_read_f32", t); !s) return s;
     try {

@@ -48,8 +48,9 @@ struct op_work {
 };
 
 /// What a node costs any backend: a matrix product 2*K*M*N flops over all batches and
-/// its operands' and result's bytes; get_rows reads only the rows it gathers; other ops
-/// their sources' and result's bytes.
+/// its operands' and result's bytes (mul_mat_id: the experts its columns can use, and
+/// about n_used * n_tokens / n_expert columns per expert); get_rows reads only the rows
+/// it gathers; other ops their sources' and result's bytes.
 inline op_work work_of(const tensor& t) noexcept {
     op_work w;
     const auto nbytes = [](const tensor* s) { return s != nullptr ? static_cast<double>(s->nbytes()) : 0.0; };
@@ -61,6 +62,18 @@ inline op_work work_of(const tensor& t) noexcept {
         w.flops = 2.0 * static_cast<double>(a->ne[0]) * static_cast<double>(t.nelements());
         w.bytes = nbytes(a) + nbytes(b) + static_cast<double>(t.nbytes());
         w.columns = static_cast<double>(std::max<std::int64_t>(1, b->ne[1]));
+        return w;
+    }
+    case op_kind::mul_mat_id: {
+        // every result column is a mat-vec of one expert's matrix; at most every expert is read
+        const tensor* as = t.src[0];
+        const tensor* b = t.src[1];
+        if (as == nullptr || b == nullptr) return w;
+        w.flops = 2.0 * static_cast<double>(as->ne[0]) * static_cast<double>(t.nelements());
+        const double used = std::min(static_cast<double>(as->ne[2]), static_cast<double>(t.ne[1] * t.ne[2]));
+        w.bytes = nbytes(as) / static_cast<double>(std::max<std::int64_t>(1, as->ne[2])) * used + nbytes(b) +
+                  nbytes(t.src[2]) + static_cast<double>(t.nbytes());
+        w.columns = static_cast<double>(std::max<std::int64_t>(1, t.ne[2] * t.ne[1] / std::max<std::int64_t>(1, as->ne[2])));
         return w;
     }
     case op_kind::get_rows:

@@ -7,8 +7,10 @@
 #include "cpu_test_harness.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -468,6 +470,47 @@ TEST_CASE("cpu: mul_mat for every weight type and activation type", "[cpu][mul_m
 }
 
 // ---------------------------------------------------------------------------------------
+// mul_mat_id
+
+TEST_CASE("cpu: mul_mat_id over every weight and activation type, one or n_used activations", "[cpu][mul_mat_id]") {
+    harness h(9119);
+    for (elem_type ta : {f32, f16, bf16, q8_0, q4_0})
+        for (elem_type tb : {f32, f16, bf16})
+            for (int s = 0; s < 6; ++s) {
+                const i64 k = is_quantized(ta) ? 32 * (1 + s % 3) : 1 + 7 * s;
+                const i64 m = 1 + (s * 5) % 9, n_expert = 1 + s % 4, n_used = 1 + s % 3, n_tokens = 1 + (s * 3) % 5;
+                const i64 b1 = s % 2 ? 1 : n_used;
+                layout la = nth_layout(static_cast<std::size_t>(s), ta);
+                if (la == layout::transposed) la = layout::strided_elems; // the experts must not be transposed
+                tensor* as = h.input(ta, {k, m, n_expert, 1}, la);
+                tensor* b = h.input(tb, {k, b1, n_tokens, 1}, s % 3 == 1 ? layout::strided_rows : layout::contiguous);
+                tensor* ids = h.input(i32, {n_used, n_tokens, 1, 1}, s % 2 ? layout::strided_elems : layout::contiguous);
+                bt::for_each_index(ids->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+                    bt::set(*ids, i0, i1, i2, i3, static_cast<double>(h.rng() % static_cast<std::uint32_t>(n_expert)));
+                });
+                h.check(mul_mat_id(h.ctx, as, b, ids), {.max_nmse = ta == f32 && tb == f32 ? 1e-7 : 5e-4},
+                        describe("mul_mat_id", {{"as", as}, {"b", b}, {"ids", ids}}));
+            }
+    SECTION("an expert id out of range is reported, and never read") {
+        tensor* as = h.leaf(f32, {8, 3, 2, 1});
+        tensor* b = h.leaf(f32, {8, 1, 2, 1});
+        tensor* ids = h.leaf(i32, {2, 2, 1, 1});
+        for (const auto& [i, v] : std::vector<std::pair<i64, double>>{{0, 1}, {1, 2}, {2, -1}, {3, 0}})
+            bt::set(*ids, i % 2, i / 2, 0, 0, v);
+        tensor* out = mul_mat_id(h.ctx, as, b, ids);
+        out->name = "moe";
+        cpu_backend backend;
+        const status st = backend.compute(graph(out));
+        CHECK(st.code() == errc::out_of_range);
+        CHECK_THAT(st.message(), Catch::Contains("mul_mat_id") && Catch::Contains("moe"));
+        for (i64 m = 0; m < 3; ++m) {
+            CHECK(bt::get(*out, m, 1, 0) == 0.0); // expert 2 of 2
+            CHECK(bt::get(*out, m, 0, 1) == 0.0); // expert -1
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // get_rows
 
 TEST_CASE("cpu: get_rows from every type, indices in any layout", "[cpu][get_rows]") {
@@ -544,6 +587,68 @@ TEST_CASE("cpu: soft_max_ext with ALiBi slopes and sinks", "[cpu][softmax]") {
         h.check(out, tol, "soft_max fully masked row with a sink");
         for (i64 i2 = 0; i2 < 3; ++i2)
             for (i64 i0 = 0; i0 < 5; ++i0) CHECK(bt::get(*out, i0, 1, i2) == 0.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// set_rows
+
+namespace {
+/// Row numbers for set_rows: each row of idx (n values) distinct, drawn from [0, rows).
+void distinct_rows(harness& h, tensor& idx, i64 rows) {
+    for (i64 i3 = 0; i3 < idx.ne[3]; ++i3)
+        for (i64 i2 = 0; i2 < idx.ne[2]; ++i2)
+            for (i64 i1 = 0; i1 < idx.ne[1]; ++i1) {
+                std::vector<i64> order(static_cast<std::size_t>(rows));
+                std::iota(order.begin(), order.end(), i64{0});
+                std::shuffle(order.begin(), order.end(), h.rng);
+                for (i64 i0 = 0; i0 < idx.ne[0]; ++i0)
+                    bt::set(idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
+            }
+}
+} // namespace
+
+TEST_CASE("cpu: set_rows into every type, from f32 f16 bf16, i32 and i64 indices, any layout", "[cpu][set_rows]") {
+    harness h(8118);
+    for (elem_type to : {f32, f16, bf16, q8_0, q4_0})
+        for (elem_type from : {f32, f16, bf16})
+            for (elem_type it : {i32, elem_type::i64}) {
+                const auto& shapes = shapes_for(to);
+                for (std::size_t s = 0; s < shapes.size(); s += 2) {
+                    const extents ne = shapes[s]; // a: [E, R, A2, A3]
+                    const i64 n = 1 + static_cast<i64>(s % static_cast<std::size_t>(ne[1]));
+                    tensor* a = h.input(to, ne, nth_layout(s, to), -4.0, 4.0);
+                    tensor* b = h.input(from, {ne[0], n, ne[2], ne[3]}, nth_layout(s + 1, from), -4.0, 4.0);
+                    // idx broadcast over dims 2 and 3 when s is odd
+                    const extents ine = {n, s % 2 ? 1 : ne[2], s % 2 ? 1 : ne[3], 1};
+                    tensor* idx = h.input(it, ine, s % 4 < 2 ? layout::contiguous : layout::strided_elems);
+                    distinct_rows(h, *idx, ne[1]);
+                    const tolerance tol = is_quantized(to) ? tolerance{.max_nmse = 5e-4}
+                                                           : tolerance{.max_nmse = 0.0, .exact = true};
+                    h.check(set_rows(h.ctx, a, b, idx), tol, describe("set_rows", {{"a", a}, {"b", b}, {"idx", idx}}));
+                }
+            }
+    SECTION("an index out of range writes nothing and is reported") {
+        for (elem_type it : {i32, elem_type::i64}) {
+            tensor* a = h.leaf(f32, {4, 3, 1, 1});
+            tensor* b = h.leaf(f32, {4, 3, 1, 1});
+            tensor* idx = h.leaf(it, {3, 1, 1, 1});
+            bt::set(*idx, 0, 0, 0, 0, 2);
+            bt::set(*idx, 1, 0, 0, 0, 3);
+            bt::set(*idx, 2, 0, 0, 0, it == i32 ? -1.0 : 4294967296.0); // 2^32: the low word is 0
+            const bt::ref_tensor before = bt::read(*a);
+            tensor* out = set_rows(h.ctx, a, b, idx);
+            out->name = "kv";
+            cpu_backend backend;
+            const status st = backend.compute(graph(out));
+            CHECK(st.code() == errc::out_of_range);
+            CHECK_THAT(st.message(), Catch::Contains("set_rows") && Catch::Contains("kv"));
+            for (i64 i0 = 0; i0 < 4; ++i0) {
+                CHECK(bt::get(*a, i0, 2) == bt::get(*b, i0, 0)); // the good row is written
+                CHECK(bt::get(*a, i0, 0) == before.at(i0, 0));   // the others are untouched
+                CHECK(bt::get(*a, i0, 1) == before.at(i0, 1));
+            }
+        }
     }
 }
 
@@ -659,15 +764,47 @@ TEST_CASE("cpu: rope_multi in the mrope, imrope and vision modes", "[cpu][rope]"
 // ---------------------------------------------------------------------------------------
 // concat
 
-TEST_CASE("cpu: concat along every dimension", "[cpu][concat]") {
-    harness h(10010);
-    for (elem_type t : {f32, f16, bf16, i32}) {
+TEST_CASE("cpu: pad with zeros or wrapped around, in f32 f16 bf16, any layout", "[cpu][pad]") {
+    harness h(8228);
+    for (elem_type t : {f32, f16, bf16}) {
         const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+            pad_widths w;
+            for (std::size_t d = 0; d < max_dims; ++d) {
+                w.lp[d] = static_cast<int>(h.rng() % 3);
+                w.rp[d] = static_cast<int>(h.rng() % 4);
+            }
+            const bool circular = s % 3 == 2;
+            h.check(pad_ext(h.ctx, a, w, circular), {.max_nmse = 0.0, .exact = true},
+                    describe(circular ? "pad_ext circular" : "pad_ext", {{"a", a}}));
+        }
+        tensor* a = h.input(t, {5, 3, 2, 1}, layout::permuted);
+        h.check(pad(h.ctx, a, 3, 0, 1), {.max_nmse = 0.0, .exact = true}, describe("pad", {{"a", a}}));
+    }
+}
+
+TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {
+    harness h(8338);
+    for (const auto& [start, stop, step] : std::vector<std::array<float, 3>>{
+             {0.0f, 10.0f, 1.0f}, {-3.5f, 7.25f, 0.75f}, {0.1f, 0.35f, 0.05f}, {1.0f, 1.5f, 2.0f}, {-1e4f, 1e4f, 3.3f}}) {
+        INFO(start << " " << stop << " " << step);
+        tensor* out = arange(h.ctx, start, stop, step);
+        CHECK(out->ne[0] == static_cast<i64>(std::ceil((stop - start) / step)));
+        h.check(out, {.max_nmse = 0.0, .exact = true}, "arange");
+    }
+}
+
+TEST_CASE("cpu: concat along every dimension, of every type", "[cpu][concat]") {
+    harness h(10010);
+    for (elem_type t : {f32, f16, bf16, q8_0, q4_0, i32, elem_type::i64}) {
+        const auto& shapes = shapes_for(t);
         for (std::size_t s = 0; s < shapes.size(); ++s) {
             const int dim = static_cast<int>(s % 4);
             const extents na = shapes[s];
             extents nb = na;
-            nb[static_cast<std::size_t>(dim)] = 1 + static_cast<i64>(h.rng() % 4);
+            nb[static_cast<std::size_t>(dim)] = dim == 0 && is_quantized(t) ? 32 * (1 + static_cast<i64>(h.rng() % 2))
+                                                                              : 1 + static_cast<i64>(h.rng() % 4);
             tensor* a = h.input(t, na, nth_layout(s, t), -100, 100);
             tensor* b = h.input(t, nb, nth_layout(s + 1, t), -100, 100);
             h.check(concat(h.ctx, a, b, dim), {.max_nmse = 0.0, .exact = true},

@@ -370,11 +370,12 @@ TEST_CASE("cuda lifetime: a backend destroyed with work queued waits for it and 
     test::check_destroy_while_queued(*dev);
 }
 
-TEST_CASE("cuda get_rows: an index out of range is errc::out_of_range at synchronize as on the CPU",
-          "[cuda][get_rows][errors]") {
+TEST_CASE("cuda get_rows and set_rows: an index out of range is errc::out_of_range at synchronize as on the CPU",
+          "[cuda][get_rows][set_rows][errors]") {
     auto dev = open_or_skip();
     if (!dev) return;
     test::check_get_rows_out_of_range(*dev);
+    test::check_set_rows_out_of_range(*dev);
 }
 
 TEST_CASE("cuda get_rows: an out-of-range index fails a scheduler's compute", "[cuda][get_rows][errors]") {

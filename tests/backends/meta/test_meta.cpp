@@ -565,6 +565,111 @@ TEST_CASE("meta soft_max with ALiBi and sinks, rope with frequency factors: spli
     CHECK_THAT(e.message(), Catch::Contains("soft_max") && Catch::Contains("'hs'"));
 }
 
+TEST_CASE("meta set_rows: a KV cache split by heads, or mirrored, is written in each device's piece", "[meta]") {
+    const int n = GENERATE(2, 4);
+    const bool split = GENERATE(true, false);
+    INFO("devices: " << n << ", split: " << split);
+    meta::meta_params params;
+    params.split = [split](const tensor& t, int nd) {
+        if (split && (t.name == "cache" || t.name == "k")) return split_state::even(0, t.ne[0], nd, 8); // heads of 8
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *cache, *k, *idx;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.cache = w.new_tensor_2d(elem_type::f16, 32, 10); // 4 heads of 8, 10 cells
+        t.k = w.new_tensor_2d(elem_type::f32, 32, 3);      // 3 new tokens
+        t.idx = w.new_tensor_1d(elem_type::i64, 3);
+        t.cache->name = "cache";
+        t.k->name = "k";
+        t.idx->name = "idx";
+        return t;
+    };
+    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
+    const tensors r = make(rw), mt = make(mw);
+    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    const auto cache_v = small_integers(32 * 10, 41);
+    const auto k_v = small_integers(32 * 3, 42);
+    std::vector<f16_t> cache_h(cache_v.size());
+    for (std::size_t i = 0; i < cache_v.size(); ++i) cache_h[i] = f32_to_f16(cache_v[i]);
+    const std::vector<std::int64_t> cells = {7, 2, 9};
+    for (const tensors* t : {&r, &mt}) {
+        REQUIRE(tensor_set(*t->cache, cache_h).ok());
+        REQUIRE(tensor_set(*t->k, k_v).ok());
+        REQUIRE(tensor_set(*t->idx, cells).ok());
+    }
+    graph rgraph(set_rows(rg, r.cache, r.k, r.idx));
+    graph mgraph(set_rows(mg, mt.cache, mt.k, mt.idx));
+    cpu_backend cpu = cpu_device::instance().make_backend();
+    REQUIRE(cpu.compute(rgraph).ok());
+    auto plan = m.be.plan(mgraph);
+    INFO(plan.error().describe());
+    REQUIRE(plan.ok());
+    CHECK(plan->reduced.empty());
+    const status st = m.be.compute(mgraph);
+    INFO(st.describe());
+    REQUIRE(st.ok());
+    REQUIRE(m.be.synchronize().ok());
+    CHECK(tensor_read_f32(*mt.cache).value() == tensor_read_f32(*r.cache).value());
+}
+
+TEST_CASE("meta mul_mat_id: every expert's rows split over the devices", "[meta]") {
+    const int n = GENERATE(2, 3);
+    INFO("devices: " << n);
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        if (t.name == "experts") return split_state::even(1, t.ne[1], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *experts, *x, *ids;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.experts = w.new_tensor_3d(elem_type::f32, 16, 12, 4); // 4 experts of [16, 12]
+        t.x = w.new_tensor_3d(elem_type::f32, 16, 1, 5);        // 5 tokens
+        t.ids = w.new_tensor_2d(elem_type::i32, 2, 5);          // 2 experts each
+        t.experts->name = "experts";
+        t.x->name = "x";
+        t.ids->name = "ids";
+        return t;
+    };
+    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
+    const tensors r = make(rw), mt = make(mw);
+    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    const auto ev = small_integers(16 * 12 * 4, 51);
+    const auto xv = small_integers(16 * 5, 52);
+    const std::vector<std::int32_t> iv = {0, 3, 1, 1, 2, 0, 3, 2, 1, 0};
+    for (const tensors* t : {&r, &mt}) {
+        REQUIRE(tensor_set(*t->experts, ev).ok());
+        REQUIRE(tensor_set(*t->x, xv).ok());
+        REQUIRE(tensor_set(*t->ids, iv).ok());
+    }
+    tensor* ro = mul_mat_id(rg, r.experts, r.x, r.ids);
+    tensor* mo = mul_mat_id(mg, mt.experts, mt.x, mt.ids);
+    ro->set_output();
+    mo->set_output();
+    graph rgraph(ro), mgraph(mo);
+    graph_allocator rga(cpu_buffer_type::instance()), mga(m.be.buffer_type());
+    REQUIRE(rga.alloc_graph(rgraph).ok());
+    REQUIRE(mga.alloc_graph(mgraph).ok());
+    cpu_backend cpu = cpu_device::instance().make_backend();
+    REQUIRE(cpu.compute(rgraph).ok());
+    auto plan = m.be.plan(mgraph);
+    INFO(plan.error().describe());
+    REQUIRE(plan.ok());
+    CHECK(plan->state_of(mo)->to_string().rfind("axis0", 0) == 0);
+    const status st = m.be.compute(mgraph);
+    INFO(st.describe());
+    REQUIRE(st.ok());
+    REQUIRE(m.be.synchronize().ok());
+    CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
 TEST_CASE("meta device through the run-time face: any_device and any_backend", "[meta]") {
     auto dev = meta_device::make(test::cpu_parts(2)).value();
     CHECK(dev.description() == "Meta(CPU, CPU)");

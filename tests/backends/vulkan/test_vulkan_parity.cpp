@@ -15,7 +15,7 @@ struct vulkan_targets {
     // The type combinations the Vulkan backend computes, per family: update an entry
     // when a kernel lands (a test fails until the count here and the claimed one agree).
     static constexpr parity::family_count expected[] = {
-        {"copy", 32},    // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each (16-bit storage)
+        {"copy", 32},    // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each but i64 (16-bit storage)
         {"binary", 4},   // add, sub, mul, div f32
         {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
         {"rows", 8},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32 (16-bit storage)
@@ -23,10 +23,14 @@ struct vulkan_targets {
         {"mul_mat", 15}, // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations (16-bit storage)
         {"get_rows", 6}, // f32 f16 bf16 q8_0 q4_0 i32 rows (16-bit storage)
         {"rope", 10},    // normal, neox, mrope, imrope, vision of f32, f16 (16-bit storage)
-        {"concat", 4},   // f32 f16 bf16 i32 (16-bit storage)
         {"glu", 6},      // fused, split of f32 f16 bf16 (16-bit storage)
         {"reduce", 6},   // sum, mean of f32 f16 bf16 (16-bit storage)
         {"sort", 6},     // argsort, top_k of f32 f16 bf16, rows up to 4096 (16-bit storage)
+        {"concat", 6},   // f32 f16 bf16 q8_0 q4_0 i32, not i64 (16-bit storage)
+        {"set_rows", 30}, // into f32 f16 bf16 q8_0 q4_0 from f32 f16 bf16, i32 or i64 indices (16-bit storage)
+        {"pad", 3},       // f32 f16 bf16 (16-bit storage)
+        {"arange", 1},    // f32
+        {"mul_mat_id", 0}, // not yet: the scheduler computes it elsewhere
     };
 };
 

@@ -47,11 +47,12 @@ TEST_CASE("vulkan lifetime: a backend destroyed with work queued waits for it an
     check_validation();
 }
 
-TEST_CASE("vulkan get_rows: an index out of range is errc::out_of_range at synchronize as on the CPU",
-          "[vulkan][get_rows][errors]") {
+TEST_CASE("vulkan get_rows and set_rows: an index out of range is errc::out_of_range at synchronize as on the CPU",
+          "[vulkan][get_rows][set_rows][errors]") {
     auto dev = open_or_skip(false);
     if (!dev) return;
     test::check_get_rows_out_of_range(*dev);
+    test::check_set_rows_out_of_range(*dev);
     check_validation();
 }
 

@@ -35,9 +35,11 @@
 #include <backplane/backends/cpu/kernels/concat.hpp>
 #include <backplane/backends/cpu/kernels/copy.hpp>
 #include <backplane/backends/cpu/kernels/glu.hpp>
+#include <backplane/backends/cpu/kernels/layout.hpp>
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
+#include <backplane/backends/cpu/kernels/set_rows.hpp>
 #include <backplane/backends/cpu/kernels/sort.hpp>
 #include <backplane/backends/cpu/kernels/unary.hpp>
 #include <backplane/core/error.hpp>
@@ -72,6 +74,10 @@ enum class kernel_kind : std::uint8_t {
     rope,         ///< kernels::rope
     concat,       ///< kernels::concat
     glu,          ///< kernels::glu: the gated linear units
+    set_rows,     ///< kernels::set_rows
+    pad,          ///< kernels::pad
+    arange,       ///< kernels::arange
+    mul_mat_id,   ///< kernels::mul_mat_id
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
 };
@@ -98,6 +104,10 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::rope: return kernel_kind::rope;
     case op_kind::concat: return kernel_kind::concat;
     case op_kind::glu: return kernel_kind::glu;
+    case op_kind::set_rows: return kernel_kind::set_rows;
+    case op_kind::pad: return kernel_kind::pad;
+    case op_kind::arange: return kernel_kind::arange;
+    case op_kind::mul_mat_id: return kernel_kind::mul_mat_id;
     default: return kernel_kind::nothing;
     }
 }
@@ -205,10 +215,14 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return 10 * conv * n;
     case kernel_kind::glu:
         return (fast ? 4 : 40 * conv) * n; // an exp or erf and a product per element (fast: swiglu)
+    case kernel_kind::set_rows:
+        return (is_quantized(node.type) ? 40 : 10) * conv * node.src[0]->nelements();
     case kernel_kind::mul_mat: {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
+    case kernel_kind::mul_mat_id:
+        return 8 * conv * n * std::max<std::int64_t>(a->ne[0], 1) + n;
     default:
         return n;
     }
@@ -224,6 +238,10 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
         return node.src[0]->nrows();
     case kernel_kind::sum:
         return 1; // one result element
+    case kernel_kind::set_rows:
+        return node.src[0]->nrows();
+    case kernel_kind::arange:
+        return node.ne[0];
     case kernel_kind::fast_mul_mat:
         return node.nelements();
     default:
@@ -291,9 +309,10 @@ inline void reset_min_work_per_thread() noexcept {
 /// Runs kernel k (choose_kernel's choice for node, in p's mode) for thread p.ith of p.nth.
 /// The fast mul_mat needs what a plan's step gets: a work buffer of work_size(node, p.nth,
 /// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
-/// the data asks for a read outside a tensor (a get_rows index beyond the rows): such
-/// reads are never made; errc::alloc_failed when a sort finds no memory for its row
-/// buffer; a fast kernel may report its own failure.
+/// the data asks for a read or write outside a tensor (a get_rows, set_rows or mul_mat_id
+/// index beyond what it indexes): such reads and writes are never made; errc::alloc_failed
+/// when a sort finds no memory for its row buffer; a fast kernel may report its own
+/// failure.
 template <class = void>
 [[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
     switch (k) {
@@ -312,6 +331,10 @@ template <class = void>
     case kernel_kind::rope: kernels::rope(p, node); return errc::ok;
     case kernel_kind::concat: kernels::concat(p, node); return errc::ok;
     case kernel_kind::glu: kernels::glu(p, node); return errc::ok;
+    case kernel_kind::set_rows: return kernels::set_rows(p, node) ? errc::ok : errc::out_of_range;
+    case kernel_kind::pad: kernels::pad(p, node); return errc::ok;
+    case kernel_kind::arange: kernels::arange(p, node); return errc::ok;
+    case kernel_kind::mul_mat_id: return kernels::mul_mat_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }

@@ -24,7 +24,8 @@
 //
 // Errors. A launch that fails names its node; a failure of the device (an illegal
 // address, a lost device) shows in the next call that waits for the stream, as a
-// device_error status. A get_rows index out of range is never read: the kernel raises
+// device_error status. A get_rows or set_rows index out of range is never read or
+// written through: the kernel raises
 // the stream's error word (pinned host memory the device writes), and synchronize()
 // reports it as errc::out_of_range naming the node (backends/detail/index_errors.hpp).
 // Nothing throws and nothing aborts.
@@ -438,8 +439,8 @@ public:
     }
 
     /// Waits until everything queued on this stream is done. errc::out_of_range when a
-    /// get_rows node queued since the last synchronize met an index beyond its source's
-    /// rows (see the file comment).
+    /// get_rows or set_rows node queued since the last synchronize met an index beyond
+    /// the rows it indexes (see the file comment).
     status synchronize() {
         if (!s_) return moved_from();
         if (status s = select(); !s) return s;

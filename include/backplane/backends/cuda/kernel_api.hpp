@@ -39,7 +39,7 @@ struct launch_context {
 };
 
 /// The bits of launch_context::error_word.
-inline constexpr std::uint32_t error_index = 1; ///< an index beyond what it indexes (get_rows)
+inline constexpr std::uint32_t error_index = 1; ///< an index beyond what it indexes (get_rows, set_rows)
 
 /// The kernels, as plain functions.
 struct kernel_table {

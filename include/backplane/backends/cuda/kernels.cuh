@@ -20,9 +20,12 @@
 #include <backplane/backends/cuda/kernels/elementwise.cuh>
 #include <backplane/backends/cuda/kernels/get_rows.cuh>
 #include <backplane/backends/cuda/kernels/glu.cuh>
+#include <backplane/backends/cuda/kernels/layout.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
+#include <backplane/backends/cuda/kernels/mul_mat_id.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
 #include <backplane/backends/cuda/kernels/rows.cuh>
+#include <backplane/backends/cuda/kernels/set_rows.cuh>
 #include <backplane/backends/cuda/kernels/sort.cuh>
 #include <backplane/core/op_traits.hpp>
 
@@ -58,6 +61,10 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::rope: return launch_rope(node, ctx);
     case op_kind::concat: return launch_concat(node, ctx);
     case op_kind::glu: return launch_glu(node, ctx);
+    case op_kind::set_rows: return launch_set_rows(node, ctx);
+    case op_kind::pad: return launch_pad(node, ctx);
+    case op_kind::arange: return launch_arange(node, ctx);
+    case op_kind::mul_mat_id: return launch_mul_mat_id(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

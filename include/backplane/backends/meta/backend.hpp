@@ -380,8 +380,8 @@ private:
             pl.states[i] = vm->state;
             pl.views[i] = std::move(vm->local);
         } else {
-            std::array<const meta::split_state*, 3> ss{};
-            for (std::size_t j = 0; j < 3; ++j) {
+            std::array<const meta::split_state*, meta::rule_srcs> ss{};
+            for (std::size_t j = 0; j < meta::rule_srcs; ++j) {
                 const std::int32_t k = pl.idx.src(i, j);
                 if (k == graph_index::none) continue;
                 if (!pl.known[static_cast<std::size_t>(k)]) return plan_error(t, "it reads a node computed after it");
@@ -398,9 +398,9 @@ private:
 
     // No rule fits node i: its partial sources' roots are reduced (planning starts over),
     // or, when there are none left to reduce, the node is an error.
-    status reduce_sources(planning& pl, std::size_t i, const std::array<const meta::split_state*, 3>& ss, bool& again,
-                          const std::string& why) const {
-        for (std::size_t j = 0; j < 3; ++j) {
+    status reduce_sources(planning& pl, std::size_t i, const std::array<const meta::split_state*, meta::rule_srcs>& ss,
+                          bool& again, const std::string& why) const {
+        for (std::size_t j = 0; j < meta::rule_srcs; ++j) {
             if (ss[j] == nullptr || !ss[j]->is_partial()) continue;
             const std::int32_t root = pl.idx.root(static_cast<std::size_t>(pl.idx.src(i, j)));
             if (pl.idx.is_node(root) && !pl.reduce[static_cast<std::size_t>(root)]) {
@@ -494,22 +494,21 @@ private:
         const tensor& t = pl.idx[i];
         const auto du = static_cast<std::size_t>(d);
         const meta::match& m = pl.matches[i];
-        std::array<tensor*, 3> srcs{};
-        for (std::size_t j = 0; j < 3; ++j) {
+        std::array<tensor*, meta::rule_srcs> srcs{};
+        for (std::size_t j = 0; j < meta::rule_srcs; ++j) {
             const std::int32_t k = pl.idx.src(i, j);
             if (k == graph_index::none) continue;
             srcs[j] = slice_of(dg, pl.local[static_cast<std::size_t>(k)][du], m.use[j], du);
         }
         tensor* l = nullptr;
-        if (t.op == op_kind::cpy) {
-            l = dg.ctx.new_view(srcs[1], t.type, srcs[1]->ne, srcs[1]->nb, 0);
+        if (t.op == op_kind::cpy || t.op == op_kind::set_rows) { // written into its destination's piece
+            tensor* into = srcs[t.op == op_kind::cpy ? 1 : 2];
+            l = dg.ctx.new_view(into, t.type, into->ne, into->nb, 0);
         } else {
             const auto ne = pl.states[i].local_shape(t.ne, d);
             l = dg.ctx.new_tensor(t.type, std::span<const std::int64_t>(ne));
         }
-        l->src[0] = srcs[0];
-        l->src[1] = srcs[1];
-        l->src[2] = srcs[2];
+        for (std::size_t j = 0; j < meta::rule_srcs; ++j) l->src[j] = srcs[j];
         // the piece is asked about as the node it will be
         l->op = t.op;
         l->op_params = t.op_params;
@@ -558,7 +557,7 @@ private:
 
     std::string sources_of(const planning& pl, std::size_t i) const {
         std::string s;
-        for (std::size_t j = 0; j < 3; ++j) {
+        for (std::size_t j = 0; j < meta::rule_srcs; ++j) {
             const std::int32_t k = pl.idx.src(i, j);
             if (k != graph_index::none)
                 s += "; src" + std::to_string(j) + " " + backplane::detail::describe(&pl.idx[static_cast<std::size_t>(k)]) +

@@ -55,14 +55,17 @@ enum class condition : std::uint8_t {
     same_shape,     ///< src0 and src1 are set and have the same shape (cpy; glu's split form)
     global_heads,   ///< soft_max: dimension 2 (heads) splits only without ALiBi or sinks,
                     ///< which read each head's global index
+    unpadded_axis,  ///< pad: nothing is added along the split axis
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
+/// The sources a rule reads (src0 .. src2; no core op splits a fourth).
+inline constexpr std::size_t rule_srcs = 3;
 inline constexpr std::uint8_t axes_rows = 0b1110; ///< not dimension 0 (row-wise ops need whole rows)
 
 struct rule {
     op_kind op;
-    std::array<form, 3> src; ///< src0, src1 and src2 (none where left out)
+    std::array<form, rule_srcs> src; ///< src0 .. src2 (a source a rule leaves out: none)
     form out;                ///< mirrored, partial or split
     std::uint8_t axes = axes_all;
     std::int8_t shift = 0;
@@ -236,6 +239,16 @@ inline constexpr rule rules[] = {
     {op_kind::get_rows, {rule_detail::M, rule_detail::M}, rule_detail::M},
     {op_kind::concat, {rule_detail::S, rule_detail::S}, rule_detail::S, axes_all, 0, {}, condition::off_concat_dim},
     {op_kind::concat, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::set_rows, {rule_detail::S, rule_detail::M, rule_detail::S}, rule_detail::S, rule_detail::ax(0), 0, {}, {},
+     false, "the rows' and the destination's columns split alike (a KV cache split by heads)"},
+    {op_kind::set_rows, {rule_detail::M, rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::mul_mat_id, {rule_detail::S, rule_detail::M, rule_detail::M}, rule_detail::S, rule_detail::ax(1), -1, {},
+     {}, false, "every expert's rows split: the result's dimension 0"},
+    {op_kind::mul_mat_id, {rule_detail::M, rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::pad, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_all, 0, {}, condition::unpadded_axis},
+    {op_kind::pad, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::arange, {rule_detail::N, rule_detail::N}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "no source: every device computes it whole"},
 };
 // clang-format on
 
@@ -255,15 +268,15 @@ constexpr std::string_view to_string(form f) noexcept {
 inline std::string to_string(const rule& r) {
     std::string s = "(";
     s += to_string(r.src[0]);
-    for (std::size_t j = 1; j < r.src.size(); ++j)
-        if (r.src[j] != form::none) {
-            s += ", ";
-            s += to_string(r.src[j]);
-        }
+    bool any_split = false;
+    for (std::size_t j = 0; j < rule_srcs; ++j) {
+        any_split = any_split || r.src[j] == form::split || r.src[j] == form::split_or_slice;
+        if (j == 0 || r.src[j] == form::none) continue;
+        s += ", ";
+        s += to_string(r.src[j]);
+    }
     s += ") -> ";
     s += to_string(r.out);
-    const bool any_split = r.src[0] == form::split || r.src[0] == form::split_or_slice || r.src[1] == form::split ||
-                           r.src[1] == form::split_or_slice;
     if (any_split && r.axes != axes_all) {
         s += ", A in {";
         bool first = true;
@@ -290,7 +303,7 @@ struct source_use {
 /// The result of matching a node against the rules.
 struct match {
     split_state out;
-    std::array<source_use, 3> use;
+    std::array<source_use, rule_srcs> use;
     const rule* by = nullptr;
 };
 
@@ -344,7 +357,7 @@ inline std::optional<source_use> slice_of(std::int64_t e, const split_state& r, 
 
 /// The first rule that fits node `t` whose sources are in `states` (null for a missing
 /// source), or the reason none does.
-inline result<match> match_rule(const tensor& t, const std::array<const split_state*, 3>& states) {
+inline result<match> match_rule(const tensor& t, const std::array<const split_state*, rule_srcs>& states) {
     using namespace rule_detail;
     std::string tried;
     for (const rule& r : rules) {
@@ -353,7 +366,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         tried += to_string(r);
         // the reference: the first source the rule wants split that is split
         int ref = -1;
-        for (int j = 0; j < 3 && ref < 0; ++j)
+        for (int j = 0; j < static_cast<int>(rule_srcs) && ref < 0; ++j)
             if (is_split_form(r.src[static_cast<std::size_t>(j)]) && t.src[static_cast<std::size_t>(j)] != nullptr &&
                 states[static_cast<std::size_t>(j)]->is_split())
                 ref = j;
@@ -366,7 +379,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
 
         match m;
         bool ok = true;
-        for (std::size_t j = 0; j < 3 && ok; ++j) {
+        for (std::size_t j = 0; j < rule_srcs && ok; ++j) {
             const tensor* s = t.src[j];
             const form f = r.src[j];
             if (s == nullptr) {
@@ -402,6 +415,10 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         case condition::off_concat_dim: ok = t.param<std::int32_t>(0) != axis; break;
         case condition::same_shape: ok = t.src[0] != nullptr && t.src[1] != nullptr && t.src[0]->ne == t.src[1]->ne; break;
         case condition::global_heads: ok = axis != 2 || (!(t.param<float>(1) > 0.0f) && t.src[2] == nullptr); break;
+        case condition::unpadded_axis:
+            ok = axis >= 0 && t.param<std::int32_t>(2 * static_cast<std::size_t>(axis)) == 0 &&
+                 t.param<std::int32_t>(2 * static_cast<std::size_t>(axis) + 1) == 0;
+            break;
         }
         if (!ok) continue;
         if (r.out == form::mirrored) {
@@ -419,7 +436,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         return m;
     }
     std::string msg = "no split rule of " + std::string(to_string(t.op)) + " takes ";
-    for (std::size_t j = 0; j < 3; ++j) {
+    for (std::size_t j = 0; j < rule_srcs; ++j) {
         if (t.src[j] == nullptr) continue;
         if (j) msg += " and ";
         msg += "src" + std::to_string(j) + " " + backplane::detail::describe(t.src[j]) + " (" + states[j]->to_string() +

@@ -519,8 +519,9 @@ public:
     }
 
     /// Waits until everything queued on this stream is done, and finishes the reads of
-    /// get_tensor_async. errc::out_of_range when a get_rows node queued since the last
-    /// synchronize met an index beyond its source's rows (backends/detail/index_errors.hpp).
+    /// get_tensor_async. errc::out_of_range when a get_rows or set_rows node queued since
+    /// the last synchronize met an index beyond the rows it indexes
+    /// (backends/detail/index_errors.hpp).
     status synchronize() {
         if (!s_) return moved_from();
         return vulkan::detail::guarded(prefix(), "synchronize", [&]() -> status {

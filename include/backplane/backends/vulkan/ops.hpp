@@ -16,9 +16,11 @@
 #include <backplane/backends/vulkan/ops/elementwise.hpp>
 #include <backplane/backends/vulkan/ops/get_rows.hpp>
 #include <backplane/backends/vulkan/ops/glu.hpp>
+#include <backplane/backends/vulkan/ops/layout.hpp>
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
 #include <backplane/backends/vulkan/ops/rows.hpp>
+#include <backplane/backends/vulkan/ops/set_rows.hpp>
 #include <backplane/backends/vulkan/ops/sort.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -43,6 +45,9 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::rope: return plan_rope(t, f, d);
     case op_kind::concat: return plan_concat(t, f, d);
     case op_kind::glu: return plan_glu(t, f, d);
+    case op_kind::set_rows: return plan_set_rows(t, f, d);
+    case op_kind::pad: return plan_pad(t, f, d);
+    case op_kind::arange: return plan_arange(t, f, d);
     default: return false;
     }
 }

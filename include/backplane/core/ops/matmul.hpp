@@ -1,5 +1,5 @@
 #pragma once
-// mul_mat and get_rows: the ops that read weights.
+// mul_mat, mul_mat_id and get_rows: the ops that read weights.
 
 #include <backplane/core/ops/node.hpp>
 
@@ -13,6 +13,21 @@ inline tensor* mul_mat(context& ctx, tensor* a, tensor* b) {
     detail::require_tensor("mul_mat", "b", b);
     return detail::make_node(ctx, detail::proposed(op_kind::mul_mat, elem_type::f32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {a, b}),
                              {{"a", a}, {"b", b}});
+}
+
+/// The mixture-of-experts product, as ggml's mul_mat_id: as [K, M, n_expert] holds one
+/// matrix per expert (any weight type), b [K, B1, n_tokens] the activations (f32, f16,
+/// bf16), ids i32 [n_used, n_tokens] the experts each token uses; the result is f32 [M,
+/// n_used, n_tokens], column (s, t) = mul_mat of expert ids[s, t]'s matrix with column
+/// (s % B1, t) of b (B1 is 1: one activation for every expert of a token; or n_used).
+/// An expert id outside [0, n_expert) gives a zero column and an errc::out_of_range status
+/// of the compute.
+inline tensor* mul_mat_id(context& ctx, tensor* as, tensor* b, tensor* ids) {
+    detail::require_tensor("mul_mat_id", "as", as);
+    detail::require_tensor("mul_mat_id", "b", b);
+    detail::require_tensor("mul_mat_id", "ids", ids);
+    return detail::make_node(ctx, detail::proposed(op_kind::mul_mat_id, elem_type::f32, {as->ne[1], ids->ne[0], ids->ne[1], 1}, {as, b, ids}),
+                             {{"as", as}, {"b", b}, {"ids", ids}});
 }
 
 /// Rows of a picked by the i32 indices in idx: a [E, R, A2, A3], idx [N, A2, A3] ->

@@ -1,6 +1,7 @@
 #pragma once
 // Views and copies: view, reshape, permute, transpose (compute nothing: they alias their
-// source's memory) and dup, cont, cpy (compute a copy, cpy with type conversion).
+// source's memory) and dup, cont, cpy (compute a copy, cpy with type conversion), and
+// set_rows (writes rows into its destination's memory).
 
 #include <backplane/core/ops/node.hpp>
 
@@ -16,6 +17,18 @@ inline tensor* make_view(context& ctx, op_kind op, tensor* a, const std::array<s
     tensor* r = ctx.new_view(a, a->type, ne, nb, offset);
     r->op = op;
     r->src[0] = a;
+    return r;
+}
+
+/// Checks `node` (from proposed(), with target's type and extents) and makes it in ctx as
+/// a view of target: a node that writes its result into target's memory (cpy, set_rows).
+inline tensor* make_node_into(context& ctx, tensor node, tensor* target, operand_list operands) {
+    node.nb = target->nb;
+    require_defined(node, operands);
+    tensor* r = ctx.new_view(target, target->type, target->ne, target->nb, 0);
+    r->op = node.op;
+    r->src = node.src;
+    r->op_params = node.op_params;
     return r;
 }
 } // namespace detail
@@ -159,13 +172,23 @@ inline tensor* cont(context& ctx, tensor* a) {
 inline tensor* cpy(context& ctx, tensor* a, tensor* b) {
     detail::require_tensor("cpy", "a", a);
     detail::require_tensor("cpy", "b", b);
-    tensor node = detail::proposed(op_kind::cpy, b->type, b->ne, {a, b});
-    node.nb = b->nb; // the result is b's memory
-    detail::require_defined(node, {{"a", a}, {"b", b}});
-    tensor* r = ctx.new_view(b, b->type, b->ne, b->nb, 0);
-    r->op = op_kind::cpy;
-    r->src = node.src;
-    return r;
+    return detail::make_node_into(ctx, detail::proposed(op_kind::cpy, b->type, b->ne, {a, b}), b, {{"a", a}, {"b", b}});
+}
+
+/// Writes the rows of b into rows of a picked by idx, converted to a's type (the KV-cache
+/// write), as ggml's set_rows: a [E, R, A2, A3] (f32, f16, bf16, q8_0, q4_0), b [E, N,
+/// A2, A3] (f32, f16, bf16), idx i32 or i64 [N, I2, I3] with I2 dividing A2 and I3
+/// dividing A3: a[:, idx[n, j % I2, k % I3], j, k] = b[:, n, j, k]. The result is a (its
+/// memory, like cpy's); rows no index names keep their values. A quantized row is
+/// quantized as core's quantize_row_* does. An index outside [0, R) writes nothing and
+/// is an errc::out_of_range status of the compute; a row named twice gets one of its
+/// writes (which one is unspecified, as in ggml).
+inline tensor* set_rows(context& ctx, tensor* a, tensor* b, tensor* idx) {
+    detail::require_tensor("set_rows", "a", a);
+    detail::require_tensor("set_rows", "b", b);
+    detail::require_tensor("set_rows", "idx", idx);
+    return detail::make_node_into(ctx, detail::proposed(op_kind::set_rows, a->type, a->ne, {b, idx, a}), a,
+                                  {{"a", a}, {"b", b}, {"idx", idx}});
 }
 
 } // namespace backplane

@@ -1,8 +1,8 @@
 #pragma once
-// concat: a and b (same non-quantized type) joined along dimension `dim`: element
-// (i0, i1, i2, i3) of dst comes from a while its index along dim is below a's extent,
-// from b (index shifted by a's extent) after. Elements are copied byte for byte, so any
-// element type is exact.
+// concat: a and b (the same type) joined along dimension `dim`: element (i0, i1, i2, i3)
+// of dst comes from a while its index along dim is below a's extent, from b (index
+// shifted by a's extent) after. Storage units (elements, or blocks of a quantized type,
+// whose rows are whole blocks) are copied byte for byte, so every type is exact.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 
@@ -18,8 +18,9 @@ inline void concat(const compute_params& p, tensor& dst) noexcept {
         return;
     const auto dim = static_cast<std::size_t>(dst.param<std::int32_t>(0));
     const std::size_t ts = type_size(dst.type);
-    const i64 ne0 = dst.ne[0];
-    const i64 split = a.ne[dim];
+    const i64 bs = block_size(dst.type);
+    const i64 ne0 = dst.ne[0] / bs;                   // units per row
+    const i64 split = dim == 0 ? a.ne[0] / bs : a.ne[dim]; // in units along dimension 0
 
     const auto [r0, r1] = split_work(dst.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {

@@ -1,5 +1,5 @@
 #pragma once
-// The ops that read weights: mul_mat and get_rows.
+// The ops that read weights: mul_mat, mul_mat_id and get_rows.
 //
 // mul_mat: a [K, M, A2, A3] (f32, f16, bf16, q8_0, q4_0), b [K, N, B2, B3] (f32, f16,
 // bf16) -> dst f32 [M, N, B2, B3], dst[m, n] = sum_k a[k, m] * b[k, n]. a is broadcast
@@ -9,6 +9,8 @@
 // row of a, a's rows are dequantized chunk by chunk; products are summed in f32 with
 // eight partial sums per chunk and the chunk sums added into dst, which keeps the error
 // well below ggml's thresholds without a scratch buffer.
+//
+// mul_mat_id: mul_mat with a matrix per column picked by an expert id (mixture of experts).
 //
 // get_rows: rows of a picked by i32 indices, converted to f32 (i32 rows copied as i32).
 
@@ -34,6 +36,31 @@ inline float dot_f32(const float* x, const float* y, i64 n) noexcept {
 
 } // namespace detail
 
+namespace detail {
+
+/// Column pd of a result (M values of stride dnb0) = matrix (a2, a3) of a, transposed,
+/// times column pb of b (K values of stride bnb0, of b_type), in chunks of K.
+inline void mat_vec_column(const tensor& a, i64 a2, i64 a3, elem_type b_type, const std::byte* pb, std::size_t bnb0,
+                           std::byte* pd, std::size_t dnb0, i64 M) noexcept {
+    constexpr i64 chunk = 8 * qblock; // whole blocks of a quantized a
+    float bcol[chunk];
+    float arow[chunk];
+    const i64 K = a.ne[0];
+    auto out = [&](i64 m) { return pd + static_cast<std::size_t>(m) * dnb0; };
+    for (i64 m = 0; m < M; ++m)
+        store<float>(out(m), 0.0f);
+    for (i64 k0 = 0; k0 < K; k0 += chunk) {
+        const i64 len = std::min(chunk, K - k0);
+        read_row_f32(b_type, pb, bnb0, k0, len, bcol);
+        for (i64 m = 0; m < M; ++m) {
+            read_row_f32(a.type, row_ptr(a, m, a2, a3), a.nb[0], k0, len, arow);
+            store<float>(out(m), load<float>(out(m)) + dot_f32(arow, bcol, len));
+        }
+    }
+}
+
+} // namespace detail
+
 /// mul_mat (see the header comment).
 template <class = void>
 inline void mul_mat(const compute_params& p, tensor& dst) noexcept {
@@ -41,32 +68,41 @@ inline void mul_mat(const compute_params& p, tensor& dst) noexcept {
     const tensor& b = *dst.src[1];
     if (dst.nelements() == 0)
         return;
-    const i64 K = a.ne[0];
-    const i64 M = dst.ne[0];
     const i64 r2 = b.ne[2] / a.ne[2];
     const i64 r3 = b.ne[3] / a.ne[3];
-
-    constexpr i64 chunk = 8 * qblock; // whole blocks of a quantized a
-    float bcol[chunk];
-    float arow[chunk];
-
     const auto [q0, q1] = split_work(dst.nrows(), p);
     for (i64 q = q0; q < q1; ++q) {
         const auto [n, i2, i3] = row_of(q, dst.ne);
-        const std::byte* pb = row_ptr(b, n, i2, i3);
-        std::byte* pd = row_ptr(dst, n, i2, i3);
-        auto out = [&](i64 m) { return pd + static_cast<std::size_t>(m) * dst.nb[0]; };
-        for (i64 m = 0; m < M; ++m)
-            store<float>(out(m), 0.0f);
-        for (i64 k0 = 0; k0 < K; k0 += chunk) {
-            const i64 len = std::min(chunk, K - k0);
-            read_row_f32(b.type, pb, b.nb[0], k0, len, bcol);
-            for (i64 m = 0; m < M; ++m) {
-                read_row_f32(a.type, row_ptr(a, m, i2 / r2, i3 / r3), a.nb[0], k0, len, arow);
-                store<float>(out(m), load<float>(out(m)) + detail::dot_f32(arow, bcol, len));
-            }
-        }
+        detail::mat_vec_column(a, i2 / r2, i3 / r3, b.type, row_ptr(b, n, i2, i3), b.nb[0], row_ptr(dst, n, i2, i3),
+                               dst.nb[0], dst.ne[0]);
     }
+}
+
+/// mul_mat_id: as [K, M, n_expert], b [K, B1, n_tokens], ids i32 [n_used, n_tokens] ->
+/// dst f32 [M, n_used, n_tokens]; column (s, t) of dst is expert ids[s, t]'s matrix,
+/// transposed, times column (s % B1, t) of b. An expert id outside [0, n_expert) is never
+/// read: its column is written as zeros and the kernel returns false so that the backend
+/// reports errc::out_of_range.
+template <class = void>
+inline bool mul_mat_id(const compute_params& p, tensor& dst) noexcept {
+    const tensor& as = *dst.src[0];
+    const tensor& b = *dst.src[1];
+    const tensor& ids = *dst.src[2];
+    bool all_valid = true;
+    const auto [q0, q1] = split_work(dst.nrows(), p);
+    for (i64 q = q0; q < q1; ++q) {
+        const auto [s, t, i3] = row_of(q, dst.ne);
+        const i64 e = load_i32(static_cast<const std::byte*>(ids.data) + static_cast<std::size_t>(s) * ids.nb[0] +
+                               static_cast<std::size_t>(t) * ids.nb[1]);
+        std::byte* pd = row_ptr(dst, s, t, i3);
+        if (e < 0 || e >= as.ne[2]) {
+            all_valid = false;
+            for (i64 m = 0; m < dst.ne[0]; ++m) store<float>(pd + static_cast<std::size_t>(m) * dst.nb[0], 0.0f);
+            continue;
+        }
+        detail::mat_vec_column(as, e, 0, b.type, row_ptr(b, s % b.ne[1], t, 0), b.nb[0], pd, dst.nb[0], dst.ne[0]);
+    }
+    return all_valid;
 }
 
 /// get_rows: a [E, R, A2, A3], idx i32 [N, A2, A3] -> dst [E, N, A2, A3]; dst row

@@ -41,7 +41,7 @@ struct tview {
     /// Whether rows are packed (nb0 = element or block size) and the whole is contiguous.
     __host__ __device__ bool contiguous() const {
         const i64 bs = type == elem_type::q8_0 || type == elem_type::q4_0 ? 32 : 1;
-        const i64 ts = type == elem_type::q8_0 ? 34 : type == elem_type::q4_0 ? 18 : type == elem_type::f32 || type == elem_type::i32 ? 4 : 2;
+        const i64 ts = type == elem_type::q8_0 ? 34 : type == elem_type::q4_0 ? 18 : type == elem_type::i64 ? 8 : type == elem_type::f32 || type == elem_type::i32 ? 4 : 2;
         return nb[0] == ts && nb[1] == nb[0] * (ne[0] / bs) && nb[2] == nb[1] * ne[1] && nb[3] == nb[2] * ne[2];
     }
 };

@@ -1,8 +1,9 @@
 #pragma once
-// concat: a and b (the same non-quantized type: f32, f16, bf16, i32) joined along
-// dimension `dim` (param slot 0): element (i0, i1, i2, i3) of dst comes from a while its
-// index along dim is below a's extent there, from b (that index less a's extent) after.
-// Elements are copied as bits, so every type is exact; any strides on all three.
+// concat: a and b (the same type) joined along dimension `dim` (param slot 0): element
+// (i0, i1, i2, i3) of dst comes from a while its index along dim is below a's extent
+// there, from b (that index less a's extent) after. Elements are copied as bits, so every
+// type is exact; any strides on all three. A quantized row (whole blocks, contiguous) is
+// copied as 16-bit words: dimension 0 is described to the kernel in words.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh> // elem_io
@@ -42,7 +43,7 @@ __global__ void k_concat(tview d, tview a, tview b, int dim, i64 split, i64 b_sh
 
 } // namespace concat_detail
 
-/// concat (kernel_table::launch): f32, f16, bf16 or i32, any strides.
+/// concat (kernel_table::launch): every type, any strides.
 inline cudaError_t launch_concat(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace concat_detail;
     const tensor* a = node.src[0];
@@ -52,9 +53,16 @@ inline cudaError_t launch_concat(const tensor& node, const detail::launch_contex
         return cudaErrorInvalidValue;
     if (node.nelements() <= 0) return cudaSuccess;
     const auto k = static_cast<std::size_t>(dim);
-    const i64 split = a->ne[k];
-    const i64 b_shift = split * static_cast<i64>(b->nb[k]);
-    const tview d = view_of(node), va = view_of(*a), vb = view_of(*b);
+    tview d = view_of(node), va = view_of(*a), vb = view_of(*b);
+    if (is_quantized(node.type)) { // rows of 16-bit words
+        const i64 words = static_cast<i64>(type_size(node.type)) / 2;
+        for (tview* v : {&d, &va, &vb}) {
+            v->ne[0] = v->ne[0] / 32 * words;
+            v->nb[0] = 2;
+        }
+    }
+    const i64 split = k == 0 ? va.ne[0] : a->ne[k];
+    const i64 b_shift = split * static_cast<i64>(vb.nb[k]);
     const rows_grid g = rows_geometry(d.ne[0], d.nrows());
     switch (node.type) {
     case elem_type::f32:
@@ -63,7 +71,12 @@ inline cudaError_t launch_concat(const tensor& node, const detail::launch_contex
         break;
     case elem_type::f16:
     case elem_type::bf16:
+    case elem_type::q8_0:
+    case elem_type::q4_0:
         k_concat<std::uint16_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
+        break;
+    case elem_type::i64:
+        k_concat<std::uint64_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
         break;
     default: return cudaErrorNotSupported;
     }

@@ -20,6 +20,7 @@
 // (elementwise.cuh, concat.cuh, get_rows.cuh) share: namespace elem_io.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
+#include <backplane/core/op_traits.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +39,7 @@ template <elem_type T> inline constexpr bool is_quant = T == elem_type::q8_0 || 
 
 /// Bytes per storage unit (element, or block of 32 values).
 template <elem_type T>
-inline constexpr int unit_bytes = T == elem_type::q8_0 ? 34 : T == elem_type::q4_0 ? 18 : T == elem_type::f32 || T == elem_type::i32 ? 4 : 2;
+inline constexpr int unit_bytes = T == elem_type::q8_0 ? 34 : T == elem_type::q4_0 ? 18 : T == elem_type::i64 ? 8 : T == elem_type::f32 || T == elem_type::i32 ? 4 : 2;
 
 /// The element at p of a non-quantized type, as float.
 template <elem_type T> __device__ __forceinline__ float ld(const char* p) {
@@ -257,11 +258,56 @@ __global__ void k_convert(tview d, tview s) {
     }
 }
 
+/// Stores a block of 32 values of D (q8_0 or q4_0) at blk, lane j of a warp holding value
+/// x_j (every lane of the warp calls it: it shuffles), computed as core's quantize_row_*.
+template <elem_type D>
+__device__ __forceinline__ void store_block_lane(float x, char* blk, int lane) {
+    constexpr unsigned full = 0xffffffffu;
+    unsigned byte; // this lane's quant byte (q8_0), or nibble (q4_0)
+    float dd;      // the block's scale
+    if constexpr (D == elem_type::q8_0) {
+        // amax = fmax over |x| from 0: a NaN is passed over (fmaxf returns the other)
+        float amax = fmaxf(0.0f, fabsf(x));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(full, amax, o));
+        dd = __fdiv_rn(amax, 127.0f);
+        const float id = dd != 0.0f ? __fdiv_rn(1.0f, dd) : 0.0f;
+        // nearbyint in the default rounding mode: to nearest, ties to even
+        byte = static_cast<unsigned>(__float2int_rn(__fmul_rn(x, id))) & 0xffu;
+    } else if constexpr (D == elem_type::q4_0) {
+        // the first value of largest magnitude (strictly above 0; NaN never) maps to -8
+        float a = fabsf(x);
+        if (!(a > 0.0f)) a = 0.0f;
+        int at = lane;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float oa = __shfl_xor_sync(full, a, o);
+            const int oat = __shfl_xor_sync(full, at, o);
+            if (oa > a || (oa == a && oat < at)) a = oa, at = oat;
+        }
+        const float xmax = __shfl_sync(full, x, at);
+        const float vmax = a > 0.0f ? xmax : 0.0f;
+        dd = __fdiv_rn(vmax, -8.0f);
+        const float id = dd != 0.0f ? __fdiv_rn(1.0f, dd) : 0.0f;
+        const float v = __fadd_rn(__fmul_rn(x, id), 8.5f);
+        const int q = v < 15.0f ? __float2int_rz(v) : 15;
+        const unsigned lo = static_cast<unsigned>(q) & 0xffu;
+        const unsigned hi = __shfl_down_sync(full, lo, 16); // value lane + 16
+        byte = (lo | (hi << 4)) & 0xffu;                    // meaningful on lanes 0..15
+    } else {
+        static_assert(always_false<D>, "store_block_lane writes q8_0 or q4_0");
+    }
+    const unsigned next = __shfl_down_sync(full, byte, 1);
+    constexpr int nbytes = D == elem_type::q8_0 ? 32 : 16;
+    if (lane % 2 == 0 && lane < nbytes)
+        reinterpret_cast<std::uint16_t*>(blk + 2)[lane / 2] = static_cast<std::uint16_t>(byte | (next << 8));
+    if (lane == 0) *reinterpret_cast<std::uint16_t*>(blk) = float_to_f16_bits(dd);
+}
+
 /// Quantization to D (q8_0 or q4_0) from S (any real type, S != D): one warp per
 /// destination block, lane j holding value j, computed as core's quantize_row_*.
 template <elem_type S, elem_type D>
 __global__ void k_quantize(tview d, tview s) {
-    constexpr unsigned full = 0xffffffffu;
     const i64 nbx = d.ne[0] / 32; // blocks per destination row
     const i64 nblocks = nbx * d.nrows();
     const int lane = static_cast<int>(threadIdx.x % 32);
@@ -286,45 +332,7 @@ __global__ void k_quantize(tview d, tview s) {
             unravel(k * 32 + lane, s.ne, j0, j1, j2, j3);
             x = ld_row<S>(s.row(j1, j2, j3), s.nb[0], j0);
         }
-        unsigned byte; // this lane's quant byte (q8_0), or nibble (q4_0)
-        float dd;      // the block's scale
-        if constexpr (D == elem_type::q8_0) {
-            // amax = fmax over |x| from 0: a NaN is passed over (fmaxf returns the other)
-            float amax = fmaxf(0.0f, fabsf(x));
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(full, amax, o));
-            dd = __fdiv_rn(amax, 127.0f);
-            const float id = dd != 0.0f ? __fdiv_rn(1.0f, dd) : 0.0f;
-            // nearbyint in the default rounding mode: to nearest, ties to even
-            byte = static_cast<unsigned>(__float2int_rn(__fmul_rn(x, id))) & 0xffu;
-        } else if constexpr (D == elem_type::q4_0) {
-            // the first value of largest magnitude (strictly above 0; NaN never) maps to -8
-            float a = fabsf(x);
-            if (!(a > 0.0f)) a = 0.0f;
-            int at = lane;
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-                const float oa = __shfl_xor_sync(full, a, o);
-                const int oat = __shfl_xor_sync(full, at, o);
-                if (oa > a || (oa == a && oat < at)) a = oa, at = oat;
-            }
-            const float xmax = __shfl_sync(full, x, at);
-            const float vmax = a > 0.0f ? xmax : 0.0f;
-            dd = __fdiv_rn(vmax, -8.0f);
-            const float id = dd != 0.0f ? __fdiv_rn(1.0f, dd) : 0.0f;
-            const float v = __fadd_rn(__fmul_rn(x, id), 8.5f);
-            const int q = v < 15.0f ? __float2int_rz(v) : 15;
-            const unsigned lo = static_cast<unsigned>(q) & 0xffu;
-            const unsigned hi = __shfl_down_sync(full, lo, 16); // value lane + 16
-            byte = (lo | (hi << 4)) & 0xffu;                    // meaningful on lanes 0..15
-        } else {
-            static_assert(always_false<D>, "k_quantize writes q8_0 or q4_0");
-        }
-        const unsigned next = __shfl_down_sync(full, byte, 1);
-        constexpr int nbytes = D == elem_type::q8_0 ? 32 : 16;
-        if (lane % 2 == 0 && lane < nbytes)
-            reinterpret_cast<std::uint16_t*>(blk + 2)[lane / 2] = static_cast<std::uint16_t>(byte | (next << 8));
-        if (lane == 0) *reinterpret_cast<std::uint16_t*>(blk) = float_to_f16_bits(dd);
+        store_block_lane<D>(x, blk, lane);
     }
 }
 
@@ -334,6 +342,7 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
     switch (type_size(d.type)) {
     case 2: k_copy_units<2><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 4: k_copy_units<4><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 8: k_copy_units<8><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 18: k_copy_units<18><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 34: k_copy_units<34><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     default: return cudaErrorNotSupported;
@@ -344,7 +353,8 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
 } // namespace copy_detail
 
 /// dup / cont / cpy of node.src[0] into node (kernel_table::launch). Supported pairs:
-/// any two of f32 f16 bf16 q8_0 q4_0, and i32 to i32 (is_defined, core/op_traits.hpp).
+/// any two of f32 f16 bf16 q8_0 q4_0, i32 to i32 and i64 to i64 (is_defined,
+/// core/op_traits.hpp).
 inline cudaError_t launch_copy(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace copy_detail;
     const tensor* src = node.src[0];
@@ -363,7 +373,7 @@ inline cudaError_t launch_copy(const tensor& node, const detail::launch_context&
         }
         return launch_units(d, s, ctx);
     }
-    if (node.type == elem_type::i32 || src->type == elem_type::i32) return cudaErrorNotSupported;
+    if (!op_rules::real_type(node.type) || !op_rules::real_type(src->type)) return cudaErrorNotSupported;
 
     if (is_quantized(node.type)) {
         const i64 nblocks = n / 32;

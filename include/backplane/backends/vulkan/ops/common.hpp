@@ -4,7 +4,8 @@
 // produces, and how tensors are described to shaders.
 //
 // Units. A binding starts at an aligned byte offset at or before its tensor; a shader
-// indexes it in units of binding_unit(type): 4 bytes for f32 and i32, 2 bytes for f16,
+// indexes it in units of binding_unit(type): 4 bytes for f32, i32 and i64 (an i64 is two
+// units, low word first), 2 bytes for f16,
 // bf16 and the quantized types (whose blocks, 34 bytes for q8_0 and 18 for q4_0, are
 // read as 16-bit words). Strides (nb, a_nb, b_nb) and offsets (offs) are in those
 // units; extents (ne, a_ne, b_ne) are in elements.
@@ -57,7 +58,8 @@ struct dispatch {
 constexpr std::size_t binding_unit(elem_type t) noexcept {
     switch (t) {
     case elem_type::f32:
-    case elem_type::i32: return 4;
+    case elem_type::i32:
+    case elem_type::i64: return 4;
     default: return 2;
     }
 }

@@ -1,11 +1,13 @@
 #pragma once
 // concat (concat.comp): a and b joined along dimension param<int32>(0), every operand of
-// one type, copied as bits. One invocation per destination element; any strides and
-// offsets.
+// one type, copied as bits. One invocation per destination element (per 16-bit word of a
+// quantized row, whose blocks are contiguous: dimension 0 is described to the shader in
+// words); any strides and offsets.
 //
-//   type        variant     needs
-//   f32, i32    concat_32   -
-//   f16, bf16   concat_16   16-bit storage
+//   type                     variant     needs
+//   f32, i32                 concat_32   -
+//   f16, bf16, q8_0, q4_0    concat_16   16-bit storage
+//   i64                      (none: left to the CPU)
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 
@@ -22,6 +24,8 @@ inline bool plan_concat(const tensor& t, const features& f, dispatch& d) noexcep
     case elem_type::i32: d.shader = "concat_32"; break;
     case elem_type::f16:
     case elem_type::bf16:
+    case elem_type::q8_0:
+    case elem_type::q4_0:
         if (!f.storage16) return false;
         d.shader = "concat_16";
         break;
@@ -29,7 +33,14 @@ inline bool plan_concat(const tensor& t, const features& f, dispatch& d) noexcep
     }
     d.pc = shapes_of(t);
     d.pc.prm[0] = static_cast<std::uint32_t>(dim);
-    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    std::uint64_t items = static_cast<std::uint64_t>(t.nelements());
+    if (is_quantized(t.type)) { // dimension 0 in 16-bit words: a row's blocks are contiguous
+        const auto words = static_cast<std::uint32_t>(type_size(t.type) / 2);
+        for (auto* shape : {&d.pc.ne, &d.pc.a_ne, &d.pc.b_ne}) (*shape)[0] = (*shape)[0] / 32 * words;
+        for (auto* stride : {&d.pc.nb, &d.pc.a_nb, &d.pc.b_nb}) (*stride)[0] = 1;
+        items = items / 32 * words;
+    }
+    d.groups = groups_for(items, 128);
     return true;
 }
 

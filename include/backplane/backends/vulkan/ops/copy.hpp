@@ -43,6 +43,8 @@ inline bool plan_copy(const tensor& t, const features& f, dispatch& d) noexcept 
     if (t.type == elem_type::i32 || a->type == elem_type::i32) {
         if (t.type != a->type) return false;
         d.shader = "cpy_i32_i32";
+    } else if (t.type == elem_type::i64 || a->type == elem_type::i64) {
+        return false; // i64 copies run on the CPU
     } else {
         const int from = copy_detail::real_index(a->type);
         const int to = copy_detail::real_index(t.type);
