@@ -437,8 +437,6 @@ inline std::string_view arange(const tensor& t) noexcept {
     return {};
 }
 
-}
-
 } // namespace op_rules
 
 namespace detail {
