@@ -708,6 +708,8 @@ TEST_CASE("glu: fused and split forms, functions, swapped, parameters", "[ops][g
     CHECK_NULL_ERROR("glu", swiglu(ctx, nullptr));
     CHECK_NULL_ERROR("glu", swiglu_split(ctx, a, nullptr));
     CHECK_NULL_ERROR("glu", swiglu_split(ctx, nullptr, a));
+}
+
 TEST_CASE("rope_ext and rope_multi: frequency factors, YaRN, sections", "[ops][rope]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 8, 5);
