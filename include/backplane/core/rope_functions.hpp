@@ -21,7 +21,6 @@
 // ggml's, computed in f32 as ggml does (floor and ceil make them discontinuous).
 
 #include <backplane/core/detail/host_device.hpp>
-#include <backplane/core/tensor.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -67,18 +66,19 @@ inline void yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float be
     high = last < end ? last : end;
 }
 
-/// The parameters of rope node t (on the host).
-inline params params_of(const tensor& t) noexcept {
+/// The parameters of rope node t, a tensor (on the host). A template so that this header
+/// needs no tensor.hpp, which includes op_traits.hpp, which includes this header.
+template <class Node> params params_of(const Node& t) noexcept {
     params c;
-    c.n_dims = t.param<std::int32_t>(slot::n_dims);
-    c.mode = t.param<std::int32_t>(slot::mode);
-    c.freq_base = t.param<float>(slot::freq_base);
-    c.freq_scale = t.param<float>(slot::freq_scale);
-    c.ext_factor = t.param<float>(slot::ext_factor);
-    c.attn_factor = t.param<float>(slot::attn_factor);
-    for (std::size_t i = 0; i < 4; ++i) c.sections[i] = t.param<std::int32_t>(slot::sections + i);
-    yarn_corr_dims(c.n_dims, t.param<std::int32_t>(slot::n_ctx_orig), t.param<float>(slot::freq_base),
-                   t.param<float>(slot::beta_fast), t.param<float>(slot::beta_slow), c.corr_low, c.corr_high);
+    c.n_dims = t.template param<std::int32_t>(slot::n_dims);
+    c.mode = t.template param<std::int32_t>(slot::mode);
+    c.freq_base = t.template param<float>(slot::freq_base);
+    c.freq_scale = t.template param<float>(slot::freq_scale);
+    c.ext_factor = t.template param<float>(slot::ext_factor);
+    c.attn_factor = t.template param<float>(slot::attn_factor);
+    for (std::size_t i = 0; i < 4; ++i) c.sections[i] = t.template param<std::int32_t>(slot::sections + i);
+    yarn_corr_dims(c.n_dims, t.template param<std::int32_t>(slot::n_ctx_orig), t.template param<float>(slot::freq_base),
+                   t.template param<float>(slot::beta_fast), t.template param<float>(slot::beta_slow), c.corr_low, c.corr_high);
     return c;
 }
 
