@@ -282,6 +282,26 @@ TEST_CASE("gguf: malformed files are rejected with a clear status") {
         CHECK(std::memcmp(two.data() + second_offset, &expected_offset, 8) == 0);
         CHECK_THAT(reject(patched(two, second_offset, std::uint64_t{32})),
                    Catch::Contains("overlap"));
+        // general.alignment 1 lets an i32 tensor start where its elements cannot be read:
+        // after an f16 tensor of 1 or 2 values it starts 2 bytes apart in the two files,
+        // so in one of them at an offset that is not a multiple of 4
+        int misaligned = 0;
+        for (const std::int64_t n : {1, 2}) {
+            gg::writer w3;
+            REQUIRE(w3.set("general.alignment", std::uint32_t{1}).ok());
+            tensor* h = ctx.new_tensor(elem_type::f16, {n});
+            h->name = "h";
+            tensor* ints = ctx.new_tensor(elem_type::i32, {2});
+            ints->name = "ints";
+            REQUIRE(w3.add_tensor(*h).ok());
+            REQUIRE(w3.add_tensor(*ints).ok());
+            const auto bytes = w3.bytes();
+            auto f = gg::file::parse(as_span(bytes));
+            if (f) continue;
+            ++misaligned;
+            CHECK_THAT(f.error().message(), Catch::Contains("'ints' (i32)") && Catch::Contains("not a multiple of its element's 4 bytes"));
+        }
+        CHECK(misaligned == 1);
         // quantized rows that are not whole blocks
         auto q = patched(good, 70, gg::ggml_type_of(elem_type::q8_0));
         CHECK_THAT(reject(q), Catch::Contains("whole blocks"));

@@ -24,8 +24,10 @@
 // counts and lengths are bounded by the bytes left before anything is allocated; extents
 // must be positive and their product fit; tensor types must be one of f32, f16, bf16,
 // q8_0, q4_0, i32, i64 with whole blocks; each tensor's bytes must lie inside the data
-// section, aligned, without overlapping another. Any violation is an errc::invalid_argument
-// status naming the byte offset and what was expected. Nothing aborts, nothing leaks.
+// section, aligned (to general.alignment, and from the file's start to what its elements
+// need: 8 bytes for i64, 4 for f32 and i32, 2 for the rest), without overlapping another.
+// Any violation is an errc::invalid_argument status naming the byte offset and what was
+// expected. Nothing aborts, nothing leaks.
 
 #include <backplane/core/context.hpp>
 #include <backplane/core/error.hpp>
@@ -119,6 +121,19 @@ struct value {
     [[nodiscard]] value_type type() const noexcept { return static_cast<value_type>(v.index()); }
 };
 static_assert(std::variant_size_v<value::storage> == value_type_count);
+
+namespace detail {
+/// The alignment an element (or block) of t needs in memory: a tensor's data must start
+/// at a multiple of it, since kernels read its elements as their C++ types.
+constexpr std::size_t storage_alignment(elem_type t) noexcept {
+    switch (t) {
+    case elem_type::f32:
+    case elem_type::i32: return 4;
+    case elem_type::i64: return 8;
+    default: return 2; // f16, bf16, and the blocks of q8_0 and q4_0 (an f16 scale first)
+    }
+}
+} // namespace detail
 
 /// The ggml type number of an element type, and back.
 constexpr std::uint32_t ggml_type_of(elem_type t) noexcept {
@@ -637,6 +652,13 @@ class file {
         const std::uint64_t data_size = bytes_.size() - data_offset_;
         std::vector<const tensor_info*> by_offset;
         for (const tensor_info& t : tensors_) {
+            if ((data_offset_ + t.offset) % detail::storage_alignment(t.type) != 0)
+                return status(errc::invalid_argument,
+                              "gguf: tensor '" + t.name + "' (" + std::string(backplane::to_string(t.type)) +
+                                  ") starts at byte " + std::to_string(data_offset_ + t.offset) +
+                                  " of the file, not a multiple of its element's " +
+                                  std::to_string(detail::storage_alignment(t.type)) +
+                                  " bytes (general.alignment " + std::to_string(alignment_) + " is too small)");
             if (t.offset > data_size || t.nbytes > data_size - t.offset)
                 return status(errc::invalid_argument,
                               "gguf: tensor '" + t.name + "' at offset " + std::to_string(t.offset) +
