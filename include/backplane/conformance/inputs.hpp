@@ -168,12 +168,15 @@ inline void fill(tensor& t, std::mt19937& rng, double lo, double hi) {
     const auto n = t.nelements();
     if (t.type == elem_type::i32 || t.type == elem_type::i64) {
         const auto span = static_cast<std::uint32_t>(std::max(1.0, hi - lo));
+        auto* p = static_cast<std::byte*>(t.data);
         for (std::int64_t i = 0; i < n; ++i) {
             const std::int64_t v = static_cast<std::int64_t>(lo) + static_cast<std::int64_t>(rng() % span);
+            const auto v32 = static_cast<std::int32_t>(v);
+            // by bytes: a tensor's data need not be aligned for its elements
             if (t.type == elem_type::i32)
-                static_cast<std::int32_t*>(t.data)[i] = static_cast<std::int32_t>(v);
+                std::memcpy(p + static_cast<std::size_t>(i) * sizeof v32, &v32, sizeof v32);
             else
-                static_cast<std::int64_t*>(t.data)[i] = v;
+                std::memcpy(p + static_cast<std::size_t>(i) * sizeof v, &v, sizeof v);
         }
         return;
     }
