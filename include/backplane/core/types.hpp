@@ -253,8 +253,11 @@ inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n)
     case elem_type::i32:
         for (std::int64_t i = 0; i < n; ++i) static_cast<std::int32_t*>(y)[i] = static_cast<std::int32_t>(x[i]);
         break;
-    case elem_type::i64:
-        for (std::int64_t i = 0; i < n; ++i) static_cast<std::int64_t*>(y)[i] = static_cast<std::int64_t>(x[i]);
+    case elem_type::i64: // by bytes: the row need not be aligned to 8
+        for (std::int64_t i = 0; i < n; ++i) {
+            const auto v = static_cast<std::int64_t>(x[i]);
+            std::memcpy(static_cast<std::byte*>(y) + i * 8, &v, 8);
+        }
         break;
     }
 }
@@ -274,8 +277,12 @@ inline void to_float_row(elem_type t, const void* x, float* y, std::int64_t n) n
     case elem_type::i32:
         for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const std::int32_t*>(x)[i]);
         break;
-    case elem_type::i64:
-        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const std::int64_t*>(x)[i]);
+    case elem_type::i64: // by bytes: the row need not be aligned to 8
+        for (std::int64_t i = 0; i < n; ++i) {
+            std::int64_t v;
+            std::memcpy(&v, static_cast<const std::byte*>(x) + i * 8, 8);
+            y[i] = static_cast<float>(v);
+        }
         break;
     }
 }
