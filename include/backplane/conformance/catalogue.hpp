@@ -323,14 +323,7 @@ inline built_case build_set_rows(context& ctx, const case_spec& c, std::mt19937&
     tensor* b = input(ctx, from, c.ne, (c.variant & 2) ? 1 : 0, rng, -4.0, 4.0);
     const bool broadcast = (c.variant & 1) != 0;
     tensor* idx = input(ctx, it, {c.ne[1], broadcast ? 1 : c.ne[2], broadcast ? 1 : c.ne[3], 1}, 0, rng);
-    std::vector<std::int64_t> order(static_cast<std::size_t>(c.ne[1]));
-    for_each_index(idx->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
-        if (i0 == 0) { // each row of indices a permutation of a's rows
-            for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(k);
-            for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng() % k]);
-        }
-        set_element(*idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
-    });
+    fill_permutations(*idx, rng);
     return finish(set_rows(ctx, a, b, idx));
 }
 

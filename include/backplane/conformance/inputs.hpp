@@ -24,6 +24,7 @@
 #include <random>
 #include <span>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace backplane::conformance {
@@ -187,6 +188,19 @@ inline void fill(tensor& t, std::mt19937& rng, double lo, double hi) {
 }
 
 } // namespace detail
+
+/// Sets every row of index tensor idx (i32 or i64, any layout) to its own random
+/// permutation of 0 .. idx.ne0 - 1 (set_rows' row numbers, each row written once).
+inline void fill_permutations(tensor& idx, std::mt19937& rng) {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(idx.ne[0]));
+    for_each_index(idx.ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+        if (i0 == 0) { // a new row: a new permutation (Fisher-Yates)
+            for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(k);
+            for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng() % k]);
+        }
+        set_element(idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
+    });
+}
 
 /// A contiguous host tensor of ctx filled with values uniform in [lo, hi).
 inline tensor* random_leaf(context& ctx, elem_type t, const extents& ne, std::mt19937& rng,

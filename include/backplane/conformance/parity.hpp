@@ -342,14 +342,7 @@ inline int set_rows_cases(batch& cases) {
                     tensor* b = cases.input(from, ne, cases.any_layout(from), -4.0, 4.0);
                     const extents ine = {ne[1], s % 2 ? 1 : ne[2], s % 2 ? 1 : ne[3], 1};
                     tensor* idx = cases.input(it, ine, cases.any_layout(it));
-                    std::vector<std::int64_t> order(static_cast<std::size_t>(ne[1]));
-                    for_each_index(idx->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
-                        if (i0 == 0) { // a new row of indices: a new permutation
-                            for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(k);
-                            for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[cases.rng() % k]);
-                        }
-                        set_element(*idx, i0, i1, i2, i3, static_cast<double>(order[static_cast<std::size_t>(i0)]));
-                    });
+                    fill_permutations(*idx, cases.rng);
                     cases.add(set_rows(cases.ctx, a, b, idx));
                 }
             }
