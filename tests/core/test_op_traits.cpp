@@ -87,6 +87,8 @@ std::vector<tensor*> one_of_each(context& ctx) {
         arange(ctx, 0.0f, 8.0f, 0.5f),
         mul_mat_id(ctx, ctx.new_tensor_3d(elem_type::q8_0, 64, 16, 4), ctx.new_tensor_3d(elem_type::f32, 64, 1, 5),
                    ctx.new_tensor_2d(elem_type::i32, 2, 5)),
+        add_id(ctx, ctx.new_tensor_3d(elem_type::f32, 64, 2, 5), ctx.new_tensor_2d(elem_type::f32, 64, 4),
+               ctx.new_tensor_2d(elem_type::i32, 2, 5)),
     };
 }
 

@@ -366,6 +366,39 @@ TEST_CASE("mul_mat_id: the experts, the activations and the ids", "[ops][mul_mat
     CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, as, b, nullptr));
 }
 
+TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 64, 8);    // 8 experts' rows
+    tensor* ids = ctx.new_tensor_2d(elem_type::i32, 2, 5);
+    tensor* r = add_id(ctx, a, b, ids);
+    REQUIRE(r != nullptr);
+    CHECK(r->op == op_kind::add_id);
+    CHECK(r->type == elem_type::f32);
+    CHECK(r->ne == ne_t{64, 2, 5, 1});
+    CHECK(r->src[2] == ids);
+
+    tensor* bk = ctx.new_tensor_2d(elem_type::f32, 32, 8);
+    CHECK_OP_ERROR("add_id", operands({a, bk, ids}), add_id(ctx, a, bk, ids));
+    tensor* ids3 = ctx.new_tensor_2d(elem_type::i32, 3, 5); // 3 ids per token, 2 rows
+    CHECK_OP_ERROR("add_id", operands({a, b, ids3}), add_id(ctx, a, b, ids3));
+    tensor* ids4 = ctx.new_tensor_2d(elem_type::i32, 2, 4); // 4 tokens, 5 columns of a
+    CHECK_OP_ERROR("add_id", operands({a, b, ids4}), add_id(ctx, a, b, ids4));
+    tensor* fids = ctx.new_tensor_2d(elem_type::f32, 2, 5);
+    CHECK_OP_ERROR("add_id", operands({a, b, fids}), add_id(ctx, a, b, fids));
+    tensor* ah = ctx.new_tensor_3d(elem_type::f16, 64, 2, 5);
+    CHECK_OP_ERROR("add_id", operands({ah, b, ids}), add_id(ctx, ah, b, ids));
+    tensor* bh = ctx.new_tensor_2d(elem_type::f16, 64, 8);
+    CHECK_OP_ERROR("add_id", operands({a, bh, ids}), add_id(ctx, a, bh, ids));
+    tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 64, 8, 2);
+    CHECK_OP_ERROR("add_id", operands({a, b3, ids}), add_id(ctx, a, b3, ids));
+    tensor* a4 = ctx.new_tensor_4d(elem_type::f32, 64, 2, 5, 2);
+    CHECK_OP_ERROR("add_id", operands({a4, b, ids}), add_id(ctx, a4, b, ids));
+    CHECK_NULL_ERROR("add_id", add_id(ctx, nullptr, b, ids));
+    CHECK_NULL_ERROR("add_id", add_id(ctx, a, nullptr, ids));
+    CHECK_NULL_ERROR("add_id", add_id(ctx, a, b, nullptr));
+}
+
 TEST_CASE("get_rows", "[ops][get_rows]") {
     context ctx({.no_alloc = true});
     // a [E, R, A2, A3], idx i32 [N, A2, A3] -> [E, N, A2, A3]; f32 unless a is i32

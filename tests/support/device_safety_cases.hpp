@@ -284,6 +284,58 @@ void check_set_rows_out_of_range(const Device& dev) {
     }
 }
 
+/// Computes g (queued) on be and checks that synchronize() reports an index out of range
+/// as the CPU does, naming the node (`node`, "op node 'name'") and the source it indexes.
+template <class Backend>
+void expect_index_error(Backend& be, const graph& g, const std::string& node, const std::string& source) {
+    REQUIRE(be->compute(g)); // queued: the index is read on the device
+    const status s = be->synchronize();
+    INFO(s.describe());
+    CHECK(s.code() == errc::out_of_range);
+    const std::string msg(s.message());
+    CHECK(msg.find(node) != std::string::npos);
+    CHECK(msg.find("'" + source + "'") != std::string::npos);
+}
+
+/// An out-of-range add_id expert id: the CPU's status code from the device's
+/// synchronize(), naming the node and the experts' rows; that row zeros, the others
+/// a + b's row; reported once.
+template <class Device>
+void check_add_id_out_of_range(const Device& dev) {
+    for (const std::int32_t bad : {3, -1, 1000}) {
+        INFO("id " << bad);
+        context ctx({.no_alloc = true});
+        tensor* a = ctx.new_tensor_3d(elem_type::f32, 4, 2, 2);
+        tensor* b = ctx.new_tensor_2d(elem_type::f32, 4, 3);
+        b->name = "biases";
+        tensor* ids = ctx.new_tensor_2d(elem_type::i32, 2, 2);
+        tensor* out = add_id(ctx, a, b, ids);
+        out->name = "biased";
+        graph g(out);
+        auto be = dev.make_backend();
+        REQUIRE(be);
+        auto bufs = alloc_tensors(ctx, dev.buffer_type());
+        REQUIRE(bufs);
+        std::vector<float> va(16), vb(12);
+        for (std::size_t k = 0; k < va.size(); ++k) va[k] = static_cast<float>(k);
+        for (std::size_t k = 0; k < vb.size(); ++k) vb[k] = static_cast<float>(100 * (k / 4 + 1));
+        REQUIRE(tensor_set(*a, va.data(), 0, 64));
+        REQUIRE(tensor_set(*b, vb.data(), 0, 48));
+        const std::vector<std::int32_t> vi = {2, bad, 0, 1};
+        REQUIRE(tensor_set(*ids, vi.data(), 0, 16));
+        expect_index_error(be, g, "add_id node 'biased'", "biases");
+        std::vector<float> got(16);
+        REQUIRE(tensor_get(*out, got.data(), 0, 64));
+        for (std::size_t k = 0; k < 16; ++k) {
+            INFO("element " << k);
+            const std::size_t row = k / 4;
+            const float want = row == 1 ? 0.0f : va[k] + 100.0f * static_cast<float>(vi[row] + 1);
+            CHECK(got[k] == want);
+        }
+        CHECK(be->synchronize()); // reported once
+    }
+}
+
 /// The same through a scheduler over {the device's backend, the CPU}: its compute fails.
 template <class Device>
 void check_get_rows_out_of_range_scheduled(const Device& dev) {

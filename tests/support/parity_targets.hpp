@@ -56,6 +56,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"pad", 3},              // f32 f16 bf16
     {"arange", 1},           // f32
     {"mul_mat_id", 5 * 3},   // f32 f16 bf16 q8_0 q4_0 experts x f32 f16 bf16 activations
+    {"add_id", 1},           // f32
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

@@ -462,6 +462,19 @@ inline ref_tensor mul_mat_id(const tensor& node) {
     return r;
 }
 
+inline ref_tensor add_id(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    const tensor& ids = *node.src[2];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64) {
+        const auto e = static_cast<i64>(get(ids, i1, i2));
+        if (e < 0 || e >= b.ne[1]) return; // a zero row
+        r.at(i0, i1, i2) = get(a, i0, i1, i2) + get(b, i0, e);
+    });
+    return r;
+}
+
 inline ref_tensor get_rows(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& idx = *node.src[1];
@@ -748,6 +761,9 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::mul_mat_id:
         r = ref_detail::mul_mat_id(node);
+        break;
+    case op_kind::add_id:
+        r = ref_detail::add_id(node);
         break;
     case op_kind::arange:
         r = ref_detail::arange(node);

@@ -251,6 +251,19 @@ inline built_case build_mul_mat_id(context& ctx, const case_spec& c, std::mt1993
     return finish(mul_mat_id(ctx, as, b, ids), 2.0 * static_cast<double>(k * m * n_used * n_tokens));
 }
 
+/// ne = {ne0, n_used, n_tokens, 1} (f32 only; the type names the result's): a [ne0,
+/// n_used, n_tokens], 32 experts' rows b [ne0, 32]; variant: bit 0 a's rows strided, bit
+/// 1 b's.
+inline built_case build_add_id(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    constexpr std::int64_t n_expert = 32;
+    const std::int64_t n_used = c.ne[1], n_tokens = c.ne[2] * c.ne[3];
+    tensor* a = input(ctx, elem_type::f32, {c.ne[0], n_used, n_tokens, 1}, c.variant & 1, rng);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[0], n_expert, 1, 1}, (c.variant >> 1) & 1, rng);
+    tensor* ids = input(ctx, elem_type::i32, {n_used, n_tokens, 1, 1}, 0, rng, 0.0, static_cast<double>(n_expert));
+    return finish(add_id(ctx, a, b, ids));
+}
+
 /// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
 inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
@@ -433,6 +446,7 @@ inline std::span<const op_cases> catalogue() {
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},
+        {"add_id", 1, 4, &build_add_id, &shape_rows, {2880, 4, 512, 1}},
         {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
         {"rope", 1, 11, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},

@@ -202,6 +202,14 @@ inline void fill_permutations(tensor& idx, std::mt19937& rng) {
     });
 }
 
+/// Sets every element of ids (i32, any layout) to an expert id drawn uniformly from
+/// 0 .. n_expert - 1, repeats included (mul_mat_id's and add_id's ids).
+inline void fill_expert_ids(tensor& ids, std::int64_t n_expert, std::mt19937& rng) {
+    for_each_index(ids.ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+        set_element(ids, i0, i1, i2, i3, static_cast<double>(rng() % static_cast<std::uint32_t>(n_expert)));
+    });
+}
+
 /// A contiguous host tensor of ctx filled with values uniform in [lo, hi).
 inline tensor* random_leaf(context& ctx, elem_type t, const extents& ne, std::mt19937& rng,
                            double lo = -1.0, double hi = 1.0) {

@@ -288,12 +288,34 @@ inline int mul_mat_id_cases(batch& cases) {
                 tensor* as = cases.input(ta, {k, m, n_expert, 1}, la);
                 tensor* b = cases.input(tb, {k, s % 2 ? 1 : n_used, n_tokens, 1}, cases.any_layout(tb));
                 tensor* ids = cases.input(elem_type::i32, {n_used, n_tokens, 1, 1}, cases.any_layout(elem_type::i32));
-                for_each_index(ids->ne, [&](std::int64_t i0, std::int64_t i1, std::int64_t, std::int64_t) {
-                    set_element(*ids, i0, i1, 0, 0, static_cast<double>(cases.rng() % static_cast<std::uint32_t>(n_expert)));
-                });
+                fill_expert_ids(*ids, n_expert, cases.rng);
                 cases.add(mul_mat_id(cases.ctx, as, b, ids));
             }
         }
+    return cases.combinations() - before;
+}
+
+/// add_id (f32): a row of b per expert id added to each row of a, experts drawn at random
+/// (repeats included), every layout.
+inline int add_id_cases(batch& cases) {
+    const int before = cases.combinations();
+    constexpr elem_type f32 = elem_type::f32, i32 = elem_type::i32;
+    if (!cases.claimed([&] {
+            return add_id(cases.ctx, cases.leaf(f32, {32, 2, 3, 1}), cases.leaf(f32, {32, 4, 1, 1}),
+                          cases.leaf(i32, {2, 3, 1, 1}, 0, 4));
+        }))
+        return 0;
+    cases.combination();
+    auto& g = cases.gen;
+    for (int s = 0; s < shapes_per_combination; ++s) {
+        const std::int64_t ne0 = g.pick({1, 3, 4, 16, 17, 64, 129, 2880});
+        const std::int64_t n_expert = g.upto(32), n_used = g.upto(4), n_tokens = g.upto(9);
+        tensor* a = cases.input(f32, {ne0, n_used, n_tokens, 1}, cases.any_layout(f32));
+        tensor* b = cases.input(f32, {ne0, n_expert, 1, 1}, cases.any_layout(f32));
+        tensor* ids = cases.input(i32, {n_used, n_tokens, 1, 1}, cases.any_layout(i32));
+        fill_expert_ids(*ids, n_expert, cases.rng);
+        cases.add(add_id(cases.ctx, a, b, ids));
+    }
     return cases.combinations() - before;
 }
 
@@ -506,6 +528,7 @@ inline std::span<const parity_family> parity_families() {
         {"pad", 31014, &pad_cases},
         {"arange", 31015, &arange_cases},
         {"mul_mat_id", 31016, &mul_mat_id_cases},
+        {"add_id", 31017, &add_id_cases},
     };
     return families;
 }

@@ -43,6 +43,8 @@
 //   pad                             = a              f32 f16 bf16
 //   mul_mat_id (as, b, ids)         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16 (b);
 //                                                    (as: the experts)        i32 ids (src[2])
+//   add_id (a, b, ids)              f32              f32                      f32 (b: a row per
+//                                                                             expert); i32 ids
 //   arange                          f32              (no source)
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
@@ -69,7 +71,7 @@ enum class op_family : std::uint8_t {
     elementwise, ///< each result element from the same elements of the sources: memory-bound
     rows,        ///< reductions and per-row transforms: norms, soft_max, rope, sum_rows, sum, mean,
                  ///< argmax, argsort, top_k
-    data,        ///< data movement: copies, cont, get_rows, concat
+    data,        ///< data movement: copies, cont, get_rows, concat, add_id
 };
 
 /// Why `node` is not an instance of its op that the op defines: empty when it is. The
@@ -411,6 +413,22 @@ inline std::string_view mul_mat_id(const tensor& t) noexcept {
     return {};
 }
 
+/// add_id: src[0] = a [ne0, n_used, n_tokens], src[1] = b [ne0, n_expert], src[2] = ids
+/// [n_used, n_tokens].
+inline std::string_view add_id(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    const tensor& ids = *t.src[2];
+    if (a.type != elem_type::f32 || b.type != elem_type::f32) return "a and b must be f32";
+    if (ids.type != elem_type::i32) return "ids must be i32";
+    if (a.ne[3] != 1 || b.ne[2] != 1 || b.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1)
+        return "a is at most 3-dimensional, b and ids at most 2-dimensional";
+    if (a.ne[0] != b.ne[0]) return "a and b must have the same length in dimension 0";
+    if (a.ne[1] != ids.ne[0] || a.ne[2] != ids.ne[1]) return "ids must have one id per row of a ([a.ne1, a.ne2])";
+    if (t.type != elem_type::f32 || !same_ne(t, a)) return "the result is f32 with a's shape";
+    return {};
+}
+
 inline std::string_view pad(const tensor& t) noexcept {
     const tensor& a = *t.src[0];
     if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
@@ -449,7 +467,7 @@ namespace r = op_rules;
 ///   (a, b; dim); get_rows (a, indices); glu (a, optional gate b; function, swapped, alpha,
 ///   limit); argsort (order). top_k's k is its result's ne0. set_rows (b, indices,
 ///   destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
-///   arange (no source; start, stop, step); mul_mat_id (as, b, ids).
+///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); add_id (a, b, ids).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -506,6 +524,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"pad",       1, 1, 9, false, false, fam::data,        r::pad},
     {"arange",    0, 0, 3, false, false, fam::data,        r::arange},
     {"mul_mat_id", 3, 3, 0, false, false, fam::mul_mat,    r::mul_mat_id},
+    {"add_id",    3, 3, 0, false, false, fam::data,        r::add_id},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -523,7 +542,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "mul_mat_id"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "add_id"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -511,6 +511,43 @@ TEST_CASE("cpu: mul_mat_id over every weight and activation type, one or n_used 
 }
 
 // ---------------------------------------------------------------------------------------
+// add_id
+
+TEST_CASE("cpu: add_id over shapes and layouts", "[cpu][add_id]") {
+    harness h(9127);
+    for (int s = 0; s < 8; ++s) {
+        const i64 ne0 = 1 + (s * 13) % 37, n_used = 1 + s % 4, n_tokens = 1 + (s * 3) % 7, n_expert = 1 + (s * 5) % 9;
+        tensor* a = h.input(f32, {ne0, n_used, n_tokens, 1}, nth_layout(static_cast<std::size_t>(s), f32));
+        tensor* b = h.input(f32, {ne0, n_expert, 1, 1}, nth_layout(static_cast<std::size_t>(s + 1), f32));
+        tensor* ids = h.input(i32, {n_used, n_tokens, 1, 1}, s % 2 ? layout::strided_elems : layout::contiguous);
+        bt::for_each_index(ids->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+            bt::set(*ids, i0, i1, i2, i3, static_cast<double>(h.rng() % static_cast<std::uint32_t>(n_expert)));
+        });
+        h.check(add_id(h.ctx, a, b, ids), {.max_nmse = 1e-12}, describe("add_id", {{"a", a}, {"b", b}, {"ids", ids}}));
+    }
+    SECTION("an id out of range is reported, and never read") {
+        tensor* a = h.leaf(f32, {4, 2, 2, 1});
+        tensor* b = h.leaf(f32, {4, 3, 1, 1});
+        b->name = "biases";
+        tensor* ids = h.leaf(i32, {2, 2, 1, 1});
+        for (const auto& [i, v] : std::vector<std::pair<i64, double>>{{0, 1}, {1, 3}, {2, -1}, {3, 0}})
+            bt::set(*ids, i % 2, i / 2, 0, 0, v);
+        tensor* out = add_id(h.ctx, a, b, ids);
+        out->name = "biased";
+        cpu_backend backend;
+        const status st = backend.compute(graph(out));
+        CHECK(st.code() == errc::out_of_range);
+        CHECK_THAT(st.message(), Catch::Contains("add_id") && Catch::Contains("biased") && Catch::Contains("biases"));
+        for (i64 i0 = 0; i0 < 4; ++i0) {
+            CHECK(bt::get(*out, i0, 1, 0) == 0.0); // expert 3 of 3
+            CHECK(bt::get(*out, i0, 0, 1) == 0.0); // expert -1
+            CHECK(bt::get(*out, i0, 0, 0) == static_cast<double>(static_cast<float>(bt::get(*a, i0, 0, 0)) +
+                                                                  static_cast<float>(bt::get(*b, i0, 1))));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // get_rows
 
 TEST_CASE("cpu: get_rows from every type, indices in any layout", "[cpu][get_rows]") {

@@ -78,6 +78,7 @@ enum class kernel_kind : std::uint8_t {
     pad,          ///< kernels::pad
     arange,       ///< kernels::arange
     mul_mat_id,   ///< kernels::mul_mat_id
+    add_id,       ///< kernels::add_id
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
 };
@@ -108,6 +109,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::pad: return kernel_kind::pad;
     case op_kind::arange: return kernel_kind::arange;
     case op_kind::mul_mat_id: return kernel_kind::mul_mat_id;
+    case op_kind::add_id: return kernel_kind::add_id;
     default: return kernel_kind::nothing;
     }
 }
@@ -309,8 +311,8 @@ inline void reset_min_work_per_thread() noexcept {
 /// Runs kernel k (choose_kernel's choice for node, in p's mode) for thread p.ith of p.nth.
 /// The fast mul_mat needs what a plan's step gets: a work buffer of work_size(node, p.nth,
 /// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
-/// the data asks for a read or write outside a tensor (a get_rows, set_rows or mul_mat_id
-/// index beyond what it indexes): such reads and writes are never made; errc::alloc_failed
+/// the data asks for a read or write outside a tensor (a get_rows, set_rows, mul_mat_id or
+/// add_id index beyond what it indexes): such reads and writes are never made; errc::alloc_failed
 /// when a sort finds no memory for its row buffer; a fast kernel may report its own
 /// failure.
 template <class = void>
@@ -335,6 +337,7 @@ template <class = void>
     case kernel_kind::pad: kernels::pad(p, node); return errc::ok;
     case kernel_kind::arange: kernels::arange(p, node); return errc::ok;
     case kernel_kind::mul_mat_id: return kernels::mul_mat_id(p, node) ? errc::ok : errc::out_of_range;
+    case kernel_kind::add_id: return kernels::add_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }

@@ -12,7 +12,7 @@
 // (compute_params::barrier) for that node's nth threads.
 //
 // Stopping. Thread 0 asks the abort callback before each step; a node that fails (a
-// get_rows, set_rows or mul_mat_id index out of range) stops the graph too. Either records the step before
+// get_rows, set_rows, mul_mat_id or add_id index out of range) stops the graph too. Either records the step before
 // which to stop; every thread reads it after each barrier and leaves at the first
 // barrier at or past that step, so all threads leave at the same barrier and none is
 // left waiting; the thread that stopped computes nothing more meanwhile.
@@ -298,6 +298,10 @@ inline status failure(const tensor& node, errc e) {
         return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name +
                        "' reads outside a source (an expert id beyond the experts of '" +
                        (node.src[0] ? node.src[0]->name : std::string()) + "')"};
+    if (e == errc::out_of_range && node.op == op_kind::add_id)
+        return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name +
+                       "' reads outside a source (an expert id beyond the rows of '" +
+                       (node.src[1] ? node.src[1]->name : std::string()) + "')"};
     if (e == errc::out_of_range && node.op == op_kind::set_rows)
         return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name +
                        "' writes outside its destination (a set_rows index beyond the rows of '" +

@@ -14,6 +14,7 @@
 #endif
 
 #include <backplane/backends/cuda/kernel_api.hpp>
+#include <backplane/backends/cuda/kernels/add_id.cuh>
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/concat.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh>
@@ -65,6 +66,7 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::pad: return launch_pad(node, ctx);
     case op_kind::arange: return launch_arange(node, ctx);
     case op_kind::mul_mat_id: return launch_mul_mat_id(node, ctx);
+    case op_kind::add_id: return launch_add_id(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

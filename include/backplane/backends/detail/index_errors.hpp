@@ -2,10 +2,10 @@
 // Index errors of device backends: what a kernel found out of range, as a status.
 //
 // A get_rows index outside its source's rows, a set_rows index outside its destination's
-// rows and a mul_mat_id expert id outside its experts is errc::out_of_range on every
-// backend. The CPU sees it while computing; a device kernel runs after compute()
+// rows and a mul_mat_id or add_id expert id outside its experts is errc::out_of_range on
+// every backend. The CPU sees it while computing; a device kernel runs after compute()
 // returned, so it never reads or writes out of bounds (get_rows writes the row with
-// zeros, mul_mat_id the column, set_rows writes nothing, as on the CPU) and raises a flag
+// zeros, mul_mat_id the column, add_id the row, set_rows writes nothing, as on the CPU) and raises a flag
 // in a small device-side error word instead. The backend keeps the nodes that can raise
 // it (index_checks), and synchronize() turns a raised flag into the status, naming the
 // node, in the CPU's words.
@@ -25,7 +25,7 @@ namespace backplane::detail {
 /// Whether a kernel of this node reads or writes at indices found in its data (and checks
 /// them).
 constexpr bool reads_by_index(op_kind op) noexcept {
-    return op == op_kind::get_rows || op == op_kind::set_rows || op == op_kind::mul_mat_id;
+    return op == op_kind::get_rows || op == op_kind::set_rows || op == op_kind::mul_mat_id || op == op_kind::add_id;
 }
 
 /// What an index out of range in node means, in the CPU's words.
@@ -33,6 +33,9 @@ inline std::string index_error_of(const tensor& node) {
     if (node.op == op_kind::mul_mat_id)
         return "mul_mat_id node " + describe(&node) + " reads outside a source (an expert id beyond the experts of " +
                describe(node.src[0]) + "; its columns are zeros)";
+    if (node.op == op_kind::add_id)
+        return "add_id node " + describe(&node) + " reads outside a source (an expert id beyond the rows of " +
+               describe(node.src[1]) + "; its rows are zeros)";
     if (node.op == op_kind::set_rows)
         return "set_rows node " + describe(&node) + " writes outside its destination (a set_rows index beyond the rows of " +
                describe(node.src[2]) + "; the rows it could not write are left as they were)";

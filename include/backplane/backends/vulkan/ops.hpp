@@ -10,6 +10,7 @@
 // (maxStorageBufferRange, 128 MiB on lavapipe).
 
 #include <backplane/core/op_traits.hpp>
+#include <backplane/backends/vulkan/ops/add_id.hpp>
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/backends/vulkan/ops/concat.hpp>
 #include <backplane/backends/vulkan/ops/copy.hpp>
@@ -48,6 +49,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::set_rows: return plan_set_rows(t, f, d);
     case op_kind::pad: return plan_pad(t, f, d);
     case op_kind::arange: return plan_arange(t, f, d);
+    case op_kind::add_id: return plan_add_id(t, f, d);
     default: return false;
     }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Element-wise ops: add, sub, mul, div with broadcasting of b over a (each of a's
-// extents a multiple of b's, as ggml's repeat rule), scale, concat, and the unary
+// extents a multiple of b's, as ggml's repeat rule), add_id (a row of b per expert id),
+// scale, concat, and the unary
 // functions sqr, sqrt, silu, gelu, relu, neg and those of core/unary_functions.hpp
 // (their formulas are there).
 
@@ -26,6 +27,18 @@ inline tensor* unary(context& ctx, op_kind op, tensor* a) {
 
 /// a + b, b broadcast to a's shape.
 inline tensor* add(context& ctx, tensor* a, tensor* b) { return detail::binary(ctx, op_kind::add, a, b); }
+/// The mixture-of-experts bias, as ggml's add_id: a f32 [ne0, n_used, n_tokens], b f32
+/// [ne0, n_expert] (a row per expert), ids i32 [n_used, n_tokens] -> f32 [ne0, n_used,
+/// n_tokens] with out[:, i1, i2] = a[:, i1, i2] + b[:, ids[i1, i2]]. An id outside
+/// [0, n_expert) (ggml asserts) gives a row of zeros and an errc::out_of_range status of
+/// the compute.
+inline tensor* add_id(context& ctx, tensor* a, tensor* b, tensor* ids) {
+    detail::require_tensor("add_id", "a", a);
+    detail::require_tensor("add_id", "b", b);
+    detail::require_tensor("add_id", "ids", ids);
+    return detail::make_node(ctx, detail::proposed(op_kind::add_id, elem_type::f32, a->ne, {a, b, ids}),
+                             {{"a", a}, {"b", b}, {"ids", ids}});
+}
 /// a - b, b broadcast to a's shape.
 inline tensor* sub(context& ctx, tensor* a, tensor* b) { return detail::binary(ctx, op_kind::sub, a, b); }
 /// a * b element-wise, b broadcast to a's shape.
