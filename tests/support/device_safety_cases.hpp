@@ -336,6 +336,47 @@ void check_add_id_out_of_range(const Device& dev) {
     }
 }
 
+/// An out-of-range mul_mat_id expert id: the CPU's status code from the device's
+/// synchronize(), naming the node and the experts; that column zeros, the others each
+/// expert's product; reported once.
+template <class Device>
+void check_mul_mat_id_out_of_range(const Device& dev) {
+    for (const std::int32_t bad : {2, -1, 1000}) {
+        INFO("id " << bad);
+        context ctx({.no_alloc = true});
+        tensor* as = ctx.new_tensor_3d(elem_type::f32, 4, 3, 2); // 2 experts of [4, 3]
+        as->name = "experts";
+        tensor* b = ctx.new_tensor_3d(elem_type::f32, 4, 1, 2);
+        tensor* ids = ctx.new_tensor_2d(elem_type::i32, 2, 2);
+        tensor* out = mul_mat_id(ctx, as, b, ids);
+        out->name = "moe";
+        graph g(out);
+        auto be = dev.make_backend();
+        REQUIRE(be);
+        auto bufs = alloc_tensors(ctx, dev.buffer_type());
+        REQUIRE(bufs);
+        std::vector<float> va(24), vb = {1, 2, 3, 4, 1, 1, 1, 1};
+        for (std::size_t k = 0; k < va.size(); ++k) va[k] = static_cast<float>(k);
+        REQUIRE(tensor_set(*as, va.data(), 0, 96));
+        REQUIRE(tensor_set(*b, vb.data(), 0, 32));
+        const std::vector<std::int32_t> vi = {1, bad, 0, 1};
+        REQUIRE(tensor_set(*ids, vi.data(), 0, 16));
+        expect_index_error(be, g, "mul_mat_id node 'moe'", "experts");
+        std::vector<float> got(12);
+        REQUIRE(tensor_get(*out, got.data(), 0, 48));
+        for (std::size_t c = 0; c < 4; ++c)
+            for (std::size_t m = 0; m < 3; ++m) {
+                INFO("column " << c << ", row " << m);
+                float want = 0.0f;
+                if (c != 1)
+                    for (std::size_t k = 0; k < 4; ++k)
+                        want += va[static_cast<std::size_t>(vi[c]) * 12 + m * 4 + k] * vb[(c / 2) * 4 + k];
+                CHECK(got[c * 3 + m] == want);
+            }
+        CHECK(be->synchronize()); // reported once
+    }
+}
+
 /// The same through a scheduler over {the device's backend, the CPU}: its compute fails.
 template <class Device>
 void check_get_rows_out_of_range_scheduled(const Device& dev) {

@@ -385,6 +385,13 @@ TEST_CASE("cuda add_id: an expert id out of range is errc::out_of_range at synch
     test::check_add_id_out_of_range(*dev);
 }
 
+TEST_CASE("cuda mul_mat_id: an expert id out of range is errc::out_of_range at synchronize as on the CPU",
+          "[cuda][mul_mat_id][errors]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    test::check_mul_mat_id_out_of_range(*dev);
+}
+
 TEST_CASE("cuda get_rows: an out-of-range index fails a scheduler's compute", "[cuda][get_rows][errors]") {
     auto dev = open_or_skip();
     if (!dev) return;

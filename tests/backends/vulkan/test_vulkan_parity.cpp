@@ -30,7 +30,7 @@ struct vulkan_targets {
         {"set_rows", 30}, // into f32 f16 bf16 q8_0 q4_0 from f32 f16 bf16, i32 or i64 indices (16-bit storage)
         {"pad", 3},       // f32 f16 bf16 (16-bit storage)
         {"arange", 1},    // f32
-        {"mul_mat_id", 0}, // not yet: the scheduler computes it elsewhere
+        {"mul_mat_id", 15}, // f32 f16 bf16 q8_0 q4_0 experts x f32 f16 bf16 activations (16-bit storage)
         {"add_id", 1},     // f32
     };
 };

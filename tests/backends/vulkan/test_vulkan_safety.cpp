@@ -64,6 +64,14 @@ TEST_CASE("vulkan add_id: an expert id out of range is errc::out_of_range at syn
     check_validation();
 }
 
+TEST_CASE("vulkan mul_mat_id: an expert id out of range is errc::out_of_range at synchronize as on the CPU",
+          "[vulkan][mul_mat_id][errors]") {
+    auto dev = open_or_skip(false);
+    if (!dev) return;
+    test::check_mul_mat_id_out_of_range(*dev);
+    check_validation();
+}
+
 TEST_CASE("vulkan get_rows: an out-of-range index fails a scheduler's compute", "[vulkan][get_rows][errors]") {
     auto dev = open_or_skip(false);
     if (!dev) return;

@@ -33,6 +33,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     if (is_copy(t.op)) return plan_copy(t, f, d);
     switch (t.op) {
     case op_kind::mul_mat: return plan_mul_mat(t, f, d);
+    case op_kind::mul_mat_id: return plan_mul_mat_id(t, f, d);
     case op_kind::sum_rows:
     case op_kind::mean:
     case op_kind::sum:

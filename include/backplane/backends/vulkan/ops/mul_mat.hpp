@@ -9,6 +9,8 @@
 //   narrow   128 x 32 blocks (64 invocations, 10 KiB shared), for few columns
 //   mat-vec  8 rows of a against one column of b per workgroup (16 invocations, 512
 //            bytes shared): decoding, or few rows
+// mul_mat_id runs the mat-vec kernel per result column, its matrix picked by the column's
+// expert id (MUL_MAT_ID in mul_mat.comp).
 // All fit every Vulkan device (the guaranteed minima are 128 invocations and 16 KiB); a
 // device reporting less gets the kernels that fit, the mat-vec one at least, or nothing.
 
@@ -49,6 +51,12 @@ inline constexpr kernel mat_vec{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                  {"mul_mat_vec_half_f32", "mul_mat_vec_half_half"},
                                  {"mul_mat_vec_q8_0_f32", "mul_mat_vec_q8_0_half"},
                                  {"mul_mat_vec_q4_0_f32", "mul_mat_vec_q4_0_half"}}};
+/// mul_mat_id's kernel: the mat-vec one, its matrix picked per column by an expert id.
+inline constexpr kernel mat_vec_id{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
+                                   {{"mul_mat_id_f32_f32", "mul_mat_id_f32_half"},
+                                    {"mul_mat_id_half_f32", "mul_mat_id_half_half"},
+                                    {"mul_mat_id_q8_0_f32", "mul_mat_id_q8_0_half"},
+                                    {"mul_mat_id_q4_0_f32", "mul_mat_id_q4_0_half"}}};
 
 constexpr int weight_index(elem_type t) noexcept {
     switch (t) {
@@ -91,17 +99,34 @@ constexpr std::array<std::uint32_t, 3> grid(std::uint64_t items) noexcept {
     return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), static_cast<std::uint32_t>(z)};
 }
 
+/// The variant index of a and b (weight_index, and f32 0 or f16 / bf16 1), or false.
+inline bool variant_of(const tensor& t, const features& f, int& ia, int& ib) noexcept {
+    const tensor* a = t.src[0];
+    const tensor* b = t.src[1];
+    if (a == nullptr || b == nullptr || t.type != elem_type::f32) return false;
+    ia = weight_index(a->type);
+    ib = b->type == elem_type::f32 ? 0 : b->type == elem_type::f16 || b->type == elem_type::bf16 ? 1 : -1;
+    if (ia < 0 || ib < 0) return false;
+    return (ia == 0 && ib == 0) || f.storage16;
+}
+
+/// The push constants both ops share: the shapes, the bf16 bits, whether rows are read
+/// in vectors.
+inline push_constants push_of(const tensor& t) noexcept {
+    push_constants pc = shapes_of(t);
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    pc.prm[0] = (a.type == elem_type::bf16 ? 1u : 0u) | (b.type == elem_type::bf16 ? 2u : 0u);
+    pc.prm[1] = rows_vectorizable(a) && rows_vectorizable(b) ? 1u : 0u;
+    return pc;
+}
+
 } // namespace mul_mat_detail
 
 inline bool plan_mul_mat(const tensor& t, const features& f, dispatch& d) noexcept {
     using namespace mul_mat_detail;
-    const tensor* a = t.src[0];
-    const tensor* b = t.src[1];
-    if (a == nullptr || b == nullptr || t.type != elem_type::f32) return false;
-    const int ia = weight_index(a->type);
-    const int ib = b->type == elem_type::f32 ? 0 : b->type == elem_type::f16 || b->type == elem_type::bf16 ? 1 : -1;
-    if (ia < 0 || ib < 0) return false;
-    if ((ia != 0 || ib != 0) && !f.storage16) return false;
+    int ia = -1, ib = -1;
+    if (!variant_of(t, f, ia, ib)) return false;
 
     const auto M = static_cast<std::uint64_t>(t.ne[0]), N = static_cast<std::uint64_t>(t.ne[1]);
     const kernel* best = nullptr;
@@ -110,11 +135,27 @@ inline bool plan_mul_mat(const tensor& t, const features& f, dispatch& d) noexce
     if (best == nullptr) return false;
 
     d.shader = best->shaders[ia][ib];
-    d.pc = shapes_of(t);
-    d.pc.prm[0] = (a->type == elem_type::bf16 ? 1u : 0u) | (b->type == elem_type::bf16 ? 2u : 0u);
-    d.pc.prm[1] = rows_vectorizable(*a) && rows_vectorizable(*b) ? 1u : 0u;
+    d.pc = push_of(t);
     const std::uint64_t blocks = (M + best->rows - 1) / best->rows * ((N + best->columns - 1) / best->columns);
     d.groups = grid(blocks * static_cast<std::uint64_t>(t.ne[2] * t.ne[3]));
+    return true;
+}
+
+/// mul_mat_id: the mat-vec kernel per result column, its expert's matrix picked by the id
+/// of source 2 (i32; its strides in prm.z and prm.w, its offset in offs.w).
+inline bool plan_mul_mat_id(const tensor& t, const features& f, dispatch& d) noexcept {
+    using namespace mul_mat_detail;
+    int ia = -1, ib = -1;
+    if (!variant_of(t, f, ia, ib) || !fits(mat_vec_id, f)) return false;
+    const tensor* ids = t.src[2];
+    std::array<std::uint32_t, 4> ne{}, nb{};
+    if (ids == nullptr || ids->type != elem_type::i32 || !shape32(*ids, ne, nb)) return false;
+    d.shader = mat_vec_id.shaders[ia][ib];
+    d.pc = push_of(t);
+    d.pc.prm[2] = nb[0];
+    d.pc.prm[3] = nb[1];
+    const auto M = static_cast<std::uint64_t>(t.ne[0]);
+    d.groups = grid((M + mat_vec_id.rows - 1) / mat_vec_id.rows * static_cast<std::uint64_t>(t.ne[1] * t.ne[2]));
     return true;
 }
 

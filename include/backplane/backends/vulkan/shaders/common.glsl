@@ -46,4 +46,4 @@ uint linear_id(uint size) { return gl_GlobalInvocationID.x + gl_GlobalInvocation
 uint group_id() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
 
 // The error word's bits.
-#define ERROR_INDEX 1u // an index beyond what it indexes (get_rows, set_rows, add_id)
+#define ERROR_INDEX 1u // an index beyond what it indexes (get_rows, set_rows, mul_mat_id, add_id)

@@ -13,6 +13,12 @@
 //   MV      mat-vec, for few columns or rows: a workgroup of WG invocations computes NR
 //           rows of a against one column of b; the invocations stride along K and their
 //           partial sums meet in a tree in shared memory.
+//   MUL_MAT_ID  mat-vec for mul_mat_id: dst f32 [M, n_used, n_tokens], column (s, t) is
+//           expert ids[s, t]'s matrix (a is [K, M, n_expert]) times column (s % b.ne1, t)
+//           of b; the ids are source 2 (binding 4). An id outside [0, n_expert) reads
+//           nothing: the column is written as zeros and ERROR_INDEX is raised in the
+//           stream's error word (binding 3), which synchronize() reports as
+//           errc::out_of_range.
 // A workgroup finds its item (a block, or NR rows and a column, of one batch) from its
 // linear index in the grid, which the planner spreads over up to three dimensions of at
 // most 65535 workgroups; those past the last item leave at once.
@@ -58,6 +64,14 @@
 // variant: mul_mat_vec_q8_0_half -DMV -DA_Q8_0 -DB_HALF
 // variant: mul_mat_vec_q4_0_f32 -DMV -DA_Q4_0 -DB_F32
 // variant: mul_mat_vec_q4_0_half -DMV -DA_Q4_0 -DB_HALF
+// variant: mul_mat_id_f32_f32 -DMV -DMUL_MAT_ID -DA_F32 -DB_F32
+// variant: mul_mat_id_f32_half -DMV -DMUL_MAT_ID -DA_F32 -DB_HALF
+// variant: mul_mat_id_half_f32 -DMV -DMUL_MAT_ID -DA_HALF -DB_F32
+// variant: mul_mat_id_half_half -DMV -DMUL_MAT_ID -DA_HALF -DB_HALF
+// variant: mul_mat_id_q8_0_f32 -DMV -DMUL_MAT_ID -DA_Q8_0 -DB_F32
+// variant: mul_mat_id_q8_0_half -DMV -DMUL_MAT_ID -DA_Q8_0 -DB_HALF
+// variant: mul_mat_id_q4_0_f32 -DMV -DMUL_MAT_ID -DA_Q4_0 -DB_F32
+// variant: mul_mat_id_q4_0_half -DMV -DMUL_MAT_ID -DA_Q4_0 -DB_HALF
 #include "common.glsl"
 
 #extension GL_EXT_control_flow_attributes : require
@@ -129,6 +143,13 @@ vec4 b_quad(uint i) { return half_quad(b_v[i], (p.prm.x & 2u) != 0); }
 #endif
 
 layout(binding = 2, std430) writeonly buffer D { float d[]; };
+
+#if defined(MUL_MAT_ID)
+// mul_mat_id: the stream's error word and the i32 ids (source 2, at offs.w; strides prm.z
+// and prm.w in 4-byte units)
+layout(binding = 3, std430) buffer E { uint error_word; };
+layout(binding = 4, std430) readonly buffer I { int ids[]; };
+#endif
 
 // Whether rows are read in vectors (see the file comment): the planner vouches for the
 // strides and K, the offsets are checked here (a quantized a has none to check).
@@ -369,14 +390,28 @@ void main() {
     const uint n = w % N;
     w /= N;
     const uint i2 = w % p.ne.z, i3 = w / p.ne.z;
+    const uint tid = gl_LocalInvocationID.x;
 
+#if defined(MUL_MAT_ID)
+    // column (n, i2) is expert ids[n, i2]'s matrix times column (n % b.ne1, i2) of b; an id
+    // out of range reads nothing (the same for the whole workgroup): zeros, and the flag
+    const int e = ids[p.offs.w + n * p.prm.z + i2 * p.prm.w];
+    if (e < 0 || uint(e) >= p.a_ne.z) {
+        if (tid < NR && m0 + tid < M) d[p.offs.z + (m0 + tid) * p.nb.x + n * p.nb.y + i2 * p.nb.z] = 0.0;
+        if (tid == 0 && m0 == 0) atomicOr(error_word, ERROR_INDEX);
+        return;
+    }
+    const uint ab = p.offs.x + uint(e) * p.a_nb.z;
+    const uint br = p.offs.y + (n % p.b_ne.y) * p.b_nb.y + i2 * p.b_nb.z;
+#else
     const uint ab = a_batch(i2, i3);
+    const uint br = b_batch(i2, i3) + n * p.b_nb.y;
+#endif
     uint ar[NR]; // rows past M read the last one, and are not written
     [[unroll]] for (uint r = 0; r < NR; ++r) ar[r] = ab + min(m0 + r, M - 1) * p.a_nb.y;
     vec4 sums[NQ];
-    partial(ar, b_batch(i2, i3) + n * p.b_nb.y, sums);
+    partial(ar, br, sums);
 
-    const uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint q = 0; q < NQ; ++q) red[q][tid] = sums[q];
     barrier();
     [[unroll]] for (uint s = WG / 2; s > 0; s >>= 1) {
