@@ -484,6 +484,7 @@ TEST_CASE("cpu: mul_mat_id over every weight and activation type, one or n_used 
                 if (la == layout::transposed) la = layout::strided_elems; // the experts must not be transposed
                 tensor* as = h.input(ta, {k, m, n_expert, 1}, la);
                 tensor* b = h.input(tb, {k, b1, n_tokens, 1}, s % 3 == 1 ? layout::strided_rows : layout::contiguous);
+                if (is_quantized(ta)) fill_q8_0_exact(*b, h.rng); // what the fast path's q8_0 activations hold
                 tensor* ids = h.input(i32, {n_used, n_tokens, 1, 1}, s % 2 ? layout::strided_elems : layout::contiguous);
                 bt::for_each_index(ids->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
                     bt::set(*ids, i0, i1, i2, i3, static_cast<double>(h.rng() % static_cast<std::uint32_t>(n_expert)));

@@ -30,6 +30,7 @@
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/mul_mat.hpp>
+#include <backplane/backends/cpu/fast/mul_mat_id.hpp>
 #include <backplane/backends/cpu/fast/rowwise.hpp>
 #include <backplane/backends/cpu/kernels/binary.hpp>
 #include <backplane/backends/cpu/kernels/concat.hpp>
@@ -81,6 +82,7 @@ enum class kernel_kind : std::uint8_t {
     add_id,       ///< kernels::add_id
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
+    fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
 };
 
 namespace detail {
@@ -153,13 +155,14 @@ inline kernel_kind choose_kernel(const tensor& node, bool reference) noexcept {
     case kernel_kind::soft_max:
     case kernel_kind::glu: return fast::rowwise_applies(node) ? kernel_kind::fast_rowwise : k;
     case kernel_kind::mul_mat: return fast::mul_mat_applies(node) ? kernel_kind::fast_mul_mat : k;
+    case kernel_kind::mul_mat_id: return fast::mul_mat_id_applies(node) ? kernel_kind::fast_mul_mat_id : k;
     default: return k;
     }
 }
 
 /// True for the fast paths (fast/), false for the reference kernels and nothing.
 [[nodiscard]] constexpr bool is_fast_path(kernel_kind k) noexcept {
-    return k == kernel_kind::fast_rowwise || k == kernel_kind::fast_mul_mat;
+    return k == kernel_kind::fast_rowwise || k == kernel_kind::fast_mul_mat || k == kernel_kind::fast_mul_mat_id;
 }
 
 namespace detail {
@@ -223,8 +226,10 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
-    case kernel_kind::mul_mat_id:
-        return 8 * conv * n * std::max<std::int64_t>(a->ne[0], 1) + n;
+    case kernel_kind::mul_mat_id: {
+        const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
+        return fast ? macs / 4 + n : 8 * conv * macs + n;
+    }
     default:
         return n;
     }
@@ -245,6 +250,7 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::arange:
         return node.ne[0];
     case kernel_kind::fast_mul_mat:
+    case kernel_kind::fast_mul_mat_id:
         return node.nelements();
     default:
         return node.nrows();
@@ -255,9 +261,10 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
 /// several threads share the node. Callers that hand-roll compute_params (tests calling
 /// one thread's share at a time) get the reference kernel instead of a kernel that
 /// would wait on a barrier nobody else reaches.
-inline bool fast_mul_mat_ready(const compute_params& p, const tensor& node) noexcept {
+inline bool fast_mul_mat_ready(const compute_params& p, const tensor& node, kernel_kind k) noexcept {
     if (p.nth > 1 && p.barrier_fn == nullptr) return false;
-    const std::size_t need = fast::mul_mat_work_size(node, p.nth);
+    const std::size_t need = k == kernel_kind::fast_mul_mat_id ? fast::mul_mat_id_work_size(node, p.nth)
+                                                                 : fast::mul_mat_work_size(node, p.nth);
     return need == 0 || (p.wdata != nullptr && p.wsize >= need);
 }
 
@@ -301,6 +308,7 @@ inline void reset_min_work_per_thread() noexcept {
 /// the fast mul_mat's scratch (for example the activations quantized once for all
 /// threads); 0 for every other kernel (the reference kernels need none).
 [[nodiscard]] inline std::size_t work_size(const tensor& node, int nth, kernel_kind k) noexcept {
+    if (k == kernel_kind::fast_mul_mat_id) return fast::mul_mat_id_work_size(node, nth < 1 ? 1 : nth);
     return k == kernel_kind::fast_mul_mat ? fast::mul_mat_work_size(node, nth < 1 ? 1 : nth) : 0;
 }
 /// work_size with the kernel chosen for node in this mode.
@@ -340,6 +348,7 @@ template <class = void>
     case kernel_kind::add_id: return kernels::add_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
+    case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);
     }
     return errc::ok;
 }
@@ -351,7 +360,8 @@ template <class = void>
 template <class = void>
 [[nodiscard]] inline errc compute_forward(const compute_params& p, tensor& node) noexcept {
     kernel_kind k = choose_kernel(node, p.reference);
-    if (k == kernel_kind::fast_mul_mat && !detail::fast_mul_mat_ready(p, node)) k = kernel_kind::mul_mat;
+    if (k == kernel_kind::fast_mul_mat && !detail::fast_mul_mat_ready(p, node, k)) k = kernel_kind::mul_mat;
+    if (k == kernel_kind::fast_mul_mat_id && !detail::fast_mul_mat_ready(p, node, k)) k = kernel_kind::mul_mat_id;
     return run_kernel(p, node, k);
 }
 

@@ -1,0 +1,116 @@
+// The fast mul_mat_id (backends/cpu/fast/mul_mat_id.hpp: each expert's columns grouped,
+// then the fast mul_mat kernels) against the CPU's reference kernel, on 1 and 3 threads
+// with every node split: f32, f16, q8_0 and q4_0 experts, 1 to 4 experts per token, 1 to
+// 64 tokens, uneven loads (one expert takes most columns), an expert no token uses, one
+// activation per token or one per used expert, and an id out of range.
+
+#include <backplane/backends/cpu.hpp>
+#include <backplane/conformance/inputs.hpp>
+#include <backplane/conformance/thresholds.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+using namespace backplane;
+
+namespace {
+
+using i64 = std::int64_t;
+
+/// Splits every node over all threads for one scope.
+struct split_everything {
+    split_everything() { cpu::set_min_work_per_thread(1); }
+    ~split_everything() { cpu::reset_min_work_per_thread(); }
+    split_everything(const split_everything&) = delete;
+    split_everything& operator=(const split_everything&) = delete;
+};
+
+/// Ids for n_used x n_tokens columns: skewed towards expert 0 (about half the columns),
+/// never naming the last expert when there are 3 or more.
+void fill_uneven_ids(tensor& ids, i64 n_expert, std::mt19937& rng) {
+    const i64 named = n_expert >= 3 ? n_expert - 1 : n_expert;
+    for (i64 t = 0; t < ids.ne[1]; ++t)
+        for (i64 s = 0; s < ids.ne[0]; ++s) {
+            const i64 e = rng() % 2 == 0 ? 0 : static_cast<i64>(rng() % static_cast<std::uint32_t>(named));
+            conformance::set_element(ids, s, t, 0, 0, static_cast<double>(e));
+        }
+}
+
+/// The node's result computed by cpu_backend `params`.
+std::vector<float> run(tensor* out, const cpu_backend_params& params) {
+    cpu_backend backend(params);
+    graph g(out);
+    const status st = backend.compute(g);
+    INFO(st.describe());
+    REQUIRE(st.ok());
+    return tensor_get_all<float>(*out).value();
+}
+
+double nmse(const std::vector<float>& want, const std::vector<float>& got) {
+    double err = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        err += (static_cast<double>(want[i]) - got[i]) * (static_cast<double>(want[i]) - got[i]);
+        norm += static_cast<double>(want[i]) * want[i];
+    }
+    return norm > 0.0 ? err / norm : err;
+}
+
+} // namespace
+
+TEST_CASE("cpu fast mul_mat_id: grouped by expert, against the reference kernel", "[cpu][mul_mat_id][fast]") {
+    std::mt19937 rng(20261126);
+    context ctx;
+    int checked = 0;
+    for (elem_type ta : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_0})
+        for (const i64 n_used : {1, 2, 3, 4})
+            for (const i64 n_tokens : {1, 7, 64}) {
+                const i64 k = is_quantized(ta) ? 32 * (1 + n_used) : 16 * n_used + 3;
+                const i64 m = 5 + 9 * n_used, n_expert = 2 + n_used * 2;
+                const i64 b1 = n_tokens % 2 == 1 ? 1 : n_used;
+                tensor* as = conformance::random_leaf(ctx, ta, {k, m, n_expert, 1}, rng);
+                tensor* b = conformance::random_leaf(ctx, elem_type::f32, {k, b1, n_tokens, 1}, rng);
+                tensor* ids = ctx.new_tensor_2d(elem_type::i32, n_used, n_tokens);
+                fill_uneven_ids(*ids, n_expert, rng);
+                tensor* out = mul_mat_id(ctx, as, b, ids);
+                INFO(to_string(ta) << " experts [" << k << ", " << m << ", " << n_expert << "], n_used " << n_used
+                                   << ", tokens " << n_tokens << ", b.ne1 " << b1);
+                REQUIRE(cpu::choose_kernel(*out, false) == cpu::kernel_kind::fast_mul_mat_id);
+                const std::vector<float> want = run(out, {.n_threads = 1, .reference = true});
+                for (const int n_threads : {1, 3}) {
+                    INFO(n_threads << " threads");
+                    split_everything split;
+                    const std::vector<float> got = run(out, {.n_threads = n_threads});
+                    CHECK(nmse(want, got) <= conformance::threshold_for(*out).max_nmse);
+                }
+                ++checked;
+            }
+    CHECK(checked == 4 * 4 * 3);
+}
+
+TEST_CASE("cpu fast mul_mat_id: an id out of range gives a zero column and out_of_range", "[cpu][mul_mat_id][fast]") {
+    std::mt19937 rng(7);
+    context ctx;
+    tensor* as = conformance::random_leaf(ctx, elem_type::q8_0, {64, 12, 4, 1}, rng);
+    tensor* b = conformance::random_leaf(ctx, elem_type::f32, {64, 1, 3, 1}, rng);
+    tensor* ids = ctx.new_tensor_2d(elem_type::i32, 2, 3);
+    const std::vector<std::int32_t> vi = {0, 3, 4, 1, -2, 2};
+    REQUIRE(tensor_set(*ids, vi.data(), 0, vi.size() * sizeof(std::int32_t)));
+    tensor* out = mul_mat_id(ctx, as, b, ids);
+    out->name = "moe";
+    for (const int n_threads : {1, 2}) {
+        INFO(n_threads << " threads");
+        split_everything split;
+        cpu_backend backend({.n_threads = n_threads});
+        const status st = backend.compute(graph(out));
+        CHECK(st.code() == errc::out_of_range);
+        CHECK_THAT(std::string(st.message()), Catch::Contains("mul_mat_id") && Catch::Contains("moe"));
+        const std::vector<float> got = tensor_get_all<float>(*out).value();
+        for (i64 r = 0; r < 12; ++r) {
+            CHECK(got[static_cast<std::size_t>(12 * 2 + r)] == 0.0f); // column (0, 1): expert 4 of 4
+            CHECK(got[static_cast<std::size_t>(12 * 4 + r)] == 0.0f); // column (0, 2): expert -2
+        }
+    }
+}
