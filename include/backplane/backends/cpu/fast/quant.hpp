@@ -43,24 +43,12 @@ inline std::size_t quant_work_size(const tensor& dst, int nth) noexcept {
     return quant::make_plan(dst, &pl) ? quant::work_bytes(pl, nth) : 0;
 }
 
-/// Thread p.ith's share of the node (see the header comment). Returns not_supported when
-/// quant_applies(dst) is false, and invalid_argument when p.wdata is missing or smaller
-/// than quant_work_size(dst, p.nth) or several threads have no barrier; every thread then
-/// returns the same, before the barrier.
+/// Step 2 alone: thread p.ith's share of the jobs of plan pl, b quantized in qb (as
+/// quantize_b leaves it), its AVX-512 panel scratch at panels + p.ith * pl.panel_bytes.
+/// Also the fast mul_mat_id's, which quantizes b its own way (fast/mul_mat_id.hpp).
 template <class = void>
-inline errc quant_mul_mat(const compute_params& p, tensor& dst) noexcept {
-    quant::plan pl;
-    if (!quant::make_plan(dst, &pl)) return errc::not_supported;
-    if (p.wdata == nullptr || p.wsize < quant::work_bytes(pl, p.nth) || p.ith < 0 || p.ith >= p.nth ||
-        (p.nth > 1 && p.barrier_fn == nullptr))
-        return errc::invalid_argument;
-    const tensor& a = *dst.src[0];
-    const isa level = quant::effective_level(p.level);
-    auto* qb = static_cast<std::byte*>(p.wdata);
-
-    quant::quantize_b(p, pl, *dst.src[1], qb, level);
-    p.barrier();
-
+inline void quant_jobs(const compute_params& p, const quant::plan& pl, const tensor& a, tensor& dst, std::byte* qb,
+                       std::byte* panels, isa level) noexcept {
     const quant::job_grid grid = quant::make_grid(pl, p.nth, quant::tile_width(level, pl.N));
     const auto [j0, j1] = split_work(grid.jobs(pl), p);
     const bool q8 = pl.wtype == elem_type::q8_0;
@@ -80,14 +68,14 @@ inline errc quant_mul_mat(const compute_params& p, tensor& dst) noexcept {
             else
                 quant::gemv_job_avx512<elem_type::q4_0>(pl, a, dst, qb, run);
         }
-        return errc::ok;
+        return;
     }
 #endif
     for (auto j = j0; j < j1; ++j) {
         const quant::job jb = quant::job_at(pl, grid, j);
 #if BACKPLANE_HAS_X86_KERNELS
         if (level == isa::avx512) {
-            std::byte* panel = qb + pl.b_bytes + static_cast<std::size_t>(p.ith) * pl.panel_bytes;
+            std::byte* panel = panels + static_cast<std::size_t>(p.ith) * pl.panel_bytes;
             if (q8)
                 quant::job_avx512<elem_type::q8_0>(pl, a, dst, qb, panel, jb);
             else
@@ -103,8 +91,28 @@ inline errc quant_mul_mat(const compute_params& p, tensor& dst) noexcept {
         }
 #endif
         (void)q8;
+        (void)panels;
         quant::job_portable(pl, a, dst, qb, jb);
     }
+}
+
+/// Thread p.ith's share of the node (see the header comment). Returns not_supported when
+/// quant_applies(dst) is false, and invalid_argument when p.wdata is missing or smaller
+/// than quant_work_size(dst, p.nth) or several threads have no barrier; every thread then
+/// returns the same, before the barrier.
+template <class = void>
+inline errc quant_mul_mat(const compute_params& p, tensor& dst) noexcept {
+    quant::plan pl;
+    if (!quant::make_plan(dst, &pl)) return errc::not_supported;
+    if (p.wdata == nullptr || p.wsize < quant::work_bytes(pl, p.nth) || p.ith < 0 || p.ith >= p.nth ||
+        (p.nth > 1 && p.barrier_fn == nullptr))
+        return errc::invalid_argument;
+    const isa level = quant::effective_level(p.level);
+    auto* qb = static_cast<std::byte*>(p.wdata);
+
+    quant::quantize_b(p, pl, *dst.src[1], qb, level);
+    p.barrier();
+    quant_jobs(p, pl, *dst.src[0], dst, qb, qb + pl.b_bytes, level);
     return errc::ok;
 }
 
