@@ -1,12 +1,13 @@
-// llama: a llama-style decoder run across the devices of this machine.
+// llama: a decoder-only transformer (the llama, qwen2, qwen3, gemma2 and qwen3moe
+// families of llama.cpp) run across the devices of this machine.
 //
 //   llama [--model FILE] [--device NAME] [--gpu-layers N] [--policy cost|greedy]
 //         [--pipeline N] [--batch N] [--threads N] [--prompt N] [--gen N] [--check] ...
 //
 // 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's tensor
-//    names (model.hpp). Without --model it uses a file in the temporary directory, first
+//    names (hparams.hpp, weights.hpp; the graph in graph.hpp). Without --model it uses a file in the temporary directory, first
 //    writing a deterministic random-weight model there when it is missing (--n-layer,
-//    --n-embd, ... --wtype, --seed), so it always runs; --write-model (re)writes the file
+//    --n-embd, ... --wtype, --seed, --arch), so it always runs; --write-model (re)writes the file
 //    named by --model; a --model file that does not exist is an error (exit status 2).
 //    Weights left on the CPU are read in place over the file's memory mapping; the last
 //    --gpu-layers layers (and the output) are copied to the device.
@@ -26,7 +27,8 @@
 // Exit status: 0 done, 1 failure, 2 bad command line, 77 --require-device and the device
 // named by --device is missing.
 
-#include "model.hpp"
+#include "graph.hpp"
+#include "writer.hpp"
 
 #include <backplane/runtime.hpp>
 #include <backplane/sched.hpp>
@@ -76,8 +78,14 @@ model:
   --model FILE        GGUF model (llama.cpp names); it must exist unless --write-model
                       (default: a file in the temporary directory, written when missing)
   --write-model       (re)write FILE with random weights first
+  --arch A            family of a written model: llama (default), qwen2, qwen3, gemma2,
+                      qwen3moe (a file's general.architecture decides when loading)
   --n-layer N --n-embd N --n-head N --n-head-kv N --n-ff N --n-vocab N --n-ctx N
                       shape of a written model (default 8, 512, 8, 4, 1376, 4096, 2048)
+  --head-dim N        its key and value head size (default n_embd / n_head)
+  --n-expert N --n-expert-used N --n-ff-exp N
+                      its experts (qwen3moe; default 8, 2, 256)
+  --n-swa N           its sliding window (gemma2; default 32)
   --wtype T           its matrices: f32, f16, bf16, q8_0 (default), q4_0
   --tied              no output.weight: the output reuses token_embd.weight
   --seed N            its weights' seed (default 1); also the prompt's
@@ -140,6 +148,22 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             o.model_path = std::string(*v);
         } else if (a == "--write-model")
             o.write_model = true;
+        else if (a == "--arch") {
+            auto v = value();
+            const auto f = v ? llama::parse_arch(*v) : std::nullopt;
+            if (!f)
+                return "--arch needs one of " + llama::arch_names();
+            o.hp.family = *f;
+        } else if (a == "--head-dim")
+            err = number(o.hp.head_dim_k, 2);
+        else if (a == "--n-expert")
+            err = number(o.hp.n_expert, 1);
+        else if (a == "--n-expert-used")
+            err = number(o.hp.n_expert_used, 1);
+        else if (a == "--n-ff-exp")
+            err = number(o.hp.n_ff_exp, 1);
+        else if (a == "--n-swa")
+            err = number(o.hp.n_swa, 1);
         else if (a == "--n-layer")
             err = number(o.hp.n_layer, 1);
         else if (a == "--n-embd")
@@ -422,6 +446,21 @@ status check_against_cpu(const options& o, const registry& reg, const run_result
     return {};
 }
 
+/// The file of a random model of o's shape in the temporary directory.
+std::string default_model_name(const options& o) {
+    const auto& h = o.hp;
+    const auto n = [](int x) { return std::to_string(x); };
+    std::string name = "backplane-" + std::string(h.tr().name) + "-" + n(h.n_layer) + "x" +
+                       n(h.n_embd) + "-h" + n(h.n_head) + "-" + n(h.n_head_kv) + "-d" +
+                       n(h.head_dim_k) + "-ff" + n(h.n_ff) + "-v" + n(h.n_vocab);
+    if (h.tr().experts)
+        name += "-x" + n(h.n_expert) + "-" + n(h.n_expert_used) + "-" + n(h.n_ff_exp);
+    if (h.tr().gemma)
+        name += "-swa" + n(h.n_swa);
+    return name + "-" + std::string(to_string(o.wtype)) + (o.tied ? "-tied" : "") + "-s" +
+           n(static_cast<int>(o.seed)) + ".gguf";
+}
+
 int fail(const char* what, const status& s) {
     std::fprintf(stderr, "llama: %s: %s\n", what, s.describe().c_str());
     return 1;
@@ -447,15 +486,8 @@ int run_main(int argc, char** argv) {
         return bad_usage("--model " + o.model_path.string() + ": no such file" +
                          (ec ? " (" + ec.message() + ")" : std::string()) +
                          "; pass --write-model to write a random model there");
-    if (o.model_path.empty()) {
-        const auto& h = o.hp;
-        o.model_path = std::filesystem::temp_directory_path() /
-                       ("backplane-llama-" + std::to_string(h.n_layer) + "x" +
-                        std::to_string(h.n_embd) + "-h" + std::to_string(h.n_head) + "-" +
-                        std::to_string(h.n_head_kv) + "-ff" + std::to_string(h.n_ff) + "-v" +
-                        std::to_string(h.n_vocab) + "-" + std::string(to_string(o.wtype)) +
-                        (o.tied ? "-tied" : "") + "-s" + std::to_string(o.seed) + ".gguf");
-    }
+    if (o.model_path.empty())
+        o.model_path = std::filesystem::temp_directory_path() / default_model_name(o);
     const bool written = o.write_model || !std::filesystem::exists(o.model_path, ec);
     if (written) {
         o.hp.n_ctx = std::max(o.hp.n_ctx, n_seq);
@@ -528,12 +560,18 @@ int run_main(int argc, char** argv) {
         return fail("allocating the KV cache", cache.error());
 
     const auto& h = model.hp;
-    std::printf("model: %s: %d layers, n_embd %d, %d heads (%d for keys and values), n_ff %d, "
-                "vocabulary %d, "
-                "%s output; loaded in %.2f s\n",
-                o.model_path.filename().string().c_str(), h.n_layer, h.n_embd, h.n_head,
-                h.n_head_kv, h.n_ff, h.n_vocab, model.tied_output ? "tied" : "separate",
-                seconds_since(t_load));
+    std::printf("model: %s: %s, %d layers, n_embd %d, %d heads of %d (%d for keys and values), "
+                "n_ff %d, vocabulary %d, %s output; loaded in %.2f s\n",
+                o.model_path.filename().string().c_str(), std::string(h.tr().name).c_str(),
+                h.n_layer, h.n_embd, h.n_head, h.head_dim_k, h.n_head_kv,
+                h.tr().experts ? h.n_ff_exp : h.n_ff, h.n_vocab,
+                model.tied_output ? "tied" : "separate", seconds_since(t_load));
+    if (h.tr().experts)
+        std::printf("experts: %d per token of %d\n", h.n_expert_used, h.n_expert);
+    if (h.tr().gemma)
+        std::printf("attention: even layers in a sliding window of %d positions; soft-caps %g "
+                    "(attention), %g (logits)\n",
+                    h.n_swa, h.attn_softcap, h.final_softcap);
     if (*dev) {
         const int n_off = h.n_layer - model.place.first_offloaded;
         std::printf("devices: %.*s (%.*s) holds %d of %d layers%s: %s of weights copied, the CPU "
