@@ -46,8 +46,8 @@ struct step {
     graph g;
     tensor* tokens = nullptr;   ///< i32 [n_tokens], input
     tensor* pos = nullptr;      ///< i32 [n_tokens], input
-    tensor* mask = nullptr;     ///< f32 [n_kv, n_tokens], input: causal
-    tensor* mask_swa = nullptr; ///< likewise, causal and within the sliding window (gemma2)
+    tensor* mask = nullptr;     ///< f32 [n_kv, n_tokens], input: causal (null: no layer uses it)
+    tensor* mask_swa = nullptr; ///< likewise, causal and within the sliding window
     tensor* logits = nullptr;   ///< f32 [n_vocab, 1 or n_tokens], output
     int n_past = 0;
     int n_tokens = 0;
@@ -65,8 +65,9 @@ struct step {
             p[static_cast<std::size_t>(i)] = n_past + i;
         if (auto s = tensor_set(*pos, p); !s)
             return s;
-        if (auto s = set_mask(*mask, std::numeric_limits<int>::max()); !s)
-            return s;
+        if (mask != nullptr)
+            if (auto s = set_mask(*mask, std::numeric_limits<int>::max()); !s)
+                return s;
         return mask_swa != nullptr ? set_mask(*mask_swa, n_swa) : status{};
     }
 
@@ -272,9 +273,11 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     };
     st->tokens = input(elem_type::i32, {T}, "inp_tokens");
     st->pos = input(elem_type::i32, {T}, "inp_pos");
-    st->mask = input(elem_type::f32, {st->n_kv, T}, "kq_mask");
-    if (hp.tr().gemma)
-        st->mask_swa = input(elem_type::f32, {st->n_kv, T}, "kq_mask_swa");
+    for (int il = 0; il < hp.n_layer; ++il) { // each mask some layer reads
+        tensor*& mask = hp.sliding(il) ? st->mask_swa : st->mask;
+        if (mask == nullptr)
+            mask = input(elem_type::f32, {st->n_kv, T}, hp.sliding(il) ? "kq_mask_swa" : "kq_mask");
+    }
 
     detail::step_builder b(m, c, *st);
     tensor* x = get_rows(ctx, m.w.tok_embd, st->tokens);
