@@ -18,6 +18,9 @@
 // over dimension 2 gives without repeating K and V); V times it; the output product.
 // gemma2 scales Q before (scale 1 in the softmax), soft-caps the products (c tanh(x / c)
 // before the mask) and masks its even layers to a sliding window.
+// With a cache laid out for flash attention (kv_cache::flash_attn) the softmax and both
+// products are one flash_attn_ext node (its logit_softcap gemma2's soft-cap), over V
+// untransposed, with an f16 mask, as llama.cpp does.
 // ffn: SwiGLU (silu(gate) * up, then down; gemma2: GeGLU, gelu-tanh) or, for qwen3moe,
 // the routed experts: softmax of the router's logits, the top expert_used_count experts
 // of each token, their probabilities renormalized to sum 1, each expert's SwiGLU through
@@ -46,7 +49,8 @@ struct step {
     graph g;
     tensor* tokens = nullptr;   ///< i32 [n_tokens], input
     tensor* pos = nullptr;      ///< i32 [n_tokens], input
-    tensor* mask = nullptr;     ///< f32 [n_kv, n_tokens], input: causal (null: no layer uses it)
+    tensor* mask = nullptr;     ///< [n_kv, n_tokens], input: causal (null: no layer uses it);
+                                ///< f32, f16 for flash attention (as llama.cpp)
     tensor* mask_swa = nullptr; ///< likewise, causal and within the sliding window
     tensor* logits = nullptr;   ///< f32 [n_vocab, 1 or n_tokens], output
     int n_past = 0;
@@ -83,7 +87,11 @@ struct step {
                   static_cast<std::size_t>(j)] =
                     d >= 0 && d < window ? 0.0f : -std::numeric_limits<float>::infinity();
             }
-        return tensor_set(t, m);
+        if (t.type == elem_type::f32)
+            return tensor_set(t, m);
+        std::vector<std::byte> bytes(t.nbytes());
+        from_float_row(t.type, m.data(), bytes.data(), static_cast<std::int64_t>(m.size()));
+        return tensor_set(t, bytes);
     }
 };
 
@@ -173,20 +181,27 @@ class step_builder {
         tensor* mask = hp_.sliding(il) ? st_.mask_swa : st_.mask;
 
         // over the cached positions [0, n_kv); query head h reads key/value head
-        // h / (H / Hkv) (mul_mat broadcasts K and V over the query heads)
+        // h / (H / Hkv) (mul_mat and flash_attn_ext broadcast K and V over the query heads)
         const std::size_t es = type_size(c_.type);
-        const std::int64_t n_kv = st_.n_kv, Ek = hp_.n_embd_k();
+        const std::int64_t n_kv = st_.n_kv, Ek = hp_.n_embd_k(), Ev = hp_.n_embd_v();
         tensor* K = named(view_3d(ctx_, c_.k[S(il)], Dk, n_kv, Hkv, S(Ek) * es, S(Dk) * es, 0), "k");
-        tensor* V = named(view_3d(ctx_, c_.v[S(il)], n_kv, Dv, Hkv, S(c_.n_ctx) * es,
-                                  S(c_.n_ctx) * S(Dv) * es, 0),
-                          "v");
-        tensor* Q = permute(ctx_, q, 0, 2, 1, 3);             // [Dk, T, H]
-        tensor* kq = named(mul_mat(ctx_, K, Q), "kq");        // [n_kv, T, H]
-        if (tr_.gemma)
-            kq = named(softcap(kq, hp_.attn_softcap), "kq_softcapped");
-        kq = named(soft_max_ext(ctx_, kq, mask, kq_scale, 0.0f), "kq_soft_max");
-        tensor* kqv = named(mul_mat(ctx_, V, kq), "kqv"); // [Dv, T, H]
-        cur = reshape(ctx_, cont(ctx_, permute(ctx_, kqv, 0, 2, 1, 3)), {Dv * H, T}); // heads merged
+        tensor* Q = permute(ctx_, q, 0, 2, 1, 3); // [Dk, T, H]
+        const float cap = tr_.gemma ? hp_.attn_softcap : 0.0f;
+        if (c_.flash_attn) {
+            tensor* V = named(view_3d(ctx_, c_.v[S(il)], Dv, n_kv, Hkv, S(Ev) * es, S(Dv) * es, 0), "v");
+            tensor* kqv = named(flash_attn_ext(ctx_, Q, K, V, mask, kq_scale, 0.0f, cap), "fattn"); // [Dv, H, T]
+            cur = reshape(ctx_, kqv, {Dv * H, T});
+        } else {
+            tensor* V = named(view_3d(ctx_, c_.v[S(il)], n_kv, Dv, Hkv, S(c_.n_ctx) * es,
+                                      S(c_.n_ctx) * S(Dv) * es, 0),
+                              "v");
+            tensor* kq = named(mul_mat(ctx_, K, Q), "kq"); // [n_kv, T, H]
+            if (cap != 0.0f)
+                kq = named(softcap(kq, cap), "kq_softcapped");
+            kq = named(soft_max_ext(ctx_, kq, mask, kq_scale, 0.0f), "kq_soft_max");
+            tensor* kqv = named(mul_mat(ctx_, V, kq), "kqv");                              // [Dv, T, H]
+            cur = reshape(ctx_, cont(ctx_, permute(ctx_, kqv, 0, 2, 1, 3)), {Dv * H, T}); // heads merged
+        }
         return named(mul_mat(ctx_, l.wo, cur), "attn_out");
     }
 
@@ -198,12 +213,12 @@ class step_builder {
         const std::size_t past = S(st_.n_past);
         tensor* k_dst = view_1d(ctx_, c_.k[S(il)], Ek * T, past * S(Ek) * es);
         st_.g.build_forward(named(cpy(ctx_, k, k_dst), "k_store"));
-        if (c_.v_trans) {
-            tensor* v_dst = view_2d(ctx_, c_.v[S(il)], T, Ev, S(c_.n_ctx) * es, past * es);
-            st_.g.build_forward(named(cpy(ctx_, transpose(ctx_, v), v_dst), "v_store"));
-        } else {
+        if (c_.flash_attn) {
             tensor* v_dst = view_1d(ctx_, c_.v[S(il)], Ev * T, past * S(Ev) * es);
             st_.g.build_forward(named(cpy(ctx_, v, v_dst), "v_store"));
+        } else {
+            tensor* v_dst = view_2d(ctx_, c_.v[S(il)], T, Ev, S(c_.n_ctx) * es, past * es);
+            st_.g.build_forward(named(cpy(ctx_, transpose(ctx_, v), v_dst), "v_store"));
         }
     }
 
@@ -276,7 +291,8 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     for (int il = 0; il < hp.n_layer; ++il) { // each mask some layer reads
         tensor*& mask = hp.sliding(il) ? st->mask_swa : st->mask;
         if (mask == nullptr)
-            mask = input(elem_type::f32, {st->n_kv, T}, hp.sliding(il) ? "kq_mask_swa" : "kq_mask");
+            mask = input(c.flash_attn ? elem_type::f16 : elem_type::f32, {st->n_kv, T},
+                         hp.sliding(il) ? "kq_mask_swa" : "kq_mask");
     }
 
     detail::step_builder b(m, c, *st);

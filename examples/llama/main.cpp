@@ -22,7 +22,8 @@
 //    one greedily with the KV cache, and prints tokens per second for both.
 // 4. With --check, runs the whole sequence again on the CPU alone, in one batch, and
 //    compares the logits of every step with it: normalized mean squared error at most
-//    2e-3, else exit status 1.
+//    2e-3, else exit status 1. With --flash-attn on (attention as one flash_attn_ext
+//    node), it compares with a CPU-only run of the unfused attention too.
 //
 // Exit status: 0 done, 1 failure, 2 bad command line, 77 --require-device and the device
 // named by --device is missing.
@@ -68,6 +69,7 @@ struct options {
     int pipeline = 1;
     elem_type cache_type = elem_type::f32;
     int kv_pad = 32;
+    bool flash_attn = false;
     bool check = false;
     bool quiet = false;
     bool plan = false;
@@ -99,6 +101,7 @@ run:
   --batch N           prompt tokens per step (default: the whole prompt)
   --threads N         CPU threads (default: the backend's)
   --cache-type T      KV cache f32 (default) or f16
+  --flash-attn on|off attention as one flash_attn_ext node (default off)
   --prompt N          prompt tokens (default 64)
   --gen N             generated tokens (default 32)
   --check             compare the logits with a CPU-only run (NMSE <= 2e-3)
@@ -209,6 +212,11 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             err = type(o.cache_type);
             if (!err && o.cache_type != elem_type::f32 && o.cache_type != elem_type::f16)
                 err = "--cache-type needs f32 or f16";
+        } else if (a == "--flash-attn") {
+            auto v = value();
+            if (!v || (*v != "on" && *v != "off"))
+                return "--flash-attn needs on or off";
+            o.flash_attn = *v == "on";
         } else if (a == "--prompt")
             err = number(o.n_prompt, 1);
         else if (a == "--gen")
@@ -399,15 +407,15 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
     return {};
 }
 
-/// The same tokens on the CPU alone, in one batch: the logits of positions
-/// n_prompt - 1 ... (every step's last token), compared with `run`'s.
+/// The same tokens on the CPU alone, in one batch, with flash attention or without: the
+/// logits of positions n_prompt - 1 ... (every step's last token), compared with `run`'s.
 status check_against_cpu(const options& o, const registry& reg, const run_result& run,
-                         double& nmse) {
+                         bool flash_attn, double& nmse) {
     auto m = llama::model::load(o.model_path, llama::placement{});
     if (!m)
         return m.error();
     const int n = static_cast<int>(run.tokens.size());
-    auto cache = llama::kv_cache::make(**m, n, o.cache_type);
+    auto cache = llama::kv_cache::make(**m, n, o.cache_type, flash_attn);
     if (!cache)
         return cache.error();
     auto cpu_dev = reg.device("CPU");
@@ -555,7 +563,7 @@ int run_main(int argc, char** argv) {
                                                        std::to_string(n_seq) +
                                                        ") exceed the model's context length " +
                                                        std::to_string(model.hp.n_ctx)));
-    auto cache = llama::kv_cache::make(model, n_seq, o.cache_type);
+    auto cache = llama::kv_cache::make(model, n_seq, o.cache_type, o.flash_attn);
     if (!cache)
         return fail("allocating the KV cache", cache.error());
 
@@ -585,8 +593,9 @@ int run_main(int argc, char** argv) {
         std::printf("devices: the CPU alone: %s of weights over the file's mapping\n",
                     mib(model.host_bytes).c_str());
     }
-    std::printf("KV cache: %d positions, %s, %s\n", n_seq,
-                std::string(to_string(o.cache_type)).c_str(), mib((*cache)->bytes).c_str());
+    std::printf("KV cache: %d positions, %s, %s; %s attention\n", n_seq,
+                std::string(to_string(o.cache_type)).c_str(), mib((*cache)->bytes).c_str(),
+                o.flash_attn ? "flash" : "unfused");
 
     // the prompt: random ids from the seed
     run_result run;
@@ -628,21 +637,28 @@ int run_main(int argc, char** argv) {
     std::printf(" %d\n",
                 static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin()));
 
-    if (o.check) {
+    // the check: a CPU-only run with the same attention, and with flash attention also
+    // one with the unfused attention
+    if (!o.check)
+        return 0;
+    bool ok = true;
+    std::vector<bool> kinds{o.flash_attn};
+    if (o.flash_attn)
+        kinds.push_back(false);
+    for (const bool flash : kinds) {
         progress.show("checking: the same tokens on the CPU alone");
         double nmse = 0;
-        if (auto c = check_against_cpu(o, reg, run, nmse); !c)
+        if (auto c = check_against_cpu(o, reg, run, flash, nmse); !c)
             return fail("checking against the CPU", c);
         progress.clear();
         constexpr double max_nmse = 2e-3;
-        const bool ok = nmse <= max_nmse;
-        std::printf("check: logits of %zu steps vs a CPU-only run in one batch: NMSE %.3g (at most "
-                    "%.0e): %s\n",
-                    run.logits.size(), nmse, max_nmse, ok ? "ok" : "FAILED");
-        if (!ok)
-            return 1;
+        ok = ok && nmse <= max_nmse;
+        std::printf("check: logits of %zu steps vs a CPU-only run in one batch (%s attention): "
+                    "NMSE %.3g (at most %.0e): %s\n",
+                    run.logits.size(), flash ? "flash" : "unfused", nmse, max_nmse,
+                    nmse <= max_nmse ? "ok" : "FAILED");
     }
-    return 0;
+    return ok ? 0 : 1;
 }
 
 } // namespace

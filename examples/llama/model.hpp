@@ -166,13 +166,14 @@ class model {
 
 /// The keys and values of every layer: K as [n_embd_k, n_ctx] (one row per position) and
 /// V transposed as [n_ctx, n_embd_v] (one row per channel), so that attention reads both
-/// as matrices without a copy; for flash attention V as [n_embd_v, n_ctx], as K (v_trans
-/// false). Each layer's cache lives where its weights do.
+/// as matrices without a copy; for flash attention (flash_attn) V as [n_embd_v, n_ctx], as
+/// K, which flash_attn_ext reads (as llama.cpp). The cache's layout decides the attention
+/// of the graphs built over it. Each layer's cache lives where its weights do.
 class kv_cache {
   public:
     int n_ctx = 0;
     elem_type type = elem_type::f32;
-    bool v_trans = true;
+    bool flash_attn = false;
     std::vector<tensor*> k, v;
     std::size_t bytes = 0;
 
@@ -181,7 +182,7 @@ class kv_cache {
     kv_cache& operator=(const kv_cache&) = delete;
 
     static result<std::unique_ptr<kv_cache>> make(const model& m, int n_ctx, elem_type type,
-                                                  bool v_trans = true) {
+                                                  bool flash_attn = false) {
         if (n_ctx <= 0)
             return status(errc::invalid_argument, "kv cache: n_ctx must be positive");
         if (type != elem_type::f32 && type != elem_type::f16)
@@ -189,13 +190,13 @@ class kv_cache {
         auto c = std::make_unique<kv_cache>();
         c->n_ctx = n_ctx;
         c->type = type;
-        c->v_trans = v_trans;
+        c->flash_attn = flash_attn;
         const std::int64_t Ek = m.hp.n_embd_k(), Ev = m.hp.n_embd_v();
         try {
             for (int il = 0; il < m.hp.n_layer; ++il) {
                 context& ctx = m.on_device(il) ? c->device_ctx_ : c->host_ctx_;
                 tensor* kt = ctx.new_tensor(type, {Ek, n_ctx});
-                tensor* vt = v_trans ? ctx.new_tensor(type, {n_ctx, Ev}) : ctx.new_tensor(type, {Ev, n_ctx});
+                tensor* vt = flash_attn ? ctx.new_tensor(type, {Ev, n_ctx}) : ctx.new_tensor(type, {n_ctx, Ev});
                 kt->name = "cache_k_l" + std::to_string(il);
                 vt->name = "cache_v_l" + std::to_string(il);
                 c->k.push_back(kt);
