@@ -147,7 +147,9 @@ class step_builder {
         return t;
     }
     /// c tanh(x / c)
-    tensor* softcap(tensor* x, float c) { return scale(ctx_, tanh(ctx_, scale(ctx_, x, 1.0f / c)), c); }
+    tensor* softcap(tensor* x, float c) {
+        return scale(ctx_, tanh(ctx_, scale(ctx_, x, 1.0f / c)), c);
+    }
 
     /// w x (+ b)
     tensor* linear(tensor* w, tensor* b, tensor* x) {
@@ -184,12 +186,15 @@ class step_builder {
         // h / (H / Hkv) (mul_mat and flash_attn_ext broadcast K and V over the query heads)
         const std::size_t es = type_size(c_.type);
         const std::int64_t n_kv = st_.n_kv, Ek = hp_.n_embd_k(), Ev = hp_.n_embd_v();
-        tensor* K = named(view_3d(ctx_, c_.k[S(il)], Dk, n_kv, Hkv, S(Ek) * es, S(Dk) * es, 0), "k");
+        tensor* K =
+            named(view_3d(ctx_, c_.k[S(il)], Dk, n_kv, Hkv, S(Ek) * es, S(Dk) * es, 0), "k");
         tensor* Q = permute(ctx_, q, 0, 2, 1, 3); // [Dk, T, H]
         const float cap = tr_.gemma ? hp_.attn_softcap : 0.0f;
         if (c_.flash_attn) {
-            tensor* V = named(view_3d(ctx_, c_.v[S(il)], Dv, n_kv, Hkv, S(Ev) * es, S(Dv) * es, 0), "v");
-            tensor* kqv = named(flash_attn_ext(ctx_, Q, K, V, mask, kq_scale, 0.0f, cap), "fattn"); // [Dv, H, T]
+            tensor* V =
+                named(view_3d(ctx_, c_.v[S(il)], Dv, n_kv, Hkv, S(Ev) * es, S(Dv) * es, 0), "v");
+            tensor* kqv = named(flash_attn_ext(ctx_, Q, K, V, mask, kq_scale, 0.0f, cap),
+                                "fattn"); // [Dv, H, T]
             cur = reshape(ctx_, kqv, {Dv * H, T});
         } else {
             tensor* V = named(view_3d(ctx_, c_.v[S(il)], n_kv, Dv, Hkv, S(c_.n_ctx) * es,
@@ -199,8 +204,9 @@ class step_builder {
             if (cap != 0.0f)
                 kq = named(softcap(kq, cap), "kq_softcapped");
             kq = named(soft_max_ext(ctx_, kq, mask, kq_scale, 0.0f), "kq_soft_max");
-            tensor* kqv = named(mul_mat(ctx_, V, kq), "kqv");                              // [Dv, T, H]
-            cur = reshape(ctx_, cont(ctx_, permute(ctx_, kqv, 0, 2, 1, 3)), {Dv * H, T}); // heads merged
+            tensor* kqv = named(mul_mat(ctx_, V, kq), "kqv"); // [Dv, T, H]
+            cur = reshape(ctx_, cont(ctx_, permute(ctx_, kqv, 0, 2, 1, 3)),
+                          {Dv * H, T}); // heads merged
         }
         return named(mul_mat(ctx_, l.wo, cur), "attn_out");
     }
@@ -234,18 +240,21 @@ class step_builder {
     tensor* experts(const layer_weights& l, tensor* cur) {
         const std::int64_t E = hp_.n_embd, X = hp_.n_expert, U = hp_.n_expert_used,
                            T = st_.n_tokens;
-        tensor* probs = named(soft_max(ctx_, mul_mat(ctx_, l.router, cur)), "ffn_moe_probs"); // [X, T]
-        tensor* selected = named(top_k(ctx_, probs, U), "ffn_moe_topk"); // i32 [U, T]
+        tensor* probs =
+            named(soft_max(ctx_, mul_mat(ctx_, l.router, cur)), "ffn_moe_probs");    // [X, T]
+        tensor* selected = named(top_k(ctx_, probs, U), "ffn_moe_topk");             // i32 [U, T]
         tensor* weights = get_rows(ctx_, reshape(ctx_, probs, {1, X, T}), selected); // [1, U, T]
         weights = reshape(ctx_, weights, {U, T});
         weights = named(div(ctx_, weights, sum_rows(ctx_, weights)), "ffn_moe_weights_norm");
         weights = reshape(ctx_, weights, {1, U, T});
 
         tensor* x = reshape(ctx_, cur, {E, 1, T});
-        tensor* gate = named(mul_mat_id(ctx_, l.gate_exps, x, selected), "ffn_moe_gate"); // [G, U, T]
+        tensor* gate =
+            named(mul_mat_id(ctx_, l.gate_exps, x, selected), "ffn_moe_gate"); // [G, U, T]
         tensor* up = named(mul_mat_id(ctx_, l.up_exps, x, selected), "ffn_moe_up");
         tensor* act = named(swiglu_split(ctx_, gate, up), "ffn_moe_act");
-        tensor* out = named(mul_mat_id(ctx_, l.down_exps, act, selected), "ffn_moe_down"); // [E, U, T]
+        tensor* out =
+            named(mul_mat_id(ctx_, l.down_exps, act, selected), "ffn_moe_down"); // [E, U, T]
         out = named(mul(ctx_, out, weights), "ffn_moe_weighted");
 
         // the sum over the used experts
@@ -280,7 +289,8 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     st->n_kv = std::min(c.n_ctx, (n_past + n_tokens + pad - 1) / pad * pad);
     st->n_swa = hp.n_swa;
 
-    const auto input = [&](elem_type type, std::initializer_list<std::int64_t> ne, const char* name) {
+    const auto input = [&](elem_type type, std::initializer_list<std::int64_t> ne,
+                           const char* name) {
         tensor* t = ctx.new_tensor(type, ne);
         t->name = name;
         t->set_input();
@@ -303,7 +313,8 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     for (int il = 0; il < hp.n_layer; ++il)
         x = b.layer(x, il);
     if (!all_logits && T > 1)
-        x = view_2d(ctx, x, E, 1, x->nb[1], static_cast<std::size_t>(T - 1) * x->nb[1]); // the last token
+        x = view_2d(ctx, x, E, 1, x->nb[1],
+                    static_cast<std::size_t>(T - 1) * x->nb[1]); // the last token
     st->logits = b.output(x);
     st->logits->set_output();
     st->g.build_forward(st->logits);

@@ -47,16 +47,20 @@ struct arch_traits {
                            ///< the output tied to the embeddings
 };
 
+// clang-format off
 inline constexpr std::array<arch_traits, 5> families{{
-    // id             name        rope              freqs  bias   qknorm experts gemma
-    {arch::llama, "llama", rope_mode::normal, true, false, false, false, false},
-    {arch::qwen2, "qwen2", rope_mode::neox, false, true, false, false, false},
-    {arch::qwen3, "qwen3", rope_mode::neox, false, false, true, false, false},
-    {arch::gemma2, "gemma2", rope_mode::neox, false, false, false, false, true},
-    {arch::qwen3moe, "qwen3moe", rope_mode::neox, false, false, true, true, false},
+    // id            name        rope               freqs  bias   qk_norm experts gemma
+    {arch::llama,    "llama",    rope_mode::normal, true,  false, false,  false,  false},
+    {arch::qwen2,    "qwen2",    rope_mode::neox,   false, true,  false,  false,  false},
+    {arch::qwen3,    "qwen3",    rope_mode::neox,   false, false, true,   false,  false},
+    {arch::gemma2,   "gemma2",   rope_mode::neox,   false, false, false,  false,  true},
+    {arch::qwen3moe, "qwen3moe", rope_mode::neox,   false, false, true,   true,   false},
 }};
+// clang-format on
 
-inline const arch_traits& traits(arch a) { return families[static_cast<std::size_t>(a)]; }
+inline const arch_traits& traits(arch a) {
+    return families[static_cast<std::size_t>(a)];
+}
 
 inline std::optional<arch> parse_arch(std::string_view name) {
     for (const arch_traits& t : families)

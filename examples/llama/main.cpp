@@ -4,10 +4,11 @@
 //   llama [--model FILE] [--device NAME] [--gpu-layers N] [--policy cost|greedy]
 //         [--pipeline N] [--batch N] [--threads N] [--prompt N] [--gen N] [--check] ...
 //
-// 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's tensor
-//    names (hparams.hpp, weights.hpp; the graph in graph.hpp). Without --model it uses a file in the temporary directory, first
-//    writing a deterministic random-weight model there when it is missing (--n-layer,
-//    --n-embd, ... --wtype, --seed, --arch), so it always runs; --write-model (re)writes the file
+// 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's keys and
+//    tensor names, for five families (hparams.hpp, weights.hpp; the graph in graph.hpp).
+//    Without --model it uses a file in the temporary directory, first writing a
+//    deterministic random-weight model there when it is missing (--arch, --n-layer,
+//    --n-embd, ... --wtype, --seed), so it always runs; --write-model (re)writes the file
 //    named by --model; a --model file that does not exist is an error (exit status 2).
 //    Weights left on the CPU are read in place over the file's memory mapping; the last
 //    --gpu-layers layers (and the output) are copied to the device.

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,9 +28,6 @@ struct placement {
     int first_offloaded = 0; ///< set by model::load: the first layer on the device
     bool output = false;     ///< set by model::load: the output on the device
 };
-
-/// Called while loading with (tensors done, tensors in all).
-using progress_fn = std::function<void(std::size_t, std::size_t)>;
 
 /// A loaded model: hyper-parameters and weights, some over the file's mapping, some in
 /// device memory. Not movable (tensors point into its contexts).
@@ -87,9 +83,9 @@ class model {
         const int n_off = !place.device ? 0 : place.layers < 0 ? hp.n_layer + 1 : place.layers;
         place.first_offloaded = hp.n_layer - std::min(n_off, hp.n_layer);
         place.output = n_off > hp.n_layer;
-        const optional_tensors opt{.output = file_->find_tensor("output.weight") != nullptr &&
-                                             !hp.tr().gemma,
-                                   .rope_freqs = file_->find_tensor("rope_freqs.weight") != nullptr};
+        const optional_tensors opt{
+            .output = file_->find_tensor("output.weight") != nullptr && !hp.tr().gemma,
+            .rope_freqs = file_->find_tensor("rope_freqs.weight") != nullptr};
         tied_output = !opt.output;
 
         // every tensor present with its shape and a type the backends compute
@@ -196,7 +192,8 @@ class kv_cache {
             for (int il = 0; il < m.hp.n_layer; ++il) {
                 context& ctx = m.on_device(il) ? c->device_ctx_ : c->host_ctx_;
                 tensor* kt = ctx.new_tensor(type, {Ek, n_ctx});
-                tensor* vt = flash_attn ? ctx.new_tensor(type, {Ev, n_ctx}) : ctx.new_tensor(type, {n_ctx, Ev});
+                tensor* vt = flash_attn ? ctx.new_tensor(type, {Ev, n_ctx})
+                                        : ctx.new_tensor(type, {n_ctx, Ev});
                 kt->name = "cache_k_l" + std::to_string(il);
                 vt->name = "cache_v_l" + std::to_string(il);
                 c->k.push_back(kt);

@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ struct global_weights {
     tensor* rope_freqs = nullptr; ///< null: no frequency factors
 };
 
+/// Called while loading or writing a model with (tensors done, tensors in all).
+using progress_fn = std::function<void(std::size_t, std::size_t)>;
+
 /// What a tensor holds, for checking its type and writing random values.
 enum class tensor_kind { norm, bias, freqs, embedding, matrix, router, experts };
 
@@ -66,9 +70,9 @@ struct expected_tensor {
     std::string name;
     std::array<std::int64_t, 3> ne{1, 1, 1};
     tensor_kind kind = tensor_kind::matrix;
-    int layer = -1;                              ///< -1: not in a layer
-    tensor* layer_weights::* in_layer = nullptr; ///< its field, for a layer's tensor
-    tensor* global_weights::* global = nullptr;  ///< its field, otherwise
+    int layer = -1;                             ///< -1: not in a layer
+    tensor* layer_weights::*in_layer = nullptr; ///< its field, for a layer's tensor
+    tensor* global_weights::*global = nullptr;  ///< its field, otherwise
 
     [[nodiscard]] bool vector() const noexcept {
         return kind == tensor_kind::norm || kind == tensor_kind::bias || kind == tensor_kind::freqs;
@@ -80,7 +84,7 @@ struct expected_tensor {
 
 /// Which optional tensors a file has.
 struct optional_tensors {
-    bool output = true;     ///< output.weight (else tied)
+    bool output = true; ///< output.weight (else tied)
     bool rope_freqs = false;
 };
 
@@ -93,15 +97,25 @@ inline std::vector<expected_tensor> expected_tensors(const hparams& hp, optional
     using k = tensor_kind;
     using L = layer_weights;
     std::vector<expected_tensor> v;
-    v.push_back({"token_embd.weight", {E, hp.n_vocab, 1}, k::embedding, -1, nullptr,
+    v.push_back({"token_embd.weight",
+                 {E, hp.n_vocab, 1},
+                 k::embedding,
+                 -1,
+                 nullptr,
                  &global_weights::tok_embd});
     if (t.rope_freqs && opt.rope_freqs)
-        v.push_back({"rope_freqs.weight", {hp.n_rot / 2, 1, 1}, k::freqs, -1, nullptr,
+        v.push_back({"rope_freqs.weight",
+                     {hp.n_rot / 2, 1, 1},
+                     k::freqs,
+                     -1,
+                     nullptr,
                      &global_weights::rope_freqs});
     for (int il = 0; il < hp.n_layer; ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         const auto add = [&](const char* name, std::array<std::int64_t, 3> ne, tensor_kind kind,
-                             tensor* L::* field) { v.push_back({b + name, ne, kind, il, field}); };
+                             tensor* L::*field) {
+            v.push_back({b + name, ne, kind, il, field});
+        };
         add("attn_norm.weight", {E, 1, 1}, k::norm, &L::attn_norm);
         add("attn_q.weight", {E, Q, 1}, k::matrix, &L::wq);
         add("attn_k.weight", {E, K, 1}, k::matrix, &L::wk);
@@ -132,10 +146,11 @@ inline std::vector<expected_tensor> expected_tensors(const hparams& hp, optional
         if (t.gemma)
             add("post_ffw_norm.weight", {E, 1, 1}, k::norm, &L::ffn_post_norm);
     }
-    v.push_back({"output_norm.weight", {E, 1, 1}, k::norm, -1, nullptr, &global_weights::output_norm});
+    v.push_back(
+        {"output_norm.weight", {E, 1, 1}, k::norm, -1, nullptr, &global_weights::output_norm});
     if (opt.output && !t.gemma)
-        v.push_back({"output.weight", {E, hp.n_vocab, 1}, k::matrix, -1, nullptr,
-                     &global_weights::output});
+        v.push_back(
+            {"output.weight", {E, hp.n_vocab, 1}, k::matrix, -1, nullptr, &global_weights::output});
     return v;
 }
 

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <numbers>
 #include <random>
 #include <string>
@@ -23,7 +22,8 @@ inline std::vector<float> llama31_freq_factors(int n_rot, float base, float orig
     constexpr float factor = 8.0f, low = 1.0f, high = 4.0f;
     std::vector<float> f(static_cast<std::size_t>(n_rot / 2));
     for (std::size_t i = 0; i < f.size(); ++i) {
-        const double freq = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / n_rot);
+        const double freq =
+            std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / n_rot);
         const double wavelen = 2.0 * std::numbers::pi / freq;
         if (wavelen < original_context / high) {
             f[i] = 1.0f;
@@ -43,8 +43,7 @@ inline std::vector<float> llama31_freq_factors(int n_rot, float base, float orig
 /// (vectors and the router f32); the output tied to the embeddings when `tied` (always
 /// for gemma2); llama with Llama 3.1's frequency factors (original context 256).
 inline status write_random_model(const std::filesystem::path& path, hparams hp, elem_type wtype,
-                                 std::uint32_t seed, bool tied,
-                                 const std::function<void(std::size_t, std::size_t)>& progress = {}) {
+                                 std::uint32_t seed, bool tied, const progress_fn& progress = {}) {
     hp.resolve_defaults();
     if (auto s = hp.validate(); !s)
         return s;
@@ -53,7 +52,9 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
     const arch_traits& t = hp.tr();
     gguf::writer w;
     const auto u32 = [](int x) { return static_cast<std::uint32_t>(x); };
-    const auto set = [&](std::string_view name, gguf::value v) { return w.set(key(hp, name), std::move(v)); };
+    const auto set = [&](std::string_view name, gguf::value v) {
+        return w.set(key(hp, name), std::move(v));
+    };
     std::vector<status> sets{
         w.set("general.architecture", std::string(t.name)),
         w.set("general.name", "backplane random " + std::string(t.name)),
@@ -91,10 +92,10 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
     };
     for (const expected_tensor& e : tensors)
         if (is_quantized(type_of(e)) && e.ne[0] % block_size(wtype) != 0)
-            return {errc::invalid_argument, "random model: the rows of '" + e.name + "' (" +
-                                                std::to_string(e.ne[0]) + ") must be a multiple of " +
-                                                std::to_string(block_size(wtype)) + " for " +
-                                                std::string(to_string(wtype))};
+            return {errc::invalid_argument,
+                    "random model: the rows of '" + e.name + "' (" + std::to_string(e.ne[0]) +
+                        ") must be a multiple of " + std::to_string(block_size(wtype)) + " for " +
+                        std::string(to_string(wtype))};
 
     std::mt19937 rng(seed);
     const auto uniform = [&](float lo, float hi) { // the same on every platform
@@ -116,17 +117,30 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
         for (std::int64_t r = 0; r < tt->nrows(); ++r) {
             for (std::size_t j = 0; j < row.size(); ++j) {
                 switch (e.kind) {
-                case tensor_kind::norm: row[j] = uniform(0.8f, 1.2f); break;
-                case tensor_kind::bias: row[j] = uniform(-0.5f, 0.5f); break;
-                case tensor_kind::freqs: row[j] = freqs[j]; break;
-                case tensor_kind::embedding: row[j] = uniform(-1.0f, 1.0f); break;
-                case tensor_kind::router: row[j] = uniform(-4.0f * a, 4.0f * a); break;
+                case tensor_kind::norm:
+                    row[j] = uniform(0.8f, 1.2f);
+                    break;
+                case tensor_kind::bias:
+                    row[j] = uniform(-0.5f, 0.5f);
+                    break;
+                case tensor_kind::freqs:
+                    row[j] = freqs[j];
+                    break;
+                case tensor_kind::embedding:
+                    row[j] = uniform(-1.0f, 1.0f);
+                    break;
+                case tensor_kind::router:
+                    row[j] = uniform(-4.0f * a, 4.0f * a);
+                    break;
                 case tensor_kind::matrix:
-                case tensor_kind::experts: row[j] = uniform(-a, a); break;
+                case tensor_kind::experts:
+                    row[j] = uniform(-a, a);
+                    break;
                 }
             }
             from_float_row(tt->type, row.data(),
-                           static_cast<std::byte*>(tt->data) + static_cast<std::size_t>(r) * tt->nb[1],
+                           static_cast<std::byte*>(tt->data) +
+                               static_cast<std::size_t>(r) * tt->nb[1],
                            e.ne[0]);
         }
         if (auto s = w.add_tensor(*tt); !s)
