@@ -546,8 +546,10 @@ int run_main(int argc, char** argv) {
 
     // the model: the last gpu_layers layers (and the output past n_layer) on the device
     llama::placement place;
-    if (*dev)
+    if (*dev) {
         place.device = backends.front().buffer_type();
+        place.supports = [&b = backends.front()](const tensor& t) { return b.supports_op(t); };
+    }
     place.layers = o.gpu_layers;
     const auto t_load = clock_type::now();
     auto m = llama::model::load(o.model_path, place, [&](std::size_t i, std::size_t n) {
@@ -590,13 +592,18 @@ int run_main(int argc, char** argv) {
                     static_cast<int>((*dev)->description().size()), (*dev)->description().data(),
                     n_off, h.n_layer, model.place.output ? " and the output" : "",
                     mib(model.device_bytes).c_str(), mib(model.host_bytes).c_str());
+        if (model.experts_on_cpu)
+            std::printf("experts: on the CPU (the device does not compute mul_mat_id)\n");
     } else {
         std::printf("devices: the CPU alone: %s of weights over the file's mapping\n",
                     mib(model.host_bytes).c_str());
     }
-    std::printf("KV cache: %d positions, %s, %s; %s attention\n", n_seq,
+    std::printf("KV cache: %d positions, %s, %s; %s attention%s\n", n_seq,
                 std::string(to_string(o.cache_type)).c_str(), mib((*cache)->bytes).c_str(),
-                o.flash_attn ? "flash" : "unfused");
+                o.flash_attn ? "flash" : "unfused",
+                *dev && (*cache)->on_cpu
+                    ? " (on the CPU, with the cache: the device does not compute flash_attn_ext)"
+                    : "");
 
     // the prompt: random ids from the seed
     run_result run;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,10 @@ namespace llama {
 /// everything stays on the CPU. model::load resolves it into first_offloaded and output.
 struct placement {
     std::optional<buffer_type_ref> device;
+    /// The device's support check (any_backend::supports_op), or none: the experts of an
+    /// offloaded layer stay on the CPU when it refuses their mul_mat_id, as llama.cpp keeps
+    /// a weight where the op that reads it runs (else every step would copy them back).
+    std::function<bool(const tensor&)> supports;
     int layers = -1;
     int first_offloaded = 0; ///< set by model::load: the first layer on the device
     bool output = false;     ///< set by model::load: the output on the device
@@ -40,6 +45,8 @@ class model {
     placement place;
     std::size_t device_bytes = 0; ///< weights copied into the device's memory
     std::size_t host_bytes = 0;   ///< weights read over the mapping
+    bool experts_on_cpu =
+        false; ///< offloaded layers' experts kept on the CPU (placement::supports)
 
     model() = default;
     model(const model&) = delete;
@@ -64,6 +71,33 @@ class model {
 
   private:
     std::optional<gguf::file> file_;
+
+  public:
+    /// Whether the device computes flash_attn_ext over a cache of `type` (asked of a node
+    /// of one query over one position that is never allocated).
+    [[nodiscard]] bool device_runs_flash_attn(elem_type type) const {
+        if (!place.supports)
+            return true;
+        context probe(context_params{.no_alloc = true});
+        tensor* q = probe.new_tensor(elem_type::f32, {hp.head_dim_k, 1, hp.n_head});
+        tensor* k = probe.new_tensor(type, {hp.head_dim_k, 1, hp.n_head_kv});
+        tensor* v = probe.new_tensor(type, {hp.head_dim_v, 1, hp.n_head_kv});
+        tensor* mask = probe.new_tensor(elem_type::f16, {1, 1});
+        return place.supports(*flash_attn_ext(probe, q, k, v, mask, 1.0f));
+    }
+
+  private:
+    /// Whether the device computes mul_mat_id over `experts` (asked of a node of one
+    /// token's product that is never allocated).
+    [[nodiscard]] bool device_runs_experts(const tensor& experts) const {
+        if (!place.supports)
+            return true;
+        context probe(context_params{.no_alloc = true});
+        tensor* as = probe.new_tensor(experts.type, {experts.ne[0], experts.ne[1], experts.ne[2]});
+        tensor* b = probe.new_tensor(elem_type::f32, {experts.ne[0], 1, 1});
+        tensor* ids = probe.new_tensor(elem_type::i32, {hp.n_expert_used, 1});
+        return place.supports(*mul_mat_id(probe, as, b, ids));
+    }
     context mapped_ctx_{context_params{.no_alloc = true}};
     context device_ctx_{context_params{.no_alloc = true}};
     gguf::loaded mapped_;
@@ -104,7 +138,13 @@ class model {
         // mapping (the output matrix of a tied model is a device copy of token_embd)
         std::vector<std::pair<const tensor*, tensor*>> copies;
         const auto to_device = [&](const expected_tensor& e) { // token_embd stays for get_rows
-            return e.name != "token_embd.weight" && on_device(e.layer >= 0 ? e.layer : hp.n_layer);
+            if (e.name == "token_embd.weight" || !on_device(e.layer >= 0 ? e.layer : hp.n_layer))
+                return false;
+            if (e.kind == tensor_kind::experts && !device_runs_experts(*mapped_.find(e.name))) {
+                experts_on_cpu = true;
+                return false;
+            }
+            return true;
         };
         std::vector<const tensor*> chosen;
         try {
@@ -170,6 +210,10 @@ class kv_cache {
     int n_ctx = 0;
     elem_type type = elem_type::f32;
     bool flash_attn = false;
+    /// Every layer's cache on the CPU: flash attention and a device that does not compute
+    /// flash_attn_ext (the attention runs on the CPU; else it would copy the cache back
+    /// every step).
+    bool on_cpu = false;
     std::vector<tensor*> k, v;
     std::size_t bytes = 0;
 
@@ -188,9 +232,10 @@ class kv_cache {
         c->type = type;
         c->flash_attn = flash_attn;
         const std::int64_t Ek = m.hp.n_embd_k(), Ev = m.hp.n_embd_v();
+        c->on_cpu = flash_attn && !m.device_runs_flash_attn(type);
         try {
             for (int il = 0; il < m.hp.n_layer; ++il) {
-                context& ctx = m.on_device(il) ? c->device_ctx_ : c->host_ctx_;
+                context& ctx = m.on_device(il) && !c->on_cpu ? c->device_ctx_ : c->host_ctx_;
                 tensor* kt = ctx.new_tensor(type, {Ek, n_ctx});
                 tensor* vt = flash_attn ? ctx.new_tensor(type, {Ev, n_ctx})
                                         : ctx.new_tensor(type, {n_ctx, Ev});
