@@ -1,11 +1,13 @@
-// llama: a llama-style decoder run across the devices of this machine.
+// llama: a decoder-only transformer (the llama, qwen2, qwen3, gemma2 and qwen3moe
+// families of llama.cpp) run across the devices of this machine.
 //
 //   llama [--model FILE] [--device NAME] [--gpu-layers N] [--policy cost|greedy]
 //         [--pipeline N] [--batch N] [--threads N] [--prompt N] [--gen N] [--check] ...
 //
-// 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's tensor
-//    names (model.hpp). Without --model it uses a file in the temporary directory, first
-//    writing a deterministic random-weight model there when it is missing (--n-layer,
+// 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's keys and
+//    tensor names, for five families (hparams.hpp, weights.hpp; the graph in graph.hpp).
+//    Without --model it uses a file in the temporary directory, first writing a
+//    deterministic random-weight model there when it is missing (--arch, --n-layer,
 //    --n-embd, ... --wtype, --seed), so it always runs; --write-model (re)writes the file
 //    named by --model; a --model file that does not exist is an error (exit status 2).
 //    Weights left on the CPU are read in place over the file's memory mapping; the last
@@ -21,12 +23,14 @@
 //    one greedily with the KV cache, and prints tokens per second for both.
 // 4. With --check, runs the whole sequence again on the CPU alone, in one batch, and
 //    compares the logits of every step with it: normalized mean squared error at most
-//    2e-3, else exit status 1.
+//    2e-3, else exit status 1. With --flash-attn on (attention as one flash_attn_ext
+//    node), it compares with a CPU-only run of the unfused attention too.
 //
 // Exit status: 0 done, 1 failure, 2 bad command line, 77 --require-device and the device
 // named by --device is missing.
 
-#include "model.hpp"
+#include "graph.hpp"
+#include "writer.hpp"
 
 #include <backplane/runtime.hpp>
 #include <backplane/sched.hpp>
@@ -66,6 +70,7 @@ struct options {
     int pipeline = 1;
     elem_type cache_type = elem_type::f32;
     int kv_pad = 32;
+    bool flash_attn = false;
     bool check = false;
     bool quiet = false;
     bool plan = false;
@@ -76,8 +81,14 @@ model:
   --model FILE        GGUF model (llama.cpp names); it must exist unless --write-model
                       (default: a file in the temporary directory, written when missing)
   --write-model       (re)write FILE with random weights first
+  --arch A            family of a written model: llama (default), qwen2, qwen3, gemma2,
+                      qwen3moe (a file's general.architecture decides when loading)
   --n-layer N --n-embd N --n-head N --n-head-kv N --n-ff N --n-vocab N --n-ctx N
                       shape of a written model (default 8, 512, 8, 4, 1376, 4096, 2048)
+  --head-dim N        its key and value head size (default n_embd / n_head)
+  --n-expert N --n-expert-used N --n-ff-exp N
+                      its experts (qwen3moe; default 8, 2, 256)
+  --n-swa N           its sliding window (gemma2; default 32)
   --wtype T           its matrices: f32, f16, bf16, q8_0 (default), q4_0
   --tied              no output.weight: the output reuses token_embd.weight
   --seed N            its weights' seed (default 1); also the prompt's
@@ -91,6 +102,7 @@ run:
   --batch N           prompt tokens per step (default: the whole prompt)
   --threads N         CPU threads (default: the backend's)
   --cache-type T      KV cache f32 (default) or f16
+  --flash-attn on|off attention as one flash_attn_ext node (default off)
   --prompt N          prompt tokens (default 64)
   --gen N             generated tokens (default 32)
   --check             compare the logits with a CPU-only run (NMSE <= 2e-3)
@@ -140,6 +152,22 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             o.model_path = std::string(*v);
         } else if (a == "--write-model")
             o.write_model = true;
+        else if (a == "--arch") {
+            auto v = value();
+            const auto f = v ? llama::parse_arch(*v) : std::nullopt;
+            if (!f)
+                return "--arch needs one of " + llama::arch_names();
+            o.hp.family = *f;
+        } else if (a == "--head-dim")
+            err = number(o.hp.head_dim_k, 2);
+        else if (a == "--n-expert")
+            err = number(o.hp.n_expert, 1);
+        else if (a == "--n-expert-used")
+            err = number(o.hp.n_expert_used, 1);
+        else if (a == "--n-ff-exp")
+            err = number(o.hp.n_ff_exp, 1);
+        else if (a == "--n-swa")
+            err = number(o.hp.n_swa, 1);
         else if (a == "--n-layer")
             err = number(o.hp.n_layer, 1);
         else if (a == "--n-embd")
@@ -185,6 +213,11 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             err = type(o.cache_type);
             if (!err && o.cache_type != elem_type::f32 && o.cache_type != elem_type::f16)
                 err = "--cache-type needs f32 or f16";
+        } else if (a == "--flash-attn") {
+            auto v = value();
+            if (!v || (*v != "on" && *v != "off"))
+                return "--flash-attn needs on or off";
+            o.flash_attn = *v == "on";
         } else if (a == "--prompt")
             err = number(o.n_prompt, 1);
         else if (a == "--gen")
@@ -375,15 +408,15 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
     return {};
 }
 
-/// The same tokens on the CPU alone, in one batch: the logits of positions
-/// n_prompt - 1 ... (every step's last token), compared with `run`'s.
+/// The same tokens on the CPU alone, in one batch, with flash attention or without: the
+/// logits of positions n_prompt - 1 ... (every step's last token), compared with `run`'s.
 status check_against_cpu(const options& o, const registry& reg, const run_result& run,
-                         double& nmse) {
+                         bool flash_attn, double& nmse) {
     auto m = llama::model::load(o.model_path, llama::placement{});
     if (!m)
         return m.error();
     const int n = static_cast<int>(run.tokens.size());
-    auto cache = llama::kv_cache::make(**m, n, o.cache_type);
+    auto cache = llama::kv_cache::make(**m, n, o.cache_type, flash_attn);
     if (!cache)
         return cache.error();
     auto cpu_dev = reg.device("CPU");
@@ -422,6 +455,21 @@ status check_against_cpu(const options& o, const registry& reg, const run_result
     return {};
 }
 
+/// The file of a random model of o's shape in the temporary directory.
+std::string default_model_name(const options& o) {
+    const auto& h = o.hp;
+    const auto n = [](int x) { return std::to_string(x); };
+    std::string name = "backplane-" + std::string(h.tr().name) + "-" + n(h.n_layer) + "x" +
+                       n(h.n_embd) + "-h" + n(h.n_head) + "-" + n(h.n_head_kv) + "-d" +
+                       n(h.head_dim_k) + "-ff" + n(h.n_ff) + "-v" + n(h.n_vocab);
+    if (h.tr().experts)
+        name += "-x" + n(h.n_expert) + "-" + n(h.n_expert_used) + "-" + n(h.n_ff_exp);
+    if (h.tr().gemma)
+        name += "-swa" + n(h.n_swa);
+    return name + "-" + std::string(to_string(o.wtype)) + (o.tied ? "-tied" : "") + "-s" +
+           n(static_cast<int>(o.seed)) + ".gguf";
+}
+
 int fail(const char* what, const status& s) {
     std::fprintf(stderr, "llama: %s: %s\n", what, s.describe().c_str());
     return 1;
@@ -447,15 +495,8 @@ int run_main(int argc, char** argv) {
         return bad_usage("--model " + o.model_path.string() + ": no such file" +
                          (ec ? " (" + ec.message() + ")" : std::string()) +
                          "; pass --write-model to write a random model there");
-    if (o.model_path.empty()) {
-        const auto& h = o.hp;
-        o.model_path = std::filesystem::temp_directory_path() /
-                       ("backplane-llama-" + std::to_string(h.n_layer) + "x" +
-                        std::to_string(h.n_embd) + "-h" + std::to_string(h.n_head) + "-" +
-                        std::to_string(h.n_head_kv) + "-ff" + std::to_string(h.n_ff) + "-v" +
-                        std::to_string(h.n_vocab) + "-" + std::string(to_string(o.wtype)) +
-                        (o.tied ? "-tied" : "") + "-s" + std::to_string(o.seed) + ".gguf");
-    }
+    if (o.model_path.empty())
+        o.model_path = std::filesystem::temp_directory_path() / default_model_name(o);
     const bool written = o.write_model || !std::filesystem::exists(o.model_path, ec);
     if (written) {
         o.hp.n_ctx = std::max(o.hp.n_ctx, n_seq);
@@ -505,8 +546,10 @@ int run_main(int argc, char** argv) {
 
     // the model: the last gpu_layers layers (and the output past n_layer) on the device
     llama::placement place;
-    if (*dev)
+    if (*dev) {
         place.device = backends.front().buffer_type();
+        place.supports = [&b = backends.front()](const tensor& t) { return b.supports_op(t); };
+    }
     place.layers = o.gpu_layers;
     const auto t_load = clock_type::now();
     auto m = llama::model::load(o.model_path, place, [&](std::size_t i, std::size_t n) {
@@ -523,17 +566,23 @@ int run_main(int argc, char** argv) {
                                                        std::to_string(n_seq) +
                                                        ") exceed the model's context length " +
                                                        std::to_string(model.hp.n_ctx)));
-    auto cache = llama::kv_cache::make(model, n_seq, o.cache_type);
+    auto cache = llama::kv_cache::make(model, n_seq, o.cache_type, o.flash_attn);
     if (!cache)
         return fail("allocating the KV cache", cache.error());
 
     const auto& h = model.hp;
-    std::printf("model: %s: %d layers, n_embd %d, %d heads (%d for keys and values), n_ff %d, "
-                "vocabulary %d, "
-                "%s output; loaded in %.2f s\n",
-                o.model_path.filename().string().c_str(), h.n_layer, h.n_embd, h.n_head,
-                h.n_head_kv, h.n_ff, h.n_vocab, model.tied_output ? "tied" : "separate",
-                seconds_since(t_load));
+    std::printf("model: %s: %s, %d layers, n_embd %d, %d heads of %d (%d for keys and values), "
+                "n_ff %d, vocabulary %d, %s output; loaded in %.2f s\n",
+                o.model_path.filename().string().c_str(), std::string(h.tr().name).c_str(),
+                h.n_layer, h.n_embd, h.n_head, h.head_dim_k, h.n_head_kv,
+                h.tr().experts ? h.n_ff_exp : h.n_ff, h.n_vocab,
+                model.tied_output ? "tied" : "separate", seconds_since(t_load));
+    if (h.tr().experts)
+        std::printf("experts: %d per token of %d\n", h.n_expert_used, h.n_expert);
+    if (h.tr().gemma)
+        std::printf("attention: even layers in a sliding window of %d positions; soft-caps %g "
+                    "(attention), %g (logits)\n",
+                    h.n_swa, h.attn_softcap, h.final_softcap);
     if (*dev) {
         const int n_off = h.n_layer - model.place.first_offloaded;
         std::printf("devices: %.*s (%.*s) holds %d of %d layers%s: %s of weights copied, the CPU "
@@ -543,12 +592,18 @@ int run_main(int argc, char** argv) {
                     static_cast<int>((*dev)->description().size()), (*dev)->description().data(),
                     n_off, h.n_layer, model.place.output ? " and the output" : "",
                     mib(model.device_bytes).c_str(), mib(model.host_bytes).c_str());
+        if (model.experts_on_cpu)
+            std::printf("experts: on the CPU (the device does not compute mul_mat_id)\n");
     } else {
         std::printf("devices: the CPU alone: %s of weights over the file's mapping\n",
                     mib(model.host_bytes).c_str());
     }
-    std::printf("KV cache: %d positions, %s, %s\n", n_seq,
-                std::string(to_string(o.cache_type)).c_str(), mib((*cache)->bytes).c_str());
+    std::printf("KV cache: %d positions, %s, %s; %s attention%s\n", n_seq,
+                std::string(to_string(o.cache_type)).c_str(), mib((*cache)->bytes).c_str(),
+                o.flash_attn ? "flash" : "unfused",
+                *dev && (*cache)->on_cpu
+                    ? " (on the CPU, with the cache: the device does not compute flash_attn_ext)"
+                    : "");
 
     // the prompt: random ids from the seed
     run_result run;
@@ -590,21 +645,28 @@ int run_main(int argc, char** argv) {
     std::printf(" %d\n",
                 static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin()));
 
-    if (o.check) {
+    // the check: a CPU-only run with the same attention, and with flash attention also
+    // one with the unfused attention
+    if (!o.check)
+        return 0;
+    bool ok = true;
+    std::vector<bool> kinds{o.flash_attn};
+    if (o.flash_attn)
+        kinds.push_back(false);
+    for (const bool flash : kinds) {
         progress.show("checking: the same tokens on the CPU alone");
         double nmse = 0;
-        if (auto c = check_against_cpu(o, reg, run, nmse); !c)
+        if (auto c = check_against_cpu(o, reg, run, flash, nmse); !c)
             return fail("checking against the CPU", c);
         progress.clear();
         constexpr double max_nmse = 2e-3;
-        const bool ok = nmse <= max_nmse;
-        std::printf("check: logits of %zu steps vs a CPU-only run in one batch: NMSE %.3g (at most "
-                    "%.0e): %s\n",
-                    run.logits.size(), nmse, max_nmse, ok ? "ok" : "FAILED");
-        if (!ok)
-            return 1;
+        ok = ok && nmse <= max_nmse;
+        std::printf("check: logits of %zu steps vs a CPU-only run in one batch (%s attention): "
+                    "NMSE %.3g (at most %.0e): %s\n",
+                    run.logits.size(), flash ? "flash" : "unfused", nmse, max_nmse,
+                    nmse <= max_nmse ? "ok" : "FAILED");
     }
-    return 0;
+    return ok ? 0 : 1;
 }
 
 } // namespace

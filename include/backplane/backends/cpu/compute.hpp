@@ -32,6 +32,7 @@
 #include <backplane/backends/cpu/fast/mul_mat.hpp>
 #include <backplane/backends/cpu/fast/mul_mat_id.hpp>
 #include <backplane/backends/cpu/fast/rowwise.hpp>
+#include <backplane/backends/cpu/kernels/attention.hpp>
 #include <backplane/backends/cpu/kernels/binary.hpp>
 #include <backplane/backends/cpu/kernels/concat.hpp>
 #include <backplane/backends/cpu/kernels/copy.hpp>
@@ -80,6 +81,7 @@ enum class kernel_kind : std::uint8_t {
     arange,       ///< kernels::arange
     mul_mat_id,   ///< kernels::mul_mat_id
     add_id,       ///< kernels::add_id
+    flash_attn_ext, ///< kernels::flash_attn_ext
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -112,6 +114,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::arange: return kernel_kind::arange;
     case op_kind::mul_mat_id: return kernel_kind::mul_mat_id;
     case op_kind::add_id: return kernel_kind::add_id;
+    case op_kind::flash_attn_ext: return kernel_kind::flash_attn_ext;
     default: return kernel_kind::nothing;
     }
 }
@@ -230,6 +233,11 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
+    case kernel_kind::flash_attn_ext: { // per query row: a dot product of D_k and a D_v update per position
+        const tensor& keys = *node.src[1];
+        const std::int64_t macs = a->nrows() * keys.ne[1] * (keys.ne[0] + node.ne[0]);
+        return 8 * conv * macs + n;
+    }
     default:
         return n;
     }
@@ -321,7 +329,8 @@ inline void reset_min_work_per_thread() noexcept {
 /// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
 /// the data asks for a read or write outside a tensor (a get_rows, set_rows, mul_mat_id or
 /// add_id index beyond what it indexes): such reads and writes are never made; errc::alloc_failed
-/// when a sort finds no memory for its row buffer; a fast kernel may report its own
+/// when a sort or flash_attn_ext finds no memory for its row buffers; a fast kernel may report
+/// its own
 /// failure.
 template <class = void>
 [[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
@@ -346,6 +355,7 @@ template <class = void>
     case kernel_kind::arange: kernels::arange(p, node); return errc::ok;
     case kernel_kind::mul_mat_id: return kernels::mul_mat_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::add_id: return kernels::add_id(p, node) ? errc::ok : errc::out_of_range;
+    case kernel_kind::flash_attn_ext: return kernels::flash_attn_ext(p, node) ? errc::ok : errc::alloc_failed;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

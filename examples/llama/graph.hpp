@@ -1,0 +1,324 @@
+#pragma once
+// The graph of one forward step of examples/llama, for every family (hparams.hpp's
+// traits decide what a layer has):
+//
+//   x = token embeddings (gemma2: times sqrt(n_embd))
+//   per layer:
+//     a = attention(rms_norm(x) * attn_norm)        gemma2: a = rms_norm(a) * post_attention_norm
+//     h = x + a
+//     f = ffn(rms_norm(h) * ffn_norm)               gemma2: f = rms_norm(f) * post_ffw_norm
+//     x = h + f
+//   logits = output(rms_norm(x) * output_norm)     gemma2: soft-capped
+//
+// attention: Q, K, V products (qwen2: plus biases); per head RMSNorm of Q and K (qwen3,
+// qwen3moe); RoPE on Q and K (llama: "normal" pairs, with rope_freqs.weight's frequency
+// factors when the file has them; the others: "neox"); the new keys and values written
+// into the cache; softmax(K^T Q * scale + mask) over every cached position, grouped-query
+// (query head h reads key/value head h / (n_head / n_head_kv), which mul_mat's broadcast
+// over dimension 2 gives without repeating K and V); V times it; the output product.
+// gemma2 scales Q before (scale 1 in the softmax), soft-caps the products (c tanh(x / c)
+// before the mask) and masks its even layers to a sliding window.
+// With a cache laid out for flash attention (kv_cache::flash_attn) the softmax and both
+// products are one flash_attn_ext node (its logit_softcap gemma2's soft-cap), over V
+// untransposed, with an f16 mask, as llama.cpp does.
+// ffn: SwiGLU (silu(gate) * up, then down; gemma2: GeGLU, gelu-tanh) or, for qwen3moe,
+// the routed experts: softmax of the router's logits, the top expert_used_count experts
+// of each token, their probabilities renormalized to sum 1, each expert's SwiGLU through
+// mul_mat_id, and the weighted sum.
+
+#include "model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace llama {
+
+/// One forward step: n_tokens new tokens at positions [n_past, n_past + n_tokens), their
+/// keys and values written into the cache, attention over positions [0, n_kv) (n_kv
+/// padded up to a multiple of kv_pad, the padding masked out, so the graph keeps its shape
+/// for kv_pad steps and the scheduler replays its allocation). The logits are those of
+/// the last token, or of every token with all_logits.
+struct step {
+    context ctx{context_params{.no_alloc = true}};
+    graph g;
+    tensor* tokens = nullptr;   ///< i32 [n_tokens], input
+    tensor* pos = nullptr;      ///< i32 [n_tokens], input
+    tensor* mask = nullptr;     ///< [n_kv, n_tokens], input: causal (null: no layer uses it);
+                                ///< f32, f16 for flash attention (as llama.cpp)
+    tensor* mask_swa = nullptr; ///< likewise, causal and within the sliding window
+    tensor* logits = nullptr;   ///< f32 [n_vocab, 1 or n_tokens], output
+    int n_past = 0;
+    int n_tokens = 0;
+    int n_kv = 0;
+    int n_swa = 0; ///< the window of mask_swa
+
+    /// The inputs' values for `ids`.
+    [[nodiscard]] status set_inputs(std::span<const std::int32_t> ids) const {
+        if (ids.size() != static_cast<std::size_t>(n_tokens))
+            return {errc::invalid_argument, "step: wrong number of token ids"};
+        if (auto s = tensor_set(*tokens, std::vector<std::int32_t>(ids.begin(), ids.end())); !s)
+            return s;
+        std::vector<std::int32_t> p(static_cast<std::size_t>(n_tokens));
+        for (int i = 0; i < n_tokens; ++i)
+            p[static_cast<std::size_t>(i)] = n_past + i;
+        if (auto s = tensor_set(*pos, p); !s)
+            return s;
+        if (mask != nullptr)
+            if (auto s = set_mask(*mask, std::numeric_limits<int>::max()); !s)
+                return s;
+        return mask_swa != nullptr ? set_mask(*mask_swa, n_swa) : status{};
+    }
+
+  private:
+    /// Query q (at position n_past + q) sees cached position j when j <= n_past + q and
+    /// n_past + q - j < window (llama.cpp's standard sliding window).
+    [[nodiscard]] status set_mask(tensor& t, int window) const {
+        std::vector<float> m(static_cast<std::size_t>(n_kv) * static_cast<std::size_t>(n_tokens));
+        for (int q = 0; q < n_tokens; ++q)
+            for (int j = 0; j < n_kv; ++j) {
+                const int d = n_past + q - j;
+                m[static_cast<std::size_t>(q) * static_cast<std::size_t>(n_kv) +
+                  static_cast<std::size_t>(j)] =
+                    d >= 0 && d < window ? 0.0f : -std::numeric_limits<float>::infinity();
+            }
+        if (t.type == elem_type::f32)
+            return tensor_set(t, m);
+        std::vector<std::byte> bytes(t.nbytes());
+        from_float_row(t.type, m.data(), bytes.data(), static_cast<std::int64_t>(m.size()));
+        return tensor_set(t, bytes);
+    }
+};
+
+namespace detail {
+
+/// Builds the nodes of one step for model m over cache c.
+class step_builder {
+  public:
+    step_builder(const model& m, const kv_cache& c, step& st)
+        : m_(m), hp_(m.hp), tr_(m.hp.tr()), c_(c), st_(st), ctx_(st.ctx) {}
+
+    /// x [n_embd, T] -> x after layer il.
+    tensor* layer(tensor* x, int il) {
+        const layer_weights& l = m_.layers[S(il)];
+        sfx_ = "-" + std::to_string(il);
+        tensor* cur = attention(l, named(norm(x, l.attn_norm), "attn_norm"), il);
+        if (tr_.gemma)
+            cur = named(norm(cur, l.attn_post_norm), "attn_post_norm");
+        tensor* h = named(add(ctx_, cur, x), "ffn_inp");
+        cur = named(norm(h, l.ffn_norm), "ffn_norm");
+        cur = tr_.experts ? experts(l, cur) : dense_ffn(l, cur);
+        if (tr_.gemma)
+            cur = named(norm(cur, l.ffn_post_norm), "ffn_post_norm");
+        return named(add(ctx_, cur, h), "l_out");
+    }
+
+    /// x [n_embd, T] -> logits [n_vocab, T].
+    tensor* output(tensor* x) {
+        sfx_.clear();
+        tensor* cur = named(norm(x, m_.w.output_norm), "result_norm");
+        cur = mul_mat(ctx_, m_.w.output, cur);
+        if (tr_.gemma)
+            cur = softcap(cur, hp_.final_softcap);
+        return named(cur, "result_output");
+    }
+
+    tensor* norm(tensor* x, tensor* weight) {
+        return mul(ctx_, rms_norm(ctx_, x, hp_.rms_eps), weight);
+    }
+
+  private:
+    const model& m_;
+    const hparams& hp_;
+    const arch_traits& tr_;
+    const kv_cache& c_;
+    step& st_;
+    context& ctx_;
+    std::string sfx_; ///< "-<layer>", appended to node names
+
+    static std::size_t S(std::int64_t x) { return static_cast<std::size_t>(x); }
+    tensor* named(tensor* t, const std::string& name) {
+        t->name = name + sfx_;
+        return t;
+    }
+    /// c tanh(x / c)
+    tensor* softcap(tensor* x, float c) {
+        return scale(ctx_, tanh(ctx_, scale(ctx_, x, 1.0f / c)), c);
+    }
+
+    /// w x (+ b)
+    tensor* linear(tensor* w, tensor* b, tensor* x) {
+        tensor* y = mul_mat(ctx_, w, x);
+        return b != nullptr ? add(ctx_, y, b) : y;
+    }
+
+    /// x [n_embd, T] -> the attention's output [n_embd, T].
+    tensor* attention(const layer_weights& l, tensor* cur, int il) {
+        const std::int64_t Dk = hp_.head_dim_k, Dv = hp_.head_dim_v, H = hp_.n_head,
+                           Hkv = hp_.n_head_kv, T = st_.n_tokens;
+        tensor* q = reshape(ctx_, linear(l.wq, l.bq, cur), {Dk, H, T});
+        tensor* k = reshape(ctx_, linear(l.wk, l.bk, cur), {Dk, Hkv, T});
+        tensor* v = named(linear(l.wv, l.bv, cur), "Vcur"); // [Dv * Hkv, T]
+        if (tr_.qk_norm) {
+            q = named(norm(q, l.q_norm), "Qcur_normed");
+            k = named(norm(k, l.k_norm), "Kcur_normed");
+        }
+        q = named(rope_ext(ctx_, q, st_.pos, m_.w.rope_freqs, hp_.n_rot, tr_.rope, hp_.n_ctx,
+                           hp_.rope_base, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f),
+                  "Qcur");
+        k = named(rope_ext(ctx_, k, st_.pos, m_.w.rope_freqs, hp_.n_rot, tr_.rope, hp_.n_ctx,
+                           hp_.rope_base, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f),
+                  "Kcur");
+        float kq_scale = hp_.kq_scale();
+        if (tr_.gemma) { // llama.cpp scales the queries first, then softmax's scale is 1
+            q = named(scale(ctx_, q, kq_scale), "Qcur_scaled");
+            kq_scale = 1.0f;
+        }
+        store_kv(k, v, il);
+        tensor* mask = hp_.sliding(il) ? st_.mask_swa : st_.mask;
+
+        // over the cached positions [0, n_kv); query head h reads key/value head
+        // h / (H / Hkv) (mul_mat and flash_attn_ext broadcast K and V over the query heads)
+        const std::size_t es = type_size(c_.type);
+        const std::int64_t n_kv = st_.n_kv, Ek = hp_.n_embd_k(), Ev = hp_.n_embd_v();
+        tensor* K =
+            named(view_3d(ctx_, c_.k[S(il)], Dk, n_kv, Hkv, S(Ek) * es, S(Dk) * es, 0), "k");
+        tensor* Q = permute(ctx_, q, 0, 2, 1, 3); // [Dk, T, H]
+        const float cap = tr_.gemma ? hp_.attn_softcap : 0.0f;
+        if (c_.flash_attn) {
+            tensor* V =
+                named(view_3d(ctx_, c_.v[S(il)], Dv, n_kv, Hkv, S(Ev) * es, S(Dv) * es, 0), "v");
+            tensor* kqv = named(flash_attn_ext(ctx_, Q, K, V, mask, kq_scale, 0.0f, cap),
+                                "fattn"); // [Dv, H, T]
+            cur = reshape(ctx_, kqv, {Dv * H, T});
+        } else {
+            tensor* V = named(view_3d(ctx_, c_.v[S(il)], n_kv, Dv, Hkv, S(c_.n_ctx) * es,
+                                      S(c_.n_ctx) * S(Dv) * es, 0),
+                              "v");
+            tensor* kq = named(mul_mat(ctx_, K, Q), "kq"); // [n_kv, T, H]
+            if (cap != 0.0f)
+                kq = named(softcap(kq, cap), "kq_softcapped");
+            kq = named(soft_max_ext(ctx_, kq, mask, kq_scale, 0.0f), "kq_soft_max");
+            tensor* kqv = named(mul_mat(ctx_, V, kq), "kqv"); // [Dv, T, H]
+            cur = reshape(ctx_, cont(ctx_, permute(ctx_, kqv, 0, 2, 1, 3)),
+                          {Dv * H, T}); // heads merged
+        }
+        return named(mul_mat(ctx_, l.wo, cur), "attn_out");
+    }
+
+    /// This step's keys and values into the cache; the nodes are added now, so they run
+    /// before the attention reads the cache.
+    void store_kv(tensor* k, tensor* v, int il) {
+        const std::size_t es = type_size(c_.type);
+        const std::int64_t T = st_.n_tokens, Ek = hp_.n_embd_k(), Ev = hp_.n_embd_v();
+        const std::size_t past = S(st_.n_past);
+        tensor* k_dst = view_1d(ctx_, c_.k[S(il)], Ek * T, past * S(Ek) * es);
+        st_.g.build_forward(named(cpy(ctx_, k, k_dst), "k_store"));
+        if (c_.flash_attn) {
+            tensor* v_dst = view_1d(ctx_, c_.v[S(il)], Ev * T, past * S(Ev) * es);
+            st_.g.build_forward(named(cpy(ctx_, v, v_dst), "v_store"));
+        } else {
+            tensor* v_dst = view_2d(ctx_, c_.v[S(il)], T, Ev, S(c_.n_ctx) * es, past * es);
+            st_.g.build_forward(named(cpy(ctx_, transpose(ctx_, v), v_dst), "v_store"));
+        }
+    }
+
+    /// SwiGLU (gemma2: GeGLU) feed-forward.
+    tensor* dense_ffn(const layer_weights& l, tensor* cur) {
+        tensor* gate = named(mul_mat(ctx_, l.ffn_gate, cur), "ffn_gate");
+        tensor* up = named(mul_mat(ctx_, l.ffn_up, cur), "ffn_up");
+        tensor* act = tr_.gemma ? geglu_split(ctx_, gate, up) : swiglu_split(ctx_, gate, up);
+        return named(mul_mat(ctx_, l.ffn_down, named(act, "ffn_act")), "ffn_out");
+    }
+
+    /// The routed experts (qwen3moe): cur [n_embd, T] -> [n_embd, T].
+    tensor* experts(const layer_weights& l, tensor* cur) {
+        const std::int64_t E = hp_.n_embd, X = hp_.n_expert, U = hp_.n_expert_used,
+                           T = st_.n_tokens;
+        tensor* probs =
+            named(soft_max(ctx_, mul_mat(ctx_, l.router, cur)), "ffn_moe_probs");    // [X, T]
+        tensor* selected = named(top_k(ctx_, probs, U), "ffn_moe_topk");             // i32 [U, T]
+        tensor* weights = get_rows(ctx_, reshape(ctx_, probs, {1, X, T}), selected); // [1, U, T]
+        weights = reshape(ctx_, weights, {U, T});
+        weights = named(div(ctx_, weights, sum_rows(ctx_, weights)), "ffn_moe_weights_norm");
+        weights = reshape(ctx_, weights, {1, U, T});
+
+        tensor* x = reshape(ctx_, cur, {E, 1, T});
+        tensor* gate =
+            named(mul_mat_id(ctx_, l.gate_exps, x, selected), "ffn_moe_gate"); // [G, U, T]
+        tensor* up = named(mul_mat_id(ctx_, l.up_exps, x, selected), "ffn_moe_up");
+        tensor* act = named(swiglu_split(ctx_, gate, up), "ffn_moe_act");
+        tensor* out =
+            named(mul_mat_id(ctx_, l.down_exps, act, selected), "ffn_moe_down"); // [E, U, T]
+        out = named(mul(ctx_, out, weights), "ffn_moe_weighted");
+
+        // the sum over the used experts
+        const auto expert = [&](std::int64_t s) {
+            return view_2d(ctx_, out, E, T, out->nb[2], S(s) * out->nb[1]);
+        };
+        tensor* sum = expert(0);
+        for (std::int64_t s = 1; s < U; ++s)
+            sum = add(ctx_, sum, expert(s));
+        return named(U == 1 ? cont(ctx_, sum) : sum, "ffn_moe_out");
+    }
+};
+
+} // namespace detail
+
+/// Builds a step's graph. Throws backplane::error on a bad shape (n_past + n_tokens past
+/// the cache, say).
+inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n_past, int n_tokens,
+                                        bool all_logits, int kv_pad = 32) {
+    const hparams& hp = m.hp;
+    if (n_tokens <= 0 || n_past < 0 || n_past + n_tokens > c.n_ctx)
+        throw error("build_step: positions [" + std::to_string(n_past) + ", " +
+                        std::to_string(n_past + n_tokens) + ") do not fit the KV cache of " +
+                        std::to_string(c.n_ctx),
+                    errc::out_of_range);
+    auto st = std::make_unique<step>();
+    context& ctx = st->ctx;
+    const std::int64_t E = hp.n_embd, T = n_tokens;
+    const int pad = std::max(1, kv_pad);
+    st->n_past = n_past;
+    st->n_tokens = n_tokens;
+    st->n_kv = std::min(c.n_ctx, (n_past + n_tokens + pad - 1) / pad * pad);
+    st->n_swa = hp.n_swa;
+
+    const auto input = [&](elem_type type, std::initializer_list<std::int64_t> ne,
+                           const char* name) {
+        tensor* t = ctx.new_tensor(type, ne);
+        t->name = name;
+        t->set_input();
+        return t;
+    };
+    st->tokens = input(elem_type::i32, {T}, "inp_tokens");
+    st->pos = input(elem_type::i32, {T}, "inp_pos");
+    for (int il = 0; il < hp.n_layer; ++il) { // each mask some layer reads
+        tensor*& mask = hp.sliding(il) ? st->mask_swa : st->mask;
+        if (mask == nullptr)
+            mask = input(c.flash_attn ? elem_type::f16 : elem_type::f32, {st->n_kv, T},
+                         hp.sliding(il) ? "kq_mask_swa" : "kq_mask");
+    }
+
+    detail::step_builder b(m, c, *st);
+    tensor* x = get_rows(ctx, m.w.tok_embd, st->tokens);
+    if (hp.tr().gemma)
+        x = scale(ctx, x, std::sqrt(static_cast<float>(E)));
+    x->name = "inp_embd";
+    for (int il = 0; il < hp.n_layer; ++il)
+        x = b.layer(x, il);
+    if (!all_logits && T > 1)
+        x = view_2d(ctx, x, E, 1, x->nb[1],
+                    static_cast<std::size_t>(T - 1) * x->nb[1]); // the last token
+    st->logits = b.output(x);
+    st->logits->set_output();
+    st->g.build_forward(st->logits);
+    return st;
+}
+
+} // namespace llama
