@@ -1,9 +1,11 @@
 #pragma once
 // flash_attn_ext's fast kernel, for k and v of f32 or f16 (any pair): a tiled online
-// softmax per query row (query, head, sequence). A tile of positions is scored first (the
-// dot products of q with k's rows, vectorised, f16 widened with F16C), the running
-// maximum M moves once per tile (the sum S and the weighted sum of v rescaled then), and
-// the tile's values are added to the sum (exp(score - M) v, vectorised).
+// softmax per query row (query, head, sequence). A tile of 8 positions is scored first
+// (the dot products of q with k's rows, vectorised, f16 widened with F16C; AVX-512 reads
+// four rows side by side), the running maximum M moves once per tile (the sum S and the
+// weighted sum of v rescaled then), and the tile's values are added to the sum (exp(score
+// - M) v; AVX-512 keeps 128 values of the sum in registers over the tile). k's and v's
+// rows stream side by side, each prefetched well ahead (`prefetch`).
 //
 // Threads share the query rows. A single query (decode: n_q == 1) with fewer rows than
 // the threads can keep busy is also split along the positions: each chunk of positions
@@ -12,14 +14,16 @@
 // sinks join at the end, as one more partial without a value.
 //
 // Numerics against the reference kernel (kernels/attention.hpp): the same f32 formulas,
-// with the dot products summed over vector lanes and the rescaling done per tile (per
-// chunk, then once more in the reduction) rather than per position.
+// with the dot products summed over vector lanes, the rescaling done per tile (per chunk,
+// then once more in the reduction) rather than per position, and on AVX-512 the weights'
+// exp a polynomial accurate to about 1 ulp (fast/rowwise.hpp's).
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/rowwise.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/alibi.hpp>
+#include <backplane/core/detail/unroll.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -44,14 +48,50 @@ namespace attention_detail {
 using i64 = std::int64_t;
 using kernels::load;
 
-inline constexpr i64 tile = 64; ///< positions scored before the running maximum moves
+/// Positions scored before the running maximum moves and their values are added: a few,
+/// so that k's and v's rows stream from memory side by side (64 positions of k, then 64
+/// of v, left one thread at 0.8 of this speed on the 2-core VM).
+inline constexpr i64 tile = 8;
+inline constexpr i64 min_chunk = 64; ///< positions at least in a chunk of a split query
+/// Bytes read ahead of each k and v row (into the next rows of a contiguous cache). On the
+/// 2-core VM (one thread, decode over 4096 positions of 32 f16 heads of 128) the hardware
+/// prefetcher alone gave about a fifth of the unfused mat-vecs' speed, 1024 bytes ahead
+/// (the mat-vec's distance, gemm/avx512.hpp) about half, 3072 and 8192 0.8 to 0.9: two
+/// streams side by side want more lead than the mat-vec's four.
+inline constexpr std::size_t prefetch = 8192;
 inline constexpr float ninf = -std::numeric_limits<float>::infinity();
 
 // ---------------------------------------------------------------------------------------
 // The vector primitives, per instruction-set level: dot(q, row) and acc += w * row for a
-// row of T (float or f16_t) at any address, and acc *= s.
+// row of T (float or f16_t) at any address, and acc *= s; and over a tile of rows (ld
+// bytes apart): the scores, the weights exp(score - m) and the weighted sum. The tile
+// functions of row_tiles call the row functions once per row; AVX-512 has its own
+// (several rows per pass, the sum kept in registers).
 
-struct portable {
+template <class P> struct row_tiles {
+    /// s[j] = dot(q, row j) for the tile's `count` rows of n values.
+    template <class T>
+    static void dot_tile(const float* q, const std::byte* k, std::size_t ld, i64 count, i64 n, float* s) noexcept {
+        for (i64 j = 0; j < count; ++j) s[j] = P::template dot<T>(q, k + static_cast<std::size_t>(j) * ld, n);
+    }
+    /// w[j] = exp(s[j] - m) (0 for a score of -inf); returns their sum.
+    static float exp_tile(const float* s, i64 count, float m, float* w) noexcept {
+        float sum = 0.0f;
+        for (i64 j = 0; j < count; ++j) {
+            w[j] = s[j] == ninf ? 0.0f : std::exp(s[j] - m);
+            sum += w[j];
+        }
+        return sum;
+    }
+    /// acc += w[j] * row j over the tile's rows of n values.
+    template <class T>
+    static void axpy_tile(const float* w, const std::byte* v, std::size_t ld, i64 count, float* acc, i64 n) noexcept {
+        for (i64 j = 0; j < count; ++j)
+            if (w[j] != 0.0f) P::template axpy<T>(w[j], v + static_cast<std::size_t>(j) * ld, acc, n);
+    }
+};
+
+struct portable : row_tiles<portable> {
     template <class T> static float dot(const float* q, const std::byte* k, i64 n) noexcept {
         float acc[8] = {};
         i64 i = 0;
@@ -76,13 +116,20 @@ struct avx512 {
     BACKPLANE_TARGET_AVX512 static inline __mmask16 tail(i64 n) noexcept {
         return static_cast<__mmask16>((1u << n) - 1u);
     }
+    /// The lanes of a vector with `left` values still to go (0 to 16).
+    BACKPLANE_TARGET_AVX512 static inline __mmask16 lanes(i64 left) noexcept {
+        return left >= 16 ? static_cast<__mmask16>(0xffff) : left <= 0 ? static_cast<__mmask16>(0) : tail(left);
+    }
+    template <class T> BACKPLANE_TARGET_AVX512 static inline __m512 load16(const std::byte* p, __mmask16 m) noexcept {
+        if constexpr (std::is_same_v<T, float>)
+            return _mm512_maskz_loadu_ps(m, p);
+        else
+            return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+    }
     /// Values [i, i + 16) of a row of T, the lanes past n zero.
     template <class T> BACKPLANE_TARGET_AVX512 static inline __m512 row16(const std::byte* p, i64 i, i64 n) noexcept {
-        const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail(n - i);
-        if constexpr (std::is_same_v<T, float>)
-            return _mm512_maskz_loadu_ps(m, p + i * 4);
-        else
-            return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + i * 2));
+        _mm_prefetch(reinterpret_cast<const char*>(p + i * i64{sizeof(T)}) + prefetch, _MM_HINT_T0);
+        return load16<T>(p + i * i64{sizeof(T)}, lanes(n - i));
     }
     template <class T>
     BACKPLANE_TARGET_AVX512 static float dot(const float* q, const std::byte* k, i64 n) noexcept {
@@ -114,11 +161,78 @@ struct avx512 {
             _mm512_mask_storeu_ps(acc + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + i), sv));
         }
     }
+
+    /// Four rows per pass: q's vector loaded once for the four, four streams read side by
+    /// side.
+    template <class T>
+    BACKPLANE_TARGET_AVX512 static void dot_tile(const float* q, const std::byte* k, std::size_t ld, i64 count, i64 n,
+                                                 float* s) noexcept {
+        i64 j = 0;
+        for (; j + 4 <= count; j += 4) {
+            const std::byte* r = k + static_cast<std::size_t>(j) * ld;
+            __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            for (i64 i = 0; i < n; i += 16) {
+                const __m512 qv = _mm512_maskz_loadu_ps(lanes(n - i), q + i);
+BACKPLANE_UNROLL(4)
+                for (int t = 0; t < 4; ++t)
+                    a[t] = _mm512_fmadd_ps(qv, row16<T>(r + static_cast<std::size_t>(t) * ld, i, n), a[t]);
+            }
+BACKPLANE_UNROLL(4)
+            for (int t = 0; t < 4; ++t) s[j + t] = rowwise_detail::avx512::hsum(a[t]);
+        }
+        for (; j < count; ++j) s[j] = dot<T>(q, k + static_cast<std::size_t>(j) * ld, n);
+    }
+
+    BACKPLANE_TARGET_AVX512 static float exp_tile(const float* s, i64 count, float m, float* w) noexcept {
+        const __m512 mv = _mm512_set1_ps(m), none = _mm512_set1_ps(ninf);
+        __m512 sum = _mm512_setzero_ps();
+        for (i64 j = 0; j < count; j += 16) {
+            const __mmask16 in = lanes(count - j);
+            const __m512 x = _mm512_maskz_loadu_ps(in, s + j);
+            const __mmask16 live = _mm512_mask_cmp_ps_mask(in, x, none, _CMP_NEQ_OQ);
+            const __m512 e = _mm512_maskz_mov_ps(live, rowwise_detail::avx512::exp(_mm512_sub_ps(x, mv)));
+            _mm512_mask_storeu_ps(w + j, in, e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        return rowwise_detail::avx512::hsum(sum);
+    }
+
+    /// The sum kept in registers: 128 values of it at a time (a head of 128 in one pass,
+    /// each row read once, start to end), over every row of the tile.
+    template <class T>
+    BACKPLANE_TARGET_AVX512 static void axpy_tile(const float* w, const std::byte* v, std::size_t ld, i64 count,
+                                                  float* acc, i64 n) noexcept {
+        constexpr int nv = 8;
+        for (i64 d0 = 0; d0 < n; d0 += 16 * nv) {
+            __mmask16 m[nv];
+            __m512 a[nv];
+BACKPLANE_UNROLL(8)
+            for (int t = 0; t < nv; ++t) {
+                m[t] = lanes(n - d0 - 16 * t);
+                a[t] = _mm512_maskz_loadu_ps(m[t], acc + d0 + 16 * t);
+            }
+            const std::byte* p = v + d0 * i64{sizeof(T)};
+            for (i64 j = 0; j < count; ++j, p += ld) {
+                if (w[j] == 0.0f) continue;
+                const __m512 wv = _mm512_set1_ps(w[j]);
+BACKPLANE_UNROLL(8)
+                for (int t = 0; t < nv; ++t) {
+                    if (m[t] == 0) break;
+                    const std::byte* pt = p + 16 * t * i64{sizeof(T)};
+                    _mm_prefetch(reinterpret_cast<const char*>(pt) + prefetch, _MM_HINT_T0);
+                    a[t] = _mm512_fmadd_ps(wv, load16<T>(pt, m[t]), a[t]);
+                }
+            }
+BACKPLANE_UNROLL(8)
+            for (int t = 0; t < nv; ++t) _mm512_mask_storeu_ps(acc + d0 + 16 * t, m[t], a[t]);
+        }
+    }
 };
 
-struct avx2 {
+struct avx2 : row_tiles<avx2> {
     /// Values [i, i + 8) of a row of T (all eight there).
     template <class T> BACKPLANE_TARGET_AVX2 static inline __m256 row8(const std::byte* p, i64 i) noexcept {
+        _mm_prefetch(reinterpret_cast<const char*>(p + i * i64{sizeof(T)}) + prefetch, _MM_HINT_T0);
         if constexpr (std::is_same_v<T, float>)
             return _mm256_loadu_ps(reinterpret_cast<const float*>(p + i * 4));
         else
@@ -190,19 +304,16 @@ void attend(const problem& pb, i64 r, const float* qf, i64 c0, i64 c1, partial& 
     const std::byte* vbase = kernels::row_ptr(pb.v, 0, h / pb.group, i3);
     const std::byte* pm = pb.mask ? kernels::row_ptr(*pb.mask, iq, h % pb.mask->ne[2], i3 % pb.mask->ne[3]) : nullptr;
     const float slope = alibi::slope(pb.max_bias, static_cast<int>(pb.q.ne[2]), static_cast<int>(h));
-    float s[tile];
+    float s[tile], w[tile];
     for (i64 j0 = c0; j0 < c1; j0 += tile) {
         const i64 n = std::min(tile, c1 - j0);
+        V::template dot_tile<TK>(qf, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, pb.dk, s);
         float tmax = ninf;
         for (i64 j = 0; j < n; ++j) {
             const float mv = pm ? slope * load<f16_t>(pm + (j0 + j) * 2) : 0.0f;
-            if (mv == ninf) {
-                s[j] = ninf; // skipped, as ggml's kernel skips it
-                continue;
-            }
-            float x = V::template dot<TK>(qf, kbase + static_cast<std::size_t>(j0 + j) * pb.k.nb[1], pb.dk) * pb.scale;
+            float x = s[j] * pb.scale;
             if (pb.softcap != 0.0f) x = pb.softcap * std::tanh(x);
-            s[j] = x + mv;
+            s[j] = mv == ninf ? ninf : x + mv; // a position masked with -inf is skipped, as ggml skips it
             tmax = std::max(tmax, s[j]);
         }
         if (tmax == ninf) continue; // every position of the tile masked
@@ -212,12 +323,8 @@ void attend(const problem& pb, i64 r, const float* qf, i64 c0, i64 c1, partial& 
             st.s *= ms;
             st.m = tmax;
         }
-        for (i64 j = 0; j < n; ++j) {
-            if (s[j] == ninf) continue;
-            const float w = std::exp(s[j] - st.m);
-            st.s += w;
-            V::template axpy<TV>(w, vbase + static_cast<std::size_t>(j0 + j) * pb.v.nb[1], st.acc, pb.dv);
-        }
+        st.s += V::exp_tile(s, n, st.m, w);
+        V::template axpy_tile<TV>(w, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st.acc, pb.dv);
     }
 }
 
@@ -254,7 +361,7 @@ inline i64 chunks_of(const tensor& dst, int nth) noexcept {
     const tensor& q = *dst.src[0];
     const i64 rows = q.nrows(), n_kv = dst.src[1]->ne[1];
     if (q.ne[1] != 1 || nth <= 1 || rows <= 0 || rows >= 4 * nth) return 1;
-    return std::clamp<i64>((4 * nth + rows - 1) / rows, 1, std::max<i64>(1, n_kv / tile));
+    return std::clamp<i64>((4 * nth + rows - 1) / rows, 1, std::max<i64>(1, n_kv / min_chunk));
 }
 
 /// Floats of one partial in the work buffer: M, S, then D_v sums.
@@ -337,7 +444,8 @@ inline bool attention_applies(const tensor& dst) noexcept {
 /// single query may be split into.
 inline std::int64_t attention_split_units(const tensor& dst) noexcept {
     const std::int64_t rows = dst.src[0]->nrows();
-    return dst.src[0]->ne[1] == 1 ? rows * std::max<std::int64_t>(1, dst.src[1]->ne[1] / attention_detail::tile) : rows;
+    return dst.src[0]->ne[1] == 1 ? rows * std::max<std::int64_t>(1, dst.src[1]->ne[1] / attention_detail::min_chunk)
+                                  : rows;
 }
 
 /// Work buffer bytes with nth threads: the partials when the positions are split.
