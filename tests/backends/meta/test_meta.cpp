@@ -68,6 +68,31 @@ struct meta_setup {
         : dev(meta_device::make(test::cpu_parts(n), std::move(p)).value()), be(dev.make_backend().value()) {}
 };
 
+/// One output computed by one CPU (ro) and by the meta device (mo), each the output of a
+/// graph of its own whose memory lives as long as this; `state` is mo's split state in
+/// the meta plan.
+struct single_output_run {
+    graph rgraph, mgraph;
+    graph_allocator rga{cpu_buffer_type::instance()}, mga;
+    std::string state;
+    single_output_run(meta_setup& m, tensor* ro, tensor* mo) : rgraph(ro), mgraph(mo), mga(m.be.buffer_type()) {
+        ro->set_output();
+        mo->set_output();
+        REQUIRE(rga.alloc_graph(rgraph).ok());
+        REQUIRE(mga.alloc_graph(mgraph).ok());
+        cpu_backend cpu = cpu_device::instance().make_backend();
+        REQUIRE(cpu.compute(rgraph).ok());
+        auto plan = m.be.plan(mgraph);
+        INFO(plan.error().describe());
+        REQUIRE(plan.ok());
+        state = plan->state_of(mo)->to_string();
+        const status st = m.be.compute(mgraph);
+        INFO(st.describe());
+        REQUIRE(st.ok());
+        REQUIRE(m.be.synchronize().ok());
+    }
+};
+
 } // namespace
 
 TEST_CASE("meta on 2, 3 and 4 CPU devices: the llama graph equals one CPU", "[meta]") {
@@ -651,22 +676,8 @@ TEST_CASE("meta mul_mat_id: every expert's rows split over the devices", "[meta]
     }
     tensor* ro = mul_mat_id(rg, r.experts, r.x, r.ids);
     tensor* mo = mul_mat_id(mg, mt.experts, mt.x, mt.ids);
-    ro->set_output();
-    mo->set_output();
-    graph rgraph(ro), mgraph(mo);
-    graph_allocator rga(cpu_buffer_type::instance()), mga(m.be.buffer_type());
-    REQUIRE(rga.alloc_graph(rgraph).ok());
-    REQUIRE(mga.alloc_graph(mgraph).ok());
-    cpu_backend cpu = cpu_device::instance().make_backend();
-    REQUIRE(cpu.compute(rgraph).ok());
-    auto plan = m.be.plan(mgraph);
-    INFO(plan.error().describe());
-    REQUIRE(plan.ok());
-    CHECK(plan->state_of(mo)->to_string().rfind("axis0", 0) == 0);
-    const status st = m.be.compute(mgraph);
-    INFO(st.describe());
-    REQUIRE(st.ok());
-    REQUIRE(m.be.synchronize().ok());
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind("axis0", 0) == 0);
     CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
 }
 
@@ -713,22 +724,8 @@ TEST_CASE("meta flash_attn_ext: heads split with k and v split or cut in groups,
     }
     tensor* ro = flash_attn_ext(rg, r.q, r.k, r.v, r.mask, 0.25f);
     tensor* mo = flash_attn_ext(mg, mt.q, mt.k, mt.v, mt.mask, 0.25f);
-    ro->set_output();
-    mo->set_output();
-    graph rgraph(ro), mgraph(mo);
-    graph_allocator rga(cpu_buffer_type::instance()), mga(m.be.buffer_type());
-    REQUIRE(rga.alloc_graph(rgraph).ok());
-    REQUIRE(mga.alloc_graph(mgraph).ok());
-    cpu_backend cpu = cpu_device::instance().make_backend();
-    REQUIRE(cpu.compute(rgraph).ok());
-    auto plan = m.be.plan(mgraph);
-    INFO(plan.error().describe());
-    REQUIRE(plan.ok());
-    CHECK(plan->state_of(mo)->to_string().rfind("axis1", 0) == 0); // the heads: the result's dimension 1
-    const status st = m.be.compute(mgraph);
-    INFO(st.describe());
-    REQUIRE(st.ok());
-    REQUIRE(m.be.synchronize().ok());
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind("axis1", 0) == 0); // the heads: the result's dimension 1
     const auto want = tensor_get_all<float>(*ro).value(), got = tensor_get_all<float>(*mo).value();
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-5));
