@@ -116,6 +116,17 @@ TEST_CASE("cost model: node work, roofline seconds, keys", "[sched][cost]") {
     CHECK(class_of(op_kind::soft_max) == op_class::rows);
     CHECK(class_of(op_kind::get_rows) == op_class::data);
     CHECK(class_of(op_kind::permute) == op_class::none);
+    // flash_attn_ext: the two products of every query row with every position, each
+    // source read once
+    tensor* q = ctx.new_tensor_3d(elem_type::f32, 128, 2, 8);
+    tensor* k = ctx.new_tensor_3d(elem_type::f16, 128, 4096, 4);
+    tensor* v = ctx.new_tensor_3d(elem_type::f16, 64, 4096, 4);
+    tensor* fa = flash_attn_ext(ctx, q, k, v, nullptr, 0.125f);
+    const op_work wa = work_of(*fa);
+    CHECK(wa.flops == 2.0 * 4096 * (128 + 64) * 2 * 8);
+    CHECK(wa.bytes == static_cast<double>(q->nbytes() + k->nbytes() + v->nbytes() + fa->nbytes()));
+    CHECK(wa.columns == 2);
+    CHECK(class_of(op_kind::flash_attn_ext) == op_class::mul_mat);
 
     backend_profile p = profile("x", 1.0);
     // wide products run at the wide rate, narrow ones at the narrow rate, in between

@@ -238,6 +238,36 @@ TEST_CASE("upgrade: a node moves to a higher-priority backend that shares the bu
 }
 #endif
 
+TEST_CASE("flash_attn_ext on a KV cache in a backend that refuses it runs on the CPU, the cache copied",
+          "[sched][rules]") {
+    // Vulkan and CUDA refuse flash_attn_ext for now: the scheduler places it on the CPU
+    test_device dev({.name = "TEST0", .supports = [](const tensor& t) {
+                         return supports_all_but(t, op_kind::flash_attn_ext);
+                     }});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    weight_holder cache(dev.buffer_type(), 8, 6, 11); // k and v of one head: 6 positions of 8
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = new_input(ctx, 8, 3);
+    tensor* q = scale(ctx, x, 0.5f);
+    tensor* o = flash_attn_ext(ctx, q, cache.w, cache.w, nullptr, 0.35f);
+    tensor* y = scale(ctx, o, 2.0f);
+    graph g(y);
+
+    scheduler sched(tb, cpu);
+    REQUIRE(sched.plan(g));
+    CHECK(sched.backend_of(*o) == 1);
+
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*x, 12);
+    REQUIRE(sched.compute(g));
+    context host(context_params{.no_alloc = false});
+    tensor* hc = host_filled(host, 8, 6, 11);
+    tensor* hx = host_filled(host, 8, 3, 12);
+    tensor* hy = scale(host, flash_attn_ext(host, scale(host, hx, 0.5f), hc, hc, nullptr, 0.35f), 2.0f);
+    CHECK(nmse_of(reference_values(hy), read_f32(*y)) < 1e-10);
+}
+
 TEST_CASE("views follow their source, unassigned sources follow their consumer", "[sched][rules]") {
     device_and_cpu f;
     auto& [dev, tb, cpu] = f;

@@ -674,6 +674,52 @@ TEST_CASE("cpu: flash_attn_ext of a query masked everywhere is zeros, with or wi
     }
 }
 
+TEST_CASE("cpu: flash_attn_ext's fast kernel against the reference kernel and the oracle, on 1 and 2 threads",
+          "[cpu][flash_attn_ext]") {
+    harness h(6208);
+    const split_threshold every_row(1); // a single query split along its positions too
+    namespace cd = backplane::conformance::detail;
+    // positions not a multiple of the tile (64), single queries (split along the positions
+    // on 2 threads), several queries, GQA, two sequences, head sizes off the vector width
+    const cd::attention_shape shapes[] = {
+        {64, 64, 1, 1, 1, 1, 1},     {128, 128, 300, 1, 2, 1, 1}, {40, 24, 257, 1, 1, 1, 1},
+        {65, 33, 129, 3, 4, 2, 2},   {128, 128, 1000, 1, 1, 1, 1}, {16, 8, 64, 5, 3, 3, 1},
+        {7, 5, 70, 1, 2, 2, 1},
+    };
+    const std::pair<elem_type, elem_type> kv_types[] = {{f16, f16}, {f32, f32}, {f16, f32}, {f32, f16}};
+    std::vector<cpu::isa> levels;
+    for (int l = 0; l <= static_cast<int>(cpu::detected_isa()); ++l) levels.push_back(static_cast<cpu::isa>(l));
+    int n = 0;
+    for (const auto& shape : shapes)
+        for (const auto& [tk, tv] : kv_types) {
+            const int variant = (n * 7) % 16; // mask, sinks, softcap and ALiBi in turn
+            tensor* r = cd::build_attention(h.ctx, h.rng, tk, tv, shape, variant);
+            INFO(describe("flash_attn_ext", {{"q", r->src[0]}, {"k", r->src[1]}, {"v", r->src[2]}, {"mask", r->src[3]},
+                                             {"sinks", r->src[4]}})
+                 << " variant " << variant);
+            REQUIRE(cpu::choose_kernel(*r, false) == cpu::kernel_kind::fast_attention);
+            const bt::ref_tensor oracle = bt::ref_forward(*r);
+            graph g(r);
+            cpu_backend reference({.n_threads = 1, .reference = true});
+            REQUIRE(reference.compute(g).ok());
+            const bt::ref_tensor expected = bt::read(*r);
+            CHECK(bt::nmse(oracle, expected) <= 1e-9);
+            for (const cpu::isa level : levels)
+                for (const int threads : {1, 2}) {
+                    INFO("isa " << cpu::to_string(level) << ", " << threads << " threads");
+                    cpu::set_isa_override(level);
+                    cpu_backend fast({.n_threads = threads});
+                    const status st = fast.compute(g);
+                    cpu::clear_isa_override();
+                    REQUIRE(st.ok());
+                    CHECK(bt::nmse(expected, *r) <= 1e-10);
+                    CHECK(bt::nmse(oracle, *r) <= 1e-9);
+                }
+            ++n;
+        }
+    CHECK(n == 28);
+}
+
 // ---------------------------------------------------------------------------------------
 // set_rows
 

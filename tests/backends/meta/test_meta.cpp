@@ -68,6 +68,31 @@ struct meta_setup {
         : dev(meta_device::make(test::cpu_parts(n), std::move(p)).value()), be(dev.make_backend().value()) {}
 };
 
+/// One output computed by one CPU (ro) and by the meta device (mo), each the output of a
+/// graph of its own whose memory lives as long as this; `state` is mo's split state in
+/// the meta plan.
+struct single_output_run {
+    graph rgraph, mgraph;
+    graph_allocator rga{cpu_buffer_type::instance()}, mga;
+    std::string state;
+    single_output_run(meta_setup& m, tensor* ro, tensor* mo) : rgraph(ro), mgraph(mo), mga(m.be.buffer_type()) {
+        ro->set_output();
+        mo->set_output();
+        REQUIRE(rga.alloc_graph(rgraph).ok());
+        REQUIRE(mga.alloc_graph(mgraph).ok());
+        cpu_backend cpu = cpu_device::instance().make_backend();
+        REQUIRE(cpu.compute(rgraph).ok());
+        auto plan = m.be.plan(mgraph);
+        INFO(plan.error().describe());
+        REQUIRE(plan.ok());
+        state = plan->state_of(mo)->to_string();
+        const status st = m.be.compute(mgraph);
+        INFO(st.describe());
+        REQUIRE(st.ok());
+        REQUIRE(m.be.synchronize().ok());
+    }
+};
+
 } // namespace
 
 TEST_CASE("meta on 2, 3 and 4 CPU devices: the llama graph equals one CPU", "[meta]") {
@@ -651,23 +676,70 @@ TEST_CASE("meta mul_mat_id: every expert's rows split over the devices", "[meta]
     }
     tensor* ro = mul_mat_id(rg, r.experts, r.x, r.ids);
     tensor* mo = mul_mat_id(mg, mt.experts, mt.x, mt.ids);
-    ro->set_output();
-    mo->set_output();
-    graph rgraph(ro), mgraph(mo);
-    graph_allocator rga(cpu_buffer_type::instance()), mga(m.be.buffer_type());
-    REQUIRE(rga.alloc_graph(rgraph).ok());
-    REQUIRE(mga.alloc_graph(mgraph).ok());
-    cpu_backend cpu = cpu_device::instance().make_backend();
-    REQUIRE(cpu.compute(rgraph).ok());
-    auto plan = m.be.plan(mgraph);
-    INFO(plan.error().describe());
-    REQUIRE(plan.ok());
-    CHECK(plan->state_of(mo)->to_string().rfind("axis0", 0) == 0);
-    const status st = m.be.compute(mgraph);
-    INFO(st.describe());
-    REQUIRE(st.ok());
-    REQUIRE(m.be.synchronize().ok());
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind("axis0", 0) == 0);
     CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
+TEST_CASE("meta flash_attn_ext: heads split with k and v split or cut in groups, the mask one plane", "[meta]") {
+    const int n = GENERATE(2, 4);
+    const bool kv_split = GENERATE(true, false);
+    INFO("devices: " << n << ", k and v split: " << kv_split);
+    meta::meta_params params;
+    params.split = [kv_split](const tensor& t, int nd) {
+        if (t.name == "q" || (kv_split && (t.name == "k" || t.name == "v"))) return split_state::even(2, t.ne[2], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *q, *k, *v, *mask, *sinks;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.q = w.new_tensor_3d(elem_type::f32, 16, 3, 8);     // 3 queries, 8 heads
+        t.k = w.new_tensor_3d(elem_type::f16, 16, 70, 4);    // 70 positions, 4 key/value heads (GQA)
+        t.v = w.new_tensor_3d(elem_type::f16, 8, 70, 4);
+        t.mask = w.new_tensor_2d(elem_type::f16, 70, 3);
+        t.sinks = w.new_tensor_1d(elem_type::f32, 8);
+        t.q->name = "q";
+        t.k->name = "k";
+        t.v->name = "v";
+        return t;
+    };
+    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
+    const tensors r = make(rw), mt = make(mw);
+    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    std::uint32_t seed = 60;
+    for (auto [rt, mtt] : {std::pair{r.q, mt.q}, {r.k, mt.k}, {r.v, mt.v}, {r.mask, mt.mask}, {r.sinks, mt.sinks}}) {
+        const auto v = small_integers(static_cast<std::size_t>(rt->nelements()), seed++);
+        if (rt->type == elem_type::f16) {
+            std::vector<f16_t> h(v.size());
+            for (std::size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i] * 0.25f);
+            REQUIRE(tensor_set(*rt, h).ok());
+            REQUIRE(tensor_set(*mtt, h).ok());
+        } else {
+            REQUIRE(tensor_set(*rt, v).ok());
+            REQUIRE(tensor_set(*mtt, v).ok());
+        }
+    }
+    tensor* ro = flash_attn_ext(rg, r.q, r.k, r.v, r.mask, 0.25f);
+    tensor* mo = flash_attn_ext(mg, mt.q, mt.k, mt.v, mt.mask, 0.25f);
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind("axis1", 0) == 0); // the heads: the result's dimension 1
+    const auto want = tensor_get_all<float>(*ro).value(), got = tensor_get_all<float>(*mo).value();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-5));
+
+    // sinks read each head's global index: no split of the heads
+    context eg({.no_alloc = true});
+    tensor* bad = flash_attn_ext_add_sinks(flash_attn_ext(eg, mt.q, mt.k, mt.v, mt.mask, 0.25f), mt.sinks);
+    graph g(bad);
+    graph_allocator ga(m.be.buffer_type());
+    REQUIRE(ga.alloc_graph(g).ok());
+    const status e = m.be.compute(g);
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.code() == errc::not_supported);
+    CHECK_THAT(e.message(), Catch::Contains("flash_attn_ext") && Catch::Contains("'q'"));
 }
 
 TEST_CASE("meta device through the run-time face: any_device and any_backend", "[meta]") {

@@ -8,8 +8,9 @@
 //  * the reference kernels (backends/cpu/kernels/, one family per header): plain,
 //    portable, any layout; the oracle that other backends' tests compare against;
 //  * fast paths where they exist, written per instruction set (p.level): fast::mul_mat
-//    (fast/mul_mat.hpp) and the element-wise and row kernels for contiguous f32 rows
-//    (fast/rowwise.hpp).
+//    (fast/mul_mat.hpp), the element-wise and row kernels for contiguous f32 rows
+//    (fast/rowwise.hpp) and flash_attn_ext's tiled kernel for f32 and f16 k and v
+//    (fast/attention.hpp).
 // Reference mode picks the reference kernels for every node. Otherwise a fast path runs
 // when it applies to the node; whether it applies is a pure function of the node, so
 // every thread of a node takes the same path, and a plan can decide it once
@@ -29,6 +30,7 @@
 // <backplane/backplane.hpp> stays cheap (docs/benchmarks.md, compile time).
 
 #include <backplane/backends/cpu/compute_params.hpp>
+#include <backplane/backends/cpu/fast/attention.hpp>
 #include <backplane/backends/cpu/fast/mul_mat.hpp>
 #include <backplane/backends/cpu/fast/mul_mat_id.hpp>
 #include <backplane/backends/cpu/fast/rowwise.hpp>
@@ -85,6 +87,7 @@ enum class kernel_kind : std::uint8_t {
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
+    fast_attention, ///< fast::attention: flash_attn_ext with f32 or f16 k and v
 };
 
 namespace detail {
@@ -159,13 +162,15 @@ inline kernel_kind choose_kernel(const tensor& node, bool reference) noexcept {
     case kernel_kind::glu: return fast::rowwise_applies(node) ? kernel_kind::fast_rowwise : k;
     case kernel_kind::mul_mat: return fast::mul_mat_applies(node) ? kernel_kind::fast_mul_mat : k;
     case kernel_kind::mul_mat_id: return fast::mul_mat_id_applies(node) ? kernel_kind::fast_mul_mat_id : k;
+    case kernel_kind::flash_attn_ext: return fast::attention_applies(node) ? kernel_kind::fast_attention : k;
     default: return k;
     }
 }
 
 /// True for the fast paths (fast/), false for the reference kernels and nothing.
 [[nodiscard]] constexpr bool is_fast_path(kernel_kind k) noexcept {
-    return k == kernel_kind::fast_rowwise || k == kernel_kind::fast_mul_mat || k == kernel_kind::fast_mul_mat_id;
+    return k == kernel_kind::fast_rowwise || k == kernel_kind::fast_mul_mat || k == kernel_kind::fast_mul_mat_id ||
+           k == kernel_kind::fast_attention;
 }
 
 namespace detail {
@@ -236,7 +241,7 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::flash_attn_ext: { // per query row: a dot product of D_k and a D_v update per position
         const tensor& keys = *node.src[1];
         const std::int64_t macs = a->nrows() * keys.ne[1] * (keys.ne[0] + node.ne[0]);
-        return 8 * conv * macs + n;
+        return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
     default:
         return n;
@@ -260,19 +265,30 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::fast_mul_mat:
     case kernel_kind::fast_mul_mat_id:
         return node.nelements();
+    case kernel_kind::fast_attention:
+        return fast::attention_split_units(node);
     default:
         return node.nrows();
     }
 }
 
-/// The fast mul_mat can run with what p offers: its work buffer, and a barrier when
-/// several threads share the node. Callers that hand-roll compute_params (tests calling
-/// one thread's share at a time) get the reference kernel instead of a kernel that
-/// would wait on a barrier nobody else reaches.
-inline bool fast_mul_mat_ready(const compute_params& p, const tensor& node, kernel_kind k) noexcept {
-    if (p.nth > 1 && p.barrier_fn == nullptr) return false;
-    const std::size_t need = k == kernel_kind::fast_mul_mat_id ? fast::mul_mat_id_work_size(node, p.nth)
-                                                                 : fast::mul_mat_work_size(node, p.nth);
+/// Bytes of shared work buffer kernel k needs for node with nth threads (0 for every
+/// kernel but the fast mul_mat's, mul_mat_id's and attention's).
+inline std::size_t kernel_work_size(const tensor& node, int nth, kernel_kind k) noexcept {
+    if (k == kernel_kind::fast_mul_mat) return fast::mul_mat_work_size(node, nth);
+    if (k == kernel_kind::fast_mul_mat_id) return fast::mul_mat_id_work_size(node, nth);
+    if (k == kernel_kind::fast_attention) return fast::attention_work_size(node, nth);
+    return 0;
+}
+
+/// The fast mul_mat, mul_mat_id and attention can run with what p offers: their work
+/// buffer, and a barrier when several threads share the node (the attention needs one
+/// only with a work buffer). Callers that hand-roll compute_params (tests calling one
+/// thread's share at a time) get the reference kernel instead of a kernel that would
+/// wait on a barrier nobody else reaches.
+inline bool fast_kernel_ready(const compute_params& p, const tensor& node, kernel_kind k) noexcept {
+    const std::size_t need = kernel_work_size(node, p.nth, k);
+    if (p.nth > 1 && p.barrier_fn == nullptr && (k != kernel_kind::fast_attention || need > 0)) return false;
     return need == 0 || (p.wdata != nullptr && p.wsize >= need);
 }
 
@@ -314,10 +330,10 @@ inline void reset_min_work_per_thread() noexcept {
 
 /// Bytes of shared work buffer the node needs when nth threads compute it with kernel k:
 /// the fast mul_mat's scratch (for example the activations quantized once for all
-/// threads); 0 for every other kernel (the reference kernels need none).
+/// threads) and the fast attention's partials (a single query split along its
+/// positions); 0 for every other kernel (the reference kernels need none).
 [[nodiscard]] inline std::size_t work_size(const tensor& node, int nth, kernel_kind k) noexcept {
-    if (k == kernel_kind::fast_mul_mat_id) return fast::mul_mat_id_work_size(node, nth < 1 ? 1 : nth);
-    return k == kernel_kind::fast_mul_mat ? fast::mul_mat_work_size(node, nth < 1 ? 1 : nth) : 0;
+    return detail::kernel_work_size(node, nth < 1 ? 1 : nth, k);
 }
 /// work_size with the kernel chosen for node in this mode.
 [[nodiscard]] inline std::size_t work_size(const tensor& node, int nth, bool reference) noexcept {
@@ -359,19 +375,22 @@ template <class = void>
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);
+    case kernel_kind::fast_attention: return fast::attention(p, node);
     }
     return errc::ok;
 }
 
 /// Computes `node` from its sources (thread p.ith of p.nth), choosing its kernel now (a
 /// plan chose it once: run_kernel). View ops and leafs compute nothing. The fast mul_mat
-/// runs only when p offers what it needs (its work buffer, and a barrier when several
-/// threads share the node), else the reference kernel does. Returns as run_kernel.
+/// and attention run only when p offers what they need (a work buffer, and a barrier when
+/// several threads share the node), else the reference kernel does. Returns as
+/// run_kernel.
 template <class = void>
 [[nodiscard]] inline errc compute_forward(const compute_params& p, tensor& node) noexcept {
     kernel_kind k = choose_kernel(node, p.reference);
-    if (k == kernel_kind::fast_mul_mat && !detail::fast_mul_mat_ready(p, node, k)) k = kernel_kind::mul_mat;
-    if (k == kernel_kind::fast_mul_mat_id && !detail::fast_mul_mat_ready(p, node, k)) k = kernel_kind::mul_mat_id;
+    if ((k == kernel_kind::fast_mul_mat || k == kernel_kind::fast_mul_mat_id || k == kernel_kind::fast_attention) &&
+        !detail::fast_kernel_ready(p, node, k))
+        k = reference_kernel(node.op);
     return run_kernel(p, node, k);
 }
 
