@@ -76,6 +76,7 @@ BACKPLANE_PARITY_CASE("set_rows", "set_rows into every type by i32 and i64 indic
 BACKPLANE_PARITY_CASE("pad", "pad with zeros and wrapped around", "")
 BACKPLANE_PARITY_CASE("arange", "arange", "")
 BACKPLANE_PARITY_CASE("mul_mat_id", "mul_mat_id for every weight and activation type", "[mul_mat]")
+BACKPLANE_PARITY_CASE("flash_attn_ext", "flash_attn_ext for every k and v type with masks, sinks, softcap, ALiBi and views", "")
 
 #undef BACKPLANE_PARITY_CASE
 

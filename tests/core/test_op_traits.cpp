@@ -87,6 +87,11 @@ std::vector<tensor*> one_of_each(context& ctx) {
         arange(ctx, 0.0f, 8.0f, 0.5f),
         mul_mat_id(ctx, ctx.new_tensor_3d(elem_type::q8_0, 64, 16, 4), ctx.new_tensor_3d(elem_type::f32, 64, 1, 5),
                    ctx.new_tensor_2d(elem_type::i32, 2, 5)),
+        flash_attn_ext_add_sinks(flash_attn_ext(ctx, ctx.new_tensor_3d(elem_type::f32, 64, 2, 4), // every source and parameter
+                                                ctx.new_tensor_3d(elem_type::f16, 64, 8, 2),
+                                                ctx.new_tensor_3d(elem_type::q8_0, 32, 8, 2),
+                                                ctx.new_tensor_2d(elem_type::f16, 8, 2), 0.125f, 8.0f, 30.0f),
+                                 ctx.new_tensor_1d(elem_type::f32, 4)),
     };
 }
 

@@ -607,6 +607,75 @@ TEST_CASE("soft_max_ext: max_bias and sinks", "[ops][soft_max]") {
     CHECK_NULL_ERROR("soft_max_add_sinks", soft_max_add_sinks(plain, nullptr));
 }
 
+TEST_CASE("flash_attn_ext: shapes, types, mask, sinks and parameters", "[ops][flash_attn_ext]") {
+    context ctx({.no_alloc = true});
+    const auto t = [&](elem_type type, std::int64_t n0, std::int64_t n1, std::int64_t n2, std::int64_t n3 = 1) {
+        return ctx.new_tensor_4d(type, n0, n1, n2, n3);
+    };
+    tensor* q = t(elem_type::f32, 64, 3, 8, 2);
+    tensor* k = t(elem_type::f16, 64, 10, 2, 2);
+    tensor* v = t(elem_type::q4_0, 96, 10, 2, 2);
+    tensor* mask = t(elem_type::f16, 10, 4, 1, 1);
+    tensor* r = flash_attn_ext(ctx, q, k, v, mask, 0.125f, 8.0f, 30.0f);
+    check_result(r, elem_type::f32, {96, 8, 3, 2}, op_kind::flash_attn_ext, q, k, v); // heads before queries
+    CHECK(r->src[3] == mask);
+    CHECK(r->param<float>(0) == 0.125f);
+    CHECK(r->param<float>(1) == 8.0f);
+    CHECK(r->param<float>(2) == 30.0f);
+    CHECK(flash_attn_ext(ctx, q, k, k, nullptr, 1.0f)->ne == ne_t{64, 8, 3, 2});
+    // q, k, v permuted in dims 1..3 (rows contiguous) are fine
+    CHECK(flash_attn_ext(ctx, permute(ctx, t(elem_type::f32, 64, 8, 3, 2), 0, 2, 1, 3), k, k, nullptr, 1.0f)->ne ==
+          ne_t{64, 8, 3, 2});
+
+    // types and layouts
+    tensor* q16 = t(elem_type::f16, 64, 3, 8, 2);
+    CHECK_OP_ERROR("flash_attn_ext", operands({q16, k, v}), flash_attn_ext(ctx, q16, k, v, nullptr, 1.0f));
+    tensor* ki = t(elem_type::i32, 64, 10, 2, 2);
+    CHECK_OP_ERROR("flash_attn_ext", operands({q, ki, v}), flash_attn_ext(ctx, q, ki, v, nullptr, 1.0f));
+    tensor* kt = transpose(ctx, t(elem_type::f16, 10, 64, 2, 2));
+    CHECK_OP_ERROR("flash_attn_ext", operands({q, kt, v}), flash_attn_ext(ctx, q, kt, v, nullptr, 1.0f));
+    tensor* qt = transpose(ctx, t(elem_type::f32, 3, 64, 8, 2));
+    CHECK_OP_ERROR("flash_attn_ext", operands({qt, k, v}), flash_attn_ext(ctx, qt, k, v, nullptr, 1.0f));
+
+    // shapes: head size, positions, heads (GQA), dim 3
+    for (tensor* bad_k : {t(elem_type::f16, 32, 10, 2, 2), t(elem_type::f16, 64, 10, 3, 2), t(elem_type::f16, 64, 10, 2, 1)})
+        CHECK_OP_ERROR("flash_attn_ext", operands({q, bad_k, v}), flash_attn_ext(ctx, q, bad_k, v, nullptr, 1.0f));
+    for (tensor* bad_v : {t(elem_type::f16, 64, 9, 2, 2), t(elem_type::f16, 64, 10, 1, 2), t(elem_type::f16, 64, 10, 2, 1)})
+        CHECK_OP_ERROR("flash_attn_ext", operands({q, k, bad_v}), flash_attn_ext(ctx, q, k, bad_v, nullptr, 1.0f));
+
+    // the mask: f16, contiguous, n_kv columns, at least n_q rows, dividing heads and dim 3
+    for (tensor* bad : {t(elem_type::f32, 10, 4, 1, 1), t(elem_type::f16, 11, 4, 1, 1), t(elem_type::f16, 10, 2, 1, 1),
+                        t(elem_type::f16, 10, 3, 3, 1), t(elem_type::f16, 10, 3, 1, 3),
+                        transpose(ctx, t(elem_type::f16, 4, 10, 1, 1))})
+        CHECK_OP_ERROR("flash_attn_ext", operands({q, k, v, bad}), flash_attn_ext(ctx, q, k, v, bad, 1.0f));
+    CHECK(flash_attn_ext(ctx, q, k, v, t(elem_type::f16, 10, 3, 8, 2), 1.0f)->src[3] != nullptr);
+
+    // parameters: finite; ALiBi needs a mask
+    CHECK_OP_ERROR("flash_attn_ext", operands({q, k, v}), flash_attn_ext(ctx, q, k, v, nullptr, 1.0f, 8.0f));
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const float x : {nan, inf}) {
+        CHECK_OP_ERROR("flash_attn_ext", operands({q, k, v}), flash_attn_ext(ctx, q, k, v, nullptr, x));
+        CHECK_OP_ERROR("flash_attn_ext", operands({q, k, v, mask}), flash_attn_ext(ctx, q, k, v, mask, 1.0f, x));
+        CHECK_OP_ERROR("flash_attn_ext", operands({q, k, v}), flash_attn_ext(ctx, q, k, v, nullptr, 1.0f, 0.0f, x));
+    }
+
+    // sinks: f32, one per head (q.ne2), set once, only on a flash_attn_ext
+    tensor* sinks = ctx.new_tensor_1d(elem_type::f32, 8);
+    CHECK(flash_attn_ext_add_sinks(r, sinks) == r);
+    CHECK(r->src[4] == sinks);
+    CHECK_OP_ERROR("flash_attn_ext_add_sinks", operands({r}), flash_attn_ext_add_sinks(r, sinks));
+    for (tensor* bad : {ctx.new_tensor_1d(elem_type::f32, 2), ctx.new_tensor_1d(elem_type::f16, 8),
+                        ctx.new_tensor_2d(elem_type::f32, 8, 2)}) {
+        tensor* plain = flash_attn_ext(ctx, q, k, v, nullptr, 1.0f);
+        CHECK_OP_ERROR("flash_attn_ext", operands({q, k, v, nullptr, bad}), flash_attn_ext_add_sinks(plain, bad));
+        CHECK(plain->src[4] == nullptr); // a refused sink leaves the node as it was
+    }
+    tensor* other = rms_norm(ctx, q);
+    CHECK_OP_ERROR("flash_attn_ext_add_sinks", operands({other}), flash_attn_ext_add_sinks(other, sinks));
+    CHECK_NULL_ERROR("flash_attn_ext_add_sinks", flash_attn_ext_add_sinks(nullptr, sinks));
+    CHECK_NULL_ERROR("flash_attn_ext", flash_attn_ext(ctx, q, nullptr, v, nullptr, 1.0f));
+}
+
 TEST_CASE("rope: positions, n_dims, mode, frequencies", "[ops][rope]") {
     context ctx({.no_alloc = true});
     // a [head_dim, n_head, n_tokens], pos i32 [n_tokens]

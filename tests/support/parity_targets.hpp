@@ -56,6 +56,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"pad", 3},              // f32 f16 bf16
     {"arange", 1},           // f32
     {"mul_mat_id", 5 * 3},   // f32 f16 bf16 q8_0 q4_0 experts x f32 f16 bf16 activations
+    {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (each with and without mask, sinks, softcap, ALiBi)
 };
 
 /// The count `counts` pins for `family`; -1 when it names none.

@@ -431,6 +431,49 @@ inline ref_tensor soft_max(const tensor& node) {
     return r;
 }
 
+/// flash_attn_ext in double: the scores of every position, their softmax (with the
+/// head's sink), the weighted sum of v (core/ops/attention.hpp).
+inline ref_tensor flash_attn_ext(const tensor& node) {
+    const tensor& q = *node.src[0];
+    const tensor& k = *node.src[1];
+    const tensor& v = *node.src[2];
+    const tensor* mask = node.src[3];
+    const tensor* sinks = node.src[4];
+    const double softcap = node.param<float>(2);
+    const double scale = node.param<float>(0);
+    const double max_bias = node.param<float>(1);
+    const i64 group = q.ne[2] / k.ne[2];
+    constexpr double ninf = -std::numeric_limits<double>::infinity();
+    ref_tensor r(node.type, node.ne);
+    std::vector<double> s(static_cast<std::size_t>(k.ne[1]));
+    for (i64 i3 = 0; i3 < q.ne[3]; ++i3)
+        for (i64 h = 0; h < q.ne[2]; ++h)
+            for (i64 iq = 0; iq < q.ne[1]; ++iq) {
+                const double slope = alibi_slope(max_bias, q.ne[2], h);
+                double max = sinks ? get(*sinks, h) : ninf;
+                for (i64 j = 0; j < k.ne[1]; ++j) {
+                    const double m = mask ? slope * get(*mask, j, iq, h % mask->ne[2], i3 % mask->ne[3]) : 0.0;
+                    double x = 0.0;
+                    for (i64 d = 0; d < q.ne[0]; ++d)
+                        x += get(q, d, iq, h, i3) * get(k, d, j, h / group, i3);
+                    x *= scale;
+                    if (softcap != 0.0) x = softcap * std::tanh(x / softcap);
+                    s[static_cast<std::size_t>(j)] = m == ninf ? ninf : x + m;
+                    max = std::max(max, s[static_cast<std::size_t>(j)]);
+                }
+                if (max == ninf) continue; // every position masked, no sink: zeros
+                double sum = sinks ? std::exp(get(*sinks, h) - max) : 0.0;
+                for (double x : s) sum += std::exp(x - max);
+                for (i64 d = 0; d < v.ne[0]; ++d) {
+                    double acc = 0.0;
+                    for (i64 j = 0; j < k.ne[1]; ++j)
+                        acc += std::exp(s[static_cast<std::size_t>(j)] - max) * get(v, d, j, h / group, i3);
+                    r.at(d, h, iq, i3) = acc / sum;
+                }
+            }
+    return r;
+}
+
 inline ref_tensor mul_mat(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& b = *node.src[1];
@@ -748,6 +791,9 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::mul_mat_id:
         r = ref_detail::mul_mat_id(node);
+        break;
+    case op_kind::flash_attn_ext:
+        r = ref_detail::flash_attn_ext(node);
         break;
     case op_kind::arange:
         r = ref_detail::arange(node);

@@ -7,7 +7,7 @@
 //
 // What a family's fields mean:
 //   types    the operand types, in the family's order (binary: a, b; mul_mat: weights,
-//            activations; cpy: from, to; soft_max: a, mask)
+//            activations; cpy: from, to; soft_max: a, mask; flash_attn_ext: k, v)
 //   ne       the main operand's extents (mul_mat: {k, m, n, batch})
 //   variant  0 .. n_variants - 1: the layout of the main operand (contiguous, rows with a
 //            stride, permuted, transposed), a broadcast pattern, a rope mode, a mask, a
@@ -29,8 +29,10 @@
 #include <backplane/core/types.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 #include <span>
@@ -365,6 +367,57 @@ inline built_case build_cont(context& ctx, const case_spec& c, std::mt19937& rng
     return finish(cont(ctx, input(ctx, t, c.ne, c.variant + 1, rng)));
 }
 
+/// The extents of a flash_attn_ext case: q [dk, n_q, n_head, ne3], k [dk, n_kv,
+/// n_head_kv, ne3], v [dv, n_kv, n_head_kv, ne3].
+struct attention_shape {
+    std::int64_t dk, dv, n_kv, n_q, n_head, n_head_kv, ne3;
+};
+
+/// flash_attn_ext with k of type tk and v of type tv (the parity cases' and the
+/// catalogue's). variant: bit 0 an f16 mask (a few positions masked, query 2 everywhere;
+/// extra rows when bit 5 is set), bit 1 sinks, bit 2 a logit softcap, bit 3 ALiBi (with a
+/// mask), bit 5 views (q a permutation of [dk, n_head, n_q], k a window of a larger cache,
+/// v permuted in dims 1..3, the mask broadcast over heads); bit 4 is the catalogue's
+/// (grouped-query heads).
+inline tensor* build_attention(context& ctx, std::mt19937& rng, elem_type tk, elem_type tv, const attention_shape& s,
+                               int variant) {
+    const auto in = [&](elem_type t, const extents& ne, layout l, double lo, double hi) {
+        return laid_out(ctx, t, ne, l, [&](elem_type type, const extents& root) { return random_leaf(ctx, type, root, rng, lo, hi); });
+    };
+    const bool views = (variant & 32) != 0;
+    constexpr elem_type f32 = elem_type::f32;
+    tensor* q = views ? permute(ctx, in(f32, {s.dk, s.n_head, s.n_q, s.ne3}, layout::contiguous, -3.0, 3.0), 0, 2, 1, 3)
+                      : in(f32, {s.dk, s.n_q, s.n_head, s.ne3}, layout::contiguous, -3.0, 3.0);
+    tensor* k = in(tk, {s.dk, s.n_kv, s.n_head_kv, s.ne3}, views ? layout::strided_rows : layout::offset, -1.0, 1.0);
+    tensor* v = in(tv, {s.dv, s.n_kv, s.n_head_kv, s.ne3}, views ? layout::permuted_rows : layout::contiguous, -1.0, 1.0);
+    tensor* mask = nullptr;
+    if (variant & 1) {
+        const extents mne{s.n_kv, s.n_q + (views ? 3 : 0), views ? 1 : s.n_head, s.ne3};
+        mask = in(elem_type::f16, mne, layout::contiguous, -2.0, 2.0);
+        constexpr double ninf = -std::numeric_limits<double>::infinity();
+        for_each_index(mne, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+            if (i1 == 2 || (i0 == static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(mne[0])) && i1 % 2 == 0))
+                set_element(*mask, i0, i1, i2, i3, ninf);
+        });
+    }
+    const float scale = static_cast<float>(uniform(rng, 0.5, 2.0) / std::sqrt(static_cast<double>(s.dk)));
+    const float max_bias = (variant & 8) && mask != nullptr ? 8.0f : 0.0f;
+    tensor* r = flash_attn_ext(ctx, q, k, v, mask, scale, max_bias, (variant & 4) ? 2.0f : 0.0f);
+    if (variant & 2) flash_attn_ext_add_sinks(r, in(f32, {s.n_head, 1, 1, 1}, layout::contiguous, -2.0, 2.0));
+    return r;
+}
+
+/// ne = {head size, n_kv, n_q, n_head}; types: k, v (q f32, the mask f16); variant as
+/// build_attention's, bit 4 grouped-query heads (n_head / 2 key/value heads, for an even
+/// n_head), bit 5 also two sequences (ne3 = 2).
+inline built_case build_flash_attn_ext(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const auto [d, n_kv, n_q, n_head] = c.ne;
+    const std::int64_t n_head_kv = (c.variant & 16) && n_head % 2 == 0 ? n_head / 2 : n_head;
+    const attention_shape s{d, d, n_kv, n_q, n_head, n_head_kv, (c.variant & 32) ? 2 : 1};
+    tensor* r = build_attention(ctx, rng, type_at(c, 0), type_at(c, 1), s, c.variant);
+    return finish(r, 2.0 * static_cast<double>(n_q * n_head * s.ne3 * n_kv * 2 * d));
+}
+
 inline extents shape_rows(std::mt19937& rng, std::span<const elem_type> types) {
     elem_type t = types.empty() ? elem_type::f32 : types[0];
     for (elem_type x : types)
@@ -382,6 +435,13 @@ inline extents shape_mul_mat(std::mt19937& rng, std::span<const elem_type> types
 inline extents shape_get_rows(std::mt19937& rng, std::span<const elem_type> types) {
     shape_gen g{rng};
     return {g.row(types.empty() ? elem_type::f32 : types[0]), g.upto(9), g.upto(3), g.upto(7)};
+}
+inline extents shape_attention(std::mt19937& rng, std::span<const elem_type> types) {
+    shape_gen g{rng};
+    bool quant = false;
+    for (elem_type t : types) quant = quant || is_quantized(t);
+    const std::int64_t d = quant ? 32 * g.pick({1, 2, 3, 4}) : g.pick({1, 5, 16, 33, 64, 80, 128});
+    return {d, g.pick({1, 2, 7, 32, 100, 257}), g.upto(5), g.pick({1, 2, 3, 4, 8})};
 }
 inline extents shape_rope(std::mt19937& rng, std::span<const elem_type>) {
     shape_gen g{rng};
@@ -433,6 +493,7 @@ inline std::span<const op_cases> catalogue() {
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},
+        {"flash_attn_ext", 2, 64, &build_flash_attn_ext, &shape_attention, {128, 4096, 1, 32}},
         {"get_rows", 1, 4, &build_get_rows, &shape_get_rows, {4096, 32000, 1, 512}},
         {"rope", 1, 11, &build_rope, &shape_rope, {128, 32, 512, 1}},
         {"concat", 1, 4, &build_concat, &shape_rows, {4096, 512, 1, 1}},

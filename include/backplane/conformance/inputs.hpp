@@ -37,6 +37,8 @@ enum class layout : std::uint8_t {
     permuted,      ///< dims 1..3 (and 0 unless quantized) come from another order
     transposed,    ///< dims 0 and 1 swapped (not for quantized types)
     strided_elems, ///< every other element of a row (not for quantized types)
+    permuted_rows, ///< dims 1..3 come from another order, rows (dim 0) kept contiguous (not
+                   ///< among all_layouts: for operands that need contiguous rows)
 };
 inline constexpr layout all_layouts[] = {layout::contiguous,   layout::offset,
                                          layout::strided_rows, layout::permuted,
@@ -56,6 +58,8 @@ constexpr const char* to_string(layout l) noexcept {
         return "transposed";
     case layout::strided_elems:
         return "strided_elems";
+    case layout::permuted_rows:
+        return "permuted_rows";
     }
     return "?";
 }
@@ -95,8 +99,9 @@ tensor* laid_out(context& ctx, elem_type t, const extents& ne, layout l, Leaf&& 
         return view_4d(ctx, root, ne[0], ne[1], ne[2], ne[3], root->nb[1], root->nb[2],
                        root->nb[3], ts + root->nb[1] + root->nb[2]);
     }
-    case layout::permuted: {
-        if (is_quantized(t)) // dim 0 (the blocks) stays first
+    case layout::permuted:
+    case layout::permuted_rows: {
+        if (is_quantized(t) || l == layout::permuted_rows) // dim 0 (the blocks, the rows) stays first
             return permute(ctx, leaf(t, extents{ne[0], ne[2], ne[3], ne[1]}), 0, 2, 3, 1);
         return permute(ctx, leaf(t, extents{ne[2], ne[0], ne[3], ne[1]}), 2, 0, 3, 1);
     }

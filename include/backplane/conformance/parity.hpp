@@ -297,6 +297,35 @@ inline int mul_mat_id_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// flash_attn_ext for every k and v type: head sizes apart or equal, grouped-query heads,
+/// two sequences, and each shape with a drawn variant of build_attention (mask, sinks,
+/// softcap, ALiBi, views).
+inline int flash_attn_ext_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type tk : all_elem_types)
+        for (elem_type tv : all_elem_types) {
+            if (!cases.claimed([&] {
+                    return flash_attn_ext(cases.ctx, cases.leaf(elem_type::f32, {32, 2, 2, 1}), cases.leaf(tk, {32, 3, 1, 1}),
+                                          cases.leaf(tv, {32, 3, 1, 1}), nullptr, 0.5f);
+                }))
+                continue;
+            cases.combination();
+            auto& g = cases.gen;
+            const auto head_size = [&](elem_type t) {
+                return is_quantized(t) ? 32 * g.pick({1, 2, 4}) : g.pick({1, 3, 16, 32, 40, 64, 65, 128});
+            };
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const std::int64_t dk = head_size(tk);
+                const std::int64_t dv = s % 3 == 0 ? head_size(tv) : is_quantized(tv) && dk % 32 != 0 ? 32 : dk;
+                const std::int64_t n_head_kv = g.upto(3);
+                const detail::attention_shape shape{dk,           dv,         g.pick({1, 2, 7, 16, 33, 64, 100, 200}),
+                                                    g.upto(4),    n_head_kv * g.upto(3), n_head_kv, g.upto(2)};
+                cases.add(detail::build_attention(cases.ctx, cases.rng, tk, tv, shape, static_cast<int>(cases.rng() % 64)));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -506,6 +535,7 @@ inline std::span<const parity_family> parity_families() {
         {"pad", 31014, &pad_cases},
         {"arange", 31015, &arange_cases},
         {"mul_mat_id", 31016, &mul_mat_id_cases},
+        {"flash_attn_ext", 31017, &flash_attn_ext_cases},
     };
     return families;
 }

@@ -51,6 +51,12 @@ class graph_index {
 public:
     static constexpr std::int32_t none = -1;
     using src_numbers = std::array<std::int32_t, max_srcs>;
+    /// The source numbers of a node that reads nothing.
+    static constexpr src_numbers no_srcs = [] {
+        src_numbers s{};
+        s.fill(none);
+        return s;
+    }();
 
     graph_index() = default;
     /// The nodes of g; every tensor they read is numbered after them.

@@ -63,8 +63,9 @@ enum class op_kind : std::uint8_t {
     pad,
     arange,
     mul_mat_id,
+    flash_attn_ext,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::mul_mat_id) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::flash_attn_ext) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

@@ -44,10 +44,15 @@
 //   mul_mat_id (as, b, ids)         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16 (b);
 //                                                    (as: the experts)        i32 ids (src[2])
 //   arange                          f32              (no source)
+//   flash_attn_ext (q, k, v, mask,  f32              f32 (q)                  f32 f16 bf16 q8_0 q4_0
+//   sinks)                                                                    (k; v at src[2] the
+//                                                                             same set); f16 mask,
+//                                                                             f32 sinks (src[3, 4])
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
 // operands keep their rows' blocks contiguous, mul_mat's weights are not transposed, and
-// glu's operands have contiguous rows (ggml_is_contiguous_1; other strides are free).
+// glu's and flash_attn_ext's operands have contiguous rows (ggml_is_contiguous_1; other
+// strides are free) and flash_attn_ext's mask is contiguous.
 
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/rope_functions.hpp>
@@ -65,7 +70,7 @@ namespace backplane {
 /// The kind of work an op is (the cost model prices each family by its own rate).
 enum class op_family : std::uint8_t {
     none,        ///< computes nothing: leafs and views
-    mul_mat,     ///< matrix products: compute- or weight-bound
+    mul_mat,     ///< matrix products (and attention, flash_attn_ext): compute- or weight-bound
     elementwise, ///< each result element from the same elements of the sources: memory-bound
     rows,        ///< reductions and per-row transforms: norms, soft_max, rope, sum_rows, sum, mean,
                  ///< argmax, argsort, top_k
@@ -426,6 +431,49 @@ inline std::string_view pad(const tensor& t) noexcept {
     return {};
 }
 
+/// flash_attn_ext's K or V: a float or quantized type, contiguous rows of whole blocks.
+inline bool attention_operand(const tensor& x) noexcept {
+    return real_type(x.type) && x.rows_contiguous() && whole_blocks(x);
+}
+
+/// flash_attn_ext's mask (src[3]) and sinks (src[4]) for q [D_k, n_q, n_head, ne3] and
+/// n_kv positions (as ggml: an f16 contiguous mask of n_kv columns and at least n_q rows,
+/// broadcast over heads and dim 3; f32 sinks, one per head).
+inline std::string_view attention_mask_sinks(const tensor& t, const tensor& q, std::int64_t n_kv) noexcept {
+    const tensor* mask = t.src[3];
+    const tensor* sinks = t.src[4];
+    if (sinks != nullptr && (sinks->type != elem_type::f32 || sinks->ne[0] != q.ne[2] || sinks->nelements() != q.ne[2]))
+        return "sinks must be an f32 vector with one value per head (q.ne2)";
+    if (mask == nullptr) return t.param<float>(1) > 0.0f ? "max_bias (ALiBi) needs a mask" : std::string_view{};
+    if (mask->type != elem_type::f16 || !mask->is_contiguous()) return "mask must be f16 and contiguous";
+    if (mask->ne[0] != n_kv || mask->ne[1] < q.ne[1] || mask->ne[2] <= 0 || mask->ne[3] <= 0 ||
+        !multiple_of(q.ne[2], mask->ne[2]) || !multiple_of(q.ne[3], mask->ne[3]))
+        return "mask must be [n_kv, at least n_q, a divisor of n_head, a divisor of q.ne3]";
+    return {};
+}
+
+/// flash_attn_ext: src[0] = q [D_k, n_q, n_head, ne3] f32, src[1] = k [D_k, n_kv,
+/// n_head_kv, ne3], src[2] = v [D_v, n_kv, n_head_kv, ne3], src[3] = mask, src[4] = sinks;
+/// params scale, max_bias, logit_softcap.
+inline std::string_view flash_attn_ext(const tensor& t) noexcept {
+    const tensor& q = *t.src[0];
+    const tensor& k = *t.src[1];
+    const tensor& v = *t.src[2];
+    if (q.type != elem_type::f32 || !q.rows_contiguous()) return "q must be f32 with contiguous rows";
+    if (!attention_operand(k) || !attention_operand(v))
+        return "k and v must be f32, f16, bf16, q8_0 or q4_0 with contiguous rows (of whole blocks)";
+    if (k.ne[0] != q.ne[0]) return "k and q must have the same head size (dimension 0)";
+    if (v.ne[1] != k.ne[1] || v.ne[2] != k.ne[2]) return "v must have k's positions (dim 1) and heads (dim 2)";
+    if (k.ne[3] != q.ne[3] || v.ne[3] != q.ne[3]) return "q, k and v must have the same extent in dimension 3";
+    if (k.ne[2] <= 0 || !multiple_of(q.ne[2], k.ne[2])) return "k's heads (dim 2) must divide q's (grouped-query attention)";
+    if (!finite_param(t, 0) || !finite_param(t, 1) || !finite_param(t, 2))
+        return "scale, max_bias and logit_softcap must be finite";
+    if (const std::string_view why = attention_mask_sinks(t, q, k.ne[1]); !why.empty()) return why;
+    if (t.type != elem_type::f32 || !ne_is(t, v.ne[0], q.ne[2], q.ne[1], q.ne[3]))
+        return "the result is f32 [v.ne0, q.ne2, q.ne1, q.ne3] (heads before queries)";
+    return {};
+}
+
 inline std::string_view arange(const tensor& t) noexcept {
     const float start = t.param<float>(0), stop = t.param<float>(1), step = t.param<float>(2);
     if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) return "start, stop and step must be finite";
@@ -449,7 +497,8 @@ namespace r = op_rules;
 ///   (a, b; dim); get_rows (a, indices); glu (a, optional gate b; function, swapped, alpha,
 ///   limit); argsort (order). top_k's k is its result's ne0. set_rows (b, indices,
 ///   destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
-///   arange (no source; start, stop, step); mul_mat_id (as, b, ids).
+///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); flash_attn_ext (q, k, v,
+///   optional mask, optional sinks; scale, max_bias, logit_softcap).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -506,6 +555,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"pad",       1, 1, 9, false, false, fam::data,        r::pad},
     {"arange",    0, 0, 3, false, false, fam::data,        r::arange},
     {"mul_mat_id", 3, 3, 0, false, false, fam::mul_mat,    r::mul_mat_id},
+    {"flash_attn_ext", 3, 5, 3, false, false, fam::mul_mat, r::flash_attn_ext},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -523,7 +573,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "mul_mat_id"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "flash_attn_ext"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail
@@ -543,9 +593,10 @@ namespace detail {
 /// The sources node sets, bit j for src[j] (without a loop: support checks of big graphs
 /// spend their time in why_undefined).
 inline unsigned set_sources(const tensor& node) noexcept {
-    static_assert(max_srcs == 4, "one term per source");
+    static_assert(max_srcs == 5, "one term per source");
     return static_cast<unsigned>(node.src[0] != nullptr) | static_cast<unsigned>(node.src[1] != nullptr) << 1 |
-           static_cast<unsigned>(node.src[2] != nullptr) << 2 | static_cast<unsigned>(node.src[3] != nullptr) << 3;
+           static_cast<unsigned>(node.src[2] != nullptr) << 2 | static_cast<unsigned>(node.src[3] != nullptr) << 3 |
+           static_cast<unsigned>(node.src[4] != nullptr) << 4;
 }
 
 /// why_undefined for a node whose set sources are `set` (set_sources(node)), for a pass

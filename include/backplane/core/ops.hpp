@@ -2,6 +2,7 @@
 // Every graph-building op. Each builder validates shapes and types and throws
 // backplane::error naming the op, the shapes and the types of a mistake.
 
+#include <backplane/core/ops/attention.hpp>
 #include <backplane/core/ops/elementwise.hpp>
 #include <backplane/core/ops/glu.hpp>
 #include <backplane/core/ops/layout.hpp>

@@ -309,7 +309,7 @@ private:
         bit_inplace = 1u << 5, // a node whose op and layout allow taking over src[0]
     };
     struct slot_key {
-        std::array<std::int32_t, max_srcs> src{-1, -1, -1, -1}; // slots of a node's sources
+        graph_index::src_numbers src = graph_index::no_srcs; // slots of a node's sources
         std::int32_t view_src = -1;
         std::uint32_t pool = 0;
         std::uint32_t bits = 0;
@@ -462,7 +462,7 @@ private:
         const std::span<std::size_t> sizes = sizes_;
         for (std::size_t s = 0; s < total; ++s) {
             slot_key& k = keys[s];
-            k.src = s < n_nodes_ ? index_.srcs(s) : graph_index::src_numbers{-1, -1, -1, -1};
+            k.src = s < n_nodes_ ? index_.srcs(s) : graph_index::no_srcs;
             k.view_src = index_.view_src(s);
             const tensor& t = index_[s];
             const memory_kind mem = memory_of(t);

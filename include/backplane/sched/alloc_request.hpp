@@ -73,8 +73,8 @@ public:
     }
 
 private:
-    using srcs_t = std::array<std::int32_t, max_srcs>;
-    static constexpr srcs_t no_srcs{-1, -1, -1, -1};
+    using srcs_t = graph_index::src_numbers;
+    static constexpr srcs_t no_srcs = graph_index::no_srcs;
 
     // Nothing copied: the graph's own lists, numbered as placement numbered them.
     void use_graph_lists(const graph& g) {

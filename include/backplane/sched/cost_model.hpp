@@ -49,8 +49,10 @@ struct op_work {
 
 /// What a node costs any backend: a matrix product 2*K*M*N flops over all batches and
 /// its operands' and result's bytes (mul_mat_id: the experts its columns can use, and
-/// about n_used * n_tokens / n_expert columns per expert); get_rows reads only the rows
-/// it gathers; other ops their sources' and result's bytes.
+/// about n_used * n_tokens / n_expert columns per expert); flash_attn_ext the two products
+/// of every query with every position (2 * n_kv * (D_k + D_v) flops per query and head,
+/// the queries as columns) and its sources' and result's bytes, each read once; get_rows
+/// reads only the rows it gathers; other ops their sources' and result's bytes.
 inline op_work work_of(const tensor& t) noexcept {
     op_work w;
     const auto nbytes = [](const tensor* s) { return s != nullptr ? static_cast<double>(s->nbytes()) : 0.0; };
@@ -74,6 +76,17 @@ inline op_work work_of(const tensor& t) noexcept {
         w.bytes = nbytes(as) / static_cast<double>(std::max<std::int64_t>(1, as->ne[2])) * used + nbytes(b) +
                   nbytes(t.src[2]) + static_cast<double>(t.nbytes());
         w.columns = static_cast<double>(std::max<std::int64_t>(1, t.ne[2] * t.ne[1] / std::max<std::int64_t>(1, as->ne[2])));
+        return w;
+    }
+    case op_kind::flash_attn_ext: {
+        const tensor* q = t.src[0];
+        const tensor* k = t.src[1];
+        if (q == nullptr || k == nullptr) return w;
+        const double per_query = 2.0 * static_cast<double>(k->ne[1]) * static_cast<double>(k->ne[0] + t.ne[0]);
+        w.flops = per_query * static_cast<double>(q->nrows());
+        w.bytes = static_cast<double>(t.nbytes());
+        for (const tensor* s : t.src) w.bytes += nbytes(s);
+        w.columns = static_cast<double>(std::max<std::int64_t>(1, q->ne[1]));
         return w;
     }
     case op_kind::get_rows:

@@ -6,6 +6,8 @@
 
 #include "cpu_test_harness.hpp"
 
+#include <backplane/conformance/catalogue.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -703,6 +705,50 @@ TEST_CASE("cpu: soft_max_ext with ALiBi slopes and sinks", "[cpu][softmax]") {
         h.check(out, tol, "soft_max fully masked row with a sink");
         for (i64 i2 = 0; i2 < 3; ++i2)
             for (i64 i0 = 0; i0 < 5; ++i0) CHECK(bt::get(*out, i0, 1, i2) == 0.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// flash_attn_ext
+
+TEST_CASE("cpu: flash_attn_ext for every k and v type, with masks, sinks, softcap, ALiBi, GQA and views",
+          "[cpu][flash_attn_ext]") {
+    harness h(6206);
+    const split_threshold every_row(1); // the query rows split over the threads
+    namespace cd = backplane::conformance::detail;
+    const elem_type types[] = {f32, f16, bf16, q8_0, q4_0};
+    int n = 0;
+    for (const elem_type tk : types)
+        for (const elem_type tv : types)
+            for (int variant = 0; variant < 64; variant += 5) { // every feature bit, in many pairs
+                const std::int64_t dk = is_quantized(tk) ? 64 : (n % 2 ? 40 : 65);
+                const std::int64_t dv = is_quantized(tv) ? 32 * (1 + n % 2) : 24 + n % 5;
+                const std::int64_t n_head_kv = 1 + n % 2;
+                const std::int64_t n_head = n_head_kv * (variant & 16 ? 3 : 1);
+                const cd::attention_shape s{dk, dv, 1 + (n * 37) % 70, 1 + n % 4, n_head, n_head_kv, 1 + (variant >> 5)};
+                tensor* r = cd::build_attention(h.ctx, h.rng, tk, tv, s, variant);
+                h.check(r, {.max_nmse = 1e-9},
+                        describe("flash_attn_ext", {{"q", r->src[0]}, {"k", r->src[1]}, {"v", r->src[2]}, {"mask", r->src[3]},
+                                                    {"sinks", r->src[4]}}) +
+                            " variant " + std::to_string(variant));
+                ++n;
+            }
+    CHECK(h.cases == 25 * 13);
+}
+
+TEST_CASE("cpu: flash_attn_ext of a query masked everywhere is zeros, with or without a sink", "[cpu][flash_attn_ext]") {
+    harness h(6207);
+    tensor* q = h.leaf(f32, {16, 2, 2, 1});
+    tensor* k = h.leaf(f16, {16, 5, 1, 1});
+    tensor* v = h.leaf(f16, {8, 5, 1, 1});
+    tensor* mask = h.leaf(f16, {5, 2, 1, 1});
+    for (i64 j = 0; j < 5; ++j) bt::set(*mask, j, 1, 0, 0, -std::numeric_limits<double>::infinity());
+    for (const bool with_sink : {false, true}) {
+        tensor* r = flash_attn_ext(h.ctx, q, k, v, mask, 0.25f);
+        if (with_sink) flash_attn_ext_add_sinks(r, h.leaf(f32, {2, 1, 1, 1}));
+        h.check(r, {.max_nmse = 1e-9}, with_sink ? "fully masked query with a sink" : "fully masked query");
+        for (i64 hd = 0; hd < 2; ++hd)
+            for (i64 d = 0; d < 8; ++d) CHECK(bt::get(*r, d, hd, 1) == 0.0);
     }
 }
 

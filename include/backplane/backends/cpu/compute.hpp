@@ -31,6 +31,7 @@
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/mul_mat.hpp>
 #include <backplane/backends/cpu/fast/rowwise.hpp>
+#include <backplane/backends/cpu/kernels/attention.hpp>
 #include <backplane/backends/cpu/kernels/binary.hpp>
 #include <backplane/backends/cpu/kernels/concat.hpp>
 #include <backplane/backends/cpu/kernels/copy.hpp>
@@ -78,6 +79,7 @@ enum class kernel_kind : std::uint8_t {
     pad,          ///< kernels::pad
     arange,       ///< kernels::arange
     mul_mat_id,   ///< kernels::mul_mat_id
+    flash_attn_ext, ///< kernels::flash_attn_ext
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
 };
@@ -108,6 +110,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::pad: return kernel_kind::pad;
     case op_kind::arange: return kernel_kind::arange;
     case op_kind::mul_mat_id: return kernel_kind::mul_mat_id;
+    case op_kind::flash_attn_ext: return kernel_kind::flash_attn_ext;
     default: return kernel_kind::nothing;
     }
 }
@@ -223,6 +226,11 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     }
     case kernel_kind::mul_mat_id:
         return 8 * conv * n * std::max<std::int64_t>(a->ne[0], 1) + n;
+    case kernel_kind::flash_attn_ext: { // per query row: a dot product of D_k and a D_v update per position
+        const tensor& keys = *node.src[1];
+        const std::int64_t macs = a->nrows() * keys.ne[1] * (keys.ne[0] + node.ne[0]);
+        return 8 * conv * macs + n;
+    }
     default:
         return n;
     }
@@ -311,7 +319,7 @@ inline void reset_min_work_per_thread() noexcept {
 /// k) bytes and, when p.nth > 1, a barrier. Returns errc::ok, or errc::out_of_range when
 /// the data asks for a read or write outside a tensor (a get_rows, set_rows or mul_mat_id
 /// index beyond what it indexes): such reads and writes are never made; errc::alloc_failed
-/// when a sort finds no memory for its row buffer; a fast kernel may report its own
+/// when a sort or flash_attn_ext finds no memory for its row buffers; a fast kernel may report its own
 /// failure.
 template <class = void>
 [[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
@@ -335,6 +343,7 @@ template <class = void>
     case kernel_kind::pad: kernels::pad(p, node); return errc::ok;
     case kernel_kind::arange: kernels::arange(p, node); return errc::ok;
     case kernel_kind::mul_mat_id: return kernels::mul_mat_id(p, node) ? errc::ok : errc::out_of_range;
+    case kernel_kind::flash_attn_ext: return kernels::flash_attn_ext(p, node) ? errc::ok : errc::alloc_failed;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     }

@@ -56,16 +56,18 @@ enum class condition : std::uint8_t {
     global_heads,   ///< soft_max: dimension 2 (heads) splits only without ALiBi or sinks,
                     ///< which read each head's global index
     unpadded_axis,  ///< pad: nothing is added along the split axis
+    local_heads,    ///< flash_attn_ext: heads split only without ALiBi or sinks (which read each
+                    ///< head's global index) and with a mask of one plane or one per head
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
-/// The sources a rule reads (src0 .. src2; no core op splits a fourth).
-inline constexpr std::size_t rule_srcs = 3;
+/// The sources a rule reads: all of them (flash_attn_ext's mask and sinks are src3, src4).
+inline constexpr std::size_t rule_srcs = max_srcs;
 inline constexpr std::uint8_t axes_rows = 0b1110; ///< not dimension 0 (row-wise ops need whole rows)
 
 struct rule {
     op_kind op;
-    std::array<form, rule_srcs> src; ///< src0 .. src2 (a source a rule leaves out: none)
+    std::array<form, rule_srcs> src; ///< src0 .. src4 (a source a rule leaves out: none)
     form out;                ///< mirrored, partial or split
     std::uint8_t axes = axes_all;
     std::int8_t shift = 0;
@@ -249,6 +251,13 @@ inline constexpr rule rules[] = {
     {op_kind::pad, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::arange, {rule_detail::N, rule_detail::N}, rule_detail::M, axes_all, 0, {}, {}, false,
      "no source: every device computes it whole"},
+    // attention: the result [D_v, n_head, n_q, ne3] has the heads in dimension 1
+    {op_kind::flash_attn_ext, {rule_detail::S, rule_detail::Sm, rule_detail::Sm, rule_detail::Sm, rule_detail::M},
+     rule_detail::S, rule_detail::ax(2), -1, broadcast::block, condition::local_heads, false,
+     "heads split: q's, with k's and v's (in groups under GQA) split or cut alike, the mask cut or one plane; "
+     "only without ALiBi or sinks"},
+    {op_kind::flash_attn_ext, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
+     rule_detail::M},
 };
 // clang-format on
 
@@ -415,6 +424,10 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         case condition::off_concat_dim: ok = t.param<std::int32_t>(0) != axis; break;
         case condition::same_shape: ok = t.src[0] != nullptr && t.src[1] != nullptr && t.src[0]->ne == t.src[1]->ne; break;
         case condition::global_heads: ok = axis != 2 || (!(t.param<float>(1) > 0.0f) && t.src[2] == nullptr); break;
+        case condition::local_heads:
+            ok = !(t.param<float>(1) > 0.0f) && t.src[4] == nullptr &&
+                 (t.src[3] == nullptr || t.src[3]->ne[2] == 1 || t.src[3]->ne[2] == t.src[0]->ne[2]);
+            break;
         case condition::unpadded_axis:
             ok = axis >= 0 && t.param<std::int32_t>(2 * static_cast<std::size_t>(axis)) == 0 &&
                  t.param<std::int32_t>(2 * static_cast<std::size_t>(axis) + 1) == 0;
