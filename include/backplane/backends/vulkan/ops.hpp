@@ -10,6 +10,7 @@
 // (maxStorageBufferRange, 128 MiB on lavapipe).
 
 #include <backplane/core/op_traits.hpp>
+#include <backplane/backends/vulkan/ops/attention.hpp>
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/backends/vulkan/ops/concat.hpp>
 #include <backplane/backends/vulkan/ops/copy.hpp>
@@ -32,6 +33,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     if (is_copy(t.op)) return plan_copy(t, f, d);
     switch (t.op) {
     case op_kind::mul_mat: return plan_mul_mat(t, f, d);
+    case op_kind::flash_attn_ext: return plan_flash_attn(t, f, d);
     case op_kind::sum_rows:
     case op_kind::mean:
     case op_kind::sum:
