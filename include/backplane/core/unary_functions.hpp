@@ -6,6 +6,9 @@
 // shaders write the same formulas in GLSL (backends/vulkan/shaders/activation.glsl and
 // unary.comp). silu, gelu and relu are here for the gated units (core/glu_functions.hpp)
 // and the CPU's unary kernel; CUDA's unary kernel keeps its own rounding-exact forms.
+// The CPU's fast row kernels (backends/cpu/fast/rowwise.hpp) call these functors on
+// contiguous f32 rows, and evaluate silu, gelu, gelu_quick, sigmoid, tanh and exp in
+// SIMD vectors with the constants below (a change of formula here changes them there).
 //
 //   with_unary_function(node, f) calls f(fn) with the functor of node's op, built from
 //   its parameters (leaky_relu's slope; clamp's min and max); false for an op that is
@@ -26,6 +29,11 @@
 
 namespace backplane::unary_fn {
 
+/// gelu's sqrt(2 / pi) and cubic coefficient, gelu_quick's sigmoid slope
+inline constexpr float gelu_sqrt_2_over_pi = 0.79788456080286535588f;
+inline constexpr float gelu_cubic = 0.044715f;
+inline constexpr float gelu_quick_slope = 1.702f;
+
 /// x * sigmoid(x)
 struct silu_fn {
     BACKPLANE_HOST_DEVICE float operator()(float x) const { return x / (1.0f + expf(-x)); }
@@ -34,7 +42,7 @@ struct silu_fn {
 /// evaluated as x / (1 + exp(-2u)) (the same function): no cancellation for negative x.
 struct gelu_fn {
     BACKPLANE_HOST_DEVICE float operator()(float x) const {
-        const float u = 0.79788456080286535588f * x * (1.0f + 0.044715f * x * x);
+        const float u = gelu_sqrt_2_over_pi * x * (1.0f + gelu_cubic * x * x);
         return x / (1.0f + expf(-2.0f * u));
     }
 };
@@ -91,7 +99,7 @@ struct gelu_erf_fn {
 };
 /// x * sigmoid(1.702 x)
 struct gelu_quick_fn {
-    BACKPLANE_HOST_DEVICE float operator()(float x) const { return x / (1.0f + expf(-1.702f * x)); }
+    BACKPLANE_HOST_DEVICE float operator()(float x) const { return x / (1.0f + expf(-gelu_quick_slope * x)); }
 };
 /// max(x, 0) + slope * min(x, 0)
 struct leaky_relu_fn {

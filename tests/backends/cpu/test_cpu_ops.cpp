@@ -205,6 +205,122 @@ TEST_CASE("cpu: the unary functions (abs ... clamp) in f32, f16 and bf16", "[cpu
     CHECK(h.cases == 17 * 3 * static_cast<int>(plain_shapes().size()));
 }
 
+namespace {
+
+/// The unary ops whose fast rows are vector formulas (an exp polynomial, a fused
+/// multiply-add): within a few steps of the reference; every other one is bit-identical.
+bool fast_unary_rounds(op_kind op) {
+    switch (op) {
+    case op_kind::scale:
+    case op_kind::silu:
+    case op_kind::gelu:
+    case op_kind::gelu_quick:
+    case op_kind::sigmoid:
+    case op_kind::tanh:
+    case op_kind::exp: return true;
+    default: return false;
+    }
+}
+
+/// Computes out's graph on a reference-mode CPU backend and calls read(), then with the
+/// fast paths at every instruction-set level, calling check(level) after each.
+template <class Read, class Check>
+void reference_then_every_level(tensor* out, Read read, Check check) {
+    graph g(out);
+    cpu_backend reference({.reference = true});
+    REQUIRE(reference.compute(g).ok());
+    read();
+    for (int l = 0; l <= static_cast<int>(cpu::detected_isa()); ++l) {
+        cpu::set_isa_override(static_cast<cpu::isa>(l));
+        cpu_backend fast;
+        const status st = fast.compute(g);
+        cpu::clear_isa_override();
+        REQUIRE(st.ok());
+        check(static_cast<cpu::isa>(l));
+    }
+}
+
+/// The fast paths' out against the reference kernel's, at every instruction-set level.
+void check_fast_against_reference(tensor* out, const std::string& what) {
+    bt::ref_tensor want;
+    const elem_type t = out->type;
+    const bool rounds = fast_unary_rounds(out->op);
+    reference_then_every_level(out, [&] { want = bt::read(*out); }, [&](cpu::isa level) {
+        const bt::comparison c = bt::compare(want, *out, 1e-3);
+        INFO(what << " " << to_string(t) << str(out->ne) << " at " << to_string(level)
+                  << ": nmse " << c.nmse << ", max rel " << c.max_rel_err << " at " << c.worst << ", mismatches "
+                  << c.mismatches << ", nans " << c.nans);
+        CHECK(c.nans == 0);
+        if (rounds) {
+            CHECK(c.nmse <= 1e-7);
+            // scale's x * s + bias, fused, cancels near zero: bounded by the NMSE only
+            if (out->op != op_kind::scale) CHECK(c.max_rel_err <= 8 * ulp(t));
+        } else {
+            CHECK(c.mismatches == 0);
+        }
+    });
+}
+
+} // namespace
+
+TEST_CASE("cpu: fast unary rows agree with the reference kernel on odd row lengths", "[cpu][unary][fast]") {
+    harness h(3119);
+    const i64 lengths[] = {1, 7, 15, 17, 33, 255, 1001};
+    int ops = 0;
+    for (std::size_t k = 0; k < op_kind_count; ++k) {
+        const auto op = static_cast<op_kind>(k);
+        if (!is_unary_elementwise(op)) continue;
+        ++ops;
+        const conformance::value_range in = conformance::unary_input_range(op);
+        for (elem_type t : {f32, f16})
+            for (const i64 n : lengths) {
+                tensor* out = conformance::unary_of(h.ctx, op, h.leaf(t, {n, 3, 2, 1}, in.lo, in.hi), h.rng);
+                REQUIRE(cpu::choose_kernel(*out, false) == cpu::kernel_kind::fast_rowwise);
+                check_fast_against_reference(out, std::string(backplane::to_string(op)));
+            }
+    }
+    CHECK(ops == 24);
+}
+
+TEST_CASE("cpu: fast unary rows keep NaN, infinities, overflow and signed zeros", "[cpu][unary][fast]") {
+    harness h(3121);
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> special = {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, -0.0f, 1e-20f,
+                                        -1e-6f, 0.3499f, 0.3501f, -0.36f, 20.5f, 88.5f, 88.8f, 100.0f, -87.5f,
+                                        -104.5f, -200.0f};
+    for (const op_kind op : {op_kind::neg, op_kind::abs, op_kind::exp, op_kind::tanh, op_kind::sigmoid,
+                             op_kind::silu, op_kind::gelu_quick, op_kind::softplus}) {
+        tensor* a = h.leaf(f32, {static_cast<i64>(special.size()), 1, 1, 1});
+        std::copy(special.begin(), special.end(), static_cast<float*>(a->data));
+        tensor* out = conformance::unary_of(h.ctx, op, a, h.rng);
+        const auto* values = static_cast<const float*>(out->data);
+        std::vector<float> want;
+        reference_then_every_level(out, [&] { want.assign(values, values + special.size()); }, [&](cpu::isa level) {
+            for (std::size_t i = 0; i < special.size(); ++i) {
+                // NaN where the reference has NaN, the same infinity, else a few steps
+                // (results below the smallest normal float may be flushed to zero)
+                const float e = want[i], got = values[i];
+                INFO(backplane::to_string(op) << "(" << special[i] << ") at " << to_string(level) << ": " << got
+                                              << ", reference " << e);
+                if (std::isnan(e) || std::isinf(e))
+                    CHECK((std::isnan(e) ? std::isnan(got) : got == e));
+                else
+                    CHECK(std::fabs(got - e) <= 8 * ulp(f32) * std::fabs(e) + 2e-38);
+                if (e == 0.0f && !fast_unary_rounds(op)) CHECK(std::signbit(got) == std::signbit(e));
+            }
+        });
+    }
+}
+
+TEST_CASE("cpu: unary ops on strided rows or bf16 take the reference kernel", "[cpu][unary][fast]") {
+    harness h(3123);
+    tensor* a = h.leaf(f32, {8, 5, 1, 1});
+    CHECK(cpu::choose_kernel(*tanh(h.ctx, transpose(h.ctx, a)), false) == cpu::kernel_kind::unary);
+    CHECK(cpu::choose_kernel(*silu(h.ctx, h.leaf(bf16, {8, 5, 1, 1})), false) == cpu::kernel_kind::unary);
+    CHECK(cpu::choose_kernel(*tanh(h.ctx, a), true) == cpu::kernel_kind::unary);
+    CHECK(cpu::choose_kernel(*tanh(h.ctx, a), false) == cpu::kernel_kind::fast_rowwise);
+}
+
 // ---------------------------------------------------------------------------------------
 // sum_rows, argmax
 

@@ -215,10 +215,10 @@ TEST_CASE("cpu plan: small nodes run on the calling thread without barriers, big
     }
     SECTION("each step records its kernel, chosen again when the plan is re-scheduled for another mode") {
         using K = cpu::kernel_kind;
-        tensor* a = h.leaf(f32, {64, 8, 1, 1});
+        tensor* a = h.leaf(f32, {8, 64, 1, 1});
         tensor* w = h.leaf(f32, {64, 32, 1, 1});
-        tensor* y = add(h.ctx, a, a);                 // f32 rows: the fast row kernel
-        tensor* n = neg(h.ctx, y);                    // no fast kernel: the reference one
+        tensor* y = add(h.ctx, a, a);                      // f32 rows: the fast row kernel
+        tensor* n = neg(h.ctx, transpose(h.ctx, y));       // strided rows: the reference kernel
         tensor* m = mul_mat(h.ctx, w, n);             // f32 weights: the fast gemm
         tensor* c = cont(h.ctx, transpose(h.ctx, m)); // a copy (the transpose is no step)
         auto plan = backend.make_plan(graph(c));

@@ -93,6 +93,24 @@ TEST_CASE("cuda backend: without a GPU every entry point is a status", "[cuda]")
     CHECK(best->name() != "CUDA0");
 }
 
+TEST_CASE("cuda: flash_attn_ext is claimed while q's and v's rows fit the kernel's shared memory", "[cuda]") {
+    using namespace backplane;
+    context ctx(context_params{.no_alloc = true});
+    const auto attention = [&](std::int64_t dk, std::int64_t dv, elem_type t) {
+        tensor* q = ctx.new_tensor(elem_type::f32, {dk, 3, 4, 1});
+        tensor* k = ctx.new_tensor(t, {dk, 9, 2, 1});
+        tensor* v = ctx.new_tensor(t, {dv, 9, 2, 1});
+        return flash_attn_ext(ctx, q, k, v, ctx.new_tensor(elem_type::f16, {9, 3, 1, 1}), 0.125f);
+    };
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0}) {
+        INFO(to_string(t));
+        CHECK(cuda::supports_op(*attention(576, 512, t)));
+        CHECK(cuda::supports_op(*attention(4032, 4032, t))); // D_k + D_v = flash_attn_max_head_floats
+        CHECK_FALSE(cuda::supports_op(*attention(4064, 4032, t)));
+    }
+    static_assert(4032 + 4032 == cuda::flash_attn_max_head_floats);
+}
+
 TEST_CASE("cuda device: description, memory, features, registry", "[cuda]") {
     auto dev = open_or_skip();
     if (!dev) return;

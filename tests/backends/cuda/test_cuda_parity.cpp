@@ -6,8 +6,7 @@
 // cudaMalloc tends to give it), the second compute captures a CUDA graph and the third
 // replays it; the last results are compared.
 //
-// The CUDA backend claims every combination the CPU computes but flash_attn_ext's (no
-// CUDA kernel yet: the scheduler places it on another backend). Without a GPU each case
+// The CUDA backend claims every combination the CPU computes. Without a GPU each case
 // still checks that claim (supports_op is host code), then warns that it skipped the run.
 
 #include <backplane/backends/cuda.hpp>
@@ -15,23 +14,13 @@
 #include "../../support/device_mirror.hpp"
 #include "../../support/parity_targets.hpp"
 
-#include <array>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
 
 struct cuda_targets {
     static constexpr std::string_view backend = "CUDA";
-    /// The op table's combinations, flash_attn_ext's refused.
-    static constexpr auto expected = [] {
-        std::array<parity::family_count, std::size(parity::op_table_combinations)> c{};
-        for (std::size_t i = 0; i < c.size(); ++i) {
-            c[i] = parity::op_table_combinations[i];
-            if (c[i].family == "flash_attn_ext") c[i].combinations = 0;
-        }
-        return c;
-    }();
+    static constexpr auto& expected = parity::op_table_combinations;
     static bool claims(const backplane::tensor& t) { return backplane::cuda::supports_op(t); }
 
     /// Device 0 with cuBLAS (when built in) and without; none, and why, without a GPU.

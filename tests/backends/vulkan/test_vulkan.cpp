@@ -134,6 +134,37 @@ TEST_CASE("vulkan: errors are statuses", "[vulkan][errors]") {
     CHECK(vulkan::validation_message_count() == 0);
 }
 
+TEST_CASE("vulkan: flash_attn_ext is claimed for heads up to 1024 values, with 16-bit storage", "[vulkan][features]") {
+    using vulkan::detail::features;
+    using vulkan::detail::supports;
+    context ctx(context_params{.no_alloc = true});
+    const auto attention = [&](std::int64_t dk, std::int64_t dv, elem_type t) {
+        tensor* q = ctx.new_tensor(elem_type::f32, {dk, 3, 4, 1});
+        tensor* k = ctx.new_tensor(t, {dk, 9, 2, 1});
+        tensor* v = ctx.new_tensor(t, {dv, 9, 2, 1});
+        tensor* mask = ctx.new_tensor(elem_type::f16, {9, 3, 1, 1});
+        return flash_attn_ext_add_sinks(flash_attn_ext(ctx, q, k, v, mask, 0.125f, 8.0f, 30.0f),
+                                        ctx.new_tensor(elem_type::f32, {4}));
+    };
+    features full;
+    full.storage16 = true;
+    full.shared_memory = 32768;
+    full.max_invocations = 1024;
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0}) {
+        INFO(to_string(t));
+        CHECK(supports(*attention(128, 64, t), full));
+        CHECK(supports(*attention(1024, 1024, t), full));
+        CHECK_FALSE(supports(*attention(1056, 64, t), full)); // q's row beyond shared memory's
+        CHECK_FALSE(supports(*attention(64, 1056, t), full)); // the accumulator's
+    }
+    features no16 = full;
+    no16.storage16 = false; // k, v and the mask are read as 16-bit words
+    CHECK_FALSE(supports(*attention(64, 64, elem_type::f32), no16));
+    features small = full;
+    small.shared_memory = 4096;
+    CHECK_FALSE(supports(*attention(64, 64, elem_type::f32), small));
+}
+
 TEST_CASE("vulkan: supports_op follows the device's features", "[vulkan][features]") {
     // plans are pure functions of the node and the features: no device needed
     using vulkan::detail::features;

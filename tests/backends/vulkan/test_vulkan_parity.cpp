@@ -32,7 +32,7 @@ struct vulkan_targets {
         {"arange", 1},    // f32
         {"mul_mat_id", 15}, // f32 f16 bf16 q8_0 q4_0 experts x f32 f16 bf16 activations (16-bit storage)
         {"add_id", 1},     // f32
-        {"flash_attn_ext", 0}, // not yet: the scheduler computes it elsewhere
+        {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (16-bit storage)
     };
 };
 

@@ -19,6 +19,7 @@
 #include <backplane/backends/cuda/kernels/concat.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh>
 #include <backplane/backends/cuda/kernels/elementwise.cuh>
+#include <backplane/backends/cuda/kernels/flash_attn.cuh>
 #include <backplane/backends/cuda/kernels/get_rows.cuh>
 #include <backplane/backends/cuda/kernels/glu.cuh>
 #include <backplane/backends/cuda/kernels/layout.cuh>
@@ -67,6 +68,7 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::arange: return launch_arange(node, ctx);
     case op_kind::mul_mat_id: return launch_mul_mat_id(node, ctx);
     case op_kind::add_id: return launch_add_id(node, ctx);
+    case op_kind::flash_attn_ext: return launch_flash_attn(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

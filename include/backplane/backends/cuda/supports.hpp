@@ -1,18 +1,28 @@
 #pragma once
 // What the CUDA backend computes: every node its op defines (core/op_traits.hpp, whose
-// header lists the rules), in any layout, except flash_attn_ext (no kernel yet). The kernels (kernels/*.cuh) read every tensor
-// through its byte strides, so views, permutations, broadcasting and strided rows need no
-// copies on the host side; the fast paths (contiguous rows, tensor cores, cuBLAS) are
-// chosen per node inside the kernels.
+// header lists the rules), in any layout, except flash_attn_ext with heads longer than
+// its kernel holds in shared memory (D_k + D_v above flash_attn_max_head_floats). The
+// kernels (kernels/*.cuh) read every tensor through its byte strides, so views,
+// permutations, broadcasting and strided rows need no copies on the host side; the fast
+// paths (contiguous rows, tensor cores, cuBLAS) are chosen per node inside the kernels.
 
 #include <backplane/core/op_traits.hpp>
 #include <backplane/core/tensor.hpp>
 
+#include <cstdint>
+
 namespace backplane::cuda {
 
-/// What the CUDA kernels narrow from a node its op defines: flash_attn_ext, which has no
-/// CUDA kernel yet (the scheduler places it on another backend).
-constexpr bool supports_defined_op(const tensor& t) noexcept { return t.op != op_kind::flash_attn_ext; }
+/// The most floats of a q row and a value row together (D_k + D_v) that flash_attn_ext's
+/// kernel (kernels/flash_attn.cuh) holds in shared memory, beside a block of weights:
+/// 32 KiB in all.
+inline constexpr std::int64_t flash_attn_max_head_floats = 8192 - 128;
+
+/// What the CUDA kernels narrow from a node its op defines: flash_attn_ext's longest
+/// heads (the scheduler places those on another backend).
+constexpr bool supports_defined_op(const tensor& t) noexcept {
+    return t.op != op_kind::flash_attn_ext || t.src[0]->ne[0] + t.src[2]->ne[0] <= flash_attn_max_head_floats;
+}
 
 /// Whether the CUDA kernels compute t (views and leafs compute nothing).
 inline bool supports_op(const tensor& t) noexcept { return is_defined(t) && supports_defined_op(t); }

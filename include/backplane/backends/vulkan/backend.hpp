@@ -31,6 +31,7 @@
 #include <backplane/backends/vulkan/spirv.hpp>
 #include <backplane/core/detail/describe.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <chrono>
@@ -58,10 +59,10 @@ struct launch {
     const spirv::blob* shader = nullptr;
     push_constants pc;
     std::array<std::uint32_t, 3> groups{};
-    // slots 0, 1: sources 0 and 1; 2: the destination; 3: source 2 (bindings 0, 1, 2, 4)
-    std::array<vk::DescriptorBufferInfo, 4> bind;
-    std::array<std::uint64_t, 4> ids{}; // the bound buffers' ids
-    std::array<mem_range, 3> reads;     // the sources' bytes (empty when absent)
+    // by launch slot (ops/common.hpp): sources 0 and 1, the destination, sources 2, 3, 4
+    std::array<vk::DescriptorBufferInfo, launch_slots> bind;
+    std::array<std::uint64_t, launch_slots> ids{};   // the bound buffers' ids
+    std::array<mem_range, launch_slots - 1> reads; // the sources' bytes (empty when absent)
     mem_range write;
 
     [[nodiscard]] bool same_work(const launch& o) const noexcept {
@@ -688,12 +689,12 @@ private:
         l.bind[slot] = vk::DescriptorBufferInfo(b->handle(), aligned, range);
         l.ids[slot] = b->id();
         vulkan::detail::stream_state::hold(memory, b->memory());
-        l.pc.offs[slot] = static_cast<std::uint32_t>((off - aligned) / unit); // source 2's: offs.w
+        vulkan::detail::offset_word(l.pc, slot) = static_cast<std::uint32_t>((off - aligned) / unit);
         const vulkan::detail::mem_range r{b->id(), off, off + t.nbytes()};
         if (slot == 2)
             l.write = r;
         else
-            l.reads[slot == 3 ? 2 : slot] = r;
+            l.reads[slot < 2 ? slot : slot - 1] = r;
         return {};
     }
 
@@ -732,8 +733,8 @@ private:
             l.pc = d.pc;
             l.groups = d.groups;
             if (status s = bind(*node, *node, l, 2, out.memory); !s) return s;
-            for (std::size_t j = 0; j < 3; ++j) {
-                const std::size_t slot = j == 2 ? 3 : j;
+            for (std::size_t j = 0; j < static_cast<std::size_t>(max_srcs); ++j) {
+                const std::size_t slot = vulkan::detail::slot_of_source(j);
                 if (const tensor* src = node->src[j]) {
                     if (status s = bind(*src, *node, l, slot, out.memory); !s) return s;
                 } else { // an unused binding still needs a buffer: the node's
@@ -752,18 +753,19 @@ private:
         auto& dev = *st.dev;
         const auto& ls = rec.launches;
         const auto n = static_cast<std::uint32_t>(ls.size());
-        vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, 5 * n);
+        constexpr std::uint32_t per_set = vulkan::detail::launch_slots + 1; // and the error word
+        vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, per_set * n);
         rec.pool = dev.device.createDescriptorPool(vk::DescriptorPoolCreateInfo({}, n, size));
         std::vector<vk::DescriptorSetLayout> layouts(ls.size(), dev.set_layout);
         const auto sets = dev.device.allocateDescriptorSets(vk::DescriptorSetAllocateInfo(rec.pool, layouts));
         std::vector<vk::WriteDescriptorSet> writes;
-        writes.reserve(5 * ls.size());
+        writes.reserve(per_set * ls.size());
         const vk::DescriptorBufferInfo error_word(st.error_buf, 0, VK_WHOLE_SIZE); // binding 3
         for (std::size_t k = 0; k < ls.size(); ++k) {
-            for (std::uint32_t b = 0; b < 3; ++b)
-                writes.emplace_back(sets[k], b, 0, vk::DescriptorType::eStorageBuffer, nullptr, ls[k].bind[b]);
+            for (std::size_t slot = 0; slot < vulkan::detail::launch_slots; ++slot)
+                writes.emplace_back(sets[k], vulkan::detail::binding_of_slot(slot), 0, vk::DescriptorType::eStorageBuffer,
+                                    nullptr, ls[k].bind[slot]);
             writes.emplace_back(sets[k], 3, 0, vk::DescriptorType::eStorageBuffer, nullptr, error_word);
-            writes.emplace_back(sets[k], 4, 0, vk::DescriptorType::eStorageBuffer, nullptr, ls[k].bind[3]); // source 2
         }
         dev.device.updateDescriptorSets(writes, {});
 
@@ -791,7 +793,7 @@ private:
         const vulkan::spirv::blob* bound = nullptr; // runs of one shader bind its pipeline once
         for (std::size_t k = 0; k < ls.size(); ++k) {
             const auto& l = ls[k];
-            const bool dep = hits(written, l.reads[0]) || hits(written, l.reads[1]) || hits(written, l.reads[2]) ||
+            const bool dep = std::any_of(l.reads.begin(), l.reads.end(), [&](const auto& r) { return hits(written, r); }) ||
                              hits(written, l.write) || hits(read, l.write);
             if (dep) {
                 const vk::MemoryBarrier mb(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,

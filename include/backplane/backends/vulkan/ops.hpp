@@ -11,6 +11,7 @@
 
 #include <backplane/core/op_traits.hpp>
 #include <backplane/backends/vulkan/ops/add_id.hpp>
+#include <backplane/backends/vulkan/ops/attention.hpp>
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/backends/vulkan/ops/concat.hpp>
 #include <backplane/backends/vulkan/ops/copy.hpp>
@@ -34,6 +35,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     switch (t.op) {
     case op_kind::mul_mat: return plan_mul_mat(t, f, d);
     case op_kind::mul_mat_id: return plan_mul_mat_id(t, f, d);
+    case op_kind::flash_attn_ext: return plan_flash_attn(t, f, d);
     case op_kind::sum_rows:
     case op_kind::mean:
     case op_kind::sum:

@@ -1,18 +1,23 @@
 #pragma once
 // Fast element-wise and row-wise kernels for f32 tensors whose rows are contiguous:
-// add, sub, mul, div (b broadcast over a), scale, sqr, sqrt, silu, gelu, relu, rms_norm,
-// norm, soft_max (no mask or an f32 mask; ALiBi and sinks too) and glu's swiglu (silu(x) *
-// g, fused or split).
+// add, sub, mul, div (b broadcast over a), the unary ops (scale, sqr, sqrt, silu, gelu,
+// relu, neg and every function of core/unary_functions.hpp; f16 rows too, converted
+// through an f32 buffer), rms_norm, norm, soft_max (no mask or an f32 mask; ALiBi and
+// sinks too) and glu's swiglu (silu(x) * g, fused or split).
 //
 // Each op is written once per instruction-set level (AVX-512, AVX2, portable) for one
-// contiguous row; the driver walks the thread's share of rows. Other types and layouts
-// use the reference kernels (rowwise_applies says which).
+// contiguous row; the driver walks the thread's share of rows. The unary functions
+// without a vector form here (softplus, gelu_erf, log, ...) call their functor of
+// core/unary_functions.hpp in a plain loop over the row, the same at every level. Other
+// types and layouts use the reference kernels (rowwise_applies says which).
 //
-// Numerics against the reference kernels: add, sub, mul, div, sqr, sqrt and relu are
-// bit-identical (the same IEEE operation per element); scale may round once instead of
-// twice (the compiler fuses its multiply-add); exp-based ops (silu, gelu,
-// soft_max) use a polynomial exp accurate to about 1 ulp; reductions (norms, soft_max's
-// sum) accumulate in f32 over several vector lanes instead of double.
+// Numerics against the reference kernels: add, sub, mul, div, sqr, sqrt, relu, neg, abs
+// and the functor loops are bit-identical (the same IEEE operations per element); scale
+// may round once instead of twice (the compiler fuses its multiply-add); the portable
+// level calls the reference functors; the vector exp-based ops (silu, gelu, gelu_quick,
+// sigmoid, tanh, exp, soft_max) use a polynomial exp accurate to about 1 ulp (tanh: an
+// odd polynomial below |x| = 0.35, about 2 ulp); reductions (norms, soft_max's sum)
+// accumulate in f32 over several vector lanes instead of double.
 //
 // In place (dst sharing a's memory with a's layout): every pass reads an element before
 // writing it, and later passes read dst only.
@@ -25,6 +30,8 @@
 #include <backplane/core/glu_functions.hpp>
 #include <backplane/core/op_traits.hpp>
 #include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
+#include <backplane/core/unary_functions.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -42,9 +49,13 @@ namespace rowwise_detail {
 using i64 = std::int64_t;
 
 enum class bin_op { add, sub, mul, div };
-enum class un_op { scale, sqr, sqrt, silu, gelu, relu };
+enum class un_op { scale, sqr, sqrt, silu, gelu, relu, neg, abs, sigmoid, gelu_quick, tanh, exp };
 
-inline constexpr float sqrt_2_over_pi = 0.79788456080286535588f;
+// tanh below |x| = 0.35: x + x^3 (c3 + x^2 (c5 + ...)), its Taylor series to x^11 (the
+// next term is below 5e-9 there)
+inline constexpr float tanh_small = 0.35f;
+inline constexpr float tanh_c3 = -3.33333333e-1f, tanh_c5 = 1.33333333e-1f, tanh_c7 = -5.39682540e-2f,
+                       tanh_c9 = 2.18694885e-2f, tanh_c11 = -8.86323552e-3f;
 
 // ---------------------------------------------------------------------------------------
 // portable: plain loops, the same formulas as the reference kernels
@@ -64,12 +75,15 @@ inline float un1(un_op op, float x, float s, float bias) noexcept {
     case un_op::scale: return x * s + bias;
     case un_op::sqr: return x * x;
     case un_op::sqrt: return std::sqrt(x);
-    case un_op::silu: return x / (1.0f + std::exp(-x));
-    case un_op::gelu: {
-        const float u = sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x);
-        return x / (1.0f + std::exp(-2.0f * u));
-    }
-    case un_op::relu: return x > 0.0f ? x : 0.0f;
+    case un_op::silu: return unary_fn::silu_fn{}(x);
+    case un_op::gelu: return unary_fn::gelu_fn{}(x);
+    case un_op::relu: return unary_fn::relu_fn{}(x);
+    case un_op::neg: return -x;
+    case un_op::abs: return unary_fn::abs_fn{}(x);
+    case un_op::sigmoid: return unary_fn::sigmoid_fn{}(x);
+    case un_op::gelu_quick: return unary_fn::gelu_quick_fn{}(x);
+    case un_op::tanh: return unary_fn::tanh_fn{}(x);
+    case un_op::exp: return unary_fn::exp_fn{}(x);
     }
     return 0.0f;
 }
@@ -182,21 +196,51 @@ struct avx512 {
         return x;
     }
 
+    /// x / (1 + exp(-k x)): silu (k = 1), gelu_quick, and sigmoid's denominator
+    BACKPLANE_TARGET_AVX512 static inline __m512 over_one_plus_exp(__m512 x, __m512 kx) noexcept {
+        return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp(_mm512_sub_ps(_mm512_setzero_ps(), kx))));
+    }
+    /// NaN where x is NaN (exp clamps its argument, which loses a NaN)
+    BACKPLANE_TARGET_AVX512 static inline __m512 keep_nan(__m512 x, __m512 y) noexcept {
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+    }
+    /// sign(x) (1 - e) / (1 + e) with e = exp(-2|x|); the odd Taylor polynomial below 0.35
+    BACKPLANE_TARGET_AVX512 static inline __m512 tanh(__m512 x) noexcept {
+        const __m512 sign = _mm512_set1_ps(-0.0f), one = _mm512_set1_ps(1.0f);
+        const __m512 ax = _mm512_andnot_ps(sign, x);
+        const __m512 e = exp(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)));
+        const __m512 big = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+        const __m512 x2 = _mm512_mul_ps(ax, ax);
+        __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(tanh_c11), x2, _mm512_set1_ps(tanh_c9));
+        p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(tanh_c7));
+        p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(tanh_c5));
+        p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(tanh_c3));
+        const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, x2), ax, ax);
+        const __m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(tanh_small), _CMP_LT_OQ), big, small);
+        return keep_nan(x, _mm512_or_ps(t, _mm512_and_ps(x, sign)));
+    }
+
     BACKPLANE_TARGET_AVX512 static inline __m512 un(un_op op, __m512 x, float s, float bias) noexcept {
         switch (op) {
         case un_op::scale: return _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(s)), _mm512_set1_ps(bias));
         case un_op::sqr: return _mm512_mul_ps(x, x);
         case un_op::sqrt: return _mm512_sqrt_ps(x);
-        case un_op::silu:
-            return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+        case un_op::silu: return over_one_plus_exp(x, x);
         case un_op::gelu: {
             const __m512 x2 = _mm512_mul_ps(x, x);
             const __m512 u = _mm512_mul_ps(
-                _mm512_mul_ps(_mm512_set1_ps(sqrt_2_over_pi), x),
-                _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(_mm512_set1_ps(0.044715f), x2)));
-            return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u))));
+                _mm512_mul_ps(_mm512_set1_ps(unary_fn::gelu_sqrt_2_over_pi), x),
+                _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(_mm512_set1_ps(unary_fn::gelu_cubic), x2)));
+            return over_one_plus_exp(x, _mm512_add_ps(u, u));
         }
         case un_op::relu: return _mm512_max_ps(x, _mm512_setzero_ps());
+        case un_op::neg: return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f));
+        case un_op::abs: return _mm512_andnot_ps(_mm512_set1_ps(-0.0f), x);
+        case un_op::sigmoid: return keep_nan(x, over_one_plus_exp(_mm512_set1_ps(1.0f), x));
+        case un_op::gelu_quick:
+            return over_one_plus_exp(x, _mm512_mul_ps(_mm512_set1_ps(unary_fn::gelu_quick_slope), x));
+        case un_op::tanh: return tanh(x);
+        case un_op::exp: return keep_nan(x, exp(x));
         }
         return x;
     }
@@ -321,11 +365,12 @@ struct avx2 {
     }
 
     /// exp as avx512::exp; 2^n is built in the exponent field, with n kept in the normal
-    /// range and results below exp(-87.33) (the smallest normal float) flushed to zero.
+    /// range and results below exp(-87.33) (the smallest normal float) flushed to zero;
+    /// above log(FLT_MAX) the product overflows to +inf.
     BACKPLANE_TARGET_AVX2 static inline __m256 exp(__m256 x) noexcept {
         const __m256 lo = _mm256_set1_ps(-87.33654475f);
         const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-        x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.3762626647949f));
+        x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(89.0f));
         const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -337,7 +382,7 @@ struct avx2 {
         p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
         p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
         const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-        // n in [-126, 128): 2^n split as 2^(n/2) * 2^(n - n/2) keeps both factors normal
+        // n in [-126, 128]: 2^n split as 2^(n/2) * 2^(n - n/2) keeps both factors normal
         const __m256i ni = _mm256_cvtps_epi32(n);
         const __m256i h = _mm256_srai_epi32(ni, 1);
         const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, _mm256_set1_epi32(127)), 23));
@@ -355,21 +400,49 @@ struct avx2 {
         }
         return x;
     }
+    /// as avx512::over_one_plus_exp
+    BACKPLANE_TARGET_AVX2 static inline __m256 over_one_plus_exp(__m256 x, __m256 kx) noexcept {
+        return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp(_mm256_sub_ps(_mm256_setzero_ps(), kx))));
+    }
+    BACKPLANE_TARGET_AVX2 static inline __m256 keep_nan(__m256 x, __m256 y) noexcept {
+        return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    }
+    /// as avx512::tanh
+    BACKPLANE_TARGET_AVX2 static inline __m256 tanh(__m256 x) noexcept {
+        const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+        const __m256 ax = _mm256_andnot_ps(sign, x);
+        const __m256 e = exp(_mm256_mul_ps(ax, _mm256_set1_ps(-2.0f)));
+        const __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+        const __m256 x2 = _mm256_mul_ps(ax, ax);
+        __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(tanh_c11), x2, _mm256_set1_ps(tanh_c9));
+        p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(tanh_c7));
+        p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(tanh_c5));
+        p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(tanh_c3));
+        const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, x2), ax, ax);
+        const __m256 t = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(tanh_small), _CMP_LT_OQ));
+        return keep_nan(x, _mm256_or_ps(t, _mm256_and_ps(x, sign)));
+    }
     BACKPLANE_TARGET_AVX2 static inline __m256 un(un_op op, __m256 x, float s, float bias) noexcept {
         switch (op) {
         case un_op::scale: return _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(s)), _mm256_set1_ps(bias));
         case un_op::sqr: return _mm256_mul_ps(x, x);
         case un_op::sqrt: return _mm256_sqrt_ps(x);
-        case un_op::silu:
-            return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        case un_op::silu: return over_one_plus_exp(x, x);
         case un_op::gelu: {
             const __m256 x2 = _mm256_mul_ps(x, x);
             const __m256 u = _mm256_mul_ps(
-                _mm256_mul_ps(_mm256_set1_ps(sqrt_2_over_pi), x),
-                _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(_mm256_set1_ps(0.044715f), x2)));
-            return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u))));
+                _mm256_mul_ps(_mm256_set1_ps(unary_fn::gelu_sqrt_2_over_pi), x),
+                _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(_mm256_set1_ps(unary_fn::gelu_cubic), x2)));
+            return over_one_plus_exp(x, _mm256_add_ps(u, u));
         }
         case un_op::relu: return _mm256_max_ps(x, _mm256_setzero_ps());
+        case un_op::neg: return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
+        case un_op::abs: return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+        case un_op::sigmoid: return keep_nan(x, over_one_plus_exp(_mm256_set1_ps(1.0f), x));
+        case un_op::gelu_quick:
+            return over_one_plus_exp(x, _mm256_mul_ps(_mm256_set1_ps(unary_fn::gelu_quick_slope), x));
+        case un_op::tanh: return tanh(x);
+        case un_op::exp: return keep_nan(x, exp(x));
         }
         return x;
     }
@@ -512,14 +585,49 @@ void run_binary(const compute_params& p, tensor& dst, bin_op op) noexcept {
     }
 }
 
-template <class V>
-void run_unary(const compute_params& p, tensor& dst, un_op op, float s, float bias) noexcept {
+/// Calls row(in, out, n) for the thread's share of a unary node's rows: f32 rows as they
+/// are, f16 rows converted to f32 and back piece by piece through a buffer (in place: a
+/// piece is read before it is written).
+template <class Row>
+void for_unary_rows(const compute_params& p, tensor& dst, Row row) noexcept {
     const tensor& a = *dst.src[0];
+    const i64 n = dst.ne[0];
+    constexpr i64 piece = 256;
+    float buf[piece];
     const auto [r0, r1] = split_work(dst.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);
-        V::un_row(op, frow(a, i1, i2, i3), frow_mut(dst, i1, i2, i3), dst.ne[0], s, bias);
+        const std::byte* pa = kernels::row_ptr(a, i1, i2, i3);
+        std::byte* pd = kernels::row_ptr(dst, i1, i2, i3);
+        if (dst.type == elem_type::f32) {
+            row(reinterpret_cast<const float*>(pa), reinterpret_cast<float*>(pd), n);
+            continue;
+        }
+        for (i64 i = 0; i < n; i += piece) {
+            const i64 m = n - i < piece ? n - i : piece;
+            const auto at = static_cast<std::size_t>(i) * sizeof(f16_t);
+            to_float_row(elem_type::f16, pa + at, buf, m);
+            row(buf, buf, m);
+            from_float_row(elem_type::f16, buf, pd + at, m);
+        }
     }
+}
+
+/// A unary op with a row operation here (un_op), or else a function of
+/// core/unary_functions.hpp: its functor over the row, the same at every level.
+template <class V>
+void run_unary(const compute_params& p, tensor& dst, bool has_un, un_op op) noexcept {
+    if (has_un) {
+        const bool scale = op == un_op::scale;
+        const float s = scale ? dst.param<float>(0) : 0.0f, bias = scale ? dst.param<float>(1) : 0.0f;
+        for_unary_rows(p, dst, [&](const float* in, float* out, i64 n) { V::un_row(op, in, out, n, s, bias); });
+        return;
+    }
+    unary_fn::with_unary_function(dst, [&](auto fn) {
+        for_unary_rows(p, dst, [fn](const float* in, float* out, i64 n) {
+            for (i64 i = 0; i < n; ++i) out[i] = fn(in[i]);
+        });
+    });
 }
 
 /// swiglu: silu of a piece of x into a buffer, times the same piece of g, so that dst may
@@ -591,7 +699,8 @@ void run_soft_max(const compute_params& p, tensor& dst) noexcept {
 }
 
 /// The row operation of an element-wise op here: bin for an op of two operands, un for
-/// one of one; `has` false for an op without one (neg: the reference kernel computes it).
+/// one of one; `has` false for an op without one (the functions of
+/// core/unary_functions.hpp that have no vector form here: run_unary's functor loop).
 struct elementwise_row {
     bool has = false;
     bin_op bin = bin_op::add;
@@ -609,6 +718,12 @@ constexpr elementwise_row elementwise_row_of(op_kind op) noexcept {
     case op_kind::silu: return {true, {}, un_op::silu};
     case op_kind::gelu: return {true, {}, un_op::gelu};
     case op_kind::relu: return {true, {}, un_op::relu};
+    case op_kind::neg: return {true, {}, un_op::neg};
+    case op_kind::abs: return {true, {}, un_op::abs};
+    case op_kind::sigmoid: return {true, {}, un_op::sigmoid};
+    case op_kind::gelu_quick: return {true, {}, un_op::gelu_quick};
+    case op_kind::tanh: return {true, {}, un_op::tanh};
+    case op_kind::exp: return {true, {}, un_op::exp};
     default: return {};
     }
 }
@@ -619,16 +734,15 @@ errc run(const compute_params& p, tensor& dst) noexcept {
         run_swiglu<V>(p, dst);
         return errc::ok;
     }
-    if (is_elementwise(dst.op)) {
+    if (is_unary_elementwise(dst.op)) {
+        const elementwise_row r = elementwise_row_of(dst.op);
+        run_unary<V>(p, dst, r.has, r.un);
+        return errc::ok;
+    }
+    if (is_binary_elementwise(dst.op)) {
         const elementwise_row r = elementwise_row_of(dst.op);
         if (!r.has) return errc::not_supported;
-        if (is_binary_elementwise(dst.op)) {
-            run_binary<V>(p, dst, r.bin);
-        } else if (r.un == un_op::scale) {
-            run_unary<V>(p, dst, r.un, dst.param<float>(0), dst.param<float>(1));
-        } else {
-            run_unary<V>(p, dst, r.un, 0, 0);
-        }
+        run_binary<V>(p, dst, r.bin);
         return errc::ok;
     }
     switch (dst.op) {
@@ -640,11 +754,21 @@ errc run(const compute_params& p, tensor& dst) noexcept {
     return errc::ok;
 }
 
-inline bool f32_rows(const tensor* t) noexcept {
-    // rows read through float pointers: the data and every row step must be float-aligned
-    return t != nullptr && t->type == elem_type::f32 && t->nb[0] == sizeof(float) &&
-           reinterpret_cast<std::uintptr_t>(t->data) % alignof(float) == 0 && t->nb[1] % alignof(float) == 0 &&
-           t->nb[2] % alignof(float) == 0 && t->nb[3] % alignof(float) == 0;
+/// t's rows are contiguous elements of type `type`, each row aligned to its element
+inline bool rows_of(const tensor* t, elem_type type, std::size_t size) noexcept {
+    return t != nullptr && t->type == type && t->nb[0] == size &&
+           reinterpret_cast<std::uintptr_t>(t->data) % size == 0 && t->nb[1] % size == 0 &&
+           t->nb[2] % size == 0 && t->nb[3] % size == 0;
+}
+// rows read through float pointers: the data and every row step must be float-aligned
+inline bool f32_rows(const tensor* t) noexcept { return rows_of(t, elem_type::f32, sizeof(float)); }
+inline bool f16_rows(const tensor* t) noexcept { return rows_of(t, elem_type::f16, sizeof(f16_t)); }
+
+/// A unary op computed here: a row operation or a function of core/unary_functions.hpp,
+/// on f32 rows or f16 rows (dst of a's type).
+inline bool unary_applies(const tensor& dst) noexcept {
+    const bool computed = elementwise_row_of(dst.op).has || unary_fn::with_unary_function(dst, [](auto) {});
+    return computed && ((f32_rows(&dst) && f32_rows(dst.src[0])) || (f16_rows(&dst) && f16_rows(dst.src[0])));
 }
 
 } // namespace rowwise_detail
@@ -653,13 +777,14 @@ inline bool f32_rows(const tensor* t) noexcept {
 /// rows are contiguous (a pure function of the node).
 inline bool rowwise_applies(const tensor& dst) noexcept {
     using rowwise_detail::f32_rows;
-    if (dst.nelements() == 0 || !f32_rows(&dst) || !f32_rows(dst.src[0])) return false;
+    if (dst.nelements() == 0) return false;
+    if (is_unary_elementwise(dst.op)) return rowwise_detail::unary_applies(dst);
+    if (!f32_rows(&dst) || !f32_rows(dst.src[0])) return false;
     if (dst.op == op_kind::glu)
         return dst.param<std::int32_t>(0) == static_cast<std::int32_t>(glu_op::swiglu) &&
                (dst.src[1] == nullptr || f32_rows(dst.src[1]));
-    if (is_elementwise(dst.op))
-        return rowwise_detail::elementwise_row_of(dst.op).has &&
-               (!is_binary_elementwise(dst.op) || f32_rows(dst.src[1]));
+    if (is_binary_elementwise(dst.op))
+        return rowwise_detail::elementwise_row_of(dst.op).has && f32_rows(dst.src[1]);
     switch (dst.op) {
     case op_kind::rms_norm:
     case op_kind::norm: return true;

@@ -35,6 +35,24 @@ struct push_constants {
 };
 static_assert(sizeof(push_constants) == 128, "the push constants are 128 bytes (the guaranteed minimum)");
 
+/// Launch slots: where a dispatch's tensors are bound. Slots 0 and 1 hold sources 0 and 1
+/// (bindings 0 and 1), slot 2 the destination (binding 2), slots 3, 4 and 5 sources 2, 3
+/// and 4 (bindings 4, 5 and 6; binding 3 is the stream's error word).
+inline constexpr std::size_t launch_slots = 6;
+constexpr std::size_t slot_of_source(std::size_t j) noexcept { return j < 2 ? j : j + 1; }
+constexpr std::uint32_t binding_of_slot(std::size_t slot) noexcept {
+    return static_cast<std::uint32_t>(slot < 3 ? slot : slot + 1);
+}
+
+/// The push-constant word that holds the offset of the tensor in launch slot `slot`,
+/// which the backend writes when it binds the tensor: offs.x, .y, .z, .w for slots 0 to
+/// 3, then a_nb.x and b_nb.x for sources 3 and 4. Only flash_attn_ext has those, and its
+/// q and k rows are contiguous, so their element strides are not needed there.
+inline std::uint32_t& offset_word(push_constants& pc, std::size_t slot) noexcept {
+    if (slot < 4) return pc.offs[slot];
+    return slot == 4 ? pc.a_nb[0] : pc.b_nb[0];
+}
+
 /// What a device offers that plans depend on (filled from the device's properties).
 struct features {
     bool fp16 = false;      ///< shaderFloat16
@@ -101,6 +119,19 @@ inline std::array<std::uint32_t, 3> groups_for(std::uint64_t n, std::uint32_t si
 /// Workgroups for n independent items (rows, say), one workgroup each: a 2-D grid
 /// beyond 65535. Shaders recover the item with group_id() (common.glsl).
 inline std::array<std::uint32_t, 3> groups_per_item(std::uint64_t n) noexcept { return groups_for(n, 1); }
+
+/// The index of a real type in f32, f16, bf16, q8_0, q4_0 order (the copy shaders'
+/// tables, flash_attn.comp's type codes), or -1.
+constexpr int real_index(elem_type t) noexcept {
+    switch (t) {
+    case elem_type::f32: return 0;
+    case elem_type::f16: return 1;
+    case elem_type::bf16: return 2;
+    case elem_type::q8_0: return 3;
+    case elem_type::q4_0: return 4;
+    default: return -1;
+    }
+}
 
 inline std::uint32_t float_bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x); }
 

@@ -23,18 +23,6 @@ inline constexpr std::string_view real_shaders[5][5] = {
     {"cpy_q4_0_f32", "cpy_q4_0_f16", "cpy_q4_0_bf16", "cpy_q4_0_q8_0", "cpy_q4_0_q4_0"},
 };
 
-/// t's row in real_shaders, or -1.
-constexpr int real_index(elem_type t) noexcept {
-    switch (t) {
-    case elem_type::f32: return 0;
-    case elem_type::f16: return 1;
-    case elem_type::bf16: return 2;
-    case elem_type::q8_0: return 3;
-    case elem_type::q4_0: return 4;
-    default: return -1;
-    }
-}
-
 } // namespace copy_detail
 
 inline bool plan_copy(const tensor& t, const features& f, dispatch& d) noexcept {
@@ -46,8 +34,8 @@ inline bool plan_copy(const tensor& t, const features& f, dispatch& d) noexcept 
     } else if (t.type == elem_type::i64 || a->type == elem_type::i64) {
         return false; // i64 copies run on the CPU
     } else {
-        const int from = copy_detail::real_index(a->type);
-        const int to = copy_detail::real_index(t.type);
+        const int from = real_index(a->type);
+        const int to = real_index(t.type);
         if (from < 0 || to < 0) return false;
         d.shader = copy_detail::real_shaders[from][to];
     }

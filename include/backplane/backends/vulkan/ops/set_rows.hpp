@@ -29,8 +29,8 @@ inline bool plan_set_rows(const tensor& t, const features& f, dispatch& d) noexc
     const tensor* b = t.src[0];
     const tensor* idx = t.src[1];
     if (b == nullptr || idx == nullptr) return false;
-    const int from = copy_detail::real_index(b->type);
-    const int to = copy_detail::real_index(t.type);
+    const int from = real_index(b->type);
+    const int to = real_index(t.type);
     if (from < 0 || from > 2 || to < 0) return false;
     if (idx->type != elem_type::i32 && idx->type != elem_type::i64) return false;
     if ((binding_unit(t.type) == 2 || binding_unit(b->type) == 2) && !f.storage16) return false;

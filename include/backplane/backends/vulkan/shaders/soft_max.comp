@@ -2,8 +2,7 @@
 // soft_max of f32 rows: softmax(a * scale + slope * mask) along dimension 0. The optional
 // mask (source 1, f32 or f16; f16 needs 16-bit storage) has a's row length: row (i1, i2,
 // i3) of a takes mask row (i1, i2 % mask ne2, i3 % mask ne3). ALiBi's slope of head i2
-// (core/alibi.hpp) is m0^(i2 + 1) below n_head_log2, else m1^(2 (i2 - n_head_log2) + 1),
-// 1 without ALiBi. The optional sinks (source 2, f32, one per head) join each row's
+// is alibi.glsl's (core/alibi.hpp), 1 without ALiBi. The optional sinks (source 2, f32, one per head) join each row's
 // maximum and add exp(sink - max) to its sum. A row whose logits are all -inf (masked
 // everywhere) and that has no sink is all zeros, not NaN. Any strides; the destination
 // may be source 0's own memory with its layout.
@@ -24,6 +23,7 @@
 // variant: soft_max_f32_mask_f16_64 -DMASK_F16 -DWG=64
 // variant: soft_max_f32_mask_f16_256 -DMASK_F16 -DWG=256
 #include "common.glsl"
+#include "alibi.glsl"
 
 layout(local_size_x = WG) in;
 layout(binding = 0, std430) readonly buffer A { float a[]; };
@@ -69,13 +69,6 @@ float logit(uint i) {
     return v;
 }
 
-float alibi_slope(uint h) {
-    const uint n_head_log2 = p.prm.w;
-    if (n_head_log2 == 0u) return 1.0;
-    return h < n_head_log2 ? pow(uintBitsToFloat(p.prm.y), float(h + 1u))
-                           : pow(uintBitsToFloat(p.prm.z), float(2u * (h - n_head_log2) + 1u));
-}
-
 void main() {
     const uint row = group_id();
     if (row >= p.a_ne.y * p.a_ne.z * p.a_ne.w) return; // the whole workgroup leaves
@@ -89,7 +82,7 @@ void main() {
     const uint dst = p.offs.z + i1 * p.nb.y + i2 * p.nb.z + i3 * p.nb.w;
     const uint ne0 = p.a_ne.x;
     const uint tid = gl_LocalInvocationID.x;
-    slope = alibi_slope(i2);
+    slope = alibi_slope(i2, uintBitsToFloat(p.prm.y), uintBitsToFloat(p.prm.z), p.prm.w);
     const bool has_sink = p.ne.x != 0u;
     const float sink = has_sink ? sinks[p.offs.w + i2 * p.ne.x] : NEG_INF;
 
