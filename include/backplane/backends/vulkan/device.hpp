@@ -288,6 +288,12 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
     ft.max_invocations = s.props.limits.maxComputeWorkGroupInvocations;
     ft.max_binding = s.props.limits.maxStorageBufferRange;
     if (f12.scalarBlockLayout != VK_TRUE) return {errc::not_supported, s.prefix() + "scalar block layout is not supported"};
+    // every launch binds its sources, destination and error word as storage buffers at once
+    constexpr std::uint32_t bound = vulkan::detail::launch_slots + 1;
+    if (s.props.limits.maxPerStageDescriptorStorageBuffers < bound)
+        return {errc::not_supported, s.prefix() + "a compute stage may bind " +
+                                         std::to_string(s.props.limits.maxPerStageDescriptorStorageBuffers) +
+                                         " storage buffers, " + std::to_string(bound) + " are needed"};
 
     const auto families = s.physical.getQueueFamilyProperties();
     bool found = false;
