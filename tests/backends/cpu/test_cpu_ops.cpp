@@ -795,12 +795,16 @@ TEST_CASE("cpu: flash_attn_ext's fast kernel against the reference kernel and th
     harness h(6208);
     const split_threshold every_row(1); // a single query split along its positions too
     namespace cd = backplane::conformance::detail;
-    // positions not a multiple of the tile (64), single queries (split along the positions
-    // on 2 threads), several queries, GQA, two sequences, head sizes off the vector width
+    // positions not a multiple of the tiles (16, 64), single queries (split along the
+    // positions on 2 threads), several queries, two sequences, head sizes off the vector
+    // width, and groups of query heads per key-value head of 2, 3, 4, 7 (4 + 2 + 1), 8 and
+    // 16 (8 + 8): the AVX-512 kernel takes them together
     const cd::attention_shape shapes[] = {
-        {64, 64, 1, 1, 1, 1, 1},     {128, 128, 300, 1, 2, 1, 1}, {40, 24, 257, 1, 1, 1, 1},
-        {65, 33, 129, 3, 4, 2, 2},   {128, 128, 1000, 1, 1, 1, 1}, {16, 8, 64, 5, 3, 3, 1},
-        {7, 5, 70, 1, 2, 2, 1},
+        {64, 64, 1, 1, 1, 1, 1},      {128, 128, 300, 1, 2, 1, 1}, {40, 24, 257, 1, 1, 1, 1},
+        {65, 33, 129, 3, 4, 2, 2},    {128, 128, 1000, 1, 1, 1, 1}, {16, 8, 64, 5, 3, 3, 1},
+        {7, 5, 70, 1, 2, 2, 1},       {128, 128, 333, 1, 8, 2, 1}, {64, 64, 100, 2, 7, 1, 1},
+        {32, 48, 77, 1, 16, 2, 2},    {80, 80, 40, 3, 32, 2, 1},   {24, 16, 50, 1, 6, 3, 1},
+        {128, 64, 129, 1, 12, 4, 1},
     };
     const std::pair<elem_type, elem_type> kv_types[] = {{f16, f16}, {f32, f32}, {f16, f32}, {f32, f16}};
     std::vector<cpu::isa> levels;
@@ -833,7 +837,50 @@ TEST_CASE("cpu: flash_attn_ext's fast kernel against the reference kernel and th
                 }
             ++n;
         }
-    CHECK(n == 28);
+    CHECK(n == 52);
+}
+
+TEST_CASE("cpu: flash_attn_ext never reads a masked position's value into a sum, on every kernel",
+          "[cpu][flash_attn_ext]") {
+    // a cache's unwritten slots may hold anything: NaN and infinities at masked positions
+    // must not reach the result (ggml skips those positions)
+    harness h(6209);
+    for (const auto& [n_head, n_head_kv] : {std::pair<i64, i64>{1, 1}, {4, 1}, {8, 2}, {7, 1}}) {
+        tensor* q = h.input(f32, {64, 1, n_head, 1}, layout::contiguous, -2.0, 2.0);
+        tensor* k = h.input(f16, {64, 40, n_head_kv, 1}, layout::contiguous, -1.0, 1.0);
+        tensor* v = h.input(f16, {64, 40, n_head_kv, 1}, layout::contiguous, -1.0, 1.0);
+        tensor* mask = h.leaf(f16, {40, 1, 1, 1});
+        constexpr double ninf = -std::numeric_limits<double>::infinity();
+        for (i64 j = 0; j < 40; ++j) {
+            const bool hole = j % 7 == 3 || j >= 33;
+            bt::set(*mask, j, 0, 0, 0, hole ? ninf : 0.0);
+            if (!hole) continue;
+            for (i64 hk = 0; hk < n_head_kv; ++hk)
+                for (i64 d = 0; d < 64; ++d) {
+                    bt::set(*k, d, j, hk, 0, std::numeric_limits<double>::quiet_NaN());
+                    bt::set(*v, d, j, hk, 0, d % 2 ? std::numeric_limits<double>::infinity()
+                                                  : std::numeric_limits<double>::quiet_NaN());
+                }
+        }
+        tensor* r = flash_attn_ext(h.ctx, q, k, v, mask, 0.125f);
+        INFO(n_head << " heads over " << n_head_kv);
+        REQUIRE(cpu::choose_kernel(*r, false) == cpu::kernel_kind::fast_attention);
+        graph g(r);
+        cpu_backend reference({.n_threads = 1, .reference = true});
+        REQUIRE(reference.compute(g).ok());
+        const bt::ref_tensor expected = bt::read(*r);
+        for (const double x : expected.v) REQUIRE(std::isfinite(x));
+        for (int l = 0; l <= static_cast<int>(cpu::detected_isa()); ++l)
+            for (const int threads : {1, 2}) {
+                INFO("isa " << cpu::to_string(static_cast<cpu::isa>(l)) << ", " << threads << " threads");
+                cpu::set_isa_override(static_cast<cpu::isa>(l));
+                cpu_backend fast({.n_threads = threads});
+                const status st = fast.compute(g);
+                cpu::clear_isa_override();
+                REQUIRE(st.ok());
+                CHECK(bt::nmse(expected, *r) <= 1e-10);
+            }
+    }
 }
 
 // ---------------------------------------------------------------------------------------

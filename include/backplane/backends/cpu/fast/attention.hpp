@@ -7,11 +7,17 @@
 // - M) v; AVX-512 keeps 128 values of the sum in registers over the tile). k's and v's
 // rows stream side by side, each prefetched well ahead (`prefetch`).
 //
-// Threads share the query rows. A single query (decode: n_q == 1) with fewer rows than
-// the threads can keep busy is also split along the positions: each chunk of positions
-// leaves its partial (M, S, sum) in the work buffer, and after a barrier each thread
-// reduces the partials of its share of the rows (rescaling each to the largest M). The
-// sinks join at the end, as one more partial without a value.
+// Grouped-query heads: on AVX-512 the query heads that read one key-value head are taken
+// together, 2, 4 or 8 at a time (attention_group.hpp: each k and v row read and widened
+// once for the group, a tile of 16 positions, no horizontal sum per dot product); a single
+// head goes through the row kernel above. A work unit is such a piece of a group for one
+// query (one row when AVX-512 is not there).
+//
+// Threads share the units. A single query (decode: n_q == 1) with fewer units than the
+// threads can keep busy is also split along the positions: each chunk of positions
+// leaves its partial (M, S, sum) per row in the work buffer, and after a barrier each
+// thread reduces the partials of its share of the rows (rescaling each to the largest M).
+// The sinks join at the end, as one more partial without a value.
 //
 // Numerics against the reference kernel (kernels/attention.hpp): the same f32 formulas,
 // with the dot products summed over vector lanes, the rescaling done per tile (per chunk,
@@ -19,6 +25,7 @@
 // exp a polynomial accurate to about 1 ulp (fast/rowwise.hpp's).
 
 #include <backplane/backends/cpu/compute_params.hpp>
+#include <backplane/backends/cpu/fast/attention_group.hpp>
 #include <backplane/backends/cpu/fast/rowwise.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/kernels/common.hpp>
@@ -128,7 +135,8 @@ struct avx512 {
     }
     /// Values [i, i + 16) of a row of T, the lanes past n zero.
     template <class T> BACKPLANE_TARGET_AVX512 static inline __m512 row16(const std::byte* p, i64 i, i64 n) noexcept {
-        _mm_prefetch(reinterpret_cast<const char*>(p + i * i64{sizeof(T)}) + prefetch, _MM_HINT_T0);
+        if ((i * i64{sizeof(T)}) % 64 == 0)
+            _mm_prefetch(reinterpret_cast<const char*>(p + i * i64{sizeof(T)}) + prefetch, _MM_HINT_T0);
         return load16<T>(p + i * i64{sizeof(T)}, lanes(n - i));
     }
     template <class T>
@@ -219,7 +227,8 @@ BACKPLANE_UNROLL(8)
                 for (int t = 0; t < nv; ++t) {
                     if (m[t] == 0) break;
                     const std::byte* pt = p + 16 * t * i64{sizeof(T)};
-                    _mm_prefetch(reinterpret_cast<const char*>(pt) + prefetch, _MM_HINT_T0);
+                    if ((16 * t * sizeof(T)) % 64 == 0)
+                        _mm_prefetch(reinterpret_cast<const char*>(pt) + prefetch, _MM_HINT_T0);
                     a[t] = _mm512_fmadd_ps(wv, load16<T>(pt, m[t]), a[t]);
                 }
             }
@@ -355,43 +364,135 @@ template <class V> void finish(const problem& pb, tensor& dst, i64 r, partial& s
     for (i64 d = 0; d < pb.dv; ++d) kernels::store<float>(out + static_cast<std::size_t>(d) * dst.nb[0], st.acc[d] * inv);
 }
 
-/// Chunks of positions per query row with nth threads: more than one only for a single
-/// query whose rows are too few for the threads, each chunk at least a tile.
-inline i64 chunks_of(const tensor& dst, int nth) noexcept {
+/// The query rows a work item computes together: G heads of one query (iq, sequence i3)
+/// that read the same key-value head, G a piece of the group (attention_group.hpp).
+struct unit {
+    i64 iq, h0, rows, i3;
+};
+
+/// Pieces per key-value head, and the units of the node: per query, sequence, key-value
+/// head and piece.
+inline i64 unit_count(const tensor& dst) noexcept {
     const tensor& q = *dst.src[0];
-    const i64 rows = q.nrows(), n_kv = dst.src[1]->ne[1];
-    if (q.ne[1] != 1 || nth <= 1 || rows <= 0 || rows >= 4 * nth) return 1;
-    return std::clamp<i64>((4 * nth + rows - 1) / rows, 1, std::max<i64>(1, n_kv / min_chunk));
+    const i64 group = q.ne[2] / dst.src[1]->ne[2];
+    return q.ne[1] * dst.src[1]->ne[2] * pieces_of(group) * q.ne[3];
+}
+inline unit unit_of(const problem& pb, i64 u) noexcept {
+    const i64 n_q = pb.q.ne[1], pieces = pieces_of(pb.group), n_kv_head = pb.k.ne[2];
+    const i64 iq = u % n_q;
+    u /= n_q;
+    const piece pc = piece_of(pb.group, u % pieces);
+    u /= pieces;
+    const i64 hk = u % n_kv_head;
+    return {iq, hk * pb.group + pc.first, pc.rows, u / n_kv_head};
+}
+/// Row number of head h of the unit (rows are numbered query first, as q's).
+inline i64 row_in(const problem& pb, const unit& un, i64 g) noexcept {
+    return un.iq + pb.q.ne[1] * (un.h0 + g + pb.q.ne[2] * un.i3);
+}
+
+/// Chunks of positions per unit with nth threads: more than one only for a single query
+/// whose units are too few for the threads, each chunk at least min_chunk positions.
+inline i64 chunks_of(const tensor& dst, int nth) noexcept {
+    const i64 units = unit_count(dst), n_kv = dst.src[1]->ne[1];
+    if (dst.src[0]->ne[1] != 1 || nth <= 1 || units <= 0 || units >= 4 * nth) return 1;
+    return std::clamp<i64>((4 * nth + units - 1) / units, 1, std::max<i64>(1, n_kv / min_chunk));
 }
 
 /// Floats of one partial in the work buffer: M, S, then D_v sums.
 inline i64 partial_floats(const tensor& dst) noexcept { return 2 + dst.ne[0]; }
 
-/// Work items [b, e) of thread p (items are rows x chunks, row-major): each computed into
-/// its partial (several chunks) or straight into dst (one chunk).
+#if BACKPLANE_HAS_X86_KERNELS
+/// Positions [c0, c1) of the G rows of a unit (their q in qf, G x dk; their sums in
+/// st[g].acc, G x dv contiguous) with the AVX-512 group kernel, a tile of 16 at a time.
+template <int G, class TK, class TV>
+void attend_group(const problem& pb, const unit& un, const float* qf, i64 c0, i64 c1, partial* st) noexcept {
+    using kern = avx512_group;
+    const i64 hk = un.h0 / pb.group;
+    const std::byte* kbase = kernels::row_ptr(pb.k, 0, hk, un.i3);
+    const std::byte* vbase = kernels::row_ptr(pb.v, 0, hk, un.i3);
+    const std::byte* pm[G];
+    float slope[G];
+    for (int g = 0; g < G; ++g) {
+        const i64 h = un.h0 + g;
+        pm[g] = pb.mask ? kernels::row_ptr(*pb.mask, un.iq, h % pb.mask->ne[2], un.i3 % pb.mask->ne[3]) : nullptr;
+        slope[g] = alibi::slope(pb.max_bias, static_cast<int>(pb.q.ne[2]), static_cast<int>(h));
+    }
+    alignas(64) float s[G * group_tile], w[G * group_tile];
+    for (i64 j0 = c0; j0 < c1; j0 += group_tile) {
+        const i64 n = std::min(group_tile, c1 - j0);
+        kern::scores<G, TK>(qf, pb.dk, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, prefetch, s);
+        for (int g = 0; g < G; ++g) {
+            float* sg = s + g * group_tile;
+            float* wg = w + g * group_tile;
+            const float tmax = kern::logits(sg, n, pb.scale, pb.softcap, pm[g] ? pm[g] + j0 * 2 : nullptr, slope[g]);
+            if (tmax == ninf) { // every position of the tile masked for this row
+                std::fill(wg, wg + group_tile, 0.0f);
+                continue;
+            }
+            if (tmax > st[g].m) {
+                const float ms = std::exp(st[g].m - tmax);
+                avx512::scale(st[g].acc, pb.dv, ms);
+                st[g].s *= ms;
+                st[g].m = tmax;
+            }
+            st[g].s += avx512::exp_tile(sg, n, st[g].m, wg);
+        }
+        kern::accumulate<G, TV>(w, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st[0].acc, pb.dv,
+                                prefetch);
+    }
+}
+#endif
+
+/// Positions [c0, c1) of the rows of a unit: the group kernel on AVX-512, else row by row.
+template <class V, class TK, class TV>
+void attend_unit(const problem& pb, const unit& un, const float* qf, i64 c0, i64 c1, partial* st) noexcept {
+#if BACKPLANE_HAS_X86_KERNELS
+    if constexpr (std::is_same_v<V, avx512>) {
+        switch (un.rows) {
+        case 1: return attend<V, TK, TV>(pb, row_in(pb, un, 0), qf, c0, c1, st[0]);
+        case 2: return attend_group<2, TK, TV>(pb, un, qf, c0, c1, st);
+        case 4: return attend_group<4, TK, TV>(pb, un, qf, c0, c1, st);
+        default: return attend_group<8, TK, TV>(pb, un, qf, c0, c1, st);
+        }
+    }
+#endif
+    for (i64 g = 0; g < un.rows; ++g) attend<V, TK, TV>(pb, row_in(pb, un, g), qf + g * pb.dk, c0, c1, st[g]);
+}
+
+/// Work items [b, e) of thread p (items are units x chunks, unit-major): each computed
+/// into its rows' partials (several chunks) or straight into dst (one chunk).
 template <class V, class TK, class TV>
 bool run_items(const compute_params& p, tensor& dst, const problem& pb, i64 chunks) noexcept {
-    const std::unique_ptr<float[]> buf(new (std::nothrow) float[static_cast<std::size_t>(pb.dk + pb.dv)]);
+    constexpr i64 G = max_group_rows;
+    const std::unique_ptr<float[]> buf(new (std::nothrow) float[static_cast<std::size_t>(G * (pb.dk + pb.dv))]);
     if (!buf) return false;
     float* qf = buf.get();
-    float* acc = qf + pb.dk;
+    float* acc = qf + G * pb.dk;
     const i64 span = (pb.n_kv + chunks - 1) / chunks;
-    const auto [b, e] = split_work(pb.rows * chunks, p);
+    const auto [b, e] = split_work(unit_count(dst) * chunks, p);
     for (i64 item = b; item < e; ++item) {
-        const i64 r = item / chunks, c = item % chunks;
-        const auto [iq, h, i3] = kernels::row_of(r, pb.q.ne);
-        kernels::read_row_f32(pb.q.type, kernels::row_ptr(pb.q, iq, h, i3), pb.q.nb[0], 0, pb.dk, qf);
-        std::fill(acc, acc + pb.dv, 0.0f);
-        partial st{.acc = acc};
-        attend<V, TK, TV>(pb, r, qf, c * span, std::min(pb.n_kv, (c + 1) * span), st);
-        if (chunks == 1) {
-            finish<V>(pb, dst, r, st);
-            continue;
+        const unit un = unit_of(pb, item / chunks);
+        const i64 c = item % chunks;
+        partial st[G];
+        for (i64 g = 0; g < un.rows; ++g) {
+            const i64 h = un.h0 + g;
+            kernels::read_row_f32(pb.q.type, kernels::row_ptr(pb.q, un.iq, h, un.i3), pb.q.nb[0], 0, pb.dk, qf + g * pb.dk);
+            st[g].acc = acc + g * pb.dv;
         }
-        float* out = static_cast<float*>(p.wdata) + item * partial_floats(dst);
-        out[0] = st.m;
-        out[1] = st.s;
-        std::memcpy(out + 2, acc, static_cast<std::size_t>(pb.dv) * sizeof(float));
+        std::fill(acc, acc + un.rows * pb.dv, 0.0f);
+        attend_unit<V, TK, TV>(pb, un, qf, c * span, std::min(pb.n_kv, (c + 1) * span), st);
+        for (i64 g = 0; g < un.rows; ++g) {
+            const i64 r = row_in(pb, un, g);
+            if (chunks == 1) {
+                finish<V>(pb, dst, r, st[g]);
+                continue;
+            }
+            float* out = static_cast<float*>(p.wdata) + (r * chunks + c) * partial_floats(dst);
+            out[0] = st[g].m;
+            out[1] = st[g].s;
+            std::memcpy(out + 2, st[g].acc, static_cast<std::size_t>(pb.dv) * sizeof(float));
+        }
     }
     return true;
 }
@@ -443,9 +544,9 @@ inline bool attention_applies(const tensor& dst) noexcept {
 /// How many threads can share the node: its query rows, times the chunks of positions a
 /// single query may be split into.
 inline std::int64_t attention_split_units(const tensor& dst) noexcept {
-    const std::int64_t rows = dst.src[0]->nrows();
-    return dst.src[0]->ne[1] == 1 ? rows * std::max<std::int64_t>(1, dst.src[1]->ne[1] / attention_detail::min_chunk)
-                                  : rows;
+    const std::int64_t units = attention_detail::unit_count(dst);
+    return dst.src[0]->ne[1] == 1 ? units * std::max<std::int64_t>(1, dst.src[1]->ne[1] / attention_detail::min_chunk)
+                                  : units;
 }
 
 /// Work buffer bytes with nth threads: the partials when the positions are split.
