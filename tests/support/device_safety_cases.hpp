@@ -182,6 +182,32 @@ struct rows_case {
     }
 };
 
+/// A backend of dev and the tensors of ctx allocated in dev's memory, for a case that
+/// fills them and computes one graph.
+template <class Device> struct on_device {
+    decltype(std::declval<const Device&>().make_backend()) be;
+    buffer_list buffers;
+    on_device(const Device& dev, context& ctx) : be(dev.make_backend()) {
+        REQUIRE(be);
+        auto bufs = alloc_tensors(ctx, dev.buffer_type());
+        REQUIRE(bufs);
+        buffers = std::move(*bufs);
+    }
+};
+
+/// Computes g (queued) on be and checks that synchronize() reports an index out of range
+/// as the CPU does, naming the node (`node`, "op node 'name'") and the source it indexes.
+template <class Backend>
+void expect_index_error(Backend& be, const graph& g, const std::string& node, const std::string& source) {
+    REQUIRE(be->compute(g)); // queued: the index is read on the device
+    const status s = be->synchronize();
+    INFO(s.describe());
+    CHECK(s.code() == errc::out_of_range);
+    const std::string msg(s.message());
+    CHECK(msg.find(node) != std::string::npos);
+    CHECK(msg.find("'" + source + "'") != std::string::npos);
+}
+
 /// Rows picked by ids {2, out of range, 0}: rows 2 and 0, and zeros between.
 inline void check_rows_with_gap(const std::vector<float>& got) {
     const std::vector<float> want = {20, 21, 22, 23, 0, 0, 0, 0, 0, 1, 2, 3};
@@ -205,11 +231,9 @@ void check_get_rows_out_of_range(const Device& dev) {
             REQUIRE(want.code() == errc::out_of_range);
             check_rows_with_gap(on_cpu.result());
 
-            auto be = dev.make_backend();
-            REQUIRE(be);
             rows_case c(type, true);
-            auto bufs = alloc_tensors(c.ctx, dev.buffer_type());
-            REQUIRE(bufs);
+            on_device d(dev, c.ctx);
+            auto& be = d.be;
             REQUIRE(c.fill({2, bad, 0}));
             REQUIRE(be->compute(c.g)); // queued: the index is read on the device
             const status s = be->synchronize();
@@ -249,10 +273,7 @@ void check_set_rows_out_of_range(const Device& dev) {
             tensor* out = set_rows(ctx, cache, rows, idx);
             out->name = "kv";
             graph g(out);
-            auto be = dev.make_backend();
-            REQUIRE(be);
-            auto bufs = alloc_tensors(ctx, dev.buffer_type());
-            REQUIRE(bufs);
+            on_device d(dev, ctx);
             std::vector<f16_t> before(12);
             for (std::size_t k = 0; k < 12; ++k) before[k] = f32_to_f16(static_cast<float>(k));
             REQUIRE(tensor_set(*cache, before.data(), 0, 24));
@@ -265,13 +286,7 @@ void check_set_rows_out_of_range(const Device& dev) {
                 const std::vector<std::int32_t> ids32 = {static_cast<std::int32_t>(bad), 1};
                 REQUIRE(tensor_set(*idx, ids32.data(), 0, 8));
             }
-            REQUIRE(be->compute(g)); // queued: the index is read on the device
-            const status s = be->synchronize();
-            INFO(s.describe());
-            CHECK(s.code() == errc::out_of_range);
-            const std::string msg(s.message());
-            CHECK(msg.find("set_rows node 'kv'") != std::string::npos);
-            CHECK(msg.find("'cache'") != std::string::npos);
+            expect_index_error(d.be, g, "set_rows node 'kv'", "cache");
             std::vector<f16_t> after(12);
             REQUIRE(tensor_get(*cache, after.data(), 0, 24));
             for (std::size_t k = 0; k < 12; ++k) {
@@ -279,22 +294,9 @@ void check_set_rows_out_of_range(const Device& dev) {
                 const float want = k / 4 == 1 ? written[4 + k % 4] : static_cast<float>(k); // row 1 written
                 CHECK(f16_to_f32(after[k]) == want);
             }
-            CHECK(be->synchronize()); // reported once
+            CHECK(d.be->synchronize()); // reported once
         }
     }
-}
-
-/// Computes g (queued) on be and checks that synchronize() reports an index out of range
-/// as the CPU does, naming the node (`node`, "op node 'name'") and the source it indexes.
-template <class Backend>
-void expect_index_error(Backend& be, const graph& g, const std::string& node, const std::string& source) {
-    REQUIRE(be->compute(g)); // queued: the index is read on the device
-    const status s = be->synchronize();
-    INFO(s.describe());
-    CHECK(s.code() == errc::out_of_range);
-    const std::string msg(s.message());
-    CHECK(msg.find(node) != std::string::npos);
-    CHECK(msg.find("'" + source + "'") != std::string::npos);
 }
 
 /// An out-of-range add_id expert id: the CPU's status code from the device's
@@ -312,10 +314,7 @@ void check_add_id_out_of_range(const Device& dev) {
         tensor* out = add_id(ctx, a, b, ids);
         out->name = "biased";
         graph g(out);
-        auto be = dev.make_backend();
-        REQUIRE(be);
-        auto bufs = alloc_tensors(ctx, dev.buffer_type());
-        REQUIRE(bufs);
+        on_device d(dev, ctx);
         std::vector<float> va(16), vb(12);
         for (std::size_t k = 0; k < va.size(); ++k) va[k] = static_cast<float>(k);
         for (std::size_t k = 0; k < vb.size(); ++k) vb[k] = static_cast<float>(100 * (k / 4 + 1));
@@ -323,7 +322,7 @@ void check_add_id_out_of_range(const Device& dev) {
         REQUIRE(tensor_set(*b, vb.data(), 0, 48));
         const std::vector<std::int32_t> vi = {2, bad, 0, 1};
         REQUIRE(tensor_set(*ids, vi.data(), 0, 16));
-        expect_index_error(be, g, "add_id node 'biased'", "biases");
+        expect_index_error(d.be, g, "add_id node 'biased'", "biases");
         std::vector<float> got(16);
         REQUIRE(tensor_get(*out, got.data(), 0, 64));
         for (std::size_t k = 0; k < 16; ++k) {
@@ -332,7 +331,7 @@ void check_add_id_out_of_range(const Device& dev) {
             const float want = row == 1 ? 0.0f : va[k] + 100.0f * static_cast<float>(vi[row] + 1);
             CHECK(got[k] == want);
         }
-        CHECK(be->synchronize()); // reported once
+        CHECK(d.be->synchronize()); // reported once
     }
 }
 
@@ -351,17 +350,14 @@ void check_mul_mat_id_out_of_range(const Device& dev) {
         tensor* out = mul_mat_id(ctx, as, b, ids);
         out->name = "moe";
         graph g(out);
-        auto be = dev.make_backend();
-        REQUIRE(be);
-        auto bufs = alloc_tensors(ctx, dev.buffer_type());
-        REQUIRE(bufs);
+        on_device d(dev, ctx);
         std::vector<float> va(24), vb = {1, 2, 3, 4, 1, 1, 1, 1};
         for (std::size_t k = 0; k < va.size(); ++k) va[k] = static_cast<float>(k);
         REQUIRE(tensor_set(*as, va.data(), 0, 96));
         REQUIRE(tensor_set(*b, vb.data(), 0, 32));
         const std::vector<std::int32_t> vi = {1, bad, 0, 1};
         REQUIRE(tensor_set(*ids, vi.data(), 0, 16));
-        expect_index_error(be, g, "mul_mat_id node 'moe'", "experts");
+        expect_index_error(d.be, g, "mul_mat_id node 'moe'", "experts");
         std::vector<float> got(12);
         REQUIRE(tensor_get(*out, got.data(), 0, 48));
         for (std::size_t c = 0; c < 4; ++c)
@@ -373,7 +369,7 @@ void check_mul_mat_id_out_of_range(const Device& dev) {
                         want += va[static_cast<std::size_t>(vi[c]) * 12 + m * 4 + k] * vb[(c / 2) * 4 + k];
                 CHECK(got[c * 3 + m] == want);
             }
-        CHECK(be->synchronize()); // reported once
+        CHECK(d.be->synchronize()); // reported once
     }
 }
 

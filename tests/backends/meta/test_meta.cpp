@@ -181,6 +181,31 @@ std::vector<float> small_integers(std::size_t count, std::uint32_t seed) {
     return v;
 }
 
+/// A case's tensors twice, made by one function: in host memory for one CPU's reference
+/// graph (context rw; rg for that graph's nodes) and in the meta device's memory (mw; mg).
+template <class Tensors> struct twins {
+    context rw, rg{context_params{.no_alloc = true}}, mw{context_params{.no_alloc = true}},
+        mg{context_params{.no_alloc = true}};
+    Tensors r, mt;
+    buffer_list buffers; ///< mt's memory
+    template <class Make>
+    twins(meta_setup& m, Make make)
+        : r(make(rw)), mt(make(mw)), buffers(alloc_tensors(mw, m.dev.buffer_type()).value()) {}
+};
+
+/// The same values in a tensor and its twin: f32 as they are, f16 rounded.
+void set_same(tensor& r, tensor& mt, const std::vector<float>& v) {
+    if (r.type != elem_type::f16) {
+        REQUIRE(tensor_set(r, v).ok());
+        REQUIRE(tensor_set(mt, v).ok());
+        return;
+    }
+    std::vector<f16_t> h(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i]);
+    REQUIRE(tensor_set(r, h).ok());
+    REQUIRE(tensor_set(mt, h).ok());
+}
+
 } // namespace
 
 TEST_CASE("meta reductions are exact for f32 sums of integers, by ring and by recursive doubling", "[meta]") {
@@ -515,17 +540,13 @@ TEST_CASE("meta broadcasting: mirrored operands cut to each device's range, repe
         for (tensor* o : {x, y, z, u, w}) o->set_output();
         return graph{x, y, z, u, w};
     };
-    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
-    const tensors r = make(rw), mt = make(mw);
-    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
     std::uint32_t seed = 20;
     for (auto [rt, mtt] : {std::pair{r.a, mt.a}, {r.same, mt.same}, {r.bias, mt.bias}, {r.h, mt.h}, {r.kv, mt.kv},
-                           {r.kv_h, mt.kv_h}}) {
-        const auto v = small_integers(static_cast<std::size_t>(rt->nelements()), seed++);
-        REQUIRE(tensor_set(*rt, v).ok());
-        REQUIRE(tensor_set(*mtt, v).ok());
-    }
-    graph rgraph = build(rg, r), mgraph = build(mg, mt);
+                           {r.kv_h, mt.kv_h}})
+        set_same(*rt, *mtt, small_integers(static_cast<std::size_t>(rt->nelements()), seed++));
+    graph rgraph = build(tw.rg, r), mgraph = build(tw.mg, mt);
     check_same_outputs(m, rgraph, mgraph, 5);
 }
 
@@ -561,21 +582,19 @@ TEST_CASE("meta soft_max with ALiBi and sinks, rope with frequency factors: spli
         for (tensor* o : {x, y}) o->set_output();
         return graph{x, y};
     };
-    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
-    const tensors r = make(rw), mt = make(mw);
-    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
     std::uint32_t seed = 40;
     for (auto [rt, mtt] : {std::pair{r.s, mt.s}, {r.mask, mt.mask}, {r.sinks, mt.sinks}, {r.q, mt.q}, {r.ff, mt.ff}}) {
         auto v = small_integers(static_cast<std::size_t>(rt->nelements()), seed++);
         if (rt == r.ff)
             for (float& x : v) x = 1.0f + std::abs(x); // frequency factors >= 1
-        REQUIRE(tensor_set(*rt, v).ok());
-        REQUIRE(tensor_set(*mtt, v).ok());
+        set_same(*rt, *mtt, v);
     }
     const std::vector<std::int32_t> positions{0, 5, 17, 100, 4000, 9000};
     REQUIRE(tensor_set(*r.pos, positions).ok());
     REQUIRE(tensor_set(*mt.pos, positions).ok());
-    graph rgraph = build(rg, r), mgraph = build(mg, mt);
+    graph rgraph = build(tw.rg, r), mgraph = build(tw.mg, mt);
     check_same_outputs(m, rgraph, mgraph, 2);
 
     // ALiBi and sinks read each head's global index: no split of the heads
@@ -613,21 +632,15 @@ TEST_CASE("meta set_rows: a KV cache split by heads, or mirrored, is written in 
         t.idx->name = "idx";
         return t;
     };
-    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
-    const tensors r = make(rw), mt = make(mw);
-    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
-    const auto cache_v = small_integers(32 * 10, 41);
-    const auto k_v = small_integers(32 * 3, 42);
-    std::vector<f16_t> cache_h(cache_v.size());
-    for (std::size_t i = 0; i < cache_v.size(); ++i) cache_h[i] = f32_to_f16(cache_v[i]);
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.cache, *mt.cache, small_integers(32 * 10, 41));
+    set_same(*r.k, *mt.k, small_integers(32 * 3, 42));
     const std::vector<std::int64_t> cells = {7, 2, 9};
-    for (const tensors* t : {&r, &mt}) {
-        REQUIRE(tensor_set(*t->cache, cache_h).ok());
-        REQUIRE(tensor_set(*t->k, k_v).ok());
-        REQUIRE(tensor_set(*t->idx, cells).ok());
-    }
-    graph rgraph(set_rows(rg, r.cache, r.k, r.idx));
-    graph mgraph(set_rows(mg, mt.cache, mt.k, mt.idx));
+    REQUIRE(tensor_set(*r.idx, cells).ok());
+    REQUIRE(tensor_set(*mt.idx, cells).ok());
+    graph rgraph(set_rows(tw.rg, r.cache, r.k, r.idx));
+    graph mgraph(set_rows(tw.mg, mt.cache, mt.k, mt.idx));
     cpu_backend cpu = cpu_device::instance().make_backend();
     REQUIRE(cpu.compute(rgraph).ok());
     auto plan = m.be.plan(mgraph);
@@ -663,19 +676,15 @@ TEST_CASE("meta mul_mat_id: every expert's rows split over the devices", "[meta]
         t.ids->name = "ids";
         return t;
     };
-    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
-    const tensors r = make(rw), mt = make(mw);
-    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
-    const auto ev = small_integers(16 * 12 * 4, 51);
-    const auto xv = small_integers(16 * 5, 52);
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.experts, *mt.experts, small_integers(16 * 12 * 4, 51));
+    set_same(*r.x, *mt.x, small_integers(16 * 5, 52));
     const std::vector<std::int32_t> iv = {0, 3, 1, 1, 2, 0, 3, 2, 1, 0};
-    for (const tensors* t : {&r, &mt}) {
-        REQUIRE(tensor_set(*t->experts, ev).ok());
-        REQUIRE(tensor_set(*t->x, xv).ok());
-        REQUIRE(tensor_set(*t->ids, iv).ok());
-    }
-    tensor* ro = mul_mat_id(rg, r.experts, r.x, r.ids);
-    tensor* mo = mul_mat_id(mg, mt.experts, mt.x, mt.ids);
+    REQUIRE(tensor_set(*r.ids, iv).ok());
+    REQUIRE(tensor_set(*mt.ids, iv).ok());
+    tensor* ro = mul_mat_id(tw.rg, r.experts, r.x, r.ids);
+    tensor* mo = mul_mat_id(tw.mg, mt.experts, mt.x, mt.ids);
     const single_output_run run(m, ro, mo);
     CHECK(run.state.rfind("axis0", 0) == 0);
     CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
@@ -706,24 +715,17 @@ TEST_CASE("meta flash_attn_ext: heads split with k and v split or cut in groups,
         t.v->name = "v";
         return t;
     };
-    context rw, rg({.no_alloc = true}), mw({.no_alloc = true}), mg({.no_alloc = true});
-    const tensors r = make(rw), mt = make(mw);
-    auto wbuf = alloc_tensors(mw, m.dev.buffer_type()).value();
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
     std::uint32_t seed = 60;
     for (auto [rt, mtt] : {std::pair{r.q, mt.q}, {r.k, mt.k}, {r.v, mt.v}, {r.mask, mt.mask}, {r.sinks, mt.sinks}}) {
-        const auto v = small_integers(static_cast<std::size_t>(rt->nelements()), seed++);
-        if (rt->type == elem_type::f16) {
-            std::vector<f16_t> h(v.size());
-            for (std::size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i] * 0.25f);
-            REQUIRE(tensor_set(*rt, h).ok());
-            REQUIRE(tensor_set(*mtt, h).ok());
-        } else {
-            REQUIRE(tensor_set(*rt, v).ok());
-            REQUIRE(tensor_set(*mtt, v).ok());
-        }
+        auto v = small_integers(static_cast<std::size_t>(rt->nelements()), seed++);
+        if (rt->type == elem_type::f16)
+            for (float& x : v) x *= 0.25f; // keys, values and the mask in quarters
+        set_same(*rt, *mtt, v);
     }
-    tensor* ro = flash_attn_ext(rg, r.q, r.k, r.v, r.mask, 0.25f);
-    tensor* mo = flash_attn_ext(mg, mt.q, mt.k, mt.v, mt.mask, 0.25f);
+    tensor* ro = flash_attn_ext(tw.rg, r.q, r.k, r.v, r.mask, 0.25f);
+    tensor* mo = flash_attn_ext(tw.mg, mt.q, mt.k, mt.v, mt.mask, 0.25f);
     const single_output_run run(m, ro, mo);
     CHECK(run.state.rfind("axis1", 0) == 0); // the heads: the result's dimension 1
     const auto want = tensor_get_all<float>(*ro).value(), got = tensor_get_all<float>(*mo).value();
