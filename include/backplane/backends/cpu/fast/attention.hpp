@@ -7,11 +7,11 @@
 // - M) v; AVX-512 keeps 128 values of the sum in registers over the tile). k's and v's
 // rows stream side by side, each prefetched well ahead (`prefetch`).
 //
-// Grouped-query heads: on AVX-512 the query heads that read one key-value head are taken
-// together, 2, 4 or 8 at a time (attention_group.hpp: each k and v row read and widened
-// once for the group, a tile of 16 positions, no horizontal sum per dot product); a single
-// head goes through the row kernel above. A work unit is such a piece of a group for one
-// query (one row when AVX-512 is not there).
+// Grouped-query heads: on AVX-512 (and AVX2, for heads whose sizes are multiples of 8) the
+// query heads that read one key-value head are taken together, 2, 4 or 8 at a time
+// (attention_group.hpp: each k and v row read and widened once for the group, a tile of
+// 16 positions, no horizontal sum per dot product); a single head goes through the row
+// kernel above. A work unit is such a piece of a group for one query.
 //
 // Threads share the units. A single query (decode: n_q == 1) with fewer units than the
 // threads can keep busy is also split along the positions: each chunk of positions
@@ -21,8 +21,9 @@
 //
 // Numerics against the reference kernel (kernels/attention.hpp): the same f32 formulas,
 // with the dot products summed over vector lanes, the rescaling done per tile (per chunk,
-// then once more in the reduction) rather than per position, and on AVX-512 the weights'
-// exp a polynomial accurate to about 1 ulp (fast/rowwise.hpp's).
+// then once more in the reduction) rather than per position, on AVX-512 and AVX2 the
+// weights' exp a polynomial accurate to about 1 ulp and the soft-cap's tanh (group
+// kernel) to about 2 ulp (fast/rowwise.hpp's).
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/attention_group.hpp>
@@ -272,6 +273,20 @@ struct avx2 : row_tiles<avx2> {
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), sv));
         for (; i < n; ++i) acc[i] *= s;
     }
+    /// w[j] = exp(s[j] - m) (0 for a score of -inf; rowwise.hpp's exp); returns their sum.
+    BACKPLANE_TARGET_AVX2 static float exp_tile(const float* s, i64 count, float m, float* w) noexcept {
+        const __m256 mv = _mm256_set1_ps(m), none = _mm256_set1_ps(ninf);
+        __m256 sum = _mm256_setzero_ps();
+        i64 j = 0;
+        for (; j + 8 <= count; j += 8) {
+            const __m256 x = _mm256_loadu_ps(s + j);
+            const __m256 e = _mm256_and_ps(_mm256_cmp_ps(x, none, _CMP_NEQ_OQ), rowwise_detail::avx2::exp(_mm256_sub_ps(x, mv)));
+            _mm256_storeu_ps(w + j, e);
+            sum = _mm256_add_ps(sum, e);
+        }
+        float rest = row_tiles<avx2>::exp_tile(s + j, count - j, m, w + j);
+        return rowwise_detail::avx2::hsum(sum) + rest;
+    }
 };
 
 BACKPLANE_X86_KERNELS_END
@@ -404,10 +419,10 @@ inline i64 partial_floats(const tensor& dst) noexcept { return 2 + dst.ne[0]; }
 
 #if BACKPLANE_HAS_X86_KERNELS
 /// Positions [c0, c1) of the G rows of a unit (their q in qf, G x dk; their sums in
-/// st[g].acc, G x dv contiguous) with the AVX-512 group kernel, a tile of 16 at a time.
-template <int G, class TK, class TV>
+/// st[g].acc, G x dv contiguous) with a group kernel (Kern; V's rescaling and weights), a
+/// tile of 16 at a time.
+template <class Kern, class V, int G, class TK, class TV>
 void attend_group(const problem& pb, const unit& un, const float* qf, i64 c0, i64 c1, partial* st) noexcept {
-    using kern = avx512_group;
     const i64 hk = un.h0 / pb.group;
     const std::byte* kbase = kernels::row_ptr(pb.k, 0, hk, un.i3);
     const std::byte* vbase = kernels::row_ptr(pb.v, 0, hk, un.i3);
@@ -421,40 +436,48 @@ void attend_group(const problem& pb, const unit& un, const float* qf, i64 c0, i6
     alignas(64) float s[G * group_tile], w[G * group_tile];
     for (i64 j0 = c0; j0 < c1; j0 += group_tile) {
         const i64 n = std::min(group_tile, c1 - j0);
-        kern::scores<G, TK>(qf, pb.dk, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, prefetch, s);
+        Kern::template scores<G, TK>(qf, pb.dk, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, prefetch, s);
         for (int g = 0; g < G; ++g) {
             float* sg = s + g * group_tile;
             float* wg = w + g * group_tile;
-            const float tmax = kern::logits(sg, n, pb.scale, pb.softcap, pm[g] ? pm[g] + j0 * 2 : nullptr, slope[g]);
+            const float tmax = Kern::logits(sg, n, pb.scale, pb.softcap, pm[g] ? pm[g] + j0 * 2 : nullptr, slope[g]);
             if (tmax == ninf) { // every position of the tile masked for this row
                 std::fill(wg, wg + group_tile, 0.0f);
                 continue;
             }
             if (tmax > st[g].m) {
                 const float ms = std::exp(st[g].m - tmax);
-                avx512::scale(st[g].acc, pb.dv, ms);
+                V::scale(st[g].acc, pb.dv, ms);
                 st[g].s *= ms;
                 st[g].m = tmax;
             }
-            st[g].s += avx512::exp_tile(sg, n, st[g].m, wg);
+            st[g].s += V::exp_tile(sg, n, st[g].m, wg);
         }
-        kern::accumulate<G, TV>(w, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st[0].acc, pb.dv,
-                                prefetch);
+        Kern::template accumulate<G, TV>(w, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st[0].acc, pb.dv,
+                                         prefetch);
+    }
+}
+
+/// Positions [c0, c1) of a unit of 2, 4 or 8 rows with the group kernel Kern.
+template <class Kern, class V, class TK, class TV>
+void attend_grouped(const problem& pb, const unit& un, const float* qf, i64 c0, i64 c1, partial* st) noexcept {
+    switch (un.rows) {
+    case 2: return attend_group<Kern, V, 2, TK, TV>(pb, un, qf, c0, c1, st);
+    case 4: return attend_group<Kern, V, 4, TK, TV>(pb, un, qf, c0, c1, st);
+    default: return attend_group<Kern, V, 8, TK, TV>(pb, un, qf, c0, c1, st);
     }
 }
 #endif
 
-/// Positions [c0, c1) of the rows of a unit: the group kernel on AVX-512, else row by row.
+/// Positions [c0, c1) of the rows of a unit: a group kernel for several rows on AVX-512
+/// (AVX2: heads whose sizes are multiples of 8), else row by row.
 template <class V, class TK, class TV>
 void attend_unit(const problem& pb, const unit& un, const float* qf, i64 c0, i64 c1, partial* st) noexcept {
 #if BACKPLANE_HAS_X86_KERNELS
-    if constexpr (std::is_same_v<V, avx512>) {
-        switch (un.rows) {
-        case 1: return attend<V, TK, TV>(pb, row_in(pb, un, 0), qf, c0, c1, st[0]);
-        case 2: return attend_group<2, TK, TV>(pb, un, qf, c0, c1, st);
-        case 4: return attend_group<4, TK, TV>(pb, un, qf, c0, c1, st);
-        default: return attend_group<8, TK, TV>(pb, un, qf, c0, c1, st);
-        }
+    if (un.rows > 1) {
+        if constexpr (std::is_same_v<V, avx512>) return attend_grouped<avx512_group, V, TK, TV>(pb, un, qf, c0, c1, st);
+        if constexpr (std::is_same_v<V, avx2>)
+            if (pb.dk % 8 == 0 && pb.dv % 8 == 0) return attend_grouped<avx2_group, V, TK, TV>(pb, un, qf, c0, c1, st);
     }
 #endif
     for (i64 g = 0; g < un.rows; ++g) attend<V, TK, TV>(pb, row_in(pb, un, g), qf + g * pb.dk, c0, c1, st[g]);
