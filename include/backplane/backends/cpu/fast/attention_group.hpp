@@ -48,14 +48,17 @@ struct piece {
 };
 [[nodiscard]] constexpr piece piece_of(std::int64_t group, std::int64_t i) noexcept {
     std::int64_t first = 0;
-    for (std::int64_t size = max_group_rows;; size /= 2) {
+    for (std::int64_t size = max_group_rows; size > 0; size /= 2) {
         while (group - first >= size) {
             if (i == 0) return {first, size};
             first += size;
             --i;
         }
     }
+    return {group, 0}; // past the last piece: no rows
 }
+static_assert(pieces_of(7) == 3 && piece_of(7, 0).rows == 4 && piece_of(7, 1).first == 4 && piece_of(7, 2).rows == 1);
+static_assert(pieces_of(16) == 2 && piece_of(16, 1).first == 8 && pieces_of(1) == 1 && piece_of(1, 1).rows == 0);
 
 #if BACKPLANE_HAS_X86_KERNELS
 
