@@ -1,7 +1,8 @@
-// The block formats of core/quants.hpp: layouts read as ggml's formulas say, round trips
-// within each format's step on seeded data of many scales, ties, all-zero blocks and the
-// sign of the largest magnitude.
+// The block formats of core/quants.hpp and core/kquants.hpp: layouts read as ggml's
+// formulas say, round trips within each format's step on seeded data of many scales,
+// ties, all-zero blocks and the sign of the largest magnitude.
 
+#include <backplane/core/kquants.hpp>
 #include <backplane/core/quants.hpp>
 
 #include <catch2/catch.hpp>
@@ -213,5 +214,134 @@ TEST_CASE("quants: ties, all-zero blocks and the sign of the largest magnitude, 
         CHECK((b50.qh[0] & b50.qh[1] & b50.qh[2] & b50.qh[3]) == 0xff);
         dequantize_row_mxfp4(&bmx, y, qk);
         for (const float v : y) CHECK(v == 0.0f);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// K-quants (core/kquants.hpp)
+
+TEST_CASE("kquants: ggml's rounding trick rounds half to even", "[quants]") {
+    using kquant_detail::nearest_int;
+    CHECK(nearest_int(2.5f) == 2);
+    CHECK(nearest_int(3.5f) == 4);
+    CHECK(nearest_int(-2.5f) == -2);
+    CHECK(nearest_int(-0.4f) == 0);
+    CHECK(nearest_int(63.49f) == 63);
+    CHECK(nearest_int(-4194303.0f) == -4194303);
+}
+
+TEST_CASE("kquants: q4_K, q5_K and q6_K blocks read as ggml's formulas", "[quants]") {
+    float y[qk_k];
+    SECTION("q4_K and q5_K: 6-bit scales and minimums, the upper four sub-blocks' high bits in the first eight bytes") {
+        block_q5_K b{};
+        b.d = f32_to_f16(0.5f);
+        b.dmin = f32_to_f16(0.25f);
+        const int sc[8] = {1, 7, 20, 63, 33, 48, 5, 62}, mn[8] = {0, 3, 63, 9, 17, 40, 2, 61};
+        for (int j = 0; j < 4; ++j) {
+            b.scales[j] = static_cast<std::uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+            b.scales[j + 4] = static_cast<std::uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
+            b.scales[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 15) | ((mn[j + 4] & 15) << 4));
+        }
+        for (int l = 0; l < 32; ++l)
+            for (int c = 0; c < 4; ++c) b.qs[32 * c + l] = static_cast<std::uint8_t>(((l + c) % 16) | (((l * 3 + c) % 16) << 4));
+        for (int l = 0; l < 32; ++l) b.qh[l] = static_cast<std::uint8_t>(l * 37 + 11);
+        dequantize_row_q5_K(&b, y, qk_k);
+        for (int e = 0; e < qk_k; ++e) {
+            const int j = e / 32, l = e % 32, c = j / 2;
+            const int lo = j % 2 ? (l * 3 + c) % 16 : (l + c) % 16;
+            const int q = lo + 16 * ((b.qh[l] >> j) & 1);
+            INFO("value " << e);
+            CHECK(y[e] == 0.5f * static_cast<float>(sc[j]) * static_cast<float>(q) - 0.25f * static_cast<float>(mn[j]));
+        }
+        block_q4_K b4{b.d, b.dmin, {}, {}};
+        std::memcpy(b4.scales, b.scales, sizeof b4.scales);
+        std::memcpy(b4.qs, b.qs, sizeof b4.qs);
+        dequantize_row_q4_K(&b4, y, qk_k);
+        for (int e = 0; e < qk_k; ++e) {
+            const int j = e / 32, l = e % 32, c = j / 2;
+            const int q = j % 2 ? (l * 3 + c) % 16 : (l + c) % 16;
+            CHECK(y[e] == 0.5f * static_cast<float>(sc[j]) * static_cast<float>(q) - 0.25f * static_cast<float>(mn[j]));
+        }
+    }
+    SECTION("q6_K: low nibbles in ql, two high bits per value in qh, a signed scale per 16") {
+        block_q6_K b{};
+        b.d = f32_to_f16(0.125f);
+        for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<std::int8_t>(j * 17 % 255 - 127);
+        int q6[qk_k];
+        for (int e = 0; e < qk_k; ++e) q6[e] = (e * 29 + 7) % 64;
+        for (int h = 0; h < 2; ++h)
+            for (int l = 0; l < 32; ++l) {
+                const int* q = q6 + 128 * h + l;
+                b.ql[64 * h + l] = static_cast<std::uint8_t>((q[0] & 15) | ((q[64] & 15) << 4));
+                b.ql[64 * h + 32 + l] = static_cast<std::uint8_t>((q[32] & 15) | ((q[96] & 15) << 4));
+                b.qh[32 * h + l] = static_cast<std::uint8_t>((q[0] >> 4) | ((q[32] >> 4) << 2) | ((q[64] >> 4) << 4) | ((q[96] >> 4) << 6));
+            }
+        dequantize_row_q6_K(&b, y, qk_k);
+        for (int e = 0; e < qk_k; ++e)
+            CHECK(y[e] == 0.125f * static_cast<float>(b.scales[e / 16]) * static_cast<float>(q6[e] - 32));
+    }
+}
+
+TEST_CASE("kquants: round trips on seeded data of many scales, all-zero blocks and q8_K's sums", "[quants]") {
+    std::uint32_t seed = 40;
+    for (const float scale : scales) {
+        INFO("scale " << scale);
+        const std::vector<float> x = seeded_row(seed++, scale); // 8 x 32 = one super-block
+        std::vector<float> row(x);
+        row.insert(row.end(), x.rbegin(), x.rend()); // two super-blocks
+        const auto n = static_cast<std::int64_t>(row.size());
+        std::vector<float> y(row.size());
+        const auto rel_rms = [&] {
+            double err = 0.0, ref = 0.0;
+            for (std::size_t i = 0; i < row.size(); ++i) {
+                err += (static_cast<double>(row[i]) - y[i]) * (static_cast<double>(row[i]) - y[i]);
+                ref += static_cast<double>(row[i]) * row[i];
+            }
+            return std::sqrt(err / ref);
+        };
+        std::vector<block_q4_K> b4(2);
+        std::vector<block_q5_K> b5(2);
+        std::vector<block_q6_K> b6(2);
+        std::vector<block_q8_K> b8(2);
+        quantize_row_q4_K(row.data(), b4.data(), n);
+        dequantize_row_q4_K(b4.data(), y.data(), n);
+        CHECK(rel_rms() < 0.09);
+        quantize_row_q5_K(row.data(), b5.data(), n);
+        dequantize_row_q5_K(b5.data(), y.data(), n);
+        CHECK(rel_rms() < 0.05);
+        quantize_row_q6_K(row.data(), b6.data(), n);
+        dequantize_row_q6_K(b6.data(), y.data(), n);
+        CHECK(rel_rms() < 0.025);
+        quantize_row_q8_K(row.data(), b8.data(), n);
+        dequantize_row_q8_K(b8.data(), y.data(), n);
+        for (std::size_t i = 0; i < row.size(); ++i) CHECK(std::fabs(row[i] - y[i]) <= 0.5f * std::fabs(b8[i / qk_k].d) * 1.0001f);
+        for (const block_q8_K& b : b8)
+            for (int j = 0; j < qk_k / 16; ++j) {
+                int sum = 0;
+                for (int i = 0; i < 16; ++i) sum += b.qs[16 * j + i];
+                CHECK(b.bsums[j] == sum);
+            }
+    }
+    SECTION("all-zero super-blocks: zero scales, zeros back") {
+        const std::vector<float> zeros(qk_k, 0.0f);
+        std::vector<float> y(qk_k, 1.0f);
+        block_q4_K b4;
+        block_q5_K b5;
+        block_q6_K b6;
+        block_q8_K b8;
+        std::memset(&b8, 0x5a, sizeof b8);
+        quantize_row_q4_K(zeros.data(), &b4, qk_k);
+        dequantize_row_q4_K(&b4, y.data(), qk_k);
+        for (const float v : y) CHECK(v == 0.0f);
+        quantize_row_q5_K(zeros.data(), &b5, qk_k);
+        dequantize_row_q5_K(&b5, y.data(), qk_k);
+        for (const float v : y) CHECK(v == 0.0f);
+        quantize_row_q6_K(zeros.data(), &b6, qk_k);
+        CHECK(b6.d.bits == 0);
+        dequantize_row_q6_K(&b6, y.data(), qk_k);
+        for (const float v : y) CHECK(v == 0.0f);
+        quantize_row_q8_K(zeros.data(), &b8, qk_k);
+        CHECK(b8.d == 0.0f);
+        for (const std::int16_t s : b8.bsums) CHECK(s == 0);
     }
 }

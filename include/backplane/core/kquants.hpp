@@ -1,0 +1,380 @@
+#pragma once
+// The K-quant block formats (super-blocks of 256 values): q4_K, q5_K and q6_K, the weight
+// types of the Q4_K_M, Q5_K_M and Q6_K files, and q8_K, the activation format their dot
+// products use. Layouts are byte for byte ggml's; the quantizers compute what ggml's
+// reference row quantizers (quantize_row_<type>_ref) compute, bit for bit on the same input
+// (the same searches for each sub-block's scale and minimum, the same f32 arithmetic in the
+// same order, no importance weights), built without floating-point contraction as ggml's
+// reference build is.
+//
+//   q4_K, q5_K: 8 sub-blocks of 32 values, each with a 6-bit scale and a 6-bit minimum
+//     (packed in 12 bytes), times the f16 super-block scales d and dmin:
+//     value = (d * sc) * q - (dmin * m), q of 4 (q4_K) or 5 (q5_K) bits.
+//   q6_K: 16 sub-blocks of 16 values with an 8-bit signed scale; value = (d * sc) * (q - 32).
+//   q8_K: value = d * q (d f32), with the sums of each 16 codes (bsums).
+//
+// n (values per row) must be a multiple of 256; callers validate.
+
+#include <backplane/core/types.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace backplane {
+
+inline constexpr int qk_k = 256;        ///< values per K-quant super-block
+inline constexpr int k_scale_size = 12; ///< bytes of q4_K's and q5_K's packed scales and minimums
+
+struct block_q4_K {
+    f16_t d, dmin;
+    std::uint8_t scales[k_scale_size];
+    std::uint8_t qs[qk_k / 2];
+};
+struct block_q5_K {
+    f16_t d, dmin;
+    std::uint8_t scales[k_scale_size];
+    std::uint8_t qh[qk_k / 8];
+    std::uint8_t qs[qk_k / 2];
+};
+struct block_q6_K {
+    std::uint8_t ql[qk_k / 2];
+    std::uint8_t qh[qk_k / 4];
+    std::int8_t scales[qk_k / 16];
+    f16_t d;
+};
+struct block_q8_K {
+    float d;
+    std::int8_t qs[qk_k];
+    std::int16_t bsums[qk_k / 16];
+};
+static_assert(sizeof(block_q4_K) == 144 && sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210 &&
+                  sizeof(block_q8_K) == 292,
+              "K-quant blocks must match ggml's layouts");
+
+namespace kquant_detail {
+
+/// x rounded to the nearest integer, ties to even, by ggml's float trick (|x| < 2^22).
+inline int nearest_int(float x) noexcept {
+    const float v = x + 12582912.0f;
+    std::int32_t i;
+    std::memcpy(&i, &v, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/// Sub-block j's 6-bit scale and minimum from q4_K's and q5_K's 12 packed bytes.
+inline void scale_min(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& m) noexcept {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = static_cast<std::uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+        m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/// ggml's make_qkx2_quants: codes 0..nmax of n values with a scale and a minimum (returned:
+/// the scale; `neg_min` = -minimum), the least weighted error (absolute or squared) of the
+/// plain fit and of nstep + 1 refits from scales (rmin + rdelta * is + nmax) / (max - min).
+inline float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L, float& neg_min,
+                           float rmin, float rdelta, int nstep) noexcept {
+    float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        for (int i = 0; i < n; ++i) L[i] = 0;
+        neg_min = -min;
+        return 0.0f;
+    }
+    float iscale = static_cast<float>(nmax) / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = nearest_int(iscale * (x[i] - min));
+        L[i] = static_cast<std::uint8_t>(l < 0 ? 0 : (l > nmax ? nmax : l));
+        const float diff = scale * L[i] + min - x[i];
+        best_error += w[i] * (diff * diff);
+    }
+    std::uint8_t aux[32];
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = nearest_int(iscale * (x[i] - min));
+            l = l < 0 ? 0 : (l > nmax ? nmax : l);
+            aux[i] = static_cast<std::uint8_t>(l);
+            const float fl = static_cast<float>(l);
+            sum_l += w[i] * fl;
+            sum_l2 += w[i] * fl * fl;
+            sum_xl += w[i] * fl * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; ++i) {
+                const float diff = this_scale * aux[i] + this_min - x[i];
+                cur_error += w[i] * (diff * diff);
+            }
+            if (cur_error < best_error) {
+                for (int i = 0; i < n; ++i) L[i] = aux[i];
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    neg_min = -min;
+    return scale;
+}
+
+/// ggml's make_qx_quants with weights x^2 (rmse_type 1): codes L = l + nmax for l in
+/// [-nmax, nmax - 1] of n values around 0, the scale refit over 18 trial scales.
+inline float fit_scale(int n, int nmax, const float* x, std::int8_t* L) noexcept {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; ++i) {
+        const float ax = std::fabs(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < 1e-15f) {
+        for (int i = 0; i < n; ++i) L[i] = 0;
+        return 0.0f;
+    }
+    const auto clamp = [nmax](int l) { return l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l); };
+    float iscale = -static_cast<float>(nmax) / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = clamp(nearest_int(iscale * x[i]));
+        L[i] = static_cast<std::int8_t>(l + nmax);
+        const float w = x[i] * x[i], fl = static_cast<float>(l);
+        sumlx += w * x[i] * fl;
+        suml2 += w * fl * fl;
+    }
+    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0) continue;
+        iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+        sumlx = suml2 = 0;
+        for (int i = 0; i < n; ++i) {
+            const float fl = static_cast<float>(clamp(nearest_int(iscale * x[i])));
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * fl;
+            suml2 += w * fl * fl;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(nmax + clamp(nearest_int(iscale * x[i])));
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+/// q4_K and q5_K: each sub-block's scale and minimum fitted (weights sqrt(mean x^2) + |x|),
+/// quantized to 6 bits against the largest, packed; then every code again from the stored
+/// scales. Leaves the codes (0..nmax) in L.
+inline void quantize_scales_mins(const float* x, int nmax, float rmin, int nstep, f16_t& d, f16_t& dmin,
+                                 std::uint8_t* scales, std::uint8_t* L) noexcept {
+    float sc[8], mn[8], w[32];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+        const float* xb = x + 32 * j;
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l) sum_x2 += xb[l] * xb[l];
+        const float av_x = std::sqrt(sum_x2 / 32);
+        for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xb[l]);
+        sc[j] = fit_scale_min(32, nmax, xb, w, L + 32 * j, mn[j], rmin, 0.1f, nstep);
+        if (sc[j] > max_scale) max_scale = sc[j];
+        if (mn[j] > max_min) max_min = mn[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    for (int j = 0; j < 8; ++j) {
+        auto ls = static_cast<std::uint8_t>(nearest_int(inv_scale * sc[j]));
+        auto lm = static_cast<std::uint8_t>(nearest_int(inv_min * mn[j]));
+        ls = ls < 63 ? ls : 63;
+        lm = lm < 63 ? lm : 63;
+        if (j < 4) {
+            scales[j] = ls;
+            scales[j + 4] = lm;
+        } else {
+            scales[j + 4] = static_cast<std::uint8_t>((ls & 0x0f) | ((lm & 0x0f) << 4));
+            scales[j - 4] = static_cast<std::uint8_t>(scales[j - 4] | ((ls >> 4) << 6));
+            scales[j] = static_cast<std::uint8_t>(scales[j] | ((lm >> 4) << 6));
+        }
+    }
+    d = f32_to_f16(max_scale / 63.0f);
+    dmin = f32_to_f16(max_min / 63.0f);
+    for (int j = 0; j < 8; ++j) {
+        std::uint8_t s, m;
+        scale_min(j, scales, s, m);
+        const float dl = f16_to_f32(d) * s;
+        if (dl == 0.0f) continue;
+        const float dm = f16_to_f32(dmin) * m;
+        for (int i = 0; i < 32; ++i) {
+            const int l = nearest_int((x[32 * j + i] + dm) / dl);
+            L[32 * j + i] = static_cast<std::uint8_t>(l < 0 ? 0 : (l > nmax ? nmax : l));
+        }
+    }
+}
+
+} // namespace kquant_detail
+
+// ---------------------------------------------------------------------------------------
+// Quantizers
+
+inline void quantize_row_q4_K(const float* x, block_q4_K* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+        std::uint8_t L[qk_k];
+        kquant_detail::quantize_scales_mins(x, 15, -1.0f, 20, y[b].d, y[b].dmin, y[b].scales, L);
+        for (int c = 0; c < 4; ++c) // 64 values per 32 bytes: low nibbles the first 32
+            for (int l = 0; l < 32; ++l)
+                y[b].qs[32 * c + l] = static_cast<std::uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+    }
+}
+
+inline void quantize_row_q5_K(const float* x, block_q5_K* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+        std::uint8_t L[qk_k];
+        kquant_detail::quantize_scales_mins(x, 31, -0.5f, 15, y[b].d, y[b].dmin, y[b].scales, L);
+        std::memset(y[b].qh, 0, sizeof y[b].qh);
+        for (int c = 0; c < 4; ++c)
+            for (int l = 0; l < 32; ++l) {
+                const int lo = L[64 * c + l], hi = L[64 * c + 32 + l];
+                y[b].qs[32 * c + l] = static_cast<std::uint8_t>((lo & 15) | ((hi & 15) << 4));
+                y[b].qh[l] = static_cast<std::uint8_t>(y[b].qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+            }
+    }
+}
+
+inline void quantize_row_q6_K(const float* x, block_q6_K* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+        std::int8_t L[qk_k];
+        float scales[qk_k / 16];
+        float max_scale = 0, max_abs_scale = 0;
+        for (int ib = 0; ib < qk_k / 16; ++ib) {
+            scales[ib] = kquant_detail::fit_scale(16, 32, x + 16 * ib, L + 16 * ib);
+            if (std::fabs(scales[ib]) > max_abs_scale) {
+                max_abs_scale = std::fabs(scales[ib]);
+                max_scale = scales[ib];
+            }
+        }
+        if (max_abs_scale < 1e-15f) {
+            std::memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        const float iscale = -128.0f / max_scale;
+        y[b].d = f32_to_f16(1 / iscale);
+        for (int ib = 0; ib < qk_k / 16; ++ib) {
+            const int s = kquant_detail::nearest_int(iscale * scales[ib]);
+            y[b].scales[ib] = static_cast<std::int8_t>(s < 127 ? s : 127);
+        }
+        for (int j = 0; j < qk_k / 16; ++j) {
+            const float d = f16_to_f32(y[b].d) * y[b].scales[j];
+            if (d == 0.0f) continue;
+            for (int i = 0; i < 16; ++i) {
+                const int l = kquant_detail::nearest_int(x[16 * j + i] / d);
+                L[16 * j + i] = static_cast<std::int8_t>((l < -32 ? -32 : (l > 31 ? 31 : l)) + 32);
+            }
+        }
+        for (int h = 0; h < 2; ++h) // halves of 128 values
+            for (int l = 0; l < 32; ++l) {
+                const std::int8_t* q = L + 128 * h + l;
+                y[b].ql[64 * h + l] = static_cast<std::uint8_t>((q[0] & 15) | ((q[64] & 15) << 4));
+                y[b].ql[64 * h + 32 + l] = static_cast<std::uint8_t>((q[32] & 15) | ((q[96] & 15) << 4));
+                y[b].qh[32 * h + l] =
+                    static_cast<std::uint8_t>((q[0] >> 4) | ((q[32] >> 4) << 2) | ((q[64] >> 4) << 4) | ((q[96] >> 4) << 6));
+            }
+    }
+}
+
+/// q8_K: codes round(-127 x / max) (max the signed value of largest magnitude), at most
+/// 127, d = max / -127 in f32. A block of zeros is d 0, codes 0 and sums 0 (ggml leaves its
+/// sums unwritten).
+inline void quantize_row_q8_K(const float* x, block_q8_K* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+        float max = 0, amax = 0;
+        for (int j = 0; j < qk_k; ++j)
+            if (std::fabs(x[j]) > amax) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        std::memset(&y[b], 0, sizeof y[b]);
+        if (amax == 0.0f) continue;
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < qk_k; ++j) {
+            const int v = kquant_detail::nearest_int(iscale * x[j]);
+            y[b].qs[j] = static_cast<std::int8_t>(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < qk_k / 16; ++j) {
+            int sum = 0;
+            for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * j + i];
+            y[b].bsums[j] = static_cast<std::int16_t>(sum);
+        }
+        y[b].d = 1 / iscale;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Dequantizers (each value's formula evaluated in f32 as written above)
+
+namespace kquant_detail {
+/// q4_K and q5_K: (d * sc) * q - (dmin * m) per sub-block of 32, q5_K's fifth bits from qh.
+template <class Block> void dequantize_row_scale_min(const Block* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b) {
+        const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
+        for (int j = 0; j < 8; ++j) {
+            std::uint8_t s, m;
+            scale_min(j, x[b].scales, s, m);
+            const float dl = d * s, ml = dmin * m;
+            const std::uint8_t* q = x[b].qs + 32 * (j / 2);
+            for (int l = 0; l < 32; ++l) {
+                int v = j % 2 ? q[l] >> 4 : q[l] & 15;
+                if constexpr (requires { x[b].qh; }) v += 16 * ((x[b].qh[l] >> j) & 1);
+                *y++ = dl * static_cast<float>(v) - ml;
+            }
+        }
+    }
+}
+} // namespace kquant_detail
+
+inline void dequantize_row_q4_K(const block_q4_K* x, float* y, std::int64_t n) noexcept {
+    kquant_detail::dequantize_row_scale_min(x, y, n);
+}
+
+inline void dequantize_row_q5_K(const block_q5_K* x, float* y, std::int64_t n) noexcept {
+    kquant_detail::dequantize_row_scale_min(x, y, n);
+}
+
+inline void dequantize_row_q6_K(const block_q6_K* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, y += qk_k) {
+        const float d = f16_to_f32(x[b].d);
+        for (int e = 0; e < qk_k; ++e) {
+            const int h = e / 128, r = e % 128, l = r % 32, part = r / 32; // part: +0, +32, +64, +96
+            const std::uint8_t lo = x[b].ql[64 * h + 32 * (part % 2) + l];
+            const int q = ((part < 2 ? lo & 15 : lo >> 4) | (((x[b].qh[32 * h + l] >> (2 * part)) & 3) << 4)) - 32;
+            y[e] = d * x[b].scales[e / 16] * static_cast<float>(q);
+        }
+    }
+}
+
+inline void dequantize_row_q8_K(const block_q8_K* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b)
+        for (int j = 0; j < qk_k; ++j) *y++ = x[b].d * static_cast<float>(x[b].qs[j]);
+}
+
+} // namespace backplane
