@@ -282,6 +282,50 @@ TEST_CASE("kquants: q4_K, q5_K and q6_K blocks read as ggml's formulas", "[quant
     }
 }
 
+TEST_CASE("kquants: q2_K and q3_K blocks read as ggml's formulas", "[quants]") {
+    float y[qk_k];
+    int q2[qk_k];
+    for (int e = 0; e < qk_k; ++e) q2[e] = (e * 5 + e / 64) % 4;
+    std::uint8_t packed[qk_k / 4];
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const int* q = q2 + 128 * h + l;
+            packed[32 * h + l] = static_cast<std::uint8_t>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
+        }
+    SECTION("q2_K: a 4-bit scale and minimum per 16 values") {
+        block_q2_K b{};
+        b.d = f32_to_f16(0.5f);
+        b.dmin = f32_to_f16(2.0f);
+        for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<std::uint8_t>((j * 7) % 16 | (((j * 3 + 1) % 16) << 4));
+        std::memcpy(b.qs, packed, sizeof packed);
+        dequantize_row_q2_K(&b, y, qk_k);
+        for (int e = 0; e < qk_k; ++e) {
+            const int sc = (e / 16 * 7) % 16, m = (e / 16 * 3 + 1) % 16;
+            CHECK(y[e] == 0.5f * static_cast<float>(sc) * static_cast<float>(q2[e]) - 2.0f * static_cast<float>(m));
+        }
+    }
+    SECTION("q3_K: 6-bit signed scales in 12 bytes, the third bit of value e in bit e / 32 of hmask[e % 32]") {
+        block_q3_K b{};
+        b.d = f32_to_f16(0.25f);
+        int sc6[16];
+        for (int j = 0; j < 16; ++j) {
+            sc6[j] = (j * 13 + 5) % 64;
+            if (j < 8)
+                b.scales[j] = static_cast<std::uint8_t>(b.scales[j] | (sc6[j] & 15));
+            else
+                b.scales[j - 8] = static_cast<std::uint8_t>(b.scales[j - 8] | ((sc6[j] & 15) << 4));
+            b.scales[8 + j % 4] = static_cast<std::uint8_t>(b.scales[8 + j % 4] | ((sc6[j] >> 4) << (2 * (j / 4))));
+        }
+        std::memcpy(b.qs, packed, sizeof packed);
+        for (int l = 0; l < 32; ++l) b.hmask[l] = static_cast<std::uint8_t>(l * 41 + 3);
+        dequantize_row_q3_K(&b, y, qk_k);
+        for (int e = 0; e < qk_k; ++e) {
+            const int high = (b.hmask[e % 32] >> (e / 32)) & 1;
+            CHECK(y[e] == 0.25f * static_cast<float>(sc6[e / 16] - 32) * static_cast<float>(q2[e] - (high ? 0 : 4)));
+        }
+    }
+}
+
 TEST_CASE("kquants: round trips on seeded data of many scales, all-zero blocks and q8_K's sums", "[quants]") {
     std::uint32_t seed = 40;
     for (const float scale : scales) {
@@ -299,6 +343,14 @@ TEST_CASE("kquants: round trips on seeded data of many scales, all-zero blocks a
             }
             return std::sqrt(err / ref);
         };
+        std::vector<block_q2_K> b2(2);
+        std::vector<block_q3_K> b3(2);
+        quantize_row_q2_K(row.data(), b2.data(), n);
+        dequantize_row_q2_K(b2.data(), y.data(), n);
+        CHECK(rel_rms() < 0.4); // 2 bits
+        quantize_row_q3_K(row.data(), b3.data(), n);
+        dequantize_row_q3_K(b3.data(), y.data(), n);
+        CHECK(rel_rms() < 0.2); // 3 bits
         std::vector<block_q4_K> b4(2);
         std::vector<block_q5_K> b5(2);
         std::vector<block_q6_K> b6(2);
@@ -325,6 +377,14 @@ TEST_CASE("kquants: round trips on seeded data of many scales, all-zero blocks a
     SECTION("all-zero super-blocks: zero scales, zeros back") {
         const std::vector<float> zeros(qk_k, 0.0f);
         std::vector<float> y(qk_k, 1.0f);
+        block_q2_K b2;
+        block_q3_K b3;
+        quantize_row_q2_K(zeros.data(), &b2, qk_k);
+        dequantize_row_q2_K(&b2, y.data(), qk_k);
+        for (const float v : y) CHECK(v == 0.0f);
+        quantize_row_q3_K(zeros.data(), &b3, qk_k);
+        dequantize_row_q3_K(&b3, y.data(), qk_k);
+        for (const float v : y) CHECK(v == 0.0f);
         block_q4_K b4;
         block_q5_K b5;
         block_q6_K b6;

@@ -1,7 +1,7 @@
 #pragma once
-// The K-quant block formats (super-blocks of 256 values): q4_K, q5_K and q6_K, the weight
-// types of the Q4_K_M, Q5_K_M and Q6_K files, and q8_K, the activation format their dot
-// products use. Layouts are byte for byte ggml's; the quantizers compute what ggml's
+// The K-quant block formats (super-blocks of 256 values): q2_K, q3_K, q4_K, q5_K and q6_K,
+// the weight types of the Q2_K ... Q6_K files (Q4_K_M is q4_K with q6_K for some tensors),
+// and q8_K, the activation format their dot products use. Layouts are byte for byte ggml's; the quantizers compute what ggml's
 // reference row quantizers (quantize_row_<type>_ref) compute, bit for bit on the same input
 // (the same searches for each sub-block's scale and minimum, the same f32 arithmetic in the
 // same order, no importance weights), built without floating-point contraction as ggml's
@@ -10,6 +10,10 @@
 //   q4_K, q5_K: 8 sub-blocks of 32 values, each with a 6-bit scale and a 6-bit minimum
 //     (packed in 12 bytes), times the f16 super-block scales d and dmin:
 //     value = (d * sc) * q - (dmin * m), q of 4 (q4_K) or 5 (q5_K) bits.
+//   q2_K: 16 sub-blocks of 16 with a 4-bit scale and a 4-bit minimum each;
+//     value = (d * sc) * q - (dmin * m), q of 2 bits.
+//   q3_K: 16 sub-blocks of 16 with a 6-bit signed scale; value = (d * sc) * (q - 4), q of
+//     3 bits (the third in hmask).
 //   q6_K: 16 sub-blocks of 16 values with an 8-bit signed scale; value = (d * sc) * (q - 32).
 //   q8_K: value = d * q (d f32), with the sums of each 16 codes (bsums).
 //
@@ -26,6 +30,17 @@ namespace backplane {
 inline constexpr int qk_k = 256;        ///< values per K-quant super-block
 inline constexpr int k_scale_size = 12; ///< bytes of q4_K's and q5_K's packed scales and minimums
 
+struct block_q2_K {
+    std::uint8_t scales[qk_k / 16]; ///< per 16 values: scale (low nibble) and minimum (high)
+    std::uint8_t qs[qk_k / 4];
+    f16_t d, dmin;
+};
+struct block_q3_K {
+    std::uint8_t hmask[qk_k / 8]; ///< the third bits: bit e / 32 of byte e % 32
+    std::uint8_t qs[qk_k / 4];
+    std::uint8_t scales[k_scale_size];
+    f16_t d;
+};
 struct block_q4_K {
     f16_t d, dmin;
     std::uint8_t scales[k_scale_size];
@@ -48,7 +63,8 @@ struct block_q8_K {
     std::int8_t qs[qk_k];
     std::int16_t bsums[qk_k / 16];
 };
-static_assert(sizeof(block_q4_K) == 144 && sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210 &&
+static_assert(sizeof(block_q2_K) == 84 && sizeof(block_q3_K) == 110 && sizeof(block_q4_K) == 144 &&
+                  sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210 &&
                   sizeof(block_q8_K) == 292,
               "K-quant blocks must match ggml's layouts");
 
@@ -73,11 +89,14 @@ inline void scale_min(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8
     }
 }
 
+/// The error a fit weighs: absolute (q2_K) or squared.
+inline float fit_error(float diff, bool absolute) noexcept { return absolute ? std::fabs(diff) : diff * diff; }
+
 /// ggml's make_qkx2_quants: codes 0..nmax of n values with a scale and a minimum (returned:
 /// the scale; `neg_min` = -minimum), the least weighted error (absolute or squared) of the
 /// plain fit and of nstep + 1 refits from scales (rmin + rdelta * is + nmax) / (max - min).
 inline float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L, float& neg_min,
-                           float rmin, float rdelta, int nstep) noexcept {
+                           float rmin, float rdelta, int nstep, bool absolute = false) noexcept {
     float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
     for (int i = 1; i < n; ++i) {
         if (x[i] < min) min = x[i];
@@ -97,8 +116,7 @@ inline float fit_scale_min(int n, int nmax, const float* x, const float* w, std:
     for (int i = 0; i < n; ++i) {
         const int l = nearest_int(iscale * (x[i] - min));
         L[i] = static_cast<std::uint8_t>(l < 0 ? 0 : (l > nmax ? nmax : l));
-        const float diff = scale * L[i] + min - x[i];
-        best_error += w[i] * (diff * diff);
+        best_error += w[i] * fit_error(scale * L[i] + min - x[i], absolute);
     }
     std::uint8_t aux[32];
     for (int is = 0; is <= nstep; ++is) {
@@ -123,8 +141,7 @@ inline float fit_scale_min(int n, int nmax, const float* x, const float* w, std:
             }
             float cur_error = 0;
             for (int i = 0; i < n; ++i) {
-                const float diff = this_scale * aux[i] + this_min - x[i];
-                cur_error += w[i] * (diff * diff);
+                cur_error += w[i] * fit_error(this_scale * aux[i] + this_min - x[i], absolute);
             }
             if (cur_error < best_error) {
                 for (int i = 0; i < n; ++i) L[i] = aux[i];
@@ -138,50 +155,118 @@ inline float fit_scale_min(int n, int nmax, const float* x, const float* w, std:
     return scale;
 }
 
+/// Codes around 0 as ggml's make_qx_quants and make_q3_quants fit them, weights x^2.
+struct centred_fit {
+    int nmax;
+    float max = 0;              ///< the signed value of largest magnitude
+    float sumlx = 0, suml2 = 0; ///< sum w x l and sum w l^2 of the codes
+
+    [[nodiscard]] int clamp(int l) const noexcept { return l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l); }
+    /// The code of x at the inverse scale iscale.
+    [[nodiscard]] int code(float iscale, float x) const noexcept { return clamp(nearest_int(iscale * x)); }
+
+    /// The first fit, codes l (not offset) in L; false, with L zeros, when every |x| is
+    /// below 1e-15.
+    bool first(int n, const float* x, std::int8_t* L) noexcept {
+        float amax = 0;
+        for (int i = 0; i < n; ++i)
+            if (std::fabs(x[i]) > amax) {
+                amax = std::fabs(x[i]);
+                max = x[i];
+            }
+        if (amax < 1e-15f) {
+            for (int i = 0; i < n; ++i) L[i] = 0;
+            return false;
+        }
+        const float iscale = -static_cast<float>(nmax) / max;
+        for (int i = 0; i < n; ++i) {
+            const int l = code(iscale, x[i]);
+            L[i] = static_cast<std::int8_t>(l);
+            const float w = x[i] * x[i], fl = static_cast<float>(l);
+            sumlx += w * x[i] * fl;
+            suml2 += w * fl * fl;
+        }
+        return true;
+    }
+};
+
 /// ggml's make_qx_quants with weights x^2 (rmse_type 1): codes L = l + nmax for l in
 /// [-nmax, nmax - 1] of n values around 0, the scale refit over 18 trial scales.
 inline float fit_scale(int n, int nmax, const float* x, std::int8_t* L) noexcept {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = std::fabs(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < 1e-15f) {
-        for (int i = 0; i < n; ++i) L[i] = 0;
-        return 0.0f;
-    }
-    const auto clamp = [nmax](int l) { return l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l); };
-    float iscale = -static_cast<float>(nmax) / max;
-    float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-        const int l = clamp(nearest_int(iscale * x[i]));
-        L[i] = static_cast<std::int8_t>(l + nmax);
-        const float w = x[i] * x[i], fl = static_cast<float>(l);
-        sumlx += w * x[i] * fl;
-        suml2 += w * fl * fl;
-    }
-    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
+    centred_fit f{nmax};
+    if (!f.first(n, x, L)) return 0.0f;
+    for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(L[i] + nmax);
+    float scale = f.suml2 != 0.0f ? f.sumlx / f.suml2 : 0.0f;
+    float best = scale * f.sumlx;
     for (int is = -9; is <= 9; ++is) {
         if (is == 0) continue;
-        iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
-        sumlx = suml2 = 0;
+        const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / f.max;
+        float sumlx = 0, suml2 = 0;
         for (int i = 0; i < n; ++i) {
-            const float fl = static_cast<float>(clamp(nearest_int(iscale * x[i])));
+            const float fl = static_cast<float>(f.code(iscale, x[i]));
             const float w = x[i] * x[i];
             sumlx += w * x[i] * fl;
             suml2 += w * fl * fl;
         }
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(nmax + clamp(nearest_int(iscale * x[i])));
+            for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(nmax + f.code(iscale, x[i]));
             scale = sumlx / suml2;
             best = scale * sumlx;
         }
     }
     return scale;
+}
+
+/// ggml's make_q3_quants with its refinement (do_rmse): codes l in [-nmax, nmax - 1] of n
+/// values around 0, each moved in up to 5 passes to where it raises the fit
+/// (sum w x l)^2 / (sum w l^2), w = x^2; stored as l + nmax. Returns the fitted scale.
+inline float fit_scale_refined(int n, int nmax, const float* x, std::int8_t* L) noexcept {
+    centred_fit f{nmax};
+    if (!f.first(n, x, L)) return 0.0f;
+    float sumlx = f.sumlx, suml2 = f.suml2;
+    const auto clamp = [&f](int l) { return f.clamp(l); };
+    for (int pass = 0; pass < 5; ++pass) {
+        int changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * L[i];
+            if (!(slx > 0)) continue; // as ggml: a NaN skips too
+            float sl2 = suml2 - w * L[i] * L[i];
+            const int l = clamp(nearest_int(x[i] * sl2 / slx));
+            if (l == L[i]) continue;
+            slx += w * x[i] * static_cast<float>(l);
+            sl2 += w * static_cast<float>(l) * static_cast<float>(l);
+            if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                L[i] = static_cast<std::int8_t>(l);
+                sumlx = slx;
+                suml2 = sl2;
+                ++changed;
+            }
+        }
+        if (changed == 0) break;
+    }
+    for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/// Packs 256 2-bit codes: byte 32 h + l holds values 128 h + l + 32 s at bits 2 s.
+inline void pack_2bit(const std::uint8_t* L, std::uint8_t* qs) noexcept {
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const std::uint8_t* q = L + 128 * h + l;
+            qs[32 * h + l] = static_cast<std::uint8_t>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
+        }
+}
+
+/// The 2-bit code of value e from pack_2bit's bytes.
+inline int code_2bit(const std::uint8_t* qs, int e) noexcept {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+/// q3_K's 6-bit signed scale of sub-block j (of 16), from its 12 packed bytes.
+inline int q3_scale(const std::uint8_t* scales, int j) noexcept {
+    const int lo = j < 8 ? scales[j] & 15 : scales[j - 8] >> 4;
+    return (lo | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
 }
 
 /// q4_K and q5_K: each sub-block's scale and minimum fitted (weights sqrt(mean x^2) + |x|),
@@ -236,6 +321,93 @@ inline void quantize_scales_mins(const float* x, int nmax, float rmin, int nstep
 
 // ---------------------------------------------------------------------------------------
 // Quantizers
+
+/// q2_K: 16 sub-blocks of 16, each scale and minimum fitted for the least weighted absolute
+/// error (weights |x|), both quantized to 4 bits against the largest.
+inline void quantize_row_q2_K(const float* x, block_q2_K* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+        std::uint8_t L[qk_k];
+        float sc[16], mn[16], w[16];
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < 16; ++j) {
+            for (int l = 0; l < 16; ++l) w[l] = std::fabs(x[16 * j + l]);
+            sc[j] = kquant_detail::fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, mn[j], -0.5f, 0.1f, 15, true);
+            if (sc[j] > max_scale) max_scale = sc[j];
+            if (mn[j] > max_min) max_min = mn[j];
+        }
+        y[b].d = f32_to_f16(0.0f);
+        y[b].dmin = f32_to_f16(0.0f);
+        for (int j = 0; j < 16; ++j) y[b].scales[j] = 0;
+        if (max_scale > 0) {
+            const float iscale = 15.0f / max_scale;
+            for (int j = 0; j < 16; ++j) y[b].scales[j] = static_cast<std::uint8_t>(kquant_detail::nearest_int(iscale * sc[j]));
+            y[b].d = f32_to_f16(max_scale / 15.0f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.0f / max_min;
+            for (int j = 0; j < 16; ++j)
+                y[b].scales[j] = static_cast<std::uint8_t>(y[b].scales[j] | (kquant_detail::nearest_int(iscale * mn[j]) << 4));
+            y[b].dmin = f32_to_f16(max_min / 15.0f);
+        }
+        for (int j = 0; j < 16; ++j) {
+            const float d = f16_to_f32(y[b].d) * static_cast<float>(y[b].scales[j] & 15);
+            if (d == 0.0f) continue;
+            const float dm = f16_to_f32(y[b].dmin) * static_cast<float>(y[b].scales[j] >> 4);
+            for (int i = 0; i < 16; ++i) {
+                const int l = kquant_detail::nearest_int((x[16 * j + i] + dm) / d);
+                L[16 * j + i] = static_cast<std::uint8_t>(l < 0 ? 0 : (l > 3 ? 3 : l));
+            }
+        }
+        kquant_detail::pack_2bit(L, y[b].qs);
+    }
+}
+
+/// q3_K: 16 sub-blocks of 16 with a signed scale each (fitted by ggml's refinement),
+/// quantized to 6 bits against the largest magnitude; codes of 3 bits, the third in hmask.
+inline void quantize_row_q3_K(const float* x, block_q3_K* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+        std::int8_t L[qk_k];
+        float sc[16];
+        float max_scale = 0, amax = 0;
+        for (int j = 0; j < 16; ++j) {
+            sc[j] = kquant_detail::fit_scale_refined(16, 4, x + 16 * j, L + 16 * j);
+            if (std::fabs(sc[j]) > amax) {
+                amax = std::fabs(sc[j]);
+                max_scale = sc[j];
+            }
+        }
+        std::memset(y[b].scales, 0, sizeof y[b].scales);
+        y[b].d = f32_to_f16(0.0f);
+        if (max_scale != 0.0f) {
+            const float iscale = -32.0f / max_scale;
+            for (int j = 0; j < 16; ++j) {
+                const auto l8 = static_cast<std::int8_t>(kquant_detail::nearest_int(iscale * sc[j]));
+                const int l = (l8 < -32 ? -32 : (l8 > 31 ? 31 : l8)) + 32;
+                if (j < 8)
+                    y[b].scales[j] = static_cast<std::uint8_t>(l & 15);
+                else
+                    y[b].scales[j - 8] = static_cast<std::uint8_t>(y[b].scales[j - 8] | ((l & 15) << 4));
+                y[b].scales[j % 4 + 8] = static_cast<std::uint8_t>(y[b].scales[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
+            }
+            y[b].d = f32_to_f16(1 / iscale);
+        }
+        for (int j = 0; j < 16; ++j) {
+            const float d = f16_to_f32(y[b].d) * static_cast<float>(kquant_detail::q3_scale(y[b].scales, j));
+            if (d == 0.0f) continue;
+            for (int i = 0; i < 16; ++i) {
+                const int l = kquant_detail::nearest_int(x[16 * j + i] / d);
+                L[16 * j + i] = static_cast<std::int8_t>((l < -4 ? -4 : (l > 3 ? 3 : l)) + 4);
+            }
+        }
+        std::memset(y[b].hmask, 0, sizeof y[b].hmask);
+        std::uint8_t low[qk_k];
+        for (int e = 0; e < qk_k; ++e) {
+            if (L[e] > 3) y[b].hmask[e % 32] = static_cast<std::uint8_t>(y[b].hmask[e % 32] | (1 << (e / 32)));
+            low[e] = static_cast<std::uint8_t>(L[e] > 3 ? L[e] - 4 : L[e]);
+        }
+        kquant_detail::pack_2bit(low, y[b].qs);
+    }
+}
 
 inline void quantize_row_q4_K(const float* x, block_q4_K* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
@@ -331,6 +503,28 @@ inline void quantize_row_q8_K(const float* x, block_q8_K* y, std::int64_t n) noe
 
 // ---------------------------------------------------------------------------------------
 // Dequantizers (each value's formula evaluated in f32 as written above)
+
+inline void dequantize_row_q2_K(const block_q2_K* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, y += qk_k) {
+        const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
+        for (int e = 0; e < qk_k; ++e) {
+            const std::uint8_t s = x[b].scales[e / 16];
+            const float dl = d * static_cast<float>(s & 15), ml = dmin * static_cast<float>(s >> 4);
+            y[e] = dl * static_cast<float>(kquant_detail::code_2bit(x[b].qs, e)) - ml;
+        }
+    }
+}
+
+inline void dequantize_row_q3_K(const block_q3_K* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b, y += qk_k) {
+        const float d = f16_to_f32(x[b].d);
+        for (int e = 0; e < qk_k; ++e) {
+            const float dl = d * static_cast<float>(kquant_detail::q3_scale(x[b].scales, e / 16));
+            const int high = (x[b].hmask[e % 32] >> (e / 32)) & 1;
+            y[e] = dl * static_cast<float>(kquant_detail::code_2bit(x[b].qs, e) - (high ? 0 : 4));
+        }
+    }
+}
 
 namespace kquant_detail {
 /// q4_K and q5_K: (d * sc) * q - (dmin * m) per sub-block of 32, q5_K's fifth bits from qh.
