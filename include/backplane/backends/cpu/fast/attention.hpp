@@ -67,12 +67,12 @@ inline constexpr i64 min_chunk = 64; ///< positions at least in a chunk of a spl
 /// (the mat-vec's distance, gemm/avx512.hpp) about half, 3072 and 8192 0.8 to 0.9: two
 /// streams side by side want more lead than the mat-vec's four.
 inline constexpr std::size_t prefetch = 8192;
-inline constexpr float ninf = -std::numeric_limits<float>::infinity();
 
 // ---------------------------------------------------------------------------------------
 // The vector primitives, per instruction-set level: dot(q, row) and acc += w * row for a
-// row of T (float or f16_t) at any address, and acc *= s; and over a tile of rows (ld
-// bytes apart): the scores, the weights exp(score - m) and the weighted sum. The tile
+// row of T (float or f16_t) at any address; and over a tile of rows (ld bytes apart):
+// the scores and the weighted sum (the weights exp(score - m) and the rescaling are
+// rowwise.hpp's exp_shift and scale_row, `V::rows`). The tile
 // functions of row_tiles call the row functions once per row; AVX-512 has its own
 // (several rows per pass, the sum kept in registers).
 
@@ -81,15 +81,6 @@ template <class P> struct row_tiles {
     template <class T>
     static void dot_tile(const float* q, const std::byte* k, std::size_t ld, i64 count, i64 n, float* s) noexcept {
         for (i64 j = 0; j < count; ++j) s[j] = P::template dot<T>(q, k + static_cast<std::size_t>(j) * ld, n);
-    }
-    /// w[j] = exp(s[j] - m) (0 for a score of -inf); returns their sum.
-    static float exp_tile(const float* s, i64 count, float m, float* w) noexcept {
-        float sum = 0.0f;
-        for (i64 j = 0; j < count; ++j) {
-            w[j] = s[j] == ninf ? 0.0f : std::exp(s[j] - m);
-            sum += w[j];
-        }
-        return sum;
     }
     /// acc += w[j] * row j over the tile's rows of n values.
     template <class T>
@@ -111,9 +102,7 @@ struct portable : row_tiles<portable> {
     template <class T> static void axpy(float w, const std::byte* v, float* acc, i64 n) noexcept {
         for (i64 i = 0; i < n; ++i) acc[i] += w * load<T>(v + i * i64{sizeof(T)});
     }
-    static void scale(float* acc, i64 n, float s) noexcept {
-        for (i64 i = 0; i < n; ++i) acc[i] *= s;
-    }
+    using rows = rowwise_detail::portable; ///< exp_shift (the weights) and scale_row (rescaling)
 };
 
 #if BACKPLANE_HAS_X86_KERNELS
@@ -121,24 +110,14 @@ struct portable : row_tiles<portable> {
 BACKPLANE_X86_KERNELS_BEGIN
 
 struct avx512 {
-    BACKPLANE_TARGET_AVX512 static inline __mmask16 tail(i64 n) noexcept {
-        return static_cast<__mmask16>((1u << n) - 1u);
-    }
-    /// The lanes of a vector with `left` values still to go (0 to 16).
-    BACKPLANE_TARGET_AVX512 static inline __mmask16 lanes(i64 left) noexcept {
-        return left >= 16 ? static_cast<__mmask16>(0xffff) : left <= 0 ? static_cast<__mmask16>(0) : tail(left);
-    }
-    template <class T> BACKPLANE_TARGET_AVX512 static inline __m512 load16(const std::byte* p, __mmask16 m) noexcept {
-        if constexpr (std::is_same_v<T, float>)
-            return _mm512_maskz_loadu_ps(m, p);
-        else
-            return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-    }
+    using rows = rowwise_detail::avx512;
+    using io = avx512_group; ///< lanes, load16, fetch_at
+    BACKPLANE_TARGET_AVX512 static inline __mmask16 lanes(i64 left) noexcept { return io::lanes(left); }
     /// Values [i, i + 16) of a row of T, the lanes past n zero.
     template <class T> BACKPLANE_TARGET_AVX512 static inline __m512 row16(const std::byte* p, i64 i, i64 n) noexcept {
-        if ((i * i64{sizeof(T)}) % 64 == 0)
-            _mm_prefetch(reinterpret_cast<const char*>(p + i * i64{sizeof(T)}) + prefetch, _MM_HINT_T0);
-        return load16<T>(p + i * i64{sizeof(T)}, lanes(n - i));
+        const std::byte* at = p + i * i64{sizeof(T)};
+        io::fetch_at<T>(at, i, prefetch);
+        return io::load16<T>(at, lanes(n - i));
     }
     template <class T>
     BACKPLANE_TARGET_AVX512 static float dot(const float* q, const std::byte* k, i64 n) noexcept {
@@ -149,7 +128,7 @@ struct avx512 {
             a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), row16<T>(k, i + 16, n), a1);
         }
         for (; i < n; i += 16) {
-            const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail(n - i);
+            const __mmask16 m = lanes(n - i);
             a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), row16<T>(k, i, n), a0);
         }
         return rowwise_detail::avx512::hsum(_mm512_add_ps(a0, a1));
@@ -158,16 +137,9 @@ struct avx512 {
     BACKPLANE_TARGET_AVX512 static void axpy(float w, const std::byte* v, float* acc, i64 n) noexcept {
         const __m512 wv = _mm512_set1_ps(w);
         for (i64 i = 0; i < n; i += 16) {
-            const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail(n - i);
+            const __mmask16 m = lanes(n - i);
             const __m512 a = _mm512_maskz_loadu_ps(m, acc + i);
             _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(wv, row16<T>(v, i, n), a));
-        }
-    }
-    BACKPLANE_TARGET_AVX512 static void scale(float* acc, i64 n, float s) noexcept {
-        const __m512 sv = _mm512_set1_ps(s);
-        for (i64 i = 0; i < n; i += 16) {
-            const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail(n - i);
-            _mm512_mask_storeu_ps(acc + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + i), sv));
         }
     }
 
@@ -192,20 +164,6 @@ BACKPLANE_UNROLL(4)
         for (; j < count; ++j) s[j] = dot<T>(q, k + static_cast<std::size_t>(j) * ld, n);
     }
 
-    BACKPLANE_TARGET_AVX512 static float exp_tile(const float* s, i64 count, float m, float* w) noexcept {
-        const __m512 mv = _mm512_set1_ps(m), none = _mm512_set1_ps(ninf);
-        __m512 sum = _mm512_setzero_ps();
-        for (i64 j = 0; j < count; j += 16) {
-            const __mmask16 in = lanes(count - j);
-            const __m512 x = _mm512_maskz_loadu_ps(in, s + j);
-            const __mmask16 live = _mm512_mask_cmp_ps_mask(in, x, none, _CMP_NEQ_OQ);
-            const __m512 e = _mm512_maskz_mov_ps(live, rowwise_detail::avx512::exp(_mm512_sub_ps(x, mv)));
-            _mm512_mask_storeu_ps(w + j, in, e);
-            sum = _mm512_add_ps(sum, e);
-        }
-        return rowwise_detail::avx512::hsum(sum);
-    }
-
     /// The sum kept in registers: 128 values of it at a time (a head of 128 in one pass,
     /// each row read once, start to end), over every row of the tile.
     template <class T>
@@ -228,9 +186,8 @@ BACKPLANE_UNROLL(8)
                 for (int t = 0; t < nv; ++t) {
                     if (m[t] == 0) break;
                     const std::byte* pt = p + 16 * t * i64{sizeof(T)};
-                    if ((16 * t * sizeof(T)) % 64 == 0)
-                        _mm_prefetch(reinterpret_cast<const char*>(pt) + prefetch, _MM_HINT_T0);
-                    a[t] = _mm512_fmadd_ps(wv, load16<T>(pt, m[t]), a[t]);
+                    io::fetch_at<T>(pt, 16 * t, prefetch);
+                    a[t] = _mm512_fmadd_ps(wv, io::load16<T>(pt, m[t]), a[t]);
                 }
             }
 BACKPLANE_UNROLL(8)
@@ -240,13 +197,13 @@ BACKPLANE_UNROLL(8)
 };
 
 struct avx2 : row_tiles<avx2> {
+    using rows = rowwise_detail::avx2;
+    using io = avx2_group; ///< load8, fetch_at
     /// Values [i, i + 8) of a row of T (all eight there).
     template <class T> BACKPLANE_TARGET_AVX2 static inline __m256 row8(const std::byte* p, i64 i) noexcept {
-        _mm_prefetch(reinterpret_cast<const char*>(p + i * i64{sizeof(T)}) + prefetch, _MM_HINT_T0);
-        if constexpr (std::is_same_v<T, float>)
-            return _mm256_loadu_ps(reinterpret_cast<const float*>(p + i * 4));
-        else
-            return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i * 2)));
+        const std::byte* at = p + i * i64{sizeof(T)};
+        io::fetch_at<T>(at, i, prefetch);
+        return io::load8<T>(at);
     }
     template <class T> BACKPLANE_TARGET_AVX2 static float dot(const float* q, const std::byte* k, i64 n) noexcept {
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -266,26 +223,6 @@ struct avx2 : row_tiles<avx2> {
         for (; i + 8 <= n; i += 8)
             _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, row8<T>(v, i), _mm256_loadu_ps(acc + i)));
         for (; i < n; ++i) acc[i] += w * load<T>(v + i * i64{sizeof(T)});
-    }
-    BACKPLANE_TARGET_AVX2 static void scale(float* acc, i64 n, float s) noexcept {
-        const __m256 sv = _mm256_set1_ps(s);
-        i64 i = 0;
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), sv));
-        for (; i < n; ++i) acc[i] *= s;
-    }
-    /// w[j] = exp(s[j] - m) (0 for a score of -inf; rowwise.hpp's exp); returns their sum.
-    BACKPLANE_TARGET_AVX2 static float exp_tile(const float* s, i64 count, float m, float* w) noexcept {
-        const __m256 mv = _mm256_set1_ps(m), none = _mm256_set1_ps(ninf);
-        __m256 sum = _mm256_setzero_ps();
-        i64 j = 0;
-        for (; j + 8 <= count; j += 8) {
-            const __m256 x = _mm256_loadu_ps(s + j);
-            const __m256 e = _mm256_and_ps(_mm256_cmp_ps(x, none, _CMP_NEQ_OQ), rowwise_detail::avx2::exp(_mm256_sub_ps(x, mv)));
-            _mm256_storeu_ps(w + j, e);
-            sum = _mm256_add_ps(sum, e);
-        }
-        float rest = row_tiles<avx2>::exp_tile(s + j, count - j, m, w + j);
-        return rowwise_detail::avx2::hsum(sum) + rest;
     }
 };
 
@@ -328,7 +265,7 @@ void attend(const problem& pb, i64 r, const float* qf, i64 c0, i64 c1, partial& 
     const std::byte* vbase = kernels::row_ptr(pb.v, 0, h / pb.group, i3);
     const std::byte* pm = pb.mask ? kernels::row_ptr(*pb.mask, iq, h % pb.mask->ne[2], i3 % pb.mask->ne[3]) : nullptr;
     const float slope = alibi::slope(pb.max_bias, static_cast<int>(pb.q.ne[2]), static_cast<int>(h));
-    float s[tile], w[tile];
+    float s[tile]; // scores, then weights
     for (i64 j0 = c0; j0 < c1; j0 += tile) {
         const i64 n = std::min(tile, c1 - j0);
         V::template dot_tile<TK>(qf, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, pb.dk, s);
@@ -343,12 +280,12 @@ void attend(const problem& pb, i64 r, const float* qf, i64 c0, i64 c1, partial& 
         if (tmax == ninf) continue; // every position of the tile masked
         if (tmax > st.m) {
             const float ms = std::exp(st.m - tmax);
-            V::scale(st.acc, pb.dv, ms);
+            V::rows::scale_row(st.acc, pb.dv, ms);
             st.s *= ms;
             st.m = tmax;
         }
-        st.s += V::exp_tile(s, n, st.m, w);
-        V::template axpy_tile<TV>(w, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st.acc, pb.dv);
+        st.s += V::rows::exp_shift(s, n, st.m); // a score of -inf weighs 0
+        V::template axpy_tile<TV>(s, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st.acc, pb.dv);
     }
 }
 
@@ -357,7 +294,7 @@ template <class V> void merge(partial& into, float m, float s, const float* from
     if (m == ninf) return;
     if (m > into.m) {
         const float ms = std::exp(into.m - m);
-        V::scale(into.acc, dv, ms);
+        V::rows::scale_row(into.acc, dv, ms);
         into.s *= ms;
         into.m = m;
     }
@@ -433,27 +370,26 @@ void attend_group(const problem& pb, const unit& un, const float* qf, i64 c0, i6
         pm[g] = pb.mask ? kernels::row_ptr(*pb.mask, un.iq, h % pb.mask->ne[2], un.i3 % pb.mask->ne[3]) : nullptr;
         slope[g] = alibi::slope(pb.max_bias, static_cast<int>(pb.q.ne[2]), static_cast<int>(h));
     }
-    alignas(64) float s[G * group_tile], w[G * group_tile];
+    alignas(64) float s[G * group_tile]; // scores, then weights
     for (i64 j0 = c0; j0 < c1; j0 += group_tile) {
         const i64 n = std::min(group_tile, c1 - j0);
         Kern::template scores<G, TK>(qf, pb.dk, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, prefetch, s);
         for (int g = 0; g < G; ++g) {
             float* sg = s + g * group_tile;
-            float* wg = w + g * group_tile;
             const float tmax = Kern::logits(sg, n, pb.scale, pb.softcap, pm[g] ? pm[g] + j0 * 2 : nullptr, slope[g]);
             if (tmax == ninf) { // every position of the tile masked for this row
-                std::fill(wg, wg + group_tile, 0.0f);
+                std::fill(sg, sg + group_tile, 0.0f);
                 continue;
             }
             if (tmax > st[g].m) {
                 const float ms = std::exp(st[g].m - tmax);
-                V::scale(st[g].acc, pb.dv, ms);
+                V::rows::scale_row(st[g].acc, pb.dv, ms);
                 st[g].s *= ms;
                 st[g].m = tmax;
             }
-            st[g].s += V::exp_tile(sg, n, st[g].m, wg);
+            st[g].s += V::rows::exp_shift(sg, n, st[g].m); // a score of -inf weighs 0
         }
-        Kern::template accumulate<G, TV>(w, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st[0].acc, pb.dv,
+        Kern::template accumulate<G, TV>(s, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st[0].acc, pb.dv,
                                          prefetch);
     }
 }

@@ -33,6 +33,7 @@
 namespace backplane::cpu::fast::attention_detail {
 
 inline constexpr std::int64_t group_tile = 16; ///< positions per tile of the group kernel
+inline constexpr float ninf = -std::numeric_limits<float>::infinity();
 
 /// The rows a group kernel handles at once: G in {1, 2, 4, 8}. A group of query heads of
 /// another size is cut into such pieces, largest first (7 = 4 + 2 + 1).
@@ -66,7 +67,6 @@ BACKPLANE_X86_KERNELS_BEGIN
 
 struct avx512_group {
     using i64 = std::int64_t;
-    static constexpr float ninf = -std::numeric_limits<float>::infinity();
 
     BACKPLANE_TARGET_AVX512 static inline __mmask16 lanes(i64 left) noexcept {
         return left >= 16 ? static_cast<__mmask16>(0xffff)
@@ -78,6 +78,7 @@ struct avx512_group {
         else
             return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
     }
+    /// Prefetches `ahead` bytes past p when p (value i of its row) starts a cache line.
     template <class T> BACKPLANE_TARGET_AVX512 static inline void fetch_at(const std::byte* p, i64 i, std::size_t ahead) noexcept {
         if ((i * i64{sizeof(T)}) % 64 == 0) _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
     }
@@ -220,7 +221,6 @@ BACKPLANE_UNROLL(8)
 /// values of d at a time.
 struct avx2_group {
     using i64 = std::int64_t;
-    static constexpr float ninf = -std::numeric_limits<float>::infinity();
 
     template <class T> BACKPLANE_TARGET_AVX2 static inline __m256 load8(const std::byte* p) noexcept {
         if constexpr (std::is_same_v<T, float>)
