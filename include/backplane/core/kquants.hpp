@@ -168,13 +168,8 @@ struct centred_fit {
     /// The first fit, codes l (not offset) in L; false, with L zeros, when every |x| is
     /// below 1e-15.
     bool first(int n, const float* x, std::int8_t* L) noexcept {
-        float amax = 0;
-        for (int i = 0; i < n; ++i)
-            if (std::fabs(x[i]) > amax) {
-                amax = std::fabs(x[i]);
-                max = x[i];
-            }
-        if (amax < 1e-15f) {
+        max = detail::signed_max(x, n);
+        if (std::fabs(max) < 1e-15f) {
             for (int i = 0; i < n; ++i) L[i] = 0;
             return false;
         }
@@ -368,14 +363,8 @@ inline void quantize_row_q3_K(const float* x, block_q3_K* y, std::int64_t n) noe
     for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
         std::int8_t L[qk_k];
         float sc[16];
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < 16; ++j) {
-            sc[j] = kquant_detail::fit_scale_refined(16, 4, x + 16 * j, L + 16 * j);
-            if (std::fabs(sc[j]) > amax) {
-                amax = std::fabs(sc[j]);
-                max_scale = sc[j];
-            }
-        }
+        for (int j = 0; j < 16; ++j) sc[j] = kquant_detail::fit_scale_refined(16, 4, x + 16 * j, L + 16 * j);
+        const float max_scale = detail::signed_max(sc, 16);
         std::memset(y[b].scales, 0, sizeof y[b].scales);
         y[b].d = f32_to_f16(0.0f);
         if (max_scale != 0.0f) {
@@ -437,15 +426,9 @@ inline void quantize_row_q6_K(const float* x, block_q6_K* y, std::int64_t n) noe
     for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
         std::int8_t L[qk_k];
         float scales[qk_k / 16];
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < qk_k / 16; ++ib) {
-            scales[ib] = kquant_detail::fit_scale(16, 32, x + 16 * ib, L + 16 * ib);
-            if (std::fabs(scales[ib]) > max_abs_scale) {
-                max_abs_scale = std::fabs(scales[ib]);
-                max_scale = scales[ib];
-            }
-        }
-        if (max_abs_scale < 1e-15f) {
+        for (int ib = 0; ib < qk_k / 16; ++ib) scales[ib] = kquant_detail::fit_scale(16, 32, x + 16 * ib, L + 16 * ib);
+        const float max_scale = detail::signed_max(scales, qk_k / 16);
+        if (std::fabs(max_scale) < 1e-15f) {
             std::memset(&y[b], 0, sizeof y[b]);
             continue;
         }
@@ -479,14 +462,9 @@ inline void quantize_row_q6_K(const float* x, block_q6_K* y, std::int64_t n) noe
 /// sums unwritten).
 inline void quantize_row_q8_K(const float* x, block_q8_K* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
-        float max = 0, amax = 0;
-        for (int j = 0; j < qk_k; ++j)
-            if (std::fabs(x[j]) > amax) {
-                amax = std::fabs(x[j]);
-                max = x[j];
-            }
+        const float max = detail::signed_max(x, qk_k);
         std::memset(&y[b], 0, sizeof y[b]);
-        if (amax == 0.0f) continue;
+        if (max == 0.0f) continue;
         const float iscale = -127.0f / max;
         for (int j = 0; j < qk_k; ++j) {
             const int v = kquant_detail::nearest_int(iscale * x[j]);

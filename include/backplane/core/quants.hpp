@@ -71,18 +71,6 @@ constexpr float e8m0_to_f32_half(std::uint8_t e) noexcept {
 
 namespace detail {
 
-/// The value of largest magnitude of a block, the first of equals (the sign kept).
-inline float signed_max(const float* x) noexcept {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < qk_small; ++j) {
-        if (amax < std::fabs(x[j])) {
-            amax = std::fabs(x[j]);
-            vmax = x[j];
-        }
-    }
-    return vmax;
-}
-
 /// Minimum and maximum of a block.
 inline void min_max(const float* x, float& lo, float& hi) noexcept {
     lo = std::numeric_limits<float>::max();
@@ -105,16 +93,18 @@ inline void pack_codes(const std::uint8_t* q, std::uint8_t* qs, std::uint8_t* qh
     if (qh != nullptr) std::memcpy(qh, &high, sizeof high);
 }
 
-/// Code j (0..31) of a block: its nibble, plus its fifth bit from qh when given.
-inline int code(const std::uint8_t* qs, const std::uint8_t* qh, int j) noexcept {
+/// The fifth bits of a block's 32 codes (qh as a little-endian u32).
+inline std::uint32_t fifth_bits(const std::uint8_t* qh) noexcept {
+    std::uint32_t high;
+    std::memcpy(&high, qh, sizeof high);
+    return high;
+}
+
+/// Code j (0..31) of a block: its nibble, plus bit j of `high` as its fifth bit.
+inline int code(const std::uint8_t* qs, std::uint32_t high, int j) noexcept {
     const int half = qk_small / 2;
-    int q = j < half ? (qs[j] & 0x0f) : (qs[j - half] >> 4);
-    if (qh != nullptr) {
-        std::uint32_t high;
-        std::memcpy(&high, qh, sizeof high);
-        q |= static_cast<int>((high >> j) & 1u) << 4;
-    }
-    return q;
+    const int q = j < half ? (qs[j] & 0x0f) : (qs[j - half] >> 4);
+    return q | static_cast<int>((high >> j) & 1u) << 4;
 }
 
 /// The index of iq4nl_values nearest to x (a tie takes the upper one), as ggml's
@@ -186,7 +176,7 @@ inline void quantize_row_q5_1(const float* x, block_q5_1* y, std::int64_t n) noe
 inline void quantize_row_q5_0(const float* x, block_q5_0* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float* xb = x + b * qk_small;
-        const float d = detail::signed_max(xb) / -16.0f;
+        const float d = detail::signed_max(xb, qk_small) / -16.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = f32_to_f16(d);
         std::uint8_t q[qk_small];
@@ -207,7 +197,7 @@ inline void quantize_row_iq4_nl(const float* x, block_iq4_nl* y, std::int64_t n)
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float* xb = x + b * qk_small;
         std::uint8_t q[qk_small] = {};
-        const float vmax = detail::signed_max(xb);
+        const float vmax = detail::signed_max(xb, qk_small);
         float d = 0.0f;
         if (std::fabs(vmax) >= 1e-15f) {
             const float id = 1.0f / (vmax / static_cast<float>(iq4nl_values[0]));
@@ -254,23 +244,25 @@ inline void dequantize_row_q4_1(const block_q4_1* x, float* y, std::int64_t n) n
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float d = f16_to_f32(x[b].d), m = f16_to_f32(x[b].m);
         for (int j = 0; j < qk_small; ++j)
-            y[b * qk_small + j] = static_cast<float>(detail::code(x[b].qs, nullptr, j)) * d + m;
+            y[b * qk_small + j] = static_cast<float>(detail::code(x[b].qs, 0, j)) * d + m;
     }
 }
 
 inline void dequantize_row_q5_0(const block_q5_0* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float d = f16_to_f32(x[b].d);
+        const std::uint32_t high = detail::fifth_bits(x[b].qh);
         for (int j = 0; j < qk_small; ++j)
-            y[b * qk_small + j] = static_cast<float>(detail::code(x[b].qs, x[b].qh, j) - 16) * d;
+            y[b * qk_small + j] = static_cast<float>(detail::code(x[b].qs, high, j) - 16) * d;
     }
 }
 
 inline void dequantize_row_q5_1(const block_q5_1* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float d = f16_to_f32(x[b].d), m = f16_to_f32(x[b].m);
+        const std::uint32_t high = detail::fifth_bits(x[b].qh);
         for (int j = 0; j < qk_small; ++j)
-            y[b * qk_small + j] = static_cast<float>(detail::code(x[b].qs, x[b].qh, j)) * d + m;
+            y[b * qk_small + j] = static_cast<float>(detail::code(x[b].qs, high, j)) * d + m;
     }
 }
 
@@ -278,7 +270,7 @@ inline void dequantize_row_iq4_nl(const block_iq4_nl* x, float* y, std::int64_t 
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float d = f16_to_f32(x[b].d);
         for (int j = 0; j < qk_small; ++j)
-            y[b * qk_small + j] = d * static_cast<float>(iq4nl_values[detail::code(x[b].qs, nullptr, j)]);
+            y[b * qk_small + j] = d * static_cast<float>(iq4nl_values[detail::code(x[b].qs, 0, j)]);
     }
 }
 
@@ -286,7 +278,7 @@ inline void dequantize_row_mxfp4(const block_mxfp4* x, float* y, std::int64_t n)
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float d = e8m0_to_f32_half(x[b].e);
         for (int j = 0; j < qk_small; ++j)
-            y[b * qk_small + j] = static_cast<float>(mxfp4_values[detail::code(x[b].qs, nullptr, j)]) * d;
+            y[b * qk_small + j] = static_cast<float>(mxfp4_values[detail::code(x[b].qs, 0, j)]) * d;
     }
 }
 

@@ -184,6 +184,20 @@ constexpr bf16_t f32_to_bf16(float f) noexcept {
 // Row conversions. n is the number of values; for quantized types it must be a multiple
 // of 32 (callers validate; these functions do not check on the hot path).
 
+namespace detail {
+/// The value of largest magnitude among x[0..n), the first of equals, its sign kept (0 when
+/// none is larger than 0): what ggml's quantizers scale by.
+inline float signed_max(const float* x, std::int64_t n) noexcept {
+    float amax = 0.0f, vmax = 0.0f;
+    for (std::int64_t j = 0; j < n; ++j)
+        if (std::fabs(x[j]) > amax) {
+            amax = std::fabs(x[j]);
+            vmax = x[j];
+        }
+    return vmax;
+}
+} // namespace detail
+
 inline void quantize_row_q8_0(const float* x, block_q8_0* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk8_0; ++b) {
         const float* xb = x + b * qk8_0;
@@ -207,14 +221,7 @@ inline void quantize_row_q4_0(const float* x, block_q4_0* y, std::int64_t n) noe
     for (std::int64_t b = 0; b < n / qk4_0; ++b) {
         const float* xb = x + b * qk4_0;
         // the value of largest magnitude maps to -8, so its sign is kept exactly
-        float amax = 0.0f, vmax = 0.0f;
-        for (int j = 0; j < qk4_0; ++j) {
-            if (std::fabs(xb[j]) > amax) {
-                amax = std::fabs(xb[j]);
-                vmax = xb[j];
-            }
-        }
-        const float d = vmax / -8.0f;
+        const float d = detail::signed_max(xb, qk4_0) / -8.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = f32_to_f16(d);
         for (int j = 0; j < qk4_0 / 2; ++j) {
