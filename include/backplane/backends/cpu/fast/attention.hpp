@@ -22,8 +22,8 @@
 // Numerics against the reference kernel (kernels/attention.hpp): the same f32 formulas,
 // with the dot products summed over vector lanes, the rescaling done per tile (per chunk,
 // then once more in the reduction) rather than per position, on AVX-512 and AVX2 the
-// weights' exp a polynomial accurate to about 1 ulp and the soft-cap's tanh (group
-// kernel) to about 2 ulp (fast/rowwise.hpp's).
+// weights' exp a polynomial accurate to about 1 ulp and the soft-cap's tanh to about
+// 2 ulp (fast/rowwise.hpp's).
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/attention_group.hpp>
@@ -103,6 +103,19 @@ struct portable : row_tiles<portable> {
         for (i64 i = 0; i < n; ++i) acc[i] += w * load<T>(v + i * i64{sizeof(T)});
     }
     using rows = rowwise_detail::portable; ///< exp_shift (the weights) and scale_row (rescaling)
+    /// A tile's scores turned into logits in place (as avx512_group::logits): times scale,
+    /// soft-capped, plus slope times the f16 mask; a position masked with -inf is -inf.
+    static float logits(float* s, i64 n, float scale, float cap, const std::byte* mask, float slope) noexcept {
+        float tmax = ninf;
+        for (i64 j = 0; j < n; ++j) {
+            const float mv = mask ? slope * load<f16_t>(mask + j * 2) : 0.0f;
+            float x = s[j] * scale;
+            if (cap != 0.0f) x = cap * std::tanh(x);
+            s[j] = mv == ninf ? ninf : x + mv;
+            tmax = std::max(tmax, s[j]);
+        }
+        return tmax;
+    }
 };
 
 #if BACKPLANE_HAS_X86_KERNELS
@@ -112,6 +125,7 @@ BACKPLANE_X86_KERNELS_BEGIN
 struct avx512 {
     using rows = rowwise_detail::avx512;
     using io = avx512_group; ///< lanes, load16, fetch_at
+    static constexpr auto logits = &io::logits;
     BACKPLANE_TARGET_AVX512 static inline __mmask16 lanes(i64 left) noexcept { return io::lanes(left); }
     /// Values [i, i + 16) of a row of T, the lanes past n zero.
     template <class T> BACKPLANE_TARGET_AVX512 static inline __m512 row16(const std::byte* p, i64 i, i64 n) noexcept {
@@ -199,6 +213,7 @@ BACKPLANE_UNROLL(8)
 struct avx2 : row_tiles<avx2> {
     using rows = rowwise_detail::avx2;
     using io = avx2_group; ///< load8, fetch_at
+    static constexpr auto logits = &io::logits;
     /// Values [i, i + 8) of a row of T (all eight there).
     template <class T> BACKPLANE_TARGET_AVX2 static inline __m256 row8(const std::byte* p, i64 i) noexcept {
         const std::byte* at = p + i * i64{sizeof(T)};
@@ -257,6 +272,21 @@ struct problem {
           softcap(dst.param<float>(2)), max_bias(dst.param<float>(1)) {}
 };
 
+/// Moves st's running maximum up to m (m > st.m), rescaling its sum and weighted sum.
+template <class V> void raise_max(partial& st, float m, i64 dv) noexcept {
+    const float ms = std::exp(st.m - m);
+    V::rows::scale_row(st.acc, dv, ms);
+    st.s *= ms;
+    st.m = m;
+}
+
+/// Folds a tile's logits s[0..n) (their maximum tmax, not -inf) into st's maximum and sum;
+/// s becomes the weights exp(s - M), 0 for a logit of -inf.
+template <class V> void absorb(partial& st, float* s, i64 n, float tmax, i64 dv) noexcept {
+    if (tmax > st.m) raise_max<V>(st, tmax, dv);
+    st.s += V::rows::exp_shift(s, n, st.m);
+}
+
 /// Adds positions [c0, c1) of query row r (q already in qf) to st, a tile at a time.
 template <class V, class TK, class TV>
 void attend(const problem& pb, i64 r, const float* qf, i64 c0, i64 c1, partial& st) noexcept {
@@ -265,26 +295,14 @@ void attend(const problem& pb, i64 r, const float* qf, i64 c0, i64 c1, partial& 
     const std::byte* vbase = kernels::row_ptr(pb.v, 0, h / pb.group, i3);
     const std::byte* pm = pb.mask ? kernels::row_ptr(*pb.mask, iq, h % pb.mask->ne[2], i3 % pb.mask->ne[3]) : nullptr;
     const float slope = alibi::slope(pb.max_bias, static_cast<int>(pb.q.ne[2]), static_cast<int>(h));
-    float s[tile]; // scores, then weights
+    alignas(64) float s[group_tile]; // scores, logits, then weights (the logits pass writes 16)
     for (i64 j0 = c0; j0 < c1; j0 += tile) {
         const i64 n = std::min(tile, c1 - j0);
         V::template dot_tile<TK>(qf, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, pb.dk, s);
-        float tmax = ninf;
-        for (i64 j = 0; j < n; ++j) {
-            const float mv = pm ? slope * load<f16_t>(pm + (j0 + j) * 2) : 0.0f;
-            float x = s[j] * pb.scale;
-            if (pb.softcap != 0.0f) x = pb.softcap * std::tanh(x);
-            s[j] = mv == ninf ? ninf : x + mv; // a position masked with -inf is skipped, as ggml skips it
-            tmax = std::max(tmax, s[j]);
-        }
+        // a position masked with -inf is skipped, as ggml skips it
+        const float tmax = V::logits(s, n, pb.scale, pb.softcap, pm ? pm + j0 * 2 : nullptr, slope);
         if (tmax == ninf) continue; // every position of the tile masked
-        if (tmax > st.m) {
-            const float ms = std::exp(st.m - tmax);
-            V::rows::scale_row(st.acc, pb.dv, ms);
-            st.s *= ms;
-            st.m = tmax;
-        }
-        st.s += V::rows::exp_shift(s, n, st.m); // a score of -inf weighs 0
+        absorb<V>(st, s, n, tmax, pb.dv);
         V::template axpy_tile<TV>(s, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st.acc, pb.dv);
     }
 }
@@ -292,12 +310,7 @@ void attend(const problem& pb, i64 r, const float* qf, i64 c0, i64 c1, partial& 
 /// Folds `from` (its sum `from_acc`, or no value when null: a sink) into `into`.
 template <class V> void merge(partial& into, float m, float s, const float* from_acc, i64 dv) noexcept {
     if (m == ninf) return;
-    if (m > into.m) {
-        const float ms = std::exp(into.m - m);
-        V::rows::scale_row(into.acc, dv, ms);
-        into.s *= ms;
-        into.m = m;
-    }
+    if (m > into.m) raise_max<V>(into, m, dv);
     const float f = std::exp(m - into.m);
     into.s += s * f;
     if (from_acc != nullptr)
@@ -356,8 +369,8 @@ inline i64 partial_floats(const tensor& dst) noexcept { return 2 + dst.ne[0]; }
 
 #if BACKPLANE_HAS_X86_KERNELS
 /// Positions [c0, c1) of the G rows of a unit (their q in qf, G x dk; their sums in
-/// st[g].acc, G x dv contiguous) with a group kernel (Kern; V's rescaling and weights), a
-/// tile of 16 at a time.
+/// st[g].acc, G x dv contiguous) with a group kernel (Kern's scores and sums; V's logits,
+/// rescaling and weights), a tile of 16 at a time.
 template <class Kern, class V, int G, class TK, class TV>
 void attend_group(const problem& pb, const unit& un, const float* qf, i64 c0, i64 c1, partial* st) noexcept {
     const i64 hk = un.h0 / pb.group;
@@ -376,18 +389,12 @@ void attend_group(const problem& pb, const unit& un, const float* qf, i64 c0, i6
         Kern::template scores<G, TK>(qf, pb.dk, kbase + static_cast<std::size_t>(j0) * pb.k.nb[1], pb.k.nb[1], n, prefetch, s);
         for (int g = 0; g < G; ++g) {
             float* sg = s + g * group_tile;
-            const float tmax = Kern::logits(sg, n, pb.scale, pb.softcap, pm[g] ? pm[g] + j0 * 2 : nullptr, slope[g]);
+            const float tmax = V::logits(sg, n, pb.scale, pb.softcap, pm[g] ? pm[g] + j0 * 2 : nullptr, slope[g]);
             if (tmax == ninf) { // every position of the tile masked for this row
                 std::fill(sg, sg + group_tile, 0.0f);
                 continue;
             }
-            if (tmax > st[g].m) {
-                const float ms = std::exp(st[g].m - tmax);
-                V::rows::scale_row(st[g].acc, pb.dv, ms);
-                st[g].s *= ms;
-                st[g].m = tmax;
-            }
-            st[g].s += V::rows::exp_shift(sg, n, st[g].m); // a score of -inf weighs 0
+            absorb<V>(st[g], sg, n, tmax, pb.dv);
         }
         Kern::template accumulate<G, TV>(s, vbase + static_cast<std::size_t>(j0) * pb.v.nb[1], pb.v.nb[1], n, st[0].acc, pb.dv,
                                          prefetch);
