@@ -2,6 +2,7 @@
 // formulas say, round trips within each format's step on seeded data of many scales,
 // ties, all-zero blocks and the sign of the largest magnitude.
 
+#include <backplane/core/convert.hpp>
 #include <backplane/core/kquants.hpp>
 #include <backplane/core/quants.hpp>
 
@@ -404,4 +405,53 @@ TEST_CASE("kquants: round trips on seeded data of many scales, all-zero blocks a
         CHECK(b8.d == 0.0f);
         for (const std::int16_t s : b8.bsums) CHECK(s == 0);
     }
+}
+
+TEST_CASE("convert: every quantized element type converts rows through its own block format", "[quants]") {
+    // from_float_row / to_float_row (convert.hpp) give the bytes and values of the format's
+    // functions, for every type the traits call quantized; dequantize_block and
+    // quantize_block do the same one block at a time at any alignment
+    auto direct = [](elem_type t, const float* x, std::byte* y, std::int64_t n, float* back) {
+        detail::visit_blocks(t, y, [&](auto* blocks) {
+            detail::quantize_row(x, blocks, n);
+            detail::dequantize_row(blocks, back, n);
+        });
+    };
+    int covered = 0;
+    for (elem_type t : all_elem_types) {
+        if (!is_quantized(t)) continue;
+        INFO(to_string(t));
+        ++covered;
+        const std::int64_t n = 2 * max_block_size;
+        const std::vector<float> x = [&] {
+            std::vector<float> v;
+            for (std::uint32_t seed : {1u, 2u, 3u, 4u}) {
+                const auto r = seeded_row(seed, 1.0f);
+                v.insert(v.end(), r.begin(), r.end());
+            }
+            v.resize(static_cast<std::size_t>(n));
+            return v;
+        }();
+        const std::size_t bytes = row_size(t, n);
+        alignas(16) std::byte via_row[2 * max_type_size * 8]{};
+        alignas(16) std::byte via_format[sizeof via_row]{};
+        std::vector<float> back_row(static_cast<std::size_t>(n)), back_format(static_cast<std::size_t>(n));
+        from_float_row(t, x.data(), via_row, n);
+        to_float_row(t, via_row, back_row.data(), n);
+        direct(t, x.data(), via_format, n, back_format.data());
+        CHECK(std::memcmp(via_row, via_format, bytes) == 0);
+        CHECK(back_row == back_format);
+
+        // one block at a time, at an odd address
+        std::vector<std::byte> odd(bytes + 1);
+        std::vector<float> back_block(static_cast<std::size_t>(n));
+        const std::int64_t bs = block_size(t);
+        for (std::int64_t b = 0; b < n / bs; ++b)
+            quantize_block(t, x.data() + b * bs, odd.data() + 1 + static_cast<std::size_t>(b) * type_size(t));
+        CHECK(std::memcmp(odd.data() + 1, via_row, bytes) == 0);
+        for (std::int64_t b = 0; b < n / bs; ++b)
+            dequantize_block(t, odd.data() + 1 + static_cast<std::size_t>(b) * type_size(t), back_block.data() + b * bs);
+        CHECK(back_block == back_format);
+    }
+    CHECK(covered == 13);
 }

@@ -7,6 +7,7 @@
 //  * for bf16, nearest-ties-to-even decided by comparing distances in double;
 //  * for the block formats, layouts and values written by hand from their definitions.
 
+#include <backplane/core/convert.hpp>
 #include <backplane/core/types.hpp>
 
 #include <catch2/catch.hpp>
@@ -360,7 +361,10 @@ TEST_CASE("type traits", "[types][traits]") {
     const std::pair<elem_type, std::string_view> names[] = {
         {elem_type::f32, "f32"},   {elem_type::f16, "f16"},   {elem_type::bf16, "bf16"},
         {elem_type::q8_0, "q8_0"}, {elem_type::q4_0, "q4_0"}, {elem_type::i32, "i32"},
-        {elem_type::i64, "i64"}};
+        {elem_type::i64, "i64"},   {elem_type::q4_1, "q4_1"}, {elem_type::q5_0, "q5_0"},
+        {elem_type::q5_1, "q5_1"}, {elem_type::q2_K, "q2_K"}, {elem_type::q3_K, "q3_K"},
+        {elem_type::q4_K, "q4_K"}, {elem_type::q5_K, "q5_K"}, {elem_type::q6_K, "q6_K"},
+        {elem_type::q8_K, "q8_K"}, {elem_type::iq4_nl, "iq4_nl"}, {elem_type::mxfp4, "mxfp4"}};
     STATIC_REQUIRE(std::size(names) == elem_type_count);
     for (auto [t, name] : names) {
         CHECK(to_string(t) == name);
@@ -369,7 +373,8 @@ TEST_CASE("type traits", "[types][traits]") {
     STATIC_REQUIRE(parse_elem_type("q4_0") == elem_type::q4_0);
     CHECK_FALSE(parse_elem_type("F32").has_value());
     CHECK_FALSE(parse_elem_type("").has_value());
-    CHECK_FALSE(parse_elem_type("q4_1").has_value());
+    CHECK_FALSE(parse_elem_type("q4_k").has_value()); // names are ggml's, case and all
+    CHECK_FALSE(parse_elem_type("q4_K_M").has_value()); // a file type, not an element type
     CHECK_FALSE(parse_elem_type("f32 ").has_value());
 }
 

@@ -34,10 +34,10 @@ void write_seeds(const std::filesystem::path& dir) {
         int i = 0;
         for (elem_type t : all_elem_types) {
             if (variant == 1 && i > 1) break;
-            tensor* x = ctx.new_tensor(t, {32, 2});
+            tensor* x = ctx.new_tensor(t, {256, 2}); // whole blocks of every type
             x->name = "t" + std::to_string(i++);
-            std::vector<float> v(64, 0.25f);
-            from_float_row(t, v.data(), x->data, 64);
+            std::vector<float> v(512, 0.25f);
+            from_float_row(t, v.data(), x->data, 512);
             (void)w.add_tensor(*x);
         }
         (void)w.write(dir / ("seed" + std::to_string(variant) + ".gguf"));

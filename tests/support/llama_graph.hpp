@@ -42,6 +42,7 @@
 // it (+1 node per layer, +32), and ggml's graph starts with the get_rows of the token
 // embeddings (-1 here by default): 963 = 932 + 32 - 1.
 
+#include <backplane/core/convert.hpp>
 #include <backplane/core.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/host_buffer.hpp>

@@ -87,6 +87,14 @@ inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
         const int nibble = j < qk4_0 / 2 ? (byte & 0x0f) : (byte >> 4);
         return static_cast<double>(f16_to_f32(b.d)) * (nibble - 8);
     }
+    default: break;
+    }
+    if (is_quantized(t.type)) { // the other block formats: core's dequantizers, checked
+                                // against ggml's (scripts/check_quants_ggml) and their formulas
+        const i64 bs = block_size(t.type);
+        float block[max_block_size];
+        dequantize_block(t.type, row + static_cast<std::size_t>(i0 / bs) * t.nb[0], block);
+        return block[i0 % bs];
     }
     throw std::logic_error("ref_oracle::get: unknown element type");
 }
@@ -125,6 +133,16 @@ using conformance::for_each_index;
 /// Every element of t.
 inline ref_tensor read(const tensor& t) {
     ref_tensor r(t.type, t.ne);
+    if (is_quantized(t.type) && t.type != elem_type::q8_0 && t.type != elem_type::q4_0) {
+        // a block at a time (get() would dequantize a whole block per value)
+        const i64 bs = block_size(t.type);
+        float block[max_block_size];
+        for_each_index({t.ne[0] / bs, t.ne[1], t.ne[2], t.ne[3]}, [&](i64 b, i64 i1, i64 i2, i64 i3) {
+            dequantize_block(t.type, ref_detail::element_row(t, i1, i2, i3) + static_cast<std::size_t>(b) * t.nb[0], block);
+            for (i64 j = 0; j < bs; ++j) r.at(b * bs + j, i1, i2, i3) = block[j];
+        });
+        return r;
+    }
     for_each_index(t.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
         r.at(i0, i1, i2, i3) = get(t, i0, i1, i2, i3);
     });
@@ -152,47 +170,27 @@ inline double round_to(elem_type t, double x) {
     }
 }
 
-/// One block of 32 values replaced by what q8_0 / q4_0 stores for them (dequantized).
-/// q8_0: d = max|x| / 127, q = round-half-even(x / d), value = f16(d) * q.
-/// q4_0: m = the value of largest magnitude (first one), d = m / -8,
-///       q = min(15, floor(x / d + 8.5)), value = f16(d) * (q - 8).
+/// One block of quantized type t replaced by what t stores for its values (dequantized),
+/// by core's quantizer and dequantizer: they work in f32 as ggml's do (so a value on a
+/// rounding boundary in double rounds as f32 arithmetic has it), and are checked against
+/// ggml's by scripts/check_quants_ggml and against the formulas by test_types and
+/// test_quants.
 inline void quantize_block_ref(elem_type t, double* x) {
-    constexpr int n = 32;
-    auto scale16 = [](double d) {
-        return static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(d))));
-    };
-    if (t == elem_type::q8_0) {
-        double amax = 0.0;
-        for (int j = 0; j < n; ++j)
-            amax = std::max(amax, std::fabs(x[j]));
-        const double d = amax / 127.0;
-        const double ds = scale16(d);
-        for (int j = 0; j < n; ++j)
-            x[j] = d == 0.0 ? 0.0 : ds * std::nearbyint(x[j] / d);
-        return;
-    }
-    if (t == elem_type::q4_0) {
-        double amax = 0.0, m = 0.0;
-        for (int j = 0; j < n; ++j)
-            if (std::fabs(x[j]) > amax) {
-                amax = std::fabs(x[j]);
-                m = x[j];
-            }
-        const double d = m / -8.0;
-        const double ds = scale16(d);
-        for (int j = 0; j < n; ++j) {
-            const double q = d == 0.0 ? 8.0 : std::min(15.0, std::floor(x[j] / d + 8.5));
-            x[j] = ds * (q - 8.0);
-        }
-        return;
-    }
-    throw std::logic_error("ref_oracle::quantize_block_ref: not a quantized type");
+    if (!is_quantized(t)) throw std::logic_error("ref_oracle::quantize_block_ref: not a quantized type");
+    const auto bs = static_cast<std::size_t>(block_size(t));
+    float in[max_block_size], out[max_block_size];
+    std::byte block[max_type_size];
+    for (std::size_t j = 0; j < bs; ++j) in[j] = static_cast<float>(x[j]);
+    quantize_block(t, in, block);
+    dequantize_block(t, block, out);
+    for (std::size_t j = 0; j < bs; ++j) x[j] = out[j];
 }
 
 /// r's values replaced by what its type stores for them.
 inline void round_to_type(ref_tensor& r) {
     if (is_quantized(r.type)) {
-        for (std::size_t b = 0; b + 32 <= r.v.size(); b += 32)
+        const auto bs = static_cast<std::size_t>(block_size(r.type));
+        for (std::size_t b = 0; b + bs <= r.v.size(); b += bs)
             quantize_block_ref(r.type, r.v.data() + b);
         return;
     }

@@ -307,7 +307,7 @@ inline built_case build_concat(context& ctx, const case_spec& c, std::mt19937& r
     const elem_type t = type_at(c, 0);
     const int dim = c.variant & 3;
     extents nb = c.ne;
-    nb[static_cast<std::size_t>(dim)] = dim == 0 && is_quantized(t) ? 32 : shape_gen{rng}.upto(3);
+    nb[static_cast<std::size_t>(dim)] = dim == 0 && is_quantized(t) ? block_size(t) : shape_gen{rng}.upto(3);
     tensor* a = input(ctx, t, c.ne, 0, rng, -100, 100);
     tensor* b = input(ctx, t, nb, 0, rng, -100, 100);
     return finish(concat(ctx, a, b, dim));
@@ -441,8 +441,7 @@ inline extents shape_rows(std::mt19937& rng, std::span<const elem_type> types) {
 inline extents shape_mul_mat(std::mt19937& rng, std::span<const elem_type> types) {
     shape_gen g{rng};
     const bool quant = !types.empty() && is_quantized(types[0]);
-    const std::int64_t k =
-        quant ? 32 * g.pick({1, 2, 3, 5}) : g.pick({1, 3, 7, 16, 17, 33, 64, 65, 100, 129});
+    const std::int64_t k = quant ? g.blocks(types[0]) : g.pick({1, 3, 7, 16, 17, 33, 64, 65, 100, 129});
     return {k, g.pick({1, 2, 3, 7, 8, 16, 17, 33}), g.pick({1, 2, 3, 5, 8, 9, 17}), g.upto(3)};
 }
 inline extents shape_get_rows(std::mt19937& rng, std::span<const elem_type> types) {

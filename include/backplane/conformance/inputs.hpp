@@ -12,6 +12,7 @@
 //                                       });
 
 #include <backplane/conformance/shapes.hpp>
+#include <backplane/core/convert.hpp>
 #include <backplane/core/context.hpp>
 #include <backplane/core/ops.hpp>
 #include <backplane/core/tensor.hpp>

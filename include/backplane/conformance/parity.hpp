@@ -30,17 +30,24 @@ namespace backplane::conformance {
 /// Random shapes per claimed type combination.
 inline constexpr int shapes_per_combination = 20;
 
+/// Row length of the small leaves that probe whether a combination is claimed: 32, or a
+/// whole block of the types with longer ones (the K-quants' 256).
+constexpr std::int64_t probe_width(elem_type t, elem_type u = elem_type::f32) noexcept {
+    const std::int64_t b = block_size(t) > block_size(u) ? block_size(t) : block_size(u);
+    return b > 32 ? b : 32;
+}
+
 /// dup, cont and cpy for every type pair.
 inline int copy_cases(batch& cases) {
     const int before = cases.combinations();
     for (elem_type from : all_elem_types) {
         for (elem_type to : all_elem_types) {
-            const std::int64_t k = block_size(from) > 1 || block_size(to) > 1 ? 32 : 1;
+            const std::int64_t k = probe_width(from, to);
             if (!cases.claimed([&] { return cpy(cases.ctx, cases.leaf(from, {k, 2, 1, 1}), cases.leaf(to, {k, 2, 1, 1})); })) continue;
             cases.combination();
             const bool quant = is_quantized(from) || is_quantized(to);
             for (int s = 0; s < shapes_per_combination; ++s) {
-                extents ne = cases.gen.rows(quant ? elem_type::q8_0 : from);
+                extents ne = cases.gen.rows(block_size(to) > block_size(from) ? to : from);
                 tensor* a = cases.input(from, ne, cases.any_layout(from));
                 // the destination: the same shape or another one of as many elements
                 extents dne = ne;
@@ -52,7 +59,7 @@ inline int copy_cases(batch& cases) {
                 cases.add(cpy(cases.ctx, a, b));
             }
         }
-        if (!cases.claimed([&] { return dup(cases.ctx, cases.leaf(from, {32, 1, 1, 1})); })) continue;
+        if (!cases.claimed([&] { return dup(cases.ctx, cases.leaf(from, {probe_width(from), 1, 1, 1})); })) continue;
         cases.combination(); // dup and cont of one type
         for (int s = 0; s < shapes_per_combination; ++s) {
             tensor* a = cases.input(from, cases.gen.rows(from), cases.any_layout(from));
@@ -245,12 +252,13 @@ inline int mul_mat_cases(batch& cases) {
                                 layout::strided_rows, layout::strided_elems, layout::offset};
     for (elem_type ta : all_elem_types)
         for (elem_type tb : all_elem_types) {
-            if (!cases.claimed([&] { return mul_mat(cases.ctx, cases.leaf(ta, {32, 2, 1, 1}), cases.leaf(tb, {32, 3, 1, 1})); }))
+            const std::int64_t w = probe_width(ta);
+            if (!cases.claimed([&] { return mul_mat(cases.ctx, cases.leaf(ta, {w, 2, 1, 1}), cases.leaf(tb, {w, 3, 1, 1})); }))
                 continue;
             cases.combination();
             auto& g = cases.gen;
             for (int s = 0; s < shapes_per_combination; ++s) {
-                const std::int64_t k = is_quantized(ta) ? 32 * g.pick({1, 2, 3, 5, 7, 9, 10})
+                const std::int64_t k = is_quantized(ta) ? g.blocks(ta)
                                                : g.pick({1, 3, 7, 16, 17, 31, 33, 64, 65, 67, 100, 129, 255, 257});
                 const std::int64_t m = g.pick({1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 47, 65});
                 const std::int64_t n = g.pick({1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33});
@@ -273,14 +281,14 @@ inline int mul_mat_id_cases(batch& cases) {
     for (elem_type ta : all_elem_types)
         for (elem_type tb : all_elem_types) {
             if (!cases.claimed([&] {
-                    return mul_mat_id(cases.ctx, cases.leaf(ta, {32, 2, 3, 1}), cases.leaf(tb, {32, 1, 2, 1}),
+                    return mul_mat_id(cases.ctx, cases.leaf(ta, {probe_width(ta), 2, 3, 1}), cases.leaf(tb, {probe_width(ta), 1, 2, 1}),
                                       cases.leaf(elem_type::i32, {2, 2, 1, 1}, 0, 2));
                 }))
                 continue;
             cases.combination();
             auto& g = cases.gen;
             for (int s = 0; s < shapes_per_combination; ++s) {
-                const std::int64_t k = is_quantized(ta) ? 32 * g.pick({1, 2, 3, 5}) : g.pick({1, 3, 16, 17, 33, 64, 65, 129});
+                const std::int64_t k = is_quantized(ta) ? g.blocks(ta) : g.pick({1, 3, 16, 17, 33, 64, 65, 129});
                 const std::int64_t m = g.pick({1, 2, 3, 5, 8, 13, 17, 33});
                 const std::int64_t n_expert = g.upto(8), n_used = g.upto(4), n_tokens = g.upto(7);
                 layout la = cases.any_layout(ta);
@@ -352,7 +360,7 @@ inline int flash_attn_ext_cases(batch& cases) {
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
     for (elem_type t : all_elem_types) {
-        if (!cases.claimed([&] { return get_rows(cases.ctx, cases.leaf(t, {32, 3, 1, 1}), cases.leaf(elem_type::i32, {2, 1, 1, 1}, 0, 2)); }))
+        if (!cases.claimed([&] { return get_rows(cases.ctx, cases.leaf(t, {probe_width(t), 3, 1, 1}), cases.leaf(elem_type::i32, {2, 1, 1, 1}, 0, 2)); }))
             continue;
         cases.combination();
         for (int s = 0; s < shapes_per_combination; ++s) {
@@ -381,7 +389,7 @@ inline int set_rows_cases(batch& cases) {
         for (elem_type from : {elem_type::f32, elem_type::f16, elem_type::bf16})
             for (elem_type it : {elem_type::i32, elem_type::i64}) {
                 if (!cases.claimed([&] {
-                        return set_rows(cases.ctx, cases.leaf(to, {32, 2, 1, 1}), cases.leaf(from, {32, 2, 1, 1}),
+                        return set_rows(cases.ctx, cases.leaf(to, {probe_width(to), 2, 1, 1}), cases.leaf(from, {probe_width(to), 2, 1, 1}),
                                         cases.leaf(it, {2, 1, 1, 1}, 0, 1));
                     }))
                     continue;
@@ -487,13 +495,13 @@ inline int rope_cases(batch& cases) {
 inline int concat_cases(batch& cases) {
     const int before = cases.combinations();
     for (elem_type t : all_elem_types) {
-        if (!cases.claimed([&] { return concat(cases.ctx, cases.leaf(t, {32, 2, 1, 1}), cases.leaf(t, {32, 1, 1, 1}), 1); })) continue;
+        if (!cases.claimed([&] { return concat(cases.ctx, cases.leaf(t, {probe_width(t), 2, 1, 1}), cases.leaf(t, {probe_width(t), 1, 1, 1}), 1); })) continue;
         cases.combination();
         for (int s = 0; s < shapes_per_combination; ++s) {
             const int dim = s % 4;
             const extents na = cases.gen.rows(t);
             extents nb = na;
-            nb[static_cast<std::size_t>(dim)] = is_quantized(t) && dim == 0 ? 32 : cases.gen.upto(4);
+            nb[static_cast<std::size_t>(dim)] = is_quantized(t) && dim == 0 ? block_size(t) : cases.gen.upto(4);
             tensor* a = cases.input(t, na, cases.any_layout(t), -100, 100);
             tensor* b = cases.input(t, nb, cases.any_layout(t), -100, 100);
             cases.add(concat(cases.ctx, a, b, dim));

@@ -274,12 +274,15 @@ inline std::vector<case_spec> cases_for(const op_cases& f, const std::vector<ele
     return out;
 }
 
-/// Whether target supports family f for these types (on the probe shape).
+/// Whether target supports family f for these types (on the probe shape: 64 x 3 x 2 x 1,
+/// dim 0 a whole block of the types with longer ones, 256 for the K-quants).
 template <class Target>
 bool supports(const Target& target, const op_cases& f, const std::vector<elem_type>& types) {
+    std::int64_t ne0 = 64;
+    for (elem_type t : types) ne0 = std::max(ne0, block_size(t));
     for (int v = 0; v < std::min(f.n_variants, 2); ++v) {
         context ctx;
-        case_spec probe{std::string(f.name), types, {64, 3, 2, 1}, v, 1};
+        case_spec probe{std::string(f.name), types, {ne0, 3, 2, 1}, v, 1};
         auto b = build(ctx, probe);
         if (b && target.supports_op(*b->out))
             return true;

@@ -5,7 +5,7 @@
 //
 //     std::mt19937 rng(7);
 //     conformance::shape_gen gen{rng};
-//     extents a = gen.rows(elem_type::q8_0);  // {32 * k, ...}, at most about 6000 elements
+//     extents a = gen.rows(elem_type::q8_0);  // {32 * k, ...}, about 6000 elements at most
 //     extents b = gen.broadcast(a);           // per dimension all of a's, 1 or a divisor
 
 #include <backplane/core/tensor.hpp>
@@ -41,10 +41,15 @@ struct shape_gen {
     std::int64_t upto(std::int64_t n) {
         return 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(n));
     }
+    /// A length of whole blocks of quantized type t: 1 to 9 blocks of 32, 1 to 3 of the
+    /// K-quants' 256 (their rows are long already).
+    std::int64_t blocks(elem_type t) {
+        return block_size(t) > 32 ? block_size(t) * pick({1, 2, 3}) : block_size(t) * pick({1, 2, 3, 5, 7, 9});
+    }
     /// A row length for type t: whole blocks for quantized types.
     std::int64_t row(elem_type t) {
         if (is_quantized(t))
-            return 32 * pick({1, 2, 3, 5, 7, 9});
+            return blocks(t);
         return pick({1,  2,  3,  5,  6,  7,  9,  10, 13,  15,  17,  18,  23,
                      31, 33, 34, 47, 63, 65, 67, 97, 100, 127, 129, 130, 257});
     }

@@ -14,7 +14,7 @@
 //   none, view, reshape, permute,   (computes nothing)
 //   transpose
 //   dup, cont, cpy                  f32 f16 bf16     f32 f16 bf16             (cpy: the target,
-//                                   q8_0 q4_0        q8_0 q4_0  (any pair)     the result's memory)
+//                                   quantized        quantized  (any pair)     the result's memory)
 //                                   i32, i64         the same type
 //   add, sub, mul, div              = a              f32 f16 bf16             f32 f16 bf16, broadcast
 //   scale, sqr, sqrt, silu, gelu,   = a              f32 f16 bf16
@@ -29,8 +29,8 @@
 //   norm, rms_norm                  f32              f32
 //   soft_max                        f32              f32                      none, f32, f16 mask
 //                                                                             (src[2]: f32 sinks)
-//   mul_mat                         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16
-//   get_rows                        f32 (i32)        f32 f16 bf16 q8_0 q4_0   i32 indices
+//   mul_mat                         f32              f32 f16 bf16 quantized   f32 f16 bf16
+//   get_rows                        f32 (i32)        f32 f16 bf16 quantized   i32 indices
 //                                                    (i32)
 //   rope (normal, neox, mrope,      = a              f32 f16                  i32 positions
 //   vision, imrope)                                                           (src[2]: f32 freq
@@ -39,9 +39,9 @@
 //                                                    contiguous rows)
 //   glu (every function)            = a              f32 f16 bf16             none, or = a (split)
 //   set_rows (b, idx, a)            = a: f32 f16     f32 f16 bf16 (b, the     i32 or i64 row
-//                                   bf16 q8_0 q4_0   rows written)            numbers (idx)
+//                                   bf16 quantized   rows written)            numbers (idx)
 //   pad                             = a              f32 f16 bf16
-//   mul_mat_id (as, b, ids)         f32              f32 f16 bf16 q8_0 q4_0   f32 f16 bf16 (b);
+//   mul_mat_id (as, b, ids)         f32              f32 f16 bf16 quantized   f32 f16 bf16 (b);
 //                                                    (as: the experts)        i32 ids (src[2])
 //   add_id (a, b, ids)              f32              f32                      f32 (b: a row per
 //                                                                             expert); i32 ids
@@ -50,6 +50,9 @@
 //   sinks)                                                                    (k; v at src[2] the
 //                                                                             same set); f16 mask,
 //                                                                             f32 sinks (src[3, 4])
+//
+// "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
+// iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
 // operands keep their rows' blocks contiguous, mul_mat's weights are not transposed, and
@@ -449,9 +452,11 @@ inline std::string_view pad(const tensor& t) noexcept {
     return {};
 }
 
-/// flash_attn_ext's K or V: a float or quantized type, contiguous rows of whole blocks.
+/// flash_attn_ext's K or V: f32, f16, bf16, q8_0 or q4_0 (the KV-cache types), contiguous
+/// rows of whole blocks.
 inline bool attention_operand(const tensor& x) noexcept {
-    return real_type(x.type) && x.rows_contiguous() && whole_blocks(x);
+    const bool cache_type = float_type(x.type) || x.type == elem_type::q8_0 || x.type == elem_type::q4_0;
+    return cache_type && x.rows_contiguous() && whole_blocks(x);
 }
 
 /// flash_attn_ext's mask (src[3]) and sinks (src[4]) for q [D_k, n_q, n_head, ne3] and

@@ -1,11 +1,13 @@
 #pragma once
 // Element types and their storage.
 //
-// Float types are stored element by element; quantized types in blocks of 32 values
-// with one f16 scale, bit-compatible with ggml's types of the same name so that weights
-// from ggml files can be used as they are. Row sizes of quantized tensors are therefore
-// counted in blocks: a row of n values needs n / block_size blocks, and n must be a
-// multiple of the block size.
+// Float types are stored element by element; quantized types in blocks (32 values, or
+// super-blocks of 256 for the K-quants), bit-compatible with ggml's types of the same name
+// so that weights from GGUF files are used as they are. Row sizes of quantized tensors are
+// therefore counted in blocks: a row of n values needs n / block_size blocks, and n must be
+// a multiple of the block size. The block layouts beyond q8_0 and q4_0 and their
+// quantizers are in quants.hpp and kquants.hpp; row conversions of every type in
+// convert.hpp.
 
 #include <array>
 #include <bit>
@@ -19,7 +21,8 @@
 namespace backplane {
 
 /// Element types. i32 is the index type (get_rows indices, rope positions, argmax); i64
-/// holds 64-bit indices (set_rows' row numbers, as ggml's I64).
+/// holds 64-bit indices (set_rows' row numbers, as ggml's I64). The weight types after i64
+/// are ggml's of the same names; q8_K is the activation type of the K-quants' dot products.
 enum class elem_type : std::uint8_t {
     f32,
     f16,
@@ -28,12 +31,24 @@ enum class elem_type : std::uint8_t {
     q4_0,
     i32,
     i64,
+    q4_1,
+    q5_0,
+    q5_1,
+    q2_K,
+    q3_K,
+    q4_K,
+    q5_K,
+    q6_K,
+    q8_K,
+    iq4_nl,
+    mxfp4,
 };
 
-inline constexpr std::size_t elem_type_count = 7;
+inline constexpr std::size_t elem_type_count = 18;
 inline constexpr std::array<elem_type, elem_type_count> all_elem_types = {
-    elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::q8_0, elem_type::q4_0, elem_type::i32,
-    elem_type::i64};
+    elem_type::f32,  elem_type::f16,  elem_type::bf16, elem_type::q8_0,   elem_type::q4_0,  elem_type::i32,
+    elem_type::i64,  elem_type::q4_1, elem_type::q5_0, elem_type::q5_1,   elem_type::q2_K,  elem_type::q3_K,
+    elem_type::q4_K, elem_type::q5_K, elem_type::q6_K, elem_type::q8_K,   elem_type::iq4_nl, elem_type::mxfp4};
 
 /// 16-bit IEEE half and bfloat16 as distinct storage types (no arithmetic on purpose:
 /// convert to float, compute, convert back).
@@ -83,10 +98,25 @@ inline constexpr std::array<type_traits, elem_type_count + 1> type_table = {{
     {"q4_0", qk4_0, sizeof(block_q4_0), true, true},
     {"i32", 1, 4, false, false},
     {"i64", 1, 8, false, false},
+    {"q4_1", 32, 20, true, true},
+    {"q5_0", 32, 22, true, true},
+    {"q5_1", 32, 24, true, true},
+    {"q2_K", 256, 84, true, true},
+    {"q3_K", 256, 110, true, true},
+    {"q4_K", 256, 144, true, true},
+    {"q5_K", 256, 176, true, true},
+    {"q6_K", 256, 210, true, true},
+    {"q8_K", 256, 292, true, true},
+    {"iq4_nl", 32, 18, true, true},
+    {"mxfp4", 32, 17, true, true},
     {"?", 1, 0, false, false}, // any other value
 }};
-static_assert(static_cast<std::size_t>(elem_type::i64) + 1 == elem_type_count, "type_table follows elem_type");
+static_assert(static_cast<std::size_t>(elem_type::mxfp4) + 1 == elem_type_count, "type_table follows elem_type");
 } // namespace detail
+
+/// The most values and bytes a block of any type holds (the K-quants' super-blocks; q8_K).
+inline constexpr std::int64_t max_block_size = 256;
+inline constexpr std::size_t max_type_size = 292;
 
 constexpr const type_traits& traits(elem_type t) noexcept {
     const auto i = static_cast<std::size_t>(t);
@@ -181,8 +211,8 @@ constexpr bf16_t f32_to_bf16(float f) noexcept {
 }
 
 // ---------------------------------------------------------------------------------------
-// Row conversions. n is the number of values; for quantized types it must be a multiple
-// of 32 (callers validate; these functions do not check on the hot path).
+// q8_0 and q4_0. n is the number of values, a multiple of 32 (callers validate; these
+// functions do not check on the hot path).
 
 namespace detail {
 /// The value of largest magnitude among x[0..n), the first of equals, its sign kept (0 when
@@ -241,56 +271,6 @@ inline void dequantize_row_q4_0(const block_q4_0* x, float* y, std::int64_t n) n
             y[b * qk4_0 + j] = d * static_cast<float>((x[b].qs[j] & 0x0f) - 8);
             y[b * qk4_0 + j + qk4_0 / 2] = d * static_cast<float>((x[b].qs[j] >> 4) - 8);
         }
-    }
-}
-
-/// Converts a row of n f32 values to type t (f32, f16, bf16, q8_0, q4_0, i32 and i64 by
-/// truncation).
-inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n) noexcept {
-    switch (t) {
-    case elem_type::f32: std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float)); break;
-    case elem_type::f16:
-        for (std::int64_t i = 0; i < n; ++i) static_cast<f16_t*>(y)[i] = f32_to_f16(x[i]);
-        break;
-    case elem_type::bf16:
-        for (std::int64_t i = 0; i < n; ++i) static_cast<bf16_t*>(y)[i] = f32_to_bf16(x[i]);
-        break;
-    case elem_type::q8_0: quantize_row_q8_0(x, static_cast<block_q8_0*>(y), n); break;
-    case elem_type::q4_0: quantize_row_q4_0(x, static_cast<block_q4_0*>(y), n); break;
-    case elem_type::i32:
-        for (std::int64_t i = 0; i < n; ++i) static_cast<std::int32_t*>(y)[i] = static_cast<std::int32_t>(x[i]);
-        break;
-    case elem_type::i64: // by bytes: the row need not be aligned to 8
-        for (std::int64_t i = 0; i < n; ++i) {
-            const auto v = static_cast<std::int64_t>(x[i]);
-            std::memcpy(static_cast<std::byte*>(y) + i * 8, &v, 8);
-        }
-        break;
-    }
-}
-
-/// Converts a row of n values of type t to f32.
-inline void to_float_row(elem_type t, const void* x, float* y, std::int64_t n) noexcept {
-    switch (t) {
-    case elem_type::f32: std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float)); break;
-    case elem_type::f16:
-        for (std::int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(static_cast<const f16_t*>(x)[i]);
-        break;
-    case elem_type::bf16:
-        for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(static_cast<const bf16_t*>(x)[i]);
-        break;
-    case elem_type::q8_0: dequantize_row_q8_0(static_cast<const block_q8_0*>(x), y, n); break;
-    case elem_type::q4_0: dequantize_row_q4_0(static_cast<const block_q4_0*>(x), y, n); break;
-    case elem_type::i32:
-        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const std::int32_t*>(x)[i]);
-        break;
-    case elem_type::i64: // by bytes: the row need not be aligned to 8
-        for (std::int64_t i = 0; i < n; ++i) {
-            std::int64_t v;
-            std::memcpy(&v, static_cast<const std::byte*>(x) + i * 8, 8);
-            y[i] = static_cast<float>(v);
-        }
-        break;
     }
 }
 

@@ -22,10 +22,12 @@
 //
 // The reader trusts nothing: every read is bounds-checked against the bytes there are;
 // counts and lengths are bounded by the bytes left before anything is allocated; extents
-// must be positive and their product fit; tensor types must be one of f32, f16, bf16,
-// q8_0, q4_0, i32, i64 with whole blocks; each tensor's bytes must lie inside the data
-// section, aligned (to general.alignment, and from the file's start to what its elements
-// need: 8 bytes for i64, 4 for f32 and i32, 2 for the rest), without overlapping another.
+// must be positive and their product fit; tensor types must be one of backplane's element
+// types (f32, f16, bf16, i32, i64 and the quantized q8_0, q4_0, q4_1, q5_0, q5_1, q2_K to
+// q6_K, q8_K, iq4_nl, mxfp4) with whole blocks; each tensor's bytes must lie inside the
+// data section, aligned (to general.alignment, and from the file's start to what its
+// elements need: 8 bytes for i64, 4 for f32, i32 and q8_K, 1 for mxfp4, 2 for the rest),
+// without overlapping another.
 // Any violation is an errc::invalid_argument status naming the byte offset and what was
 // expected. Nothing aborts, nothing leaks.
 
@@ -129,9 +131,20 @@ constexpr std::size_t storage_alignment(elem_type t) noexcept {
     switch (t) {
     case elem_type::f32:
     case elem_type::i32: return 4;
+    case elem_type::q8_K: return 4; // an f32 scale first
     case elem_type::i64: return 8;
-    default: return 2; // f16, bf16, and the blocks of q8_0 and q4_0 (an f16 scale first)
+    case elem_type::mxfp4: return 1; // bytes only
+    default: return 2; // f16, bf16, and the other blocks (f16 scales)
     }
+}
+/// The names of every element type, comma-separated (for errors).
+inline std::string type_names() {
+    std::string out;
+    for (elem_type t : all_elem_types) {
+        if (!out.empty()) out += ", ";
+        out += backplane::to_string(t);
+    }
+    return out;
 }
 } // namespace detail
 
@@ -152,6 +165,17 @@ constexpr std::uint32_t ggml_type_of(elem_type t) noexcept {
         return 27;
     case elem_type::bf16:
         return 30;
+    case elem_type::q4_1: return 3;
+    case elem_type::q5_0: return 6;
+    case elem_type::q5_1: return 7;
+    case elem_type::q2_K: return 10;
+    case elem_type::q3_K: return 11;
+    case elem_type::q4_K: return 12;
+    case elem_type::q5_K: return 13;
+    case elem_type::q6_K: return 14;
+    case elem_type::q8_K: return 15;
+    case elem_type::iq4_nl: return 20;
+    case elem_type::mxfp4: return 39;
     }
     return 0xffffffffu;
 }
@@ -623,7 +647,7 @@ class file {
             const auto et = elem_type_of_ggml(gt);
             if (!et)
                 return c.error("tensor '" + ti.name + "' has ggml type " + std::to_string(gt) +
-                               ", not one of f32, f16, bf16, q8_0, q4_0, i32, i64");
+                               ", not one backplane reads (" + detail::type_names() + ")");
             ti.type = *et;
             if (ti.ne[0] % block_size(ti.type) != 0)
                 return c.error("tensor '" + ti.name + "' rows of " + std::to_string(ti.ne[0]) +

@@ -14,6 +14,7 @@
 // whole request is checked before any byte moves (no overflow in the checks), so a
 // request that does not fit changes nothing.
 
+#include <backplane/core/convert.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/memory/buffer.hpp>

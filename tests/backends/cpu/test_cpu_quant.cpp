@@ -22,6 +22,7 @@
 
 #include <backplane/backends/cpu/fast/quant.hpp>
 #include <backplane/backends/cpu/isa.hpp>
+#include <backplane/core/convert.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 

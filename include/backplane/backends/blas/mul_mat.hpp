@@ -17,6 +17,7 @@
 
 #include <backplane/backends/blas/cblas.hpp>
 #include <backplane/backends/blas/supports.hpp>
+#include <backplane/core/convert.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 

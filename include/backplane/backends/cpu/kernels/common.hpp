@@ -1,12 +1,13 @@
 #pragma once
 // Shared pieces of the CPU reference kernels: element loads and stores for the float
-// storage types, addressing through a tensor's byte strides, row enumeration, one-block
-// (de)quantization, and the dispatch from a run-time element type to a template argument.
+// storage types, addressing through a tensor's byte strides, row enumeration, quantized
+// rows, and the dispatch from a run-time element type to a template argument.
 //
 // Every kernel reads and writes through memcpy-based accessors, so any byte stride and
 // any alignment a view can produce is fine (UBSan-clean), and computes in f32 like ggml.
 
 #include <backplane/backends/cpu/compute_params.hpp>
+#include <backplane/core/convert.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 
@@ -97,45 +98,23 @@ struct row_coord {
     return {i1, i2, r / ne[2]};
 }
 
-// -- one quantized block ----------------------------------------------------------------
-// Blocks are copied through a local, suitably aligned block so that a view at any byte
-// offset or block stride is read and written correctly; the conversion itself is core's
-// (the row functions behind to_float_row / from_float_row), so every backend agrees on
-// the bits.
+// -- quantized rows -----------------------------------------------------------------
+// Blocks are read and written one at a time through core's dequantize_block /
+// quantize_block (convert.hpp), which copy through an aligned local block, so a view at any
+// byte offset or block stride is handled; every backend agrees on the bits.
 
-inline constexpr i64 qblock = 32; ///< values per block of every quantized type here
-static_assert(qk8_0 == qblock && qk4_0 == qblock);
-
-inline void dequantize_block(elem_type t, const std::byte* p, float* out) noexcept {
-    if (t == elem_type::q8_0) {
-        block_q8_0 b;
-        std::memcpy(&b, p, sizeof b);
-        dequantize_row_q8_0(&b, out, qblock);
-    } else {
-        block_q4_0 b;
-        std::memcpy(&b, p, sizeof b);
-        dequantize_row_q4_0(&b, out, qblock);
-    }
-}
-inline void quantize_block(elem_type t, const float* in, std::byte* p) noexcept {
-    if (t == elem_type::q8_0) {
-        block_q8_0 b;
-        quantize_row_q8_0(in, &b, qblock);
-        std::memcpy(p, &b, sizeof b);
-    } else {
-        block_q4_0 b;
-        quantize_row_q4_0(in, &b, qblock);
-        std::memcpy(p, &b, sizeof b);
-    }
-}
+/// Values the reference kernels convert at a time: a whole number of blocks of every type.
+inline constexpr i64 row_chunk = max_block_size;
+static_assert(row_chunk % 32 == 0);
 
 /// Values [i0, i0 + n) of the row at `row` (a row of type t with unit stride nb0) as
 /// f32. For quantized types i0 and n are multiples of the block size.
 inline void read_row_f32(elem_type t, const std::byte* row, std::size_t nb0, i64 i0, i64 n,
                          float* out) noexcept {
     if (is_quantized(t)) {
-        for (i64 k = 0; k < n; k += qblock)
-            dequantize_block(t, row + static_cast<std::size_t>((i0 + k) / qblock) * nb0, out + k);
+        const i64 bs = block_size(t);
+        for (i64 k = 0; k < n; k += bs)
+            dequantize_block(t, row + static_cast<std::size_t>((i0 + k) / bs) * nb0, out + k);
         return;
     }
     visit_float(t, [&]<class T>() {
@@ -150,8 +129,9 @@ inline void read_row_f32(elem_type t, const std::byte* row, std::size_t nb0, i64
 inline void write_row_f32(elem_type t, std::byte* row, std::size_t nb0, i64 i0, i64 n,
                           const float* in) noexcept {
     if (is_quantized(t)) {
-        for (i64 k = 0; k < n; k += qblock)
-            quantize_block(t, in + k, row + static_cast<std::size_t>((i0 + k) / qblock) * nb0);
+        const i64 bs = block_size(t);
+        for (i64 k = 0; k < n; k += bs)
+            quantize_block(t, in + k, row + static_cast<std::size_t>((i0 + k) / bs) * nb0);
         return;
     }
     visit_float(t, [&]<class T>() {

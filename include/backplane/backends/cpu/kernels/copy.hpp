@@ -56,12 +56,13 @@ void gather_f32(const tensor& t, i64 first, i64 n, float* out) noexcept {
         const std::byte* row = row_ptr(t, i1, i2, i3);
         const i64 take = std::min(n, ne0 - i0);
         if constexpr (std::is_void_v<T>) {
-            float blk[qblock];
+            float blk[max_block_size];
+            const i64 bs = block_size(t.type);
             for (i64 k = 0; k < take;) {
                 const i64 j = i0 + k;
-                const i64 in_blk = j % qblock;
-                dequantize_block(t.type, row + static_cast<std::size_t>(j / qblock) * t.nb[0], blk);
-                const i64 m = std::min(take - k, qblock - in_blk);
+                const i64 in_blk = j % bs;
+                dequantize_block(t.type, row + static_cast<std::size_t>(j / bs) * t.nb[0], blk);
+                const i64 m = std::min(take - k, bs - in_blk);
                 std::copy_n(blk + in_blk, m, out + k);
                 k += m;
             }
@@ -104,7 +105,7 @@ inline void copy(const compute_params& p, tensor& dst) noexcept {
     }
 
     // Chunks are whole blocks, so a quantized destination row is written block by block.
-    constexpr i64 chunk = 8 * qblock;
+    constexpr i64 chunk = row_chunk;
     float buf[chunk];
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);

@@ -42,7 +42,7 @@ namespace detail {
 /// times column pb of b (K values of stride bnb0, of b_type), in chunks of K.
 inline void mat_vec_column(const tensor& a, i64 a2, i64 a3, elem_type b_type, const std::byte* pb, std::size_t bnb0,
                            std::byte* pd, std::size_t dnb0, i64 M) noexcept {
-    constexpr i64 chunk = 8 * qblock; // whole blocks of a quantized a
+    constexpr i64 chunk = row_chunk; // whole blocks of a quantized a
     float bcol[chunk];
     float arow[chunk];
     const i64 K = a.ne[0];
@@ -117,7 +117,7 @@ inline bool get_rows(const compute_params& p, tensor& dst) noexcept {
         return true;
     const i64 E = a.ne[0];
     const bool ints = a.type == elem_type::i32;
-    constexpr i64 chunk = 8 * qblock;
+    constexpr i64 chunk = row_chunk;
     float buf[chunk];
 
     bool all_valid = true;

@@ -36,7 +36,7 @@ inline void write_converted_row(const tensor& b, const std::byte* src, tensor& d
             std::memcpy(out + static_cast<std::size_t>(i) * dst.nb[0], src + static_cast<std::size_t>(i) * b.nb[0], ts);
         return;
     }
-    constexpr i64 chunk = 8 * qblock;
+    constexpr i64 chunk = row_chunk;
     float buf[chunk];
     for (i64 c0 = 0; c0 < E; c0 += chunk) {
         const i64 len = std::min(chunk, E - c0);

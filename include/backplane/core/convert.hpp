@@ -1,0 +1,144 @@
+#pragma once
+// Row conversions between f32 and every element type: the one place that maps a run-time
+// elem_type to its quantizer and dequantizer (the reference ones of types.hpp, quants.hpp
+// and kquants.hpp). n is the number of values; for a quantized type it must be a multiple
+// of the type's block size, and the row must be aligned for its block (callers validate
+// and copy unaligned blocks; these functions do not check on the hot path).
+
+#include <backplane/core/kquants.hpp>
+#include <backplane/core/quants.hpp>
+#include <backplane/core/types.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace backplane {
+
+static_assert(type_size(elem_type::q4_1) == sizeof(block_q4_1) && type_size(elem_type::q5_0) == sizeof(block_q5_0) &&
+                  type_size(elem_type::q5_1) == sizeof(block_q5_1) &&
+                  type_size(elem_type::iq4_nl) == sizeof(block_iq4_nl) &&
+                  type_size(elem_type::mxfp4) == sizeof(block_mxfp4),
+              "the type table follows quants.hpp's blocks");
+static_assert(type_size(elem_type::q2_K) == sizeof(block_q2_K) && type_size(elem_type::q3_K) == sizeof(block_q3_K) &&
+                  type_size(elem_type::q4_K) == sizeof(block_q4_K) && type_size(elem_type::q5_K) == sizeof(block_q5_K) &&
+                  type_size(elem_type::q6_K) == sizeof(block_q6_K) && type_size(elem_type::q8_K) == sizeof(block_q8_K),
+              "the type table follows kquants.hpp's blocks");
+static_assert(block_size(elem_type::q4_K) == qk_k && block_size(elem_type::q4_1) == qk_small && max_type_size == sizeof(block_q8_K));
+
+namespace detail {
+/// Calls f(block pointer) with x viewed as blocks of quantized type t's block struct.
+template <class Ptr, class F> void visit_blocks(elem_type t, Ptr x, F&& f) noexcept {
+    constexpr bool c = std::is_const_v<std::remove_pointer_t<Ptr>>;
+    using raw = std::conditional_t<c, const void*, void*>;
+    auto as = [&]<class B>() { f(static_cast<std::conditional_t<c, const B*, B*>>(static_cast<raw>(x))); };
+    switch (t) {
+    case elem_type::q8_0: as.template operator()<block_q8_0>(); break;
+    case elem_type::q4_0: as.template operator()<block_q4_0>(); break;
+    case elem_type::q4_1: as.template operator()<block_q4_1>(); break;
+    case elem_type::q5_0: as.template operator()<block_q5_0>(); break;
+    case elem_type::q5_1: as.template operator()<block_q5_1>(); break;
+    case elem_type::q2_K: as.template operator()<block_q2_K>(); break;
+    case elem_type::q3_K: as.template operator()<block_q3_K>(); break;
+    case elem_type::q4_K: as.template operator()<block_q4_K>(); break;
+    case elem_type::q5_K: as.template operator()<block_q5_K>(); break;
+    case elem_type::q6_K: as.template operator()<block_q6_K>(); break;
+    case elem_type::q8_K: as.template operator()<block_q8_K>(); break;
+    case elem_type::iq4_nl: as.template operator()<block_iq4_nl>(); break;
+    case elem_type::mxfp4: as.template operator()<block_mxfp4>(); break;
+    default: break;
+    }
+}
+
+inline void quantize_row(const float* x, block_q8_0* y, std::int64_t n) noexcept { quantize_row_q8_0(x, y, n); }
+inline void quantize_row(const float* x, block_q4_0* y, std::int64_t n) noexcept { quantize_row_q4_0(x, y, n); }
+inline void quantize_row(const float* x, block_q4_1* y, std::int64_t n) noexcept { quantize_row_q4_1(x, y, n); }
+inline void quantize_row(const float* x, block_q5_0* y, std::int64_t n) noexcept { quantize_row_q5_0(x, y, n); }
+inline void quantize_row(const float* x, block_q5_1* y, std::int64_t n) noexcept { quantize_row_q5_1(x, y, n); }
+inline void quantize_row(const float* x, block_q2_K* y, std::int64_t n) noexcept { quantize_row_q2_K(x, y, n); }
+inline void quantize_row(const float* x, block_q3_K* y, std::int64_t n) noexcept { quantize_row_q3_K(x, y, n); }
+inline void quantize_row(const float* x, block_q4_K* y, std::int64_t n) noexcept { quantize_row_q4_K(x, y, n); }
+inline void quantize_row(const float* x, block_q5_K* y, std::int64_t n) noexcept { quantize_row_q5_K(x, y, n); }
+inline void quantize_row(const float* x, block_q6_K* y, std::int64_t n) noexcept { quantize_row_q6_K(x, y, n); }
+inline void quantize_row(const float* x, block_q8_K* y, std::int64_t n) noexcept { quantize_row_q8_K(x, y, n); }
+inline void quantize_row(const float* x, block_iq4_nl* y, std::int64_t n) noexcept { quantize_row_iq4_nl(x, y, n); }
+inline void quantize_row(const float* x, block_mxfp4* y, std::int64_t n) noexcept { quantize_row_mxfp4(x, y, n); }
+
+inline void dequantize_row(const block_q8_0* x, float* y, std::int64_t n) noexcept { dequantize_row_q8_0(x, y, n); }
+inline void dequantize_row(const block_q4_0* x, float* y, std::int64_t n) noexcept { dequantize_row_q4_0(x, y, n); }
+inline void dequantize_row(const block_q4_1* x, float* y, std::int64_t n) noexcept { dequantize_row_q4_1(x, y, n); }
+inline void dequantize_row(const block_q5_0* x, float* y, std::int64_t n) noexcept { dequantize_row_q5_0(x, y, n); }
+inline void dequantize_row(const block_q5_1* x, float* y, std::int64_t n) noexcept { dequantize_row_q5_1(x, y, n); }
+inline void dequantize_row(const block_q2_K* x, float* y, std::int64_t n) noexcept { dequantize_row_q2_K(x, y, n); }
+inline void dequantize_row(const block_q3_K* x, float* y, std::int64_t n) noexcept { dequantize_row_q3_K(x, y, n); }
+inline void dequantize_row(const block_q4_K* x, float* y, std::int64_t n) noexcept { dequantize_row_q4_K(x, y, n); }
+inline void dequantize_row(const block_q5_K* x, float* y, std::int64_t n) noexcept { dequantize_row_q5_K(x, y, n); }
+inline void dequantize_row(const block_q6_K* x, float* y, std::int64_t n) noexcept { dequantize_row_q6_K(x, y, n); }
+inline void dequantize_row(const block_q8_K* x, float* y, std::int64_t n) noexcept { dequantize_row_q8_K(x, y, n); }
+inline void dequantize_row(const block_iq4_nl* x, float* y, std::int64_t n) noexcept { dequantize_row_iq4_nl(x, y, n); }
+inline void dequantize_row(const block_mxfp4* x, float* y, std::int64_t n) noexcept { dequantize_row_mxfp4(x, y, n); }
+} // namespace detail
+
+/// Converts a row of n f32 values to type t (floats rounded to nearest even, quantized
+/// types by core's reference quantizers, i32 and i64 by truncation).
+inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n) noexcept {
+    switch (t) {
+    case elem_type::f32: std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float)); break;
+    case elem_type::f16:
+        for (std::int64_t i = 0; i < n; ++i) static_cast<f16_t*>(y)[i] = f32_to_f16(x[i]);
+        break;
+    case elem_type::bf16:
+        for (std::int64_t i = 0; i < n; ++i) static_cast<bf16_t*>(y)[i] = f32_to_bf16(x[i]);
+        break;
+    case elem_type::i32:
+        for (std::int64_t i = 0; i < n; ++i) static_cast<std::int32_t*>(y)[i] = static_cast<std::int32_t>(x[i]);
+        break;
+    case elem_type::i64: // by bytes: the row need not be aligned to 8
+        for (std::int64_t i = 0; i < n; ++i) {
+            const auto v = static_cast<std::int64_t>(x[i]);
+            std::memcpy(static_cast<std::byte*>(y) + i * 8, &v, 8);
+        }
+        break;
+    default: detail::visit_blocks(t, y, [&](auto* blocks) { detail::quantize_row(x, blocks, n); }); break;
+    }
+}
+
+/// Converts a row of n values of type t to f32.
+inline void to_float_row(elem_type t, const void* x, float* y, std::int64_t n) noexcept {
+    switch (t) {
+    case elem_type::f32: std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float)); break;
+    case elem_type::f16:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(static_cast<const f16_t*>(x)[i]);
+        break;
+    case elem_type::bf16:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(static_cast<const bf16_t*>(x)[i]);
+        break;
+    case elem_type::i32:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const std::int32_t*>(x)[i]);
+        break;
+    case elem_type::i64: // by bytes: the row need not be aligned to 8
+        for (std::int64_t i = 0; i < n; ++i) {
+            std::int64_t v;
+            std::memcpy(&v, static_cast<const std::byte*>(x) + i * 8, 8);
+            y[i] = static_cast<float>(v);
+        }
+        break;
+    default: detail::visit_blocks(t, x, [&](const auto* blocks) { detail::dequantize_row(blocks, y, n); }); break;
+    }
+}
+
+/// One block of quantized type t at p (any alignment) as block_size(t) f32 values.
+inline void dequantize_block(elem_type t, const std::byte* p, float* out) noexcept {
+    alignas(16) std::byte b[max_type_size];
+    std::memcpy(b, p, type_size(t));
+    to_float_row(t, b, out, block_size(t));
+}
+/// block_size(t) f32 values quantized into one block of type t at p (any alignment).
+inline void quantize_block(elem_type t, const float* in, std::byte* p) noexcept {
+    alignas(16) std::byte b[max_type_size];
+    from_float_row(t, in, b, block_size(t));
+    std::memcpy(p, b, type_size(t));
+}
+
+} // namespace backplane
