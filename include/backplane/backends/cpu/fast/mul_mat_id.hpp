@@ -273,12 +273,14 @@ inline void scatter(const compute_params& p, tensor& dst, const layout& l, const
 } // namespace mul_mat_id_detail
 
 /// True when the fast path computes this mul_mat_id node: the fast mul_mat takes an
-/// expert's matrix times contiguous f32 columns.
+/// expert's matrix times contiguous f32 columns. Quantized experts need quant.hpp's
+/// kernels (q8_0, q4_0), whose q8_0 columns this path gathers; K-quant experts are left
+/// to the reference kernel.
 inline bool mul_mat_id_applies(const tensor& dst) noexcept {
     const tensor* as = dst.src[0];
     if (as == nullptr || dst.src[1] == nullptr || dst.src[2] == nullptr || dst.nelements() <= 0) return false;
     mul_mat_id_detail::inner_node in(*as, 0, 1, nullptr, nullptr);
-    return mul_mat_applies(in.dst);
+    return is_quantized(as->type) ? quant_applies(in.dst) : mul_mat_applies(in.dst);
 }
 
 /// Work buffer bytes the node needs with nth threads (0 when the fast path does not apply).

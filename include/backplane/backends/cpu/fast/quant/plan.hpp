@@ -24,12 +24,10 @@
 // Panel scratch: the AVX-512 kernels repack 32 weight rows, kc_blocks blocks of K at a
 // time (see avx512.hpp).
 //
-// Jobs: (matrix of b, chunk of columns, panel of rows), panel fastest. A chunk holds as
-// many columns as keep their quantized b within a cache budget; when there are fewer jobs
-// than threads, chunks are made smaller, so that a single row panel (small M, large N)
-// or a mat-vec (N = 1, many panels) both split across threads.
+// Jobs: (matrix of b, chunk of columns, panel of rows), as fast/jobs.hpp cuts them.
 
 #include <backplane/backends/cpu/compute_params.hpp>
+#include <backplane/backends/cpu/fast/jobs.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
@@ -46,12 +44,11 @@ using i64 = std::int64_t;
 
 inline constexpr i64 qk = 32;           ///< values per block (q8_0 and q4_0)
 inline constexpr i64 rec_bytes = 40;    ///< bytes of one quantized b block record
-inline constexpr i64 panel_rows = 32;   ///< weight rows per job (and per AVX-512 panel)
+using jobs::panel_rows;
 inline constexpr i64 panel_block_bytes = 32 * 32 + 32 * 4; ///< packed bytes + f32 scales
 inline constexpr int nr_avx512 = 7;     ///< b tile width of the AVX-512 microkernel
 inline constexpr i64 kc_blocks = 16;    ///< K blocks per packed AVX-512 panel chunk
 inline constexpr i64 gemv_max_cols = 1; ///< up to this N, AVX-512 streams unpacked weights (mat-vec)
-inline constexpr std::size_t chunk_budget = std::size_t{1} << 20; ///< quantized b per job
 
 /// The instruction set a node is computed with: the requested level, never above what
 /// the CPU has, and portable where no x86 kernels are compiled.
@@ -175,77 +172,15 @@ inline std::size_t work_bytes(const plan& p, int nth) noexcept {
 #endif
 }
 
-/// How the node is cut into jobs for a level (see the header comment).
-struct job_grid {
-    i64 panels = 0;      ///< row panels per matrix (panel_rows rows each)
-    i64 chunks = 0;      ///< column chunks per matrix
-    i64 chunk_cols = 0;  ///< columns per chunk (a multiple of the tile width)
-    [[nodiscard]] i64 jobs(const plan& p) const noexcept { return p.matrices() * chunks * panels; }
-};
-
-inline job_grid make_grid(const plan& p, int nth, int nr) noexcept {
-    job_grid g;
-    g.panels = (p.M + panel_rows - 1) / panel_rows;
-    const i64 tiles = (p.N + nr - 1) / nr;
-    const i64 tile_bytes = nr * p.col_bytes();
-    i64 per = std::max<i64>(1, static_cast<i64>(chunk_budget) / tile_bytes); // tiles per chunk
-    i64 chunks = (tiles + per - 1) / per;
-    const i64 have = p.matrices() * g.panels;
-    if (have * chunks < nth) chunks = std::min<i64>(tiles, (nth + have - 1) / have);
-    per = (tiles + chunks - 1) / chunks;
-    g.chunks = (tiles + per - 1) / per;
-    g.chunk_cols = per * nr;
-    return g;
-}
-
-/// Job j of the grid: matrix bi (of b), columns [n0, n1), rows [m0, m1).
-struct job {
-    i64 bi, n0, n1, m0, m1;
-};
-inline job job_at(const plan& p, const job_grid& g, i64 j) noexcept {
-    const i64 panel = j % g.panels;
-    j /= g.panels;
-    const i64 chunk = j % g.chunks;
-    const i64 bi = j / g.chunks;
-    const i64 n0 = chunk * g.chunk_cols;
-    const i64 m0 = panel * panel_rows;
-    return {bi, n0, std::min(p.N, n0 + g.chunk_cols), m0, std::min(p.M, m0 + panel_rows)};
-}
-
-// -- small helpers shared by the kernels -----------------------------------------------
-
-inline std::int32_t load_i32(const void* p) noexcept {
-    std::int32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-inline float load_f32(const void* p) noexcept {
-    float v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-inline f16_t load_f16(const void* p) noexcept {
-    f16_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/// Row (m) of the weight matrix that meets matrix bi of b.
-inline const std::byte* weight_row(const tensor& a, const plan& p, i64 bi, i64 m) noexcept {
-    const i64 i2 = bi % p.B2;
-    const i64 i3 = bi / p.B2;
-    return static_cast<const std::byte*>(a.data) + static_cast<std::size_t>(m) * a.nb[1] +
-           static_cast<std::size_t>(i2 / p.r2) * a.nb[2] + static_cast<std::size_t>(i3 / p.r3) * a.nb[3];
-}
-/// Address of dst[m, n] of matrix bi (any alignment: stores go through memcpy or
-/// unaligned vector stores).
-inline std::byte* dst_at(tensor& dst, const plan& p, i64 bi, i64 m, i64 n) noexcept {
-    const i64 i2 = bi % p.B2;
-    const i64 i3 = bi / p.B2;
-    return static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(m) * sizeof(float) +
-           static_cast<std::size_t>(n) * dst.nb[1] + static_cast<std::size_t>(i2) * dst.nb[2] +
-           static_cast<std::size_t>(i3) * dst.nb[3];
-}
-inline void store_f32(std::byte* p, float v) noexcept { std::memcpy(p, &v, sizeof v); }
+using jobs::dst_at;
+using jobs::job;
+using jobs::job_at;
+using jobs::job_grid;
+using jobs::load_f16;
+using jobs::load_f32;
+using jobs::load_i32;
+using jobs::make_grid;
+using jobs::store_f32;
+using jobs::weight_row;
 
 } // namespace backplane::cpu::fast::quant

@@ -1,0 +1,99 @@
+#pragma once
+// What the quantized mul_mat kernels (quant/, kquant/) share about cutting a node into
+// jobs and addressing its operands: the job grid (matrix of b, chunk of columns, panel of
+// 32 weight rows, panel fastest), where a weight row and a result element are, and
+// unaligned scalar loads and stores. A plan (quant::plan, kquant::plan) provides M, N, B2,
+// B3, r2, r3, matrices() and col_bytes() (the bytes of one quantized column of b).
+//
+// A chunk holds as many columns as keep their quantized b within a cache budget; when
+// there are fewer jobs than threads, chunks are made smaller, so that a single row panel
+// (small M, large N) or a mat-vec (N = 1, many panels) both split across threads.
+
+#include <backplane/core/tensor.hpp>
+#include <backplane/core/types.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace backplane::cpu::fast::jobs {
+
+using i64 = std::int64_t;
+
+inline constexpr i64 panel_rows = 32;                             ///< weight rows per job
+inline constexpr std::size_t chunk_budget = std::size_t{1} << 20; ///< quantized b per job
+
+/// How a node is cut into jobs.
+struct job_grid {
+    i64 panels = 0;     ///< row panels per matrix (panel_rows rows each)
+    i64 chunks = 0;     ///< column chunks per matrix
+    i64 chunk_cols = 0; ///< columns per chunk (a multiple of the tile width)
+    template <class Plan> [[nodiscard]] i64 jobs(const Plan& p) const noexcept { return p.matrices() * chunks * panels; }
+};
+
+/// The grid for nth threads and a kernel whose column tiles are nr wide (1: any).
+template <class Plan> job_grid make_grid(const Plan& p, int nth, int nr) noexcept {
+    job_grid g;
+    g.panels = (p.M + panel_rows - 1) / panel_rows;
+    const i64 tiles = (p.N + nr - 1) / nr;
+    const i64 tile_bytes = nr * p.col_bytes();
+    i64 per = std::max<i64>(1, static_cast<i64>(chunk_budget) / tile_bytes); // tiles per chunk
+    i64 chunks = (tiles + per - 1) / per;
+    const i64 have = p.matrices() * g.panels;
+    if (have * chunks < nth) chunks = std::min<i64>(tiles, (nth + have - 1) / have);
+    per = (tiles + chunks - 1) / chunks;
+    g.chunks = (tiles + per - 1) / per;
+    g.chunk_cols = per * nr;
+    return g;
+}
+
+/// Job j of the grid: matrix bi (of b), columns [n0, n1), rows [m0, m1).
+struct job {
+    i64 bi, n0, n1, m0, m1;
+};
+template <class Plan> job job_at(const Plan& p, const job_grid& g, i64 j) noexcept {
+    const i64 panel = j % g.panels;
+    j /= g.panels;
+    const i64 chunk = j % g.chunks;
+    const i64 bi = j / g.chunks;
+    const i64 n0 = chunk * g.chunk_cols;
+    const i64 m0 = panel * panel_rows;
+    return {bi, n0, std::min(p.N, n0 + g.chunk_cols), m0, std::min(p.M, m0 + panel_rows)};
+}
+
+/// Row m of the weight matrix that meets matrix bi of b.
+template <class Plan> const std::byte* weight_row(const tensor& a, const Plan& p, i64 bi, i64 m) noexcept {
+    const i64 i2 = bi % p.B2;
+    const i64 i3 = bi / p.B2;
+    return static_cast<const std::byte*>(a.data) + static_cast<std::size_t>(m) * a.nb[1] +
+           static_cast<std::size_t>(i2 / p.r2) * a.nb[2] + static_cast<std::size_t>(i3 / p.r3) * a.nb[3];
+}
+/// Address of dst[m, n] of matrix bi (any alignment: stores go through memcpy or
+/// unaligned vector stores).
+template <class Plan> std::byte* dst_at(tensor& dst, const Plan& p, i64 bi, i64 m, i64 n) noexcept {
+    const i64 i2 = bi % p.B2;
+    const i64 i3 = bi / p.B2;
+    return static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(m) * sizeof(float) +
+           static_cast<std::size_t>(n) * dst.nb[1] + static_cast<std::size_t>(i2) * dst.nb[2] +
+           static_cast<std::size_t>(i3) * dst.nb[3];
+}
+
+inline std::int32_t load_i32(const void* p) noexcept {
+    std::int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline float load_f32(const void* p) noexcept {
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline f16_t load_f16(const void* p) noexcept {
+    f16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline void store_f32(std::byte* p, float v) noexcept { std::memcpy(p, &v, sizeof v); }
+
+} // namespace backplane::cpu::fast::jobs

@@ -1,0 +1,197 @@
+#pragma once
+// q4_K, q5_K and q6_K super-blocks decoded in 512-bit registers, 64 codes per step (the
+// AVX-512 mat-vec tiles, gemv_avx512.hpp). zdec<T>::codes(blk, k) gives the unsigned codes
+// of step k (k = 0..3) as 64 bytes; zdec<T>::scale(zs, k) the integer scale of each of
+// their 16-bit word pairs, for vpdpwssd.
+//
+// The steps follow the weights' storage, not value order, so that each is one load and a
+// few bit operations; b's codes are stored in the same order (plan.hpp, b_order):
+//
+//   q4_K, q5_K: step k = sub-blocks (a, a + 2), a = 4 (k / 2) + k % 2: the low (k even)
+//               or high nibbles of 64 bytes of qs; b's records swap the middle 32-byte
+//               quarters of each 128 values (b_order::pairs);
+//   q6_K:       step k = values 64k .. 64k + 63 (sub-blocks 4k .. 4k + 3, one per 128-bit
+//               lane), value order.
+//
+// Scales come from one register per row and super-block: q4_K / q5_K the 16 bytes
+// [sc0..7, m0..7] in every 128-bit lane, spread to words by vpshufb; q6_K the 16 signed
+// scales as words, spread by vpermw. Bit fields move with 16-bit shifts whose bits leaking
+// across byte boundaries land outside the mask that follows (noted per case).
+
+#include <backplane/core/detail/unroll.hpp>
+#include <backplane/backends/cpu/fast/kquant/decode_avx2.hpp>
+#include <backplane/backends/cpu/fast/kquant/plan.hpp>
+#include <backplane/backends/cpu/isa.hpp>
+#include <backplane/core/kquants.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#if BACKPLANE_HAS_X86_KERNELS
+#include <immintrin.h>
+
+BACKPLANE_X86_KERNELS_BEGIN
+
+namespace backplane::cpu::fast::kquant {
+
+/// A row's super-block scales in the forms the 512-bit tiles use.
+struct zrow_scales {
+    __m512i src;  ///< what scale() spreads (see the header comment)
+    __m256i scm;  ///< offset types: 32 * sc[j] per 16 values, met with b's bsum[] (subtracted)
+    __m512 mf;    ///< minimum types: dmin * m[j] in f32 in lanes 0-7 (8-15 zero), met with b's ex[]
+    __m512 d;     ///< the super-block's scale in every lane
+};
+
+template <elem_type T> struct zdec;
+
+BACKPLANE_TARGET_AVX512 inline __m512i load64(const std::byte* p) noexcept { return _mm512_loadu_si512(p); }
+/// 32 bytes at p in both 256-bit halves.
+BACKPLANE_TARGET_AVX512 inline __m512i load32x2(const std::byte* p) noexcept {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+/// Words 16-bit shift counts: lo in the low 256 bits, hi in the high ones.
+BACKPLANE_TARGET_AVX512 inline __m512i halves16(short lo, short hi) noexcept {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(lo)), _mm256_set1_epi16(hi), 1);
+}
+/// A vpshufb index taking byte a as a zero-extended word in the low 256 bits, byte b in
+/// the high ones.
+BACKPLANE_TARGET_AVX512 inline __m512i spread_idx(int a, int b) noexcept {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<short>(0x8000 | a))),
+                              _mm256_set1_epi16(static_cast<short>(0x8000 | b)), 1);
+}
+
+BACKPLANE_TARGET_AVX512 inline __m128i load16(const std::byte* p) noexcept {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+/// A 16-byte pattern in every 128-bit lane.
+BACKPLANE_TARGET_AVX512 inline __m512i lanes16(__m128i v) noexcept { return _mm512_broadcast_i32x4(v); }
+/// Dword indices 4l .. 4l + 3 in every lane: lane l of a register, broadcast.
+BACKPLANE_TARGET_AVX512 inline __m512i lane_idx(int l) noexcept {
+    return _mm512_add_epi32(_mm512_set1_epi32(4 * l), lanes16(_mm_setr_epi32(0, 1, 2, 3)));
+}
+
+/// q4_K and q5_K, R = 1, 2 or 4 rows at once (super-blocks blk[r]): the 16-byte heads
+/// [d, dmin, scales[12]] side by side in the 128-bit lanes of one register, unpacked
+/// there into [sc0..7, m0..7] per lane (decode_avx2.hpp's scale_min_bytes, in vector
+/// form), the f16 scales widened together; then each row's lane is spread.
+template <int R>
+BACKPLANE_TARGET_AVX512 inline void zscales_q4q5(const std::byte* const* blk, zrow_scales* zs) noexcept {
+    static_assert(R == 1 || R == 2 || R == 4, "rows per tile: 1, 2 or 4");
+    __m512i h = lanes16(load16(blk[0])); // lanes past R repeat row 0
+    if constexpr (R >= 2) h = _mm512_inserti32x4(h, load16(blk[1]), 1);
+    if constexpr (R == 4) {
+        h = _mm512_inserti32x4(h, load16(blk[2]), 2);
+        h = _mm512_inserti32x4(h, load16(blk[3]), 3);
+    }
+    // scales[i] is byte 4 + i of a lane. sc0-3 = s0-3 & 63, m0-3 = s4-7 & 63; sc4-7 = s8-11
+    // & 15 | (s0-3 >> 6) << 4, m4-7 = s8-11 >> 4 | (s4-7 >> 6) << 4. The 16-bit shifts leak
+    // bits of the neighbouring byte outside each mask.
+    const __m512i x = _mm512_shuffle_epi8(h, lanes16(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
+    const __m512i y = _mm512_shuffle_epi8(h, lanes16(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11)));
+    const __m512i low = _mm512_and_si512(x, lanes16(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
+    const __m512i nib = _mm512_and_si512(_mm512_srli_epi16(x, 4), lanes16(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    const __m512i top = _mm512_and_si512(_mm512_srli_epi16(y, 2), lanes16(_mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48)));
+    const __m512i v = _mm512_or_si512(_mm512_or_si512(low, nib), top);
+    // f16 d (bytes 0-1) and dmin (2-3) of each lane to f32, float i holding lane i / 4's:
+    // the word in all 4 dwords' low halves, then vpmovqd keeps a dword per qword
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi64_epi32(
+        _mm512_shuffle_epi8(h, lanes16(_mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1)))));
+    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi64_epi32(
+        _mm512_shuffle_epi8(h, lanes16(_mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3)))));
+    // minimums 0-3 and 4-7 of each lane as dwords, times dmin
+    const __m512 mlo = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_shuffle_epi8(
+        v, lanes16(_mm_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1)))));
+    const __m512 mhi = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_shuffle_epi8(
+        v, lanes16(_mm_setr_epi8(12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1)))));
+BACKPLANE_UNROLL(4)
+    for (int r = 0; r < R; ++r) {
+        const __m512i l = lane_idx(r);
+        zs[r].src = _mm512_permutexvar_epi32(l, v);
+        zs[r].d = _mm512_permutexvar_ps(l, d);
+        // [mlo lane r, mhi lane r, 0, 0]
+        zs[r].mf = _mm512_maskz_permutex2var_ps(0x00ff, mlo, _mm512_mask_add_epi32(l, 0x00f0, l, _mm512_set1_epi32(16)), mhi);
+    }
+}
+/// Step k's sub-blocks (a, a + 2), a = 4 (k / 2) + k % 2: each scale as a word.
+BACKPLANE_TARGET_AVX512 inline __m512i zscale_pairs(const zrow_scales& zs, int k) noexcept {
+    const int a = 4 * (k / 2) + k % 2;
+    return _mm512_shuffle_epi8(zs.src, spread_idx(a, a + 2));
+}
+
+// q4_K: qs[128] @16.
+template <> struct zdec<elem_type::q4_K> {
+    BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept {
+        const __m512i x = load64(blk + 16 + 64 * (k / 2));
+        return _mm512_and_si512(k % 2 ? _mm512_srli_epi16(x, 4) : x, _mm512_set1_epi8(0x0f));
+    }
+    template <int R>
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs) noexcept {
+        zscales_q4q5<R>(blk, zs);
+    }
+    BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_pairs(zs, k); }
+};
+
+// q5_K: qh[32] @16 (fifth bit of sub-block j: bit j), qs[128] @48.
+template <> struct zdec<elem_type::q5_K> {
+    BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept {
+        const __m512i x = load64(blk + 48 + 64 * (k / 2));
+        const __m512i lo = _mm512_and_si512(k % 2 ? _mm512_srli_epi16(x, 4) : x, _mm512_set1_epi8(0x0f));
+        // bits a and a + 2 to bit 4: left by 4 - a, 2 - a for k < 2 (leaking into bits < 4),
+        // right by a - 4, a - 2 for k >= 2 (leaking into bits >= 5)
+        const int a = 4 * (k / 2) + k % 2;
+        const __m512i h = load32x2(blk + 16);
+        const __m512i hs = k < 2 ? _mm512_sllv_epi16(h, halves16(static_cast<short>(4 - a), static_cast<short>(2 - a)))
+                                 : _mm512_srlv_epi16(h, halves16(static_cast<short>(a - 4), static_cast<short>(a - 2)));
+        return _mm512_ternarylogic_epi32(lo, hs, _mm512_set1_epi8(0x10), 0xf8); // lo | (hs & 0x10)
+    }
+    template <int R>
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs) noexcept {
+        zscales_q4q5<R>(blk, zs);
+    }
+    BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_pairs(zs, k); }
+};
+
+// q6_K: ql[128] @0, qh[64] @128, scales[16] @192, d @208 (layout in decode_avx2.hpp).
+// Step k = (h, nibble) = (k / 2, k % 2): low 4 bits from the nibble of ql[64h .. 64h + 63],
+// high 2 bits from qh[32h .. 32h + 31] at bits 2p, p = 2 (k % 2) + (upper 256 bits).
+template <> struct zdec<elem_type::q6_K> {
+    static constexpr int offset = 32;
+    BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept {
+        const int h = k / 2;
+        const __m512i x = load64(blk + 64 * h);
+        const __m512i lo = _mm512_and_si512(k % 2 ? _mm512_srli_epi16(x, 4) : x, _mm512_set1_epi8(0x0f));
+        // bits 2p, 2p + 1 to 4, 5: left by 4, 2 (leaking into bits < 4) or right by 0, 2
+        // (leaking into bits 6, 7)
+        const __m512i q = load32x2(blk + 128 + 32 * h);
+        const __m512i hs = k % 2 ? _mm512_srlv_epi16(q, halves16(0, 2)) : _mm512_sllv_epi16(q, halves16(4, 2));
+        return _mm512_ternarylogic_epi32(lo, hs, _mm512_set1_epi8(0x30), 0xf8); // lo | (hs & 0x30)
+    }
+    template <int R>
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs) noexcept {
+BACKPLANE_UNROLL(4)
+        for (int r = 0; r < R; ++r) {
+            const __m256i w = _mm256_cvtepi8_epi16(load16(blk[r] + 192));
+            zs[r].src = _mm512_castsi256_si512(w);
+            zs[r].scm = _mm256_slli_epi16(w, 5); // 32 * sc (subtracted)
+            zs[r].d = _mm512_set1_ps(f16_at(blk[r] + 208));
+        }
+    }
+    /// Sub-blocks 4k .. 4k + 3, one per 128-bit lane.
+    BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept {
+        const short j = static_cast<short>(4 * k);
+        const __m512i idx = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_setr_m128i(_mm_set1_epi16(j), _mm_set1_epi16(static_cast<short>(j + 1)))),
+            _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(j + 2)), _mm_set1_epi16(static_cast<short>(j + 3))), 1);
+        return _mm512_permutexvar_epi16(idx, zs.src);
+    }
+};
+
+/// The types with 512-bit tiles.
+template <elem_type T>
+constexpr bool has_zdec = T == elem_type::q4_K || T == elem_type::q5_K || T == elem_type::q6_K;
+
+} // namespace backplane::cpu::fast::kquant
+
+BACKPLANE_X86_KERNELS_END
+
+#endif // BACKPLANE_HAS_X86_KERNELS

@@ -1,0 +1,159 @@
+#pragma once
+// Step 2, AVX-512 register tiles for q4_K, q5_K and q6_K (mat-vec and few columns): as
+// gemv.hpp's, but each weight super-block decoded 64 codes per 512-bit register
+// (decode_avx512.hpp), so that a super-block costs 4 steps of vpmaddubsw + vpdpwssd per
+// column instead of 8, and its scales take one vpshufb or vpermw per step.
+//
+// Per tile and super-block: the rows' scales (q4_K / q5_K: unpacked for the tile's rows
+// together, the minimums in f32), 4 decoded steps per row; per (row, column): 4
+// vpmaddubsw + 4 vpdpwssd into an int32 accumulator, then the offset term (q6_K: -32 *
+// sc[j] * bsum[j], exact), one conversion, a multiply by d and an FMA with d_b, and for
+// q4_K / q5_K one FMA subtracting dmin * m[j] * ex[j] (lanes 8-15 zero). b's records are
+// in the step order of the type (plan.hpp's b_order). In cache a row and super-block
+// costs about 8 cycles at one column, 4.5 per column at four (Zen 5).
+//
+// Rows are read as 4 long streams (job_zmm_t): the hardware prefetchers follow those,
+// where they lose 4 adjacent rows of a few KiB each, and each row prefetches its block
+// two rows further on in its stream.
+
+#include <backplane/core/detail/unroll.hpp>
+#include <backplane/backends/cpu/fast/kquant/decode_avx512.hpp>
+#include <backplane/backends/cpu/fast/kquant/gemv.hpp>
+#include <backplane/backends/cpu/fast/kquant/plan.hpp>
+#include <backplane/backends/cpu/isa.hpp>
+#include <backplane/core/tensor.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#if BACKPLANE_HAS_X86_KERNELS
+#include <immintrin.h>
+
+BACKPLANE_X86_KERNELS_BEGIN
+
+namespace backplane::cpu::fast::kquant {
+
+/// The end of a super-block for one (row, column): see the header comment.
+template <elem_type T>
+BACKPLANE_TARGET_AVX512 inline __m512 zfinish_block(__m512i acc, const zrow_scales& zs, const std::byte* rec,
+                                                    __m512 f) noexcept {
+    if constexpr (T == elem_type::q6_K)
+        acc = _mm512_sub_epi32(acc, _mm512_zextsi256_si512(_mm256_madd_epi16(zs.scm, load32(rec + rec_bsum))));
+    f = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), zs.d), _mm512_set1_ps(load_f32(rec + rec_d)), f);
+    if constexpr (T != elem_type::q6_K)
+        f = _mm512_fnmadd_ps(zs.mf, _mm512_maskz_loadu_ps(0x00ff, rec + rec_ex), f);
+    return f;
+}
+
+/// R rows x C columns over nblk super-blocks; out[r * C + c]. Prefetches pf bytes ahead
+/// of row 0 (gemv.hpp's prefetch_lines).
+template <elem_type T, int R, int C>
+BACKPLANE_TARGET_AVX512 inline void tile_zmm(const std::byte* const* arow, const std::byte* const* bcol, i64 nblk,
+                                             std::size_t wb, std::size_t pf, float* out) noexcept {
+    using D = zdec<T>;
+    __m512 f[R][C];
+BACKPLANE_UNROLL(8)
+    for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+        for (int c = 0; c < C; ++c) f[r][c] = _mm512_setzero_ps();
+    for (i64 kb = 0; kb < nblk; ++kb) {
+        const std::byte* blk[R];
+        zrow_scales zs[R];
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r) {
+            blk[r] = arow[r] + static_cast<std::size_t>(kb) * wb;
+            if (pf != 0) prefetch_lines(reinterpret_cast<std::uintptr_t>(blk[r]) + pf, wb);
+        }
+        D::template scales<R>(blk, zs);
+        __m512i acc[R][C];
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_si512();
+BACKPLANE_UNROLL(4)
+        for (int k = 0; k < 4; ++k) {
+            __m512i bv[C];
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) bv[c] = load64(bcol[c] + kb * rec_bytes + 64 * k);
+BACKPLANE_UNROLL(8)
+            for (int r = 0; r < R; ++r) {
+                const __m512i w = D::codes(blk[r], k);
+                const __m512i s = D::scale(zs[r], k);
+BACKPLANE_UNROLL(8)
+                for (int c = 0; c < C; ++c)
+                    acc[r][c] = _mm512_dpwssd_epi32(acc[r][c], _mm512_maddubs_epi16(w, bv[c]), s);
+            }
+        }
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c)
+                f[r][c] = zfinish_block<T>(acc[r][c], zs[r], bcol[c] + kb * rec_bytes, f[r][c]);
+    }
+BACKPLANE_UNROLL(8)
+    for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+        for (int c = 0; c < C; ++c) out[r * C + c] = _mm512_reduce_add_ps(f[r][c]);
+}
+
+/// One job as R = 4 row streams: its rows split into 4 contiguous quarters, tile t takes
+/// row t of each quarter (a quarter's rows lie one after the other in memory). Each tile
+/// meets the job's columns in groups of up to 4 while its rows are in L1.
+template <elem_type T>
+inline void job_zmm_t(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb) noexcept {
+    constexpr int R = 4;
+    const i64 tiles = (jb.m1 - jb.m0 + R - 1) / R;
+    const std::size_t pf = 2 * a.nb[1]; // two rows ahead in each stream
+    float out[R * 4];
+    for (i64 t = 0; t < tiles; ++t) {
+        const std::byte* arow[R];
+        i64 m[R];
+BACKPLANE_UNROLL(4)
+        for (int r = 0; r < R; ++r) {
+            m[r] = jb.m0 + r * tiles + t;
+            arow[r] = weight_row(a, pl, jb.bi, std::min(m[r], jb.m1 - 1));
+        }
+        bool first = true;
+        for (i64 n = jb.n0; n < jb.n1;) {
+            const std::byte* bcol[4];
+            const int nc = static_cast<int>(std::min<i64>(4, jb.n1 - n));
+            for (int c = 0; c < 4; ++c) bcol[c] = pl.column(qb, jb.bi, n + std::min(c, nc - 1));
+            const std::size_t p = first ? pf : 0;
+            int C = 1;
+            if (nc == 4) {
+                C = 4;
+                tile_zmm<T, 2, 4>(arow, bcol, pl.nblk, pl.wbytes, p, out);
+                tile_zmm<T, 2, 4>(arow + 2, bcol, pl.nblk, pl.wbytes, p, out + 8);
+            } else if (nc >= 2) {
+                C = 2;
+                tile_zmm<T, R, 2>(arow, bcol, pl.nblk, pl.wbytes, p, out);
+            } else {
+                tile_zmm<T, R, 1>(arow, bcol, pl.nblk, pl.wbytes, p, out);
+            }
+            const int used = std::min(C, nc);
+            for (int r = 0; r < R; ++r)
+                if (m[r] < jb.m1)
+                    for (int c = 0; c < used; ++c) store_f32(dst_at(dst, pl, jb.bi, m[r], n + c), out[r * C + c]);
+            n += used;
+            first = false;
+        }
+    }
+}
+
+/// One job at the AVX-512 level: the 512-bit tiles where the type has them (b in
+/// b_order_for(type, isa::avx512)), gemv.hpp's VNNI tiles otherwise.
+inline void job_avx512(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb) noexcept {
+    switch (pl.wtype) {
+    case elem_type::q4_K: return job_zmm_t<elem_type::q4_K>(pl, a, dst, qb, jb);
+    case elem_type::q5_K: return job_zmm_t<elem_type::q5_K>(pl, a, dst, qb, jb);
+    case elem_type::q6_K: return job_zmm_t<elem_type::q6_K>(pl, a, dst, qb, jb);
+    default: return job_gemv<true>(pl, a, dst, qb, jb);
+    }
+}
+
+} // namespace backplane::cpu::fast::kquant
+
+BACKPLANE_X86_KERNELS_END
+
+#endif // BACKPLANE_HAS_X86_KERNELS
