@@ -1,7 +1,8 @@
 // Vulkan backend benchmarks (backplane_bench_vulkan), on Vulkan device 0 (lavapipe where
 // there is no GPU). Each figure has a reference measured in the same run:
 //
-//   vulkan/mul_mat/<type>/1024     1024^3 product, GFLOP/s; ref: the CPU backend's f32
+//   vulkan/mul_mat/<type>/1024     1024^3 product, GFLOP/s (types f32, f16, q8_0, q4_0,
+//                                  q4_K, q6_K); ref: the CPU backend's f32
 //                                  mul_mat (vulkan/ref/cpu_mul_mat/f32/1024)
 //   vulkan/mat_vec/<type>/4096     4096x4096 weights by one vector, GB/s of weights; ref:
 //                                  the CPU backend's (vulkan/ref/cpu_mat_vec/<type>/4096)
@@ -192,7 +193,8 @@ void cpu_llama(benchmark::State& state) {
 const bool registered = [] {
     using benchmark::RegisterBenchmark;
     const std::pair<const char*, elem_type> types[] = {
-        {"f32", elem_type::f32}, {"f16", elem_type::f16}, {"q8_0", elem_type::q8_0}, {"q4_0", elem_type::q4_0}};
+        {"f32", elem_type::f32},   {"f16", elem_type::f16},   {"q8_0", elem_type::q8_0},
+        {"q4_0", elem_type::q4_0}, {"q4_K", elem_type::q4_K}, {"q6_K", elem_type::q6_K}};
     for (auto [name, t] : types)
         RegisterBenchmark((std::string("vulkan/mul_mat/") + name + "/1024").c_str(), vulkan_mul_mat, t, 1024, 1024, 1024)
             ->Unit(benchmark::kMillisecond)

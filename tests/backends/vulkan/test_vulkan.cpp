@@ -5,6 +5,7 @@
 
 #include <backplane/backends/vulkan.hpp>
 #include <backplane/backplane.hpp>
+#include <backplane/core/convert.hpp>
 
 #include "../../support/ref_oracle.hpp"
 
@@ -12,6 +13,7 @@
 
 #include "../../support/vulkan_test_support.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -194,6 +196,21 @@ TEST_CASE("vulkan: supports_op follows the device's features", "[vulkan][feature
     }
     CHECK(supports(*f32_only, no16));
     CHECK(supports(*rows, no16));
+    // mxfp4's 17-byte blocks are read as bytes: 8-bit storage too; the other quantized
+    // types' blocks are 16-bit words
+    tensor* wx = ctx.new_tensor_2d(elem_type::mxfp4, 64, 64);
+    tensor* wk = ctx.new_tensor_2d(elem_type::q4_K, 256, 4);
+    features no8 = full;
+    no8.storage8 = false;
+    for (tensor* t : {mul_mat(ctx, wx, x), get_rows(ctx, wx, idx), concat(ctx, wx, wx, 1)}) {
+        INFO(to_string(t->op) << " of mxfp4");
+        CHECK(supports(*t, full));
+        CHECK_FALSE(supports(*t, no8));
+        CHECK_FALSE(supports(*t, no16));
+    }
+    tensor* k_rows = get_rows(ctx, wk, idx);
+    CHECK(supports(*k_rows, no8));
+    CHECK_FALSE(supports(*k_rows, no16));
     // a device without the shared memory or invocations any mul_mat kernel needs
     features tiny = full;
     tiny.shared_memory = 256;
@@ -237,4 +254,71 @@ TEST_CASE("vulkan: the embedded shaders are sorted and found by name", "[vulkan]
     CHECK(vulkan::spirv::find("no_such_shader") == nullptr);
     CHECK(vulkan::spirv::find("zzz") == nullptr);
     CHECK(vulkan::spirv::find("cpy_f32_f32") != nullptr);
+}
+
+TEST_CASE("vulkan: quantized types dequantize and quantize bit for bit as core does", "[vulkan][quant]") {
+    // The parity cases compare quantized results by NMSE; this checks every bit: every
+    // quantized type to f32 (cpy and get_rows) against core's dequantizers, and f32 to
+    // each type Vulkan quantizes into against core's quantizers.
+    auto dev = open_or_skip(false);
+    if (!dev) return;
+    auto be = dev->make_backend();
+    REQUIRE(be);
+    constexpr std::int64_t width = 512, rows = 3; // whole blocks of every type
+    std::vector<float> x(static_cast<std::size_t>(width * rows));
+    std::mt19937 rng(11);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::size_t block = i / 32;
+        // magnitudes from 1e-3 to 1e3 by block; one block of zeros, one of equal values
+        const float scale = std::pow(10.0f, static_cast<float>(block % 7) - 3.0f);
+        x[i] = block == 5 ? 0.0f : block == 9 ? 0.375f : scale * (2.0f * static_cast<float>(test::uniform01(rng)) - 1.0f);
+    }
+    const auto run = [&](tensor* out) {
+        graph g(out);
+        REQUIRE(be->supports_op(*out));
+        REQUIRE(be->compute(g));
+        REQUIRE(be->synchronize());
+    };
+    for (const elem_type t : all_elem_types) {
+        if (!is_quantized(t)) continue;
+        INFO("type " << to_string(t));
+        const std::size_t bytes = row_size(t, width) * rows;
+        std::vector<std::byte> q(bytes);
+        for (std::int64_t r = 0; r < rows; ++r)
+            from_float_row(t, x.data() + r * width, q.data() + static_cast<std::size_t>(r) * row_size(t, width), width);
+        std::vector<float> want(x.size());
+        for (std::int64_t r = 0; r < rows; ++r)
+            to_float_row(t, q.data() + static_cast<std::size_t>(r) * row_size(t, width), want.data() + r * width, width);
+
+        context ctx(context_params{.no_alloc = true});
+        tensor* qt = ctx.new_tensor_2d(t, width, rows);
+        tensor* f = ctx.new_tensor_2d(elem_type::f32, width, rows);
+        tensor* idx = ctx.new_tensor_1d(elem_type::i32, rows);
+        tensor* picked = get_rows(ctx, qt, idx);
+        tensor* xs = ctx.new_tensor_2d(elem_type::f32, width, rows);
+        tensor* qt2 = ctx.new_tensor_2d(t, width, rows);
+        auto buf = alloc_tensors(ctx, dev->buffer_type());
+        REQUIRE(buf);
+        REQUIRE(tensor_set(*qt, q.data(), 0, bytes));
+        REQUIRE(tensor_set(*xs, x.data(), 0, x.size() * sizeof(float)));
+        const std::int32_t order[rows] = {2, 0, 1};
+        REQUIRE(tensor_set(*idx, order, 0, sizeof order));
+
+        std::vector<float> got(x.size());
+        run(cpy(ctx, qt, f));
+        REQUIRE(tensor_get(*f, got.data(), 0, got.size() * sizeof(float)));
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        run(picked);
+        REQUIRE(tensor_get(*picked, got.data(), 0, got.size() * sizeof(float)));
+        for (std::int64_t r = 0; r < rows; ++r)
+            CHECK(std::memcmp(got.data() + r * width, want.data() + order[r] * width, width * sizeof(float)) == 0);
+
+        tensor* quantize = cpy(ctx, xs, qt2);
+        if (!be->supports_op(*quantize)) continue; // the K-quants and mxfp4: the CPU's
+        run(quantize);
+        std::vector<std::byte> got_q(bytes);
+        REQUIRE(tensor_get(*qt2, got_q.data(), 0, bytes));
+        CHECK(std::memcmp(got_q.data(), q.data(), bytes) == 0);
+    }
+    CHECK(vulkan::validation_message_count() == 0);
 }

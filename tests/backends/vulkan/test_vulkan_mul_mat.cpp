@@ -1,8 +1,9 @@
 // mul_mat on the Vulkan backend, kernel by kernel: the parity cases' shapes (M <= 65,
 // N <= 33) all go to the mat-vec kernel, so this file adds shapes that reach the tiled
 // (128 x 128) and narrow (128 x 32) kernels too, each with rows read as vectors and
-// element by element, for every weight and activation type, with broadcasting, and
-// grids of more than 65535 workgroups. Compared with the CPU reference kernels in one
+// element by element, for every weight type (the quantized ones' rows whole blocks: 256
+// values and more for the K-quants) and activation type, with broadcasting, and grids
+// of more than 65535 workgroups. Compared with the CPU reference kernels in one
 // batch, like the parity cases (conformance/batch.hpp); every validation-layer message
 // fails the test.
 
@@ -31,24 +32,27 @@ TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, every type p
         i64 k, m, n, a2, a3, r2, r3;
         layout la, lb;
     };
-    for (elem_type ta : {f32, f16, bf16, q8_0, q4_0})
+    for (elem_type ta : all_elem_types)
         for (elem_type tb : {f32, f16, bf16}) {
-            if (!cases.claimed([&] { return mul_mat(cases.ctx, cases.leaf(ta, {32, 2, 1, 1}), cases.leaf(tb, {32, 3, 1, 1})); }))
+            const i64 bs = block_size(ta), w = bs > 32 ? bs : 32;
+            if (!cases.claimed([&] { return mul_mat(cases.ctx, cases.leaf(ta, {w, 2, 1, 1}), cases.leaf(tb, {w, 3, 1, 1})); }))
                 continue;
             const bool q = is_quantized(ta);
+            // k for a quantized a: whole blocks, at least k values
+            const auto qk = [bs](i64 k) { return (k + bs - 1) / bs * bs; };
             const shape shapes[] = {
                 // mat-vec: vectors, a at an odd offset, element loads, few rows, many columns
-                {256, 37, 1, 2, 1, 2, 1, layout::contiguous, layout::contiguous},
-                {q ? 96 : 100, 9, 3, 1, 2, 1, 2, layout::offset, layout::contiguous},
-                {q ? 64 : 67, 13, 2, 2, 1, 1, 3, layout::strided_rows, layout::transposed},
-                {q ? 32 : 8, 3, 300, 1, 1, 1, 1, layout::contiguous, layout::transposed},
+                {qk(256), 37, 1, 2, 1, 2, 1, layout::contiguous, layout::contiguous},
+                {q ? qk(96) : 100, 9, 3, 1, 2, 1, 2, layout::offset, layout::contiguous},
+                {q ? qk(64) : 67, 13, 2, 2, 1, 1, 3, layout::strided_rows, layout::transposed},
+                {q ? qk(32) : 8, 3, 300, 1, 1, 1, 1, layout::contiguous, layout::transposed},
                 // narrow: vectors, b at an odd offset
-                {q ? 64 : 68, 400, 40, 1, 1, 1, 2, layout::contiguous, layout::contiguous},
-                {q ? 64 : 65, 390, 30, 2, 1, 1, 1, layout::strided_rows, layout::offset},
+                {q ? qk(64) : 68, 400, 40, 1, 1, 1, 2, layout::contiguous, layout::contiguous},
+                {q ? qk(64) : 65, 390, 30, 2, 1, 1, 1, layout::strided_rows, layout::offset},
                 // tiled: vectors, element loads, one column of blocks
-                {160, 200, 150, 1, 1, 2, 1, layout::contiguous, layout::contiguous},
-                {q ? 96 : 67, 131, 129, 1, 2, 1, 1, layout::permuted, layout::strided_elems},
-                {q ? 32 : 20, 129, 70, 1, 1, 1, 1, layout::contiguous, layout::contiguous},
+                {q ? qk(160) : 160, 200, 150, 1, 1, 2, 1, layout::contiguous, layout::contiguous},
+                {q ? qk(96) : 67, 131, 129, 1, 2, 1, 1, layout::permuted, layout::strided_elems},
+                {q ? qk(32) : 20, 129, 70, 1, 1, 1, 1, layout::contiguous, layout::contiguous},
             };
             for (const shape& s : shapes) {
                 tensor* a = cases.input(ta, {s.k, s.m, s.a2, s.a3}, s.la);

@@ -15,22 +15,26 @@ struct vulkan_targets {
     // The type combinations the Vulkan backend computes, per family: update an entry
     // when a kernel lands (a test fails until the count here and the claimed one agree).
     static constexpr parity::family_count expected[] = {
-        {"copy", 32},    // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32; dup / cont of each but i64 (16-bit storage)
+        {"copy", 169},   // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32 (32 with dup / cont); from each of
+                         // q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_K..q6_K q8_K to f32 f16 bf16 q8_0 q4_0 and itself, dup / cont
+                         // of each (11 x 7); into q4_1 q5_0 q5_1 iq4_nl from each of the other 15 (4 x 15); not i64,
+                         // not into the K-quants or mxfp4 (16-bit storage; mxfp4 8-bit too)
         {"binary", 4},   // add, sub, mul, div f32
         {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
         {"rows", 8},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32 (16-bit storage)
         {"soft_max", 6}, // no mask, f32 mask, f16 mask (16-bit storage); each with sinks (and ALiBi)
-        {"mul_mat", 15}, // f32 f16 bf16 q8_0 q4_0 weights x f32 f16 bf16 activations (16-bit storage)
-        {"get_rows", 6}, // f32 f16 bf16 q8_0 q4_0 i32 rows (16-bit storage)
+        {"mul_mat", 48}, // f32 f16 bf16 and the 13 quantized weight types x f32 f16 bf16 activations (16-bit storage)
+        {"get_rows", 17}, // f32 f16 bf16 i32 and the 13 quantized types' rows (16-bit storage; mxfp4 8-bit too)
         {"rope", 10},    // normal, neox, mrope, imrope, vision of f32, f16 (16-bit storage)
         {"glu", 6},      // fused, split of f32 f16 bf16 (16-bit storage)
         {"reduce", 6},   // sum, mean of f32 f16 bf16 (16-bit storage)
         {"sort", 6},     // argsort, top_k of f32 f16 bf16, rows up to 4096 (16-bit storage)
-        {"concat", 6},   // f32 f16 bf16 q8_0 q4_0 i32, not i64 (16-bit storage)
-        {"set_rows", 30}, // into f32 f16 bf16 q8_0 q4_0 from f32 f16 bf16, i32 or i64 indices (16-bit storage)
+        {"concat", 17},  // f32 f16 bf16 i32 and the 13 quantized types, not i64 (16-bit storage; mxfp4 8-bit)
+        {"set_rows", 54}, // into f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl from f32 f16 bf16, i32 or i64 indices
+                          // (16-bit storage); not into the K-quants or mxfp4
         {"pad", 3},       // f32 f16 bf16 (16-bit storage)
         {"arange", 1},    // f32
-        {"mul_mat_id", 15}, // f32 f16 bf16 q8_0 q4_0 experts x f32 f16 bf16 activations (16-bit storage)
+        {"mul_mat_id", 48}, // f32 f16 bf16 and the 13 quantized expert types x f32 f16 bf16 activations (16-bit storage)
         {"add_id", 1},     // f32
         {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (16-bit storage)
     };

@@ -5,10 +5,11 @@
 //
 // Units. A binding starts at an aligned byte offset at or before its tensor; a shader
 // indexes it in units of binding_unit(type): 4 bytes for f32, i32 and i64 (an i64 is two
-// units, low word first), 2 bytes for f16,
-// bf16 and the quantized types (whose blocks, 34 bytes for q8_0 and 18 for q4_0, are
-// read as 16-bit words). Strides (nb, a_nb, b_nb) and offsets (offs) are in those
-// units; extents (ne, a_ne, b_ne) are in elements.
+// units, low word first), 2 bytes for f16, bf16 and the quantized types (whose blocks,
+// 34 bytes for q8_0, 18 for q4_0, 144 for q4_K, are read as 16-bit words), 1 byte for
+// mxfp4 (its 17-byte blocks are not 2-byte aligned: read as bytes, with 8-bit storage).
+// Strides (nb, a_nb, b_nb) and offsets (offs) are in those units; extents (ne, a_ne,
+// b_ne) are in elements.
 
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
@@ -17,6 +18,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string_view>
 
@@ -78,8 +80,34 @@ constexpr std::size_t binding_unit(elem_type t) noexcept {
     case elem_type::f32:
     case elem_type::i32:
     case elem_type::i64: return 4;
+    case elem_type::mxfp4: return 1;
     default: return 2;
     }
+}
+
+/// Whether a device's shaders can read and write t's units: 16-bit ones need 16-bit
+/// storage, bytes (mxfp4) 8-bit storage (and 16-bit storage, which their shaders use for
+/// the other operands).
+constexpr bool storable(elem_type t, const features& f) noexcept {
+    switch (binding_unit(t)) {
+    case 1: return f.storage8 && f.storage16;
+    case 2: return f.storage16;
+    default: return true;
+    }
+}
+
+/// The quantized types beyond q8_0 and q4_0, in the order of the shader tables of the op
+/// families that take them (mul_mat, get_rows, copy): their names in the variants.
+inline constexpr elem_type more_quants[] = {elem_type::q4_1, elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl,
+                                            elem_type::mxfp4, elem_type::q2_K, elem_type::q3_K, elem_type::q4_K,
+                                            elem_type::q5_K, elem_type::q6_K, elem_type::q8_K};
+inline constexpr std::size_t n_more_quants = std::size(more_quants);
+
+/// t's index in more_quants, or -1.
+constexpr int more_quant_index(elem_type t) noexcept {
+    for (std::size_t i = 0; i < n_more_quants; ++i)
+        if (more_quants[i] == t) return static_cast<int>(i);
+    return -1;
 }
 
 /// t's extents (elements) and strides (binding units) as 32-bit values; false when they
@@ -131,6 +159,15 @@ constexpr int real_index(elem_type t) noexcept {
     case elem_type::q4_0: return 4;
     default: return -1;
     }
+}
+
+/// The index of any real type the copy shaders take: real_index's five (f32, f16, bf16,
+/// q8_0, q4_0), then more_quants from 5; or -1.
+constexpr int any_index(elem_type t) noexcept {
+    const int r = real_index(t);
+    if (r >= 0) return r;
+    const int q = more_quant_index(t);
+    return q < 0 ? -1 : 5 + q;
 }
 
 inline std::uint32_t float_bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x); }

@@ -11,10 +11,20 @@
 //   bf16    f32   get_rows_bf16    16-bit storage
 //   q8_0    f32   get_rows_q8_0    16-bit storage
 //   q4_0    f32   get_rows_q4_0    16-bit storage
+//   q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K
+//           f32   get_rows_<type>  16-bit storage
+//   mxfp4   f32   get_rows_mxfp4   8-bit and 16-bit storage (its blocks are read as bytes)
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 
 namespace backplane::vulkan::detail {
+
+namespace get_rows_detail {
+/// The variants of more_quants, in its order.
+inline constexpr std::string_view more_shaders[n_more_quants] = {
+    "get_rows_q4_1", "get_rows_q5_0", "get_rows_q5_1", "get_rows_iq4_nl", "get_rows_mxfp4", "get_rows_q2_K",
+    "get_rows_q3_K", "get_rows_q4_K", "get_rows_q5_K", "get_rows_q6_K", "get_rows_q8_K"};
+} // namespace get_rows_detail
 
 inline bool plan_get_rows(const tensor& t, const features& f, dispatch& d) noexcept {
     const tensor* a = t.src[0];
@@ -29,9 +39,13 @@ inline bool plan_get_rows(const tensor& t, const features& f, dispatch& d) noexc
     case elem_type::bf16: d.shader = "get_rows_bf16"; break;
     case elem_type::q8_0: d.shader = "get_rows_q8_0"; break;
     case elem_type::q4_0: d.shader = "get_rows_q4_0"; break;
-    default: return false;
+    default: {
+        const int q = more_quant_index(a->type);
+        if (q < 0) return false;
+        d.shader = get_rows_detail::more_shaders[q];
     }
-    if (binding_unit(a->type) == 2 && !f.storage16) return false;
+    }
+    if (!storable(a->type, f)) return false;
     d.pc = shapes_of(t);
     d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
     return true;

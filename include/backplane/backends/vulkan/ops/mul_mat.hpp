@@ -1,8 +1,10 @@
 #pragma once
 // mul_mat (mul_mat.comp): dst f32 [M, N, ne2, ne3] = a [K, M, ...] times b [K, N, ne2, ne3]
-// per batch, a broadcast over b's batches. Weights (a): f32, f16, bf16, q8_0, q4_0;
-// activations (b): f32, f16, bf16; any strides. Everything 16-bit (all but f32) needs
-// 16-bit storage.
+// per batch, a broadcast over b's batches. Weights (a): f32, f16, bf16 and every quantized
+// type (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K;
+// shaders/quants.glsl dequantizes the ones past q4_0); activations (b): f32, f16, bf16;
+// any strides. Everything 16-bit (all but f32) needs 16-bit storage, mxfp4 (read as
+// bytes) 8-bit storage too.
 //
 // Three kernels, picked by their estimated cost for the node's M and N:
 //   tiled    128 x 128 blocks of dst per workgroup (64 invocations, 16 KiB shared)
@@ -25,7 +27,7 @@ namespace backplane::vulkan::detail {
 namespace mul_mat_detail {
 
 /// A kernel's shape (mul_mat.comp) and the variants by weights (f32, f16 or bf16, q8_0,
-/// q4_0) and activations (f32, f16 or bf16).
+/// q4_0, then more_quants in their order) and activations (f32, f16 or bf16).
 struct kernel {
     std::uint32_t rows, columns; ///< of dst per workgroup
     std::uint32_t invocations;
@@ -33,30 +35,74 @@ struct kernel {
     /// Throughput on full blocks relative to the tiled kernel's (measured on lavapipe;
     /// on GPUs the choice matters less): the smaller blocks cost more per element.
     double speed;
-    std::string_view shaders[4][2];
+    std::string_view shaders[4 + n_more_quants][2];
 };
 
 inline constexpr kernel tiled{128, 128, 64, (128 + 128) * 16 * 4, 1.0,
                               {{"mul_mat_f32_f32", "mul_mat_f32_half"},
                                {"mul_mat_half_f32", "mul_mat_half_half"},
                                {"mul_mat_q8_0_f32", "mul_mat_q8_0_half"},
-                               {"mul_mat_q4_0_f32", "mul_mat_q4_0_half"}}};
+                               {"mul_mat_q4_0_f32", "mul_mat_q4_0_half"},
+                               {"mul_mat_q4_1_f32", "mul_mat_q4_1_half"},
+                               {"mul_mat_q5_0_f32", "mul_mat_q5_0_half"},
+                               {"mul_mat_q5_1_f32", "mul_mat_q5_1_half"},
+                               {"mul_mat_iq4_nl_f32", "mul_mat_iq4_nl_half"},
+                               {"mul_mat_mxfp4_f32", "mul_mat_mxfp4_half"},
+                               {"mul_mat_q2_K_f32", "mul_mat_q2_K_half"},
+                               {"mul_mat_q3_K_f32", "mul_mat_q3_K_half"},
+                               {"mul_mat_q4_K_f32", "mul_mat_q4_K_half"},
+                               {"mul_mat_q5_K_f32", "mul_mat_q5_K_half"},
+                               {"mul_mat_q6_K_f32", "mul_mat_q6_K_half"},
+                               {"mul_mat_q8_K_f32", "mul_mat_q8_K_half"}}};
 inline constexpr kernel narrow{128, 32, 64, (128 + 32) * 16 * 4, 0.55,
                                {{"mul_mat_narrow_f32_f32", "mul_mat_narrow_f32_half"},
                                 {"mul_mat_narrow_half_f32", "mul_mat_narrow_half_half"},
                                 {"mul_mat_narrow_q8_0_f32", "mul_mat_narrow_q8_0_half"},
-                                {"mul_mat_narrow_q4_0_f32", "mul_mat_narrow_q4_0_half"}}};
+                                {"mul_mat_narrow_q4_0_f32", "mul_mat_narrow_q4_0_half"},
+                                {"mul_mat_narrow_q4_1_f32", "mul_mat_narrow_q4_1_half"},
+                                {"mul_mat_narrow_q5_0_f32", "mul_mat_narrow_q5_0_half"},
+                                {"mul_mat_narrow_q5_1_f32", "mul_mat_narrow_q5_1_half"},
+                                {"mul_mat_narrow_iq4_nl_f32", "mul_mat_narrow_iq4_nl_half"},
+                                {"mul_mat_narrow_mxfp4_f32", "mul_mat_narrow_mxfp4_half"},
+                                {"mul_mat_narrow_q2_K_f32", "mul_mat_narrow_q2_K_half"},
+                                {"mul_mat_narrow_q3_K_f32", "mul_mat_narrow_q3_K_half"},
+                                {"mul_mat_narrow_q4_K_f32", "mul_mat_narrow_q4_K_half"},
+                                {"mul_mat_narrow_q5_K_f32", "mul_mat_narrow_q5_K_half"},
+                                {"mul_mat_narrow_q6_K_f32", "mul_mat_narrow_q6_K_half"},
+                                {"mul_mat_narrow_q8_K_f32", "mul_mat_narrow_q8_K_half"}}};
 inline constexpr kernel mat_vec{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                 {{"mul_mat_vec_f32_f32", "mul_mat_vec_f32_half"},
                                  {"mul_mat_vec_half_f32", "mul_mat_vec_half_half"},
                                  {"mul_mat_vec_q8_0_f32", "mul_mat_vec_q8_0_half"},
-                                 {"mul_mat_vec_q4_0_f32", "mul_mat_vec_q4_0_half"}}};
+                                 {"mul_mat_vec_q4_0_f32", "mul_mat_vec_q4_0_half"},
+                                 {"mul_mat_vec_q4_1_f32", "mul_mat_vec_q4_1_half"},
+                                 {"mul_mat_vec_q5_0_f32", "mul_mat_vec_q5_0_half"},
+                                 {"mul_mat_vec_q5_1_f32", "mul_mat_vec_q5_1_half"},
+                                 {"mul_mat_vec_iq4_nl_f32", "mul_mat_vec_iq4_nl_half"},
+                                 {"mul_mat_vec_mxfp4_f32", "mul_mat_vec_mxfp4_half"},
+                                 {"mul_mat_vec_q2_K_f32", "mul_mat_vec_q2_K_half"},
+                                 {"mul_mat_vec_q3_K_f32", "mul_mat_vec_q3_K_half"},
+                                 {"mul_mat_vec_q4_K_f32", "mul_mat_vec_q4_K_half"},
+                                 {"mul_mat_vec_q5_K_f32", "mul_mat_vec_q5_K_half"},
+                                 {"mul_mat_vec_q6_K_f32", "mul_mat_vec_q6_K_half"},
+                                 {"mul_mat_vec_q8_K_f32", "mul_mat_vec_q8_K_half"}}};
 /// mul_mat_id's kernel: the mat-vec one, its matrix picked per column by an expert id.
 inline constexpr kernel mat_vec_id{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                    {{"mul_mat_id_f32_f32", "mul_mat_id_f32_half"},
                                     {"mul_mat_id_half_f32", "mul_mat_id_half_half"},
                                     {"mul_mat_id_q8_0_f32", "mul_mat_id_q8_0_half"},
-                                    {"mul_mat_id_q4_0_f32", "mul_mat_id_q4_0_half"}}};
+                                    {"mul_mat_id_q4_0_f32", "mul_mat_id_q4_0_half"},
+                                    {"mul_mat_id_q4_1_f32", "mul_mat_id_q4_1_half"},
+                                    {"mul_mat_id_q5_0_f32", "mul_mat_id_q5_0_half"},
+                                    {"mul_mat_id_q5_1_f32", "mul_mat_id_q5_1_half"},
+                                    {"mul_mat_id_iq4_nl_f32", "mul_mat_id_iq4_nl_half"},
+                                    {"mul_mat_id_mxfp4_f32", "mul_mat_id_mxfp4_half"},
+                                    {"mul_mat_id_q2_K_f32", "mul_mat_id_q2_K_half"},
+                                    {"mul_mat_id_q3_K_f32", "mul_mat_id_q3_K_half"},
+                                    {"mul_mat_id_q4_K_f32", "mul_mat_id_q4_K_half"},
+                                    {"mul_mat_id_q5_K_f32", "mul_mat_id_q5_K_half"},
+                                    {"mul_mat_id_q6_K_f32", "mul_mat_id_q6_K_half"},
+                                    {"mul_mat_id_q8_K_f32", "mul_mat_id_q8_K_half"}}};
 
 constexpr int weight_index(elem_type t) noexcept {
     switch (t) {
@@ -65,7 +111,10 @@ constexpr int weight_index(elem_type t) noexcept {
     case elem_type::bf16: return 1;
     case elem_type::q8_0: return 2;
     case elem_type::q4_0: return 3;
-    default: return -1;
+    default: {
+        const int q = more_quant_index(t);
+        return q < 0 ? -1 : 4 + q;
+    }
     }
 }
 
@@ -107,7 +156,7 @@ inline bool variant_of(const tensor& t, const features& f, int& ia, int& ib) noe
     ia = weight_index(a->type);
     ib = b->type == elem_type::f32 ? 0 : b->type == elem_type::f16 || b->type == elem_type::bf16 ? 1 : -1;
     if (ia < 0 || ib < 0) return false;
-    return (ia == 0 && ib == 0) || f.storage16;
+    return storable(a->type, f) && storable(b->type, f);
 }
 
 /// The push constants both ops share: the shapes, the bf16 bits, whether rows are read

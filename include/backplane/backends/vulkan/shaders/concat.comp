@@ -5,15 +5,23 @@
 // per destination element; every operand may have any strides and offsets.
 //
 //   concat_32   f32, i32
-//   concat_16   f16, bf16 (needs 16-bit storage)
+//   concat_16   f16, bf16, and the quantized types but mxfp4 in 16-bit words (needs
+//               16-bit storage)
+//   concat_8    mxfp4 in bytes (its 17-byte blocks are not 2-byte aligned; needs 8-bit
+//               storage)
+// (A quantized type's rows are described in units, not values: ops/concat.hpp.)
 //
 // variant: concat_32 -DUNIT32
 // variant: concat_16 -DUNIT16
+// variant: concat_8 -DUNIT8
 #include "common.glsl"
 
 #if defined(UNIT16)
 #extension GL_EXT_shader_16bit_storage : require
 #define UNIT uint16_t
+#elif defined(UNIT8)
+#extension GL_EXT_shader_8bit_storage : require
+#define UNIT uint8_t
 #else
 #define UNIT uint
 #endif

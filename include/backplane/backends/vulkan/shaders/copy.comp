@@ -9,9 +9,11 @@
 //     q4_0), exact for every type;
 //   - f16 and bf16 are widened exactly, f32 is narrowed to f16 / bf16 rounding to
 //     nearest even, in integer arithmetic (a NaN stays a quiet NaN, as on the CPU);
-//   - q8_0 / q4_0 values are dequantized as d * q in f32, then converted;
-//   - a q8_0 / q4_0 destination is quantized block by block as quantize_row_q8_0 /
-//     quantize_row_q4_0 do: the same f32 operations, divisions correctly rounded (a
+//   - q8_0 / q4_0 values are dequantized as d * q in f32, then converted; the other
+//     quantized types (SRC_QX with Q_<TYPE>: q4_1 ... q8_K) as quants.glsl does, as core's
+//     dequantize_row_* compute them;
+//   - a q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl destination is quantized block by
+//     block as quantize_row_<type> does: the same f32 operations, divisions correctly rounded (a
 //     device's division may be off by 2.5 ulp; see div_rn), no contraction, rounding
 //     to nearest even (q8_0) or truncation (q4_0) where the CPU does. Bit for bit as
 //     long as the block's scale is a normal f32 (values of magnitude above ~1e-36)
@@ -21,7 +23,10 @@
 // quantized.
 //
 // Variants: cpy_<source>_<destination>. Everything but f32 and i32 is read and written
-// as 16-bit words, which needs 16-bit storage (no 16-bit or 8-bit arithmetic).
+// as 16-bit words, which needs 16-bit storage, and mxfp4 as bytes, which needs 8-bit
+// storage (no 16-bit or 8-bit arithmetic). Every quantized type is a source; q8_0, q4_0,
+// q4_1, q5_0, q5_1 and iq4_nl are destinations of every type (quantize.glsl), the
+// K-quants and mxfp4 only of themselves (a copy of bits).
 //
 // variant: cpy_f32_f32 -DSRC_F32 -DDST_F32
 // variant: cpy_f32_f16 -DSRC_F32 -DDST_F16
@@ -49,41 +54,186 @@
 // variant: cpy_q4_0_q8_0 -DSRC_Q4_0 -DDST_Q8_0
 // variant: cpy_q4_0_q4_0 -DSRC_Q4_0 -DDST_Q4_0
 // variant: cpy_i32_i32 -DSRC_I32 -DDST_I32
+// variant: cpy_q4_1_f32 -DSRC_QX -DQ_Q4_1 -DDST_F32
+// variant: cpy_q4_1_f16 -DSRC_QX -DQ_Q4_1 -DDST_F16
+// variant: cpy_q4_1_bf16 -DSRC_QX -DQ_Q4_1 -DDST_BF16
+// variant: cpy_q4_1_q8_0 -DSRC_QX -DQ_Q4_1 -DDST_Q8_0
+// variant: cpy_q4_1_q4_0 -DSRC_QX -DQ_Q4_1 -DDST_Q4_0
+// variant: cpy_q4_1_q4_1 -DSRC_QX -DDST_QX -DQ_Q4_1
+// variant: cpy_q5_0_f32 -DSRC_QX -DQ_Q5_0 -DDST_F32
+// variant: cpy_q5_0_f16 -DSRC_QX -DQ_Q5_0 -DDST_F16
+// variant: cpy_q5_0_bf16 -DSRC_QX -DQ_Q5_0 -DDST_BF16
+// variant: cpy_q5_0_q8_0 -DSRC_QX -DQ_Q5_0 -DDST_Q8_0
+// variant: cpy_q5_0_q4_0 -DSRC_QX -DQ_Q5_0 -DDST_Q4_0
+// variant: cpy_q5_0_q5_0 -DSRC_QX -DDST_QX -DQ_Q5_0
+// variant: cpy_q5_1_f32 -DSRC_QX -DQ_Q5_1 -DDST_F32
+// variant: cpy_q5_1_f16 -DSRC_QX -DQ_Q5_1 -DDST_F16
+// variant: cpy_q5_1_bf16 -DSRC_QX -DQ_Q5_1 -DDST_BF16
+// variant: cpy_q5_1_q8_0 -DSRC_QX -DQ_Q5_1 -DDST_Q8_0
+// variant: cpy_q5_1_q4_0 -DSRC_QX -DQ_Q5_1 -DDST_Q4_0
+// variant: cpy_q5_1_q5_1 -DSRC_QX -DDST_QX -DQ_Q5_1
+// variant: cpy_iq4_nl_f32 -DSRC_QX -DQ_IQ4_NL -DDST_F32
+// variant: cpy_iq4_nl_f16 -DSRC_QX -DQ_IQ4_NL -DDST_F16
+// variant: cpy_iq4_nl_bf16 -DSRC_QX -DQ_IQ4_NL -DDST_BF16
+// variant: cpy_iq4_nl_q8_0 -DSRC_QX -DQ_IQ4_NL -DDST_Q8_0
+// variant: cpy_iq4_nl_q4_0 -DSRC_QX -DQ_IQ4_NL -DDST_Q4_0
+// variant: cpy_iq4_nl_iq4_nl -DSRC_QX -DDST_QX -DQ_IQ4_NL
+// variant: cpy_mxfp4_f32 -DSRC_QX -DQ_MXFP4 -DDST_F32
+// variant: cpy_mxfp4_f16 -DSRC_QX -DQ_MXFP4 -DDST_F16
+// variant: cpy_mxfp4_bf16 -DSRC_QX -DQ_MXFP4 -DDST_BF16
+// variant: cpy_mxfp4_q8_0 -DSRC_QX -DQ_MXFP4 -DDST_Q8_0
+// variant: cpy_mxfp4_q4_0 -DSRC_QX -DQ_MXFP4 -DDST_Q4_0
+// variant: cpy_mxfp4_mxfp4 -DSRC_QX -DDST_QX -DQ_MXFP4
+// variant: cpy_q2_K_f32 -DSRC_QX -DQ_Q2_K -DDST_F32
+// variant: cpy_q2_K_f16 -DSRC_QX -DQ_Q2_K -DDST_F16
+// variant: cpy_q2_K_bf16 -DSRC_QX -DQ_Q2_K -DDST_BF16
+// variant: cpy_q2_K_q8_0 -DSRC_QX -DQ_Q2_K -DDST_Q8_0
+// variant: cpy_q2_K_q4_0 -DSRC_QX -DQ_Q2_K -DDST_Q4_0
+// variant: cpy_q2_K_q2_K -DSRC_QX -DDST_QX -DQ_Q2_K
+// variant: cpy_q3_K_f32 -DSRC_QX -DQ_Q3_K -DDST_F32
+// variant: cpy_q3_K_f16 -DSRC_QX -DQ_Q3_K -DDST_F16
+// variant: cpy_q3_K_bf16 -DSRC_QX -DQ_Q3_K -DDST_BF16
+// variant: cpy_q3_K_q8_0 -DSRC_QX -DQ_Q3_K -DDST_Q8_0
+// variant: cpy_q3_K_q4_0 -DSRC_QX -DQ_Q3_K -DDST_Q4_0
+// variant: cpy_q3_K_q3_K -DSRC_QX -DDST_QX -DQ_Q3_K
+// variant: cpy_q4_K_f32 -DSRC_QX -DQ_Q4_K -DDST_F32
+// variant: cpy_q4_K_f16 -DSRC_QX -DQ_Q4_K -DDST_F16
+// variant: cpy_q4_K_bf16 -DSRC_QX -DQ_Q4_K -DDST_BF16
+// variant: cpy_q4_K_q8_0 -DSRC_QX -DQ_Q4_K -DDST_Q8_0
+// variant: cpy_q4_K_q4_0 -DSRC_QX -DQ_Q4_K -DDST_Q4_0
+// variant: cpy_q4_K_q4_K -DSRC_QX -DDST_QX -DQ_Q4_K
+// variant: cpy_q5_K_f32 -DSRC_QX -DQ_Q5_K -DDST_F32
+// variant: cpy_q5_K_f16 -DSRC_QX -DQ_Q5_K -DDST_F16
+// variant: cpy_q5_K_bf16 -DSRC_QX -DQ_Q5_K -DDST_BF16
+// variant: cpy_q5_K_q8_0 -DSRC_QX -DQ_Q5_K -DDST_Q8_0
+// variant: cpy_q5_K_q4_0 -DSRC_QX -DQ_Q5_K -DDST_Q4_0
+// variant: cpy_q5_K_q5_K -DSRC_QX -DDST_QX -DQ_Q5_K
+// variant: cpy_q6_K_f32 -DSRC_QX -DQ_Q6_K -DDST_F32
+// variant: cpy_q6_K_f16 -DSRC_QX -DQ_Q6_K -DDST_F16
+// variant: cpy_q6_K_bf16 -DSRC_QX -DQ_Q6_K -DDST_BF16
+// variant: cpy_q6_K_q8_0 -DSRC_QX -DQ_Q6_K -DDST_Q8_0
+// variant: cpy_q6_K_q4_0 -DSRC_QX -DQ_Q6_K -DDST_Q4_0
+// variant: cpy_q6_K_q6_K -DSRC_QX -DDST_QX -DQ_Q6_K
+// variant: cpy_q8_K_f32 -DSRC_QX -DQ_Q8_K -DDST_F32
+// variant: cpy_q8_K_f16 -DSRC_QX -DQ_Q8_K -DDST_F16
+// variant: cpy_q8_K_bf16 -DSRC_QX -DQ_Q8_K -DDST_BF16
+// variant: cpy_q8_K_q8_0 -DSRC_QX -DQ_Q8_K -DDST_Q8_0
+// variant: cpy_q8_K_q4_0 -DSRC_QX -DQ_Q8_K -DDST_Q4_0
+// variant: cpy_q8_K_q8_K -DSRC_QX -DDST_QX -DQ_Q8_K
+// variant: cpy_f32_q4_1 -DSRC_F32 -DDST_Q4_1
+// variant: cpy_f16_q4_1 -DSRC_F16 -DDST_Q4_1
+// variant: cpy_bf16_q4_1 -DSRC_BF16 -DDST_Q4_1
+// variant: cpy_q8_0_q4_1 -DSRC_Q8_0 -DDST_Q4_1
+// variant: cpy_q4_0_q4_1 -DSRC_Q4_0 -DDST_Q4_1
+// variant: cpy_q5_0_q4_1 -DSRC_QX -DQ_Q5_0 -DDST_Q4_1
+// variant: cpy_q5_1_q4_1 -DSRC_QX -DQ_Q5_1 -DDST_Q4_1
+// variant: cpy_iq4_nl_q4_1 -DSRC_QX -DQ_IQ4_NL -DDST_Q4_1
+// variant: cpy_mxfp4_q4_1 -DSRC_QX -DQ_MXFP4 -DDST_Q4_1
+// variant: cpy_q2_K_q4_1 -DSRC_QX -DQ_Q2_K -DDST_Q4_1
+// variant: cpy_q3_K_q4_1 -DSRC_QX -DQ_Q3_K -DDST_Q4_1
+// variant: cpy_q4_K_q4_1 -DSRC_QX -DQ_Q4_K -DDST_Q4_1
+// variant: cpy_q5_K_q4_1 -DSRC_QX -DQ_Q5_K -DDST_Q4_1
+// variant: cpy_q6_K_q4_1 -DSRC_QX -DQ_Q6_K -DDST_Q4_1
+// variant: cpy_q8_K_q4_1 -DSRC_QX -DQ_Q8_K -DDST_Q4_1
+// variant: cpy_f32_q5_0 -DSRC_F32 -DDST_Q5_0
+// variant: cpy_f16_q5_0 -DSRC_F16 -DDST_Q5_0
+// variant: cpy_bf16_q5_0 -DSRC_BF16 -DDST_Q5_0
+// variant: cpy_q8_0_q5_0 -DSRC_Q8_0 -DDST_Q5_0
+// variant: cpy_q4_0_q5_0 -DSRC_Q4_0 -DDST_Q5_0
+// variant: cpy_q4_1_q5_0 -DSRC_QX -DQ_Q4_1 -DDST_Q5_0
+// variant: cpy_q5_1_q5_0 -DSRC_QX -DQ_Q5_1 -DDST_Q5_0
+// variant: cpy_iq4_nl_q5_0 -DSRC_QX -DQ_IQ4_NL -DDST_Q5_0
+// variant: cpy_mxfp4_q5_0 -DSRC_QX -DQ_MXFP4 -DDST_Q5_0
+// variant: cpy_q2_K_q5_0 -DSRC_QX -DQ_Q2_K -DDST_Q5_0
+// variant: cpy_q3_K_q5_0 -DSRC_QX -DQ_Q3_K -DDST_Q5_0
+// variant: cpy_q4_K_q5_0 -DSRC_QX -DQ_Q4_K -DDST_Q5_0
+// variant: cpy_q5_K_q5_0 -DSRC_QX -DQ_Q5_K -DDST_Q5_0
+// variant: cpy_q6_K_q5_0 -DSRC_QX -DQ_Q6_K -DDST_Q5_0
+// variant: cpy_q8_K_q5_0 -DSRC_QX -DQ_Q8_K -DDST_Q5_0
+// variant: cpy_f32_q5_1 -DSRC_F32 -DDST_Q5_1
+// variant: cpy_f16_q5_1 -DSRC_F16 -DDST_Q5_1
+// variant: cpy_bf16_q5_1 -DSRC_BF16 -DDST_Q5_1
+// variant: cpy_q8_0_q5_1 -DSRC_Q8_0 -DDST_Q5_1
+// variant: cpy_q4_0_q5_1 -DSRC_Q4_0 -DDST_Q5_1
+// variant: cpy_q4_1_q5_1 -DSRC_QX -DQ_Q4_1 -DDST_Q5_1
+// variant: cpy_q5_0_q5_1 -DSRC_QX -DQ_Q5_0 -DDST_Q5_1
+// variant: cpy_iq4_nl_q5_1 -DSRC_QX -DQ_IQ4_NL -DDST_Q5_1
+// variant: cpy_mxfp4_q5_1 -DSRC_QX -DQ_MXFP4 -DDST_Q5_1
+// variant: cpy_q2_K_q5_1 -DSRC_QX -DQ_Q2_K -DDST_Q5_1
+// variant: cpy_q3_K_q5_1 -DSRC_QX -DQ_Q3_K -DDST_Q5_1
+// variant: cpy_q4_K_q5_1 -DSRC_QX -DQ_Q4_K -DDST_Q5_1
+// variant: cpy_q5_K_q5_1 -DSRC_QX -DQ_Q5_K -DDST_Q5_1
+// variant: cpy_q6_K_q5_1 -DSRC_QX -DQ_Q6_K -DDST_Q5_1
+// variant: cpy_q8_K_q5_1 -DSRC_QX -DQ_Q8_K -DDST_Q5_1
+// variant: cpy_f32_iq4_nl -DSRC_F32 -DDST_IQ4_NL
+// variant: cpy_f16_iq4_nl -DSRC_F16 -DDST_IQ4_NL
+// variant: cpy_bf16_iq4_nl -DSRC_BF16 -DDST_IQ4_NL
+// variant: cpy_q8_0_iq4_nl -DSRC_Q8_0 -DDST_IQ4_NL
+// variant: cpy_q4_0_iq4_nl -DSRC_Q4_0 -DDST_IQ4_NL
+// variant: cpy_q4_1_iq4_nl -DSRC_QX -DQ_Q4_1 -DDST_IQ4_NL
+// variant: cpy_q5_0_iq4_nl -DSRC_QX -DQ_Q5_0 -DDST_IQ4_NL
+// variant: cpy_q5_1_iq4_nl -DSRC_QX -DQ_Q5_1 -DDST_IQ4_NL
+// variant: cpy_mxfp4_iq4_nl -DSRC_QX -DQ_MXFP4 -DDST_IQ4_NL
+// variant: cpy_q2_K_iq4_nl -DSRC_QX -DQ_Q2_K -DDST_IQ4_NL
+// variant: cpy_q3_K_iq4_nl -DSRC_QX -DQ_Q3_K -DDST_IQ4_NL
+// variant: cpy_q4_K_iq4_nl -DSRC_QX -DQ_Q4_K -DDST_IQ4_NL
+// variant: cpy_q5_K_iq4_nl -DSRC_QX -DQ_Q5_K -DDST_IQ4_NL
+// variant: cpy_q6_K_iq4_nl -DSRC_QX -DQ_Q6_K -DDST_IQ4_NL
+// variant: cpy_q8_K_iq4_nl -DSRC_QX -DQ_Q8_K -DDST_IQ4_NL
 #include "common.glsl"
 #include "convert.glsl"
 
 #if defined(SRC_F32) || defined(SRC_I32)
 #define SRC_UNIT uint
+#elif defined(SRC_QX) && defined(Q_MXFP4)
+#define SRC_UNIT uint8_t
 #else
 #define SRC_UNIT uint16_t
 #endif
 #if defined(DST_F32) || defined(DST_I32)
 #define DST_UNIT uint
+#elif defined(DST_QX) && defined(Q_MXFP4)
+#define DST_UNIT uint8_t
 #else
 #define DST_UNIT uint16_t
 #endif
 #if !defined(SRC_F32) && !defined(SRC_I32) || !defined(DST_F32) && !defined(DST_I32)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
+#if defined(Q_MXFP4)
+#extension GL_EXT_shader_8bit_storage : require
+#endif
 
-#if defined(SRC_Q8_0) || defined(SRC_Q4_0)
+#if defined(SRC_Q8_0) || defined(SRC_Q4_0) || defined(SRC_QX)
 #define SRC_QUANT
 #endif
-#if defined(DST_Q8_0) || defined(DST_Q4_0)
+#if defined(DST_Q8_0) || defined(DST_Q4_0) || defined(DST_Q4_1) || defined(DST_Q5_0) || defined(DST_Q5_1) || \
+    defined(DST_IQ4_NL) || defined(DST_QX)
 #define DST_QUANT
 #endif
-// one type to itself: bits
+// one type to itself: bits (DST_QX comes only with SRC_QX, of the same Q_<TYPE>)
 #if defined(SRC_F32) && defined(DST_F32) || defined(SRC_I32) && defined(DST_I32) || \
     defined(SRC_F16) && defined(DST_F16) || defined(SRC_BF16) && defined(DST_BF16) || \
-    defined(SRC_Q8_0) && defined(DST_Q8_0) || defined(SRC_Q4_0) && defined(DST_Q4_0)
+    defined(SRC_Q8_0) && defined(DST_Q8_0) || defined(SRC_Q4_0) && defined(DST_Q4_0) || defined(DST_QX)
 #define SAME_TYPE
 #endif
 
-// 16-bit words per block: the f16 scale, then 32 bytes (q8_0) or 16 (q4_0)
+// Units per block (16-bit words, bytes for mxfp4) and values per block: q8_0 the f16
+// scale, then 32 bytes; q4_0 the scale, then 16 bytes; the others as quants.glsl says.
 #if defined(SRC_Q8_0)
 #define SRC_BLOCK_WORDS 17u
+#define SRC_QK 32u
 #elif defined(SRC_Q4_0)
 #define SRC_BLOCK_WORDS 9u
+#define SRC_QK 32u
+#elif defined(SRC_QX)
+#define SRC_BLOCK_WORDS Q_UNITS
+#define SRC_QK Q_BLOCK
+#endif
+#if defined(DST_QX)
+#define DST_QK Q_BLOCK
+#else
+#define DST_QK 32u
 #endif
 
 #if defined(DST_QUANT)
@@ -99,7 +249,12 @@ layout(binding = 2, std430) writeonly buffer D { DST_UNIT d[]; };
 // ---------------------------------------------------------------------------------------
 // The source.
 
-#if defined(SRC_QUANT)
+#if defined(SRC_QX)
+#define Q_UNIT(i) uint(a[i])
+#include "quants.glsl"
+// Value j of the block at a[base], as core's dequantize_row_*.
+float src_dequant(uint base, uint j) { return q_value(base, j); }
+#elif defined(SRC_QUANT)
 // Quant byte k of the block whose first word (its scale) is a[base].
 uint src_byte(uint base, uint k) { return block_byte_in_word(uint(a[block_word_of_byte(base, k)]), k); }
 
@@ -117,8 +272,8 @@ float src_dequant(uint base, uint j) {
 // The f32 bits of source element c.
 uint src_bits(uvec4 c) {
 #if defined(SRC_QUANT)
-    const uvec4 blk = uvec4(c.x >> 5, c.yzw); // the block, whose stride is a_nb.x
-    return floatBitsToUint(src_dequant(p.offs.x + at(blk, p.a_nb), c.x & 31u));
+    const uvec4 blk = uvec4(c.x / SRC_QK, c.yzw); // the block, whose stride is a_nb.x
+    return floatBitsToUint(src_dequant(p.offs.x + at(blk, p.a_nb), c.x % SRC_QK));
 #else
     const uint u = uint(a[p.offs.x + at(c, p.a_nb)]);
 #if defined(SRC_F16)
@@ -143,23 +298,24 @@ uint src_bits(uvec4 c) {
 void main() {
 #if defined(DST_QUANT)
     // one invocation per destination block
-    const uint nbx = p.ne.x >> 5;
+    const uint nbx = p.ne.x / DST_QK;
     const uint k = linear_id(WG);
     if (k >= nbx * p.ne.y * p.ne.z * p.ne.w) return;
     const uvec4 c = coords(k, uvec4(nbx, p.ne.yzw));
     const uint dst = p.offs.z + at(c, p.nb); // nb.x: the block stride
     // the block's first value, as a linear index, and where it is in the source
-    const uint first = ((c.w * p.ne.z + c.z) * p.ne.y + c.y) * p.ne.x + (c.x << 5);
+    const uint first = ((c.w * p.ne.z + c.z) * p.ne.y + c.y) * p.ne.x + c.x * DST_QK;
     uvec4 s = coords(first, p.a_ne);
 #if defined(SAME_TYPE)
     // the source's rows are whole blocks too: s.x is a block's first value
-    const uint src = p.offs.x + at(uvec4(s.x >> 5, s.yzw), p.a_nb);
+    const uint src = p.offs.x + at(uvec4(s.x / SRC_QK, s.yzw), p.a_nb);
     for (uint j = 0u; j < SRC_BLOCK_WORDS; ++j) d[dst + j] = a[src + j];
 #else
     float v[32];
 #if defined(SRC_QUANT)
-    const uint src = p.offs.x + at(uvec4(s.x >> 5, s.yzw), p.a_nb);
-    for (uint j = 0u; j < 32u; ++j) v[j] = src_dequant(src, j);
+    // the source's rows are whole blocks, of 32 values or more: the 32 are in one
+    const uint src = p.offs.x + at(uvec4(s.x / SRC_QK, s.yzw), p.a_nb);
+    for (uint j = 0u; j < 32u; ++j) v[j] = src_dequant(src, s.x % SRC_QK + j);
 #else
     // walk the source in its order, 32 values, across its rows
     for (uint j = 0u; j < 32u; ++j) {

@@ -16,6 +16,9 @@
 //   get_rows_bf16   bf16            16-bit storage
 //   get_rows_q8_0   q8_0            16-bit storage (blocks are read as 16-bit words)
 //   get_rows_q4_0   q4_0            16-bit storage
+//   get_rows_<type> q4_1 q5_0 q5_1  16-bit storage; mxfp4, read as bytes, 8-bit storage
+//                   iq4_nl mxfp4    too (dequantized by quants.glsl)
+//                   q2_K ... q8_K
 //
 // variant: get_rows_f32 -DA_F32
 // variant: get_rows_i32 -DA_I32
@@ -23,11 +26,25 @@
 // variant: get_rows_bf16 -DA_BF16
 // variant: get_rows_q8_0 -DA_Q8_0
 // variant: get_rows_q4_0 -DA_Q4_0
+// variant: get_rows_q4_1 -DA_QX -DQ_Q4_1
+// variant: get_rows_q5_0 -DA_QX -DQ_Q5_0
+// variant: get_rows_q5_1 -DA_QX -DQ_Q5_1
+// variant: get_rows_iq4_nl -DA_QX -DQ_IQ4_NL
+// variant: get_rows_mxfp4 -DA_QX -DQ_MXFP4
+// variant: get_rows_q2_K -DA_QX -DQ_Q2_K
+// variant: get_rows_q3_K -DA_QX -DQ_Q3_K
+// variant: get_rows_q4_K -DA_QX -DQ_Q4_K
+// variant: get_rows_q5_K -DA_QX -DQ_Q5_K
+// variant: get_rows_q6_K -DA_QX -DQ_Q6_K
+// variant: get_rows_q8_K -DA_QX -DQ_Q8_K
 #include "common.glsl"
 #include "convert.glsl"
 
 #if defined(A_F32) || defined(A_I32)
 #define A_UNIT uint
+#elif defined(Q_MXFP4)
+#extension GL_EXT_shader_8bit_storage : require
+#define A_UNIT uint8_t
 #else
 #extension GL_EXT_shader_16bit_storage : require
 #define A_UNIT uint16_t
@@ -38,6 +55,11 @@ layout(binding = 0, std430) readonly buffer A { A_UNIT a[]; };
 layout(binding = 1, std430) readonly buffer I { int idx[]; };
 layout(binding = 2, std430) writeonly buffer D { uint d[]; };
 layout(binding = 3, std430) buffer E { uint error_word; };
+
+#if defined(A_QX)
+#define Q_UNIT(i) uint(a[i])
+#include "quants.glsl"
+#endif
 
 // Quant byte k of the block whose first 16-bit word (its f16 scale) is a[base].
 uint block_byte(uint base, uint k) { return block_byte_in_word(uint(a[block_word_of_byte(base, k)]), k); }
@@ -50,6 +72,8 @@ uint load(uint row, uint e) {
     return f16_bits_to_f32(uint(a[row + e * p.a_nb.x]));
 #elif defined(A_BF16)
     return bf16_bits_to_f32(uint(a[row + e * p.a_nb.x]));
+#elif defined(A_QX)
+    return floatBitsToUint(q_value(row + (e / Q_BLOCK) * p.a_nb.x, e % Q_BLOCK)); // a_nb.x: the block stride
 #else
     const uint base = row + (e >> 5) * p.a_nb.x; // the block: p.a_nb.x is its stride
     const uint j = e & 31u;

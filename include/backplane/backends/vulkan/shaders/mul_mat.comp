@@ -23,7 +23,10 @@
 // linear index in the grid, which the planner spreads over up to three dimensions of at
 // most 65535 workgroups; those past the last item leave at once.
 //
-// Loads. Rows are read in chunks of 4 consecutive elements (8 for the quantized types).
+// Loads. Rows are read in chunks of 4 consecutive elements (8 for the quantized types,
+// each chunk decoding its own scales: on lavapipe, keeping a group's scales and
+// activations live across rows spills more than decoding again costs). The mat-vec
+// kernel reads q4_K in 32-bit words where every block starts on one (a8w).
 // When every row of a float tensor is contiguous and starts at a multiple of 4 elements
 // (element stride 1; K, the row strides and the tensor's offset in its binding multiples
 // of 4) a chunk is one vector load, otherwise 4 element loads whose indices are clamped
@@ -36,6 +39,8 @@
 //
 // Types (A_*: the weights, B_*: the activations):
 //   A_F32, A_HALF (f16, or bf16 when prm.x bit 0 is set), A_Q8_0, A_Q4_0
+//   A_QX with Q_<TYPE>: q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K ... q6_K, q8_K, dequantized
+//     8 values at a time by quants.glsl (mxfp4's blocks are read as bytes: 8-bit storage)
 //   B_F32, B_HALF (f16, or bf16 when prm.x bit 1 is set)
 // Everything 16-bit (all but f32) needs 16-bit storage; values become f32 as they are
 // read, so there is no 16-bit arithmetic.
@@ -72,11 +77,102 @@
 // variant: mul_mat_id_q8_0_half -DMV -DMUL_MAT_ID -DA_Q8_0 -DB_HALF
 // variant: mul_mat_id_q4_0_f32 -DMV -DMUL_MAT_ID -DA_Q4_0 -DB_F32
 // variant: mul_mat_id_q4_0_half -DMV -DMUL_MAT_ID -DA_Q4_0 -DB_HALF
+// variant: mul_mat_q4_1_f32 -DA_QX -DQ_Q4_1 -DB_F32
+// variant: mul_mat_q4_1_half -DA_QX -DQ_Q4_1 -DB_HALF
+// variant: mul_mat_q5_0_f32 -DA_QX -DQ_Q5_0 -DB_F32
+// variant: mul_mat_q5_0_half -DA_QX -DQ_Q5_0 -DB_HALF
+// variant: mul_mat_q5_1_f32 -DA_QX -DQ_Q5_1 -DB_F32
+// variant: mul_mat_q5_1_half -DA_QX -DQ_Q5_1 -DB_HALF
+// variant: mul_mat_iq4_nl_f32 -DA_QX -DQ_IQ4_NL -DB_F32
+// variant: mul_mat_iq4_nl_half -DA_QX -DQ_IQ4_NL -DB_HALF
+// variant: mul_mat_mxfp4_f32 -DA_QX -DQ_MXFP4 -DB_F32
+// variant: mul_mat_mxfp4_half -DA_QX -DQ_MXFP4 -DB_HALF
+// variant: mul_mat_q2_K_f32 -DA_QX -DQ_Q2_K -DB_F32
+// variant: mul_mat_q2_K_half -DA_QX -DQ_Q2_K -DB_HALF
+// variant: mul_mat_q3_K_f32 -DA_QX -DQ_Q3_K -DB_F32
+// variant: mul_mat_q3_K_half -DA_QX -DQ_Q3_K -DB_HALF
+// variant: mul_mat_q4_K_f32 -DA_QX -DQ_Q4_K -DB_F32
+// variant: mul_mat_q4_K_half -DA_QX -DQ_Q4_K -DB_HALF
+// variant: mul_mat_q5_K_f32 -DA_QX -DQ_Q5_K -DB_F32
+// variant: mul_mat_q5_K_half -DA_QX -DQ_Q5_K -DB_HALF
+// variant: mul_mat_q6_K_f32 -DA_QX -DQ_Q6_K -DB_F32
+// variant: mul_mat_q6_K_half -DA_QX -DQ_Q6_K -DB_HALF
+// variant: mul_mat_q8_K_f32 -DA_QX -DQ_Q8_K -DB_F32
+// variant: mul_mat_q8_K_half -DA_QX -DQ_Q8_K -DB_HALF
+// variant: mul_mat_narrow_q4_1_f32 -DNARROW -DA_QX -DQ_Q4_1 -DB_F32
+// variant: mul_mat_narrow_q4_1_half -DNARROW -DA_QX -DQ_Q4_1 -DB_HALF
+// variant: mul_mat_narrow_q5_0_f32 -DNARROW -DA_QX -DQ_Q5_0 -DB_F32
+// variant: mul_mat_narrow_q5_0_half -DNARROW -DA_QX -DQ_Q5_0 -DB_HALF
+// variant: mul_mat_narrow_q5_1_f32 -DNARROW -DA_QX -DQ_Q5_1 -DB_F32
+// variant: mul_mat_narrow_q5_1_half -DNARROW -DA_QX -DQ_Q5_1 -DB_HALF
+// variant: mul_mat_narrow_iq4_nl_f32 -DNARROW -DA_QX -DQ_IQ4_NL -DB_F32
+// variant: mul_mat_narrow_iq4_nl_half -DNARROW -DA_QX -DQ_IQ4_NL -DB_HALF
+// variant: mul_mat_narrow_mxfp4_f32 -DNARROW -DA_QX -DQ_MXFP4 -DB_F32
+// variant: mul_mat_narrow_mxfp4_half -DNARROW -DA_QX -DQ_MXFP4 -DB_HALF
+// variant: mul_mat_narrow_q2_K_f32 -DNARROW -DA_QX -DQ_Q2_K -DB_F32
+// variant: mul_mat_narrow_q2_K_half -DNARROW -DA_QX -DQ_Q2_K -DB_HALF
+// variant: mul_mat_narrow_q3_K_f32 -DNARROW -DA_QX -DQ_Q3_K -DB_F32
+// variant: mul_mat_narrow_q3_K_half -DNARROW -DA_QX -DQ_Q3_K -DB_HALF
+// variant: mul_mat_narrow_q4_K_f32 -DNARROW -DA_QX -DQ_Q4_K -DB_F32
+// variant: mul_mat_narrow_q4_K_half -DNARROW -DA_QX -DQ_Q4_K -DB_HALF
+// variant: mul_mat_narrow_q5_K_f32 -DNARROW -DA_QX -DQ_Q5_K -DB_F32
+// variant: mul_mat_narrow_q5_K_half -DNARROW -DA_QX -DQ_Q5_K -DB_HALF
+// variant: mul_mat_narrow_q6_K_f32 -DNARROW -DA_QX -DQ_Q6_K -DB_F32
+// variant: mul_mat_narrow_q6_K_half -DNARROW -DA_QX -DQ_Q6_K -DB_HALF
+// variant: mul_mat_narrow_q8_K_f32 -DNARROW -DA_QX -DQ_Q8_K -DB_F32
+// variant: mul_mat_narrow_q8_K_half -DNARROW -DA_QX -DQ_Q8_K -DB_HALF
+// variant: mul_mat_vec_q4_1_f32 -DMV -DA_QX -DQ_Q4_1 -DB_F32
+// variant: mul_mat_vec_q4_1_half -DMV -DA_QX -DQ_Q4_1 -DB_HALF
+// variant: mul_mat_vec_q5_0_f32 -DMV -DA_QX -DQ_Q5_0 -DB_F32
+// variant: mul_mat_vec_q5_0_half -DMV -DA_QX -DQ_Q5_0 -DB_HALF
+// variant: mul_mat_vec_q5_1_f32 -DMV -DA_QX -DQ_Q5_1 -DB_F32
+// variant: mul_mat_vec_q5_1_half -DMV -DA_QX -DQ_Q5_1 -DB_HALF
+// variant: mul_mat_vec_iq4_nl_f32 -DMV -DA_QX -DQ_IQ4_NL -DB_F32
+// variant: mul_mat_vec_iq4_nl_half -DMV -DA_QX -DQ_IQ4_NL -DB_HALF
+// variant: mul_mat_vec_mxfp4_f32 -DMV -DA_QX -DQ_MXFP4 -DB_F32
+// variant: mul_mat_vec_mxfp4_half -DMV -DA_QX -DQ_MXFP4 -DB_HALF
+// variant: mul_mat_vec_q2_K_f32 -DMV -DA_QX -DQ_Q2_K -DB_F32
+// variant: mul_mat_vec_q2_K_half -DMV -DA_QX -DQ_Q2_K -DB_HALF
+// variant: mul_mat_vec_q3_K_f32 -DMV -DA_QX -DQ_Q3_K -DB_F32
+// variant: mul_mat_vec_q3_K_half -DMV -DA_QX -DQ_Q3_K -DB_HALF
+// variant: mul_mat_vec_q4_K_f32 -DMV -DA_QX -DQ_Q4_K -DB_F32
+// variant: mul_mat_vec_q4_K_half -DMV -DA_QX -DQ_Q4_K -DB_HALF
+// variant: mul_mat_vec_q5_K_f32 -DMV -DA_QX -DQ_Q5_K -DB_F32
+// variant: mul_mat_vec_q5_K_half -DMV -DA_QX -DQ_Q5_K -DB_HALF
+// variant: mul_mat_vec_q6_K_f32 -DMV -DA_QX -DQ_Q6_K -DB_F32
+// variant: mul_mat_vec_q6_K_half -DMV -DA_QX -DQ_Q6_K -DB_HALF
+// variant: mul_mat_vec_q8_K_f32 -DMV -DA_QX -DQ_Q8_K -DB_F32
+// variant: mul_mat_vec_q8_K_half -DMV -DA_QX -DQ_Q8_K -DB_HALF
+// variant: mul_mat_id_q4_1_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_1 -DB_F32
+// variant: mul_mat_id_q4_1_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_1 -DB_HALF
+// variant: mul_mat_id_q5_0_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_0 -DB_F32
+// variant: mul_mat_id_q5_0_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_0 -DB_HALF
+// variant: mul_mat_id_q5_1_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_1 -DB_F32
+// variant: mul_mat_id_q5_1_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_1 -DB_HALF
+// variant: mul_mat_id_iq4_nl_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_IQ4_NL -DB_F32
+// variant: mul_mat_id_iq4_nl_half -DMV -DMUL_MAT_ID -DA_QX -DQ_IQ4_NL -DB_HALF
+// variant: mul_mat_id_mxfp4_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_MXFP4 -DB_F32
+// variant: mul_mat_id_mxfp4_half -DMV -DMUL_MAT_ID -DA_QX -DQ_MXFP4 -DB_HALF
+// variant: mul_mat_id_q2_K_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q2_K -DB_F32
+// variant: mul_mat_id_q2_K_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q2_K -DB_HALF
+// variant: mul_mat_id_q3_K_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q3_K -DB_F32
+// variant: mul_mat_id_q3_K_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q3_K -DB_HALF
+// variant: mul_mat_id_q4_K_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_K -DB_F32
+// variant: mul_mat_id_q4_K_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_K -DB_HALF
+// variant: mul_mat_id_q5_K_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_K -DB_F32
+// variant: mul_mat_id_q5_K_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_K -DB_HALF
+// variant: mul_mat_id_q6_K_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q6_K -DB_F32
+// variant: mul_mat_id_q6_K_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q6_K -DB_HALF
+// variant: mul_mat_id_q8_K_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q8_K -DB_F32
+// variant: mul_mat_id_q8_K_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q8_K -DB_HALF
 #include "common.glsl"
 
 #extension GL_EXT_control_flow_attributes : require
 #if !defined(A_F32) || !defined(B_F32)
 #extension GL_EXT_shader_16bit_storage : require
+#endif
+#if defined(Q_MXFP4)
+#extension GL_EXT_shader_8bit_storage : require
 #endif
 
 // The kernels' shapes; ops/mul_mat.hpp relies on them.
@@ -99,7 +195,7 @@
 #define WG ((BM / TM) * (BN / TN))
 #endif
 
-#if defined(A_Q8_0) || defined(A_Q4_0)
+#if defined(A_Q8_0) || defined(A_Q4_0) || defined(A_QX)
 #define A_QUANT
 #endif
 
@@ -125,8 +221,16 @@ layout(binding = 0, std430) readonly buffer A { uint16_t a[]; };
 layout(binding = 0, std430) readonly buffer AV { uvec2 a_v[]; };
 float a_elem(uint i) { return half_value(uint(a[i]), (p.prm.x & 1u) != 0); }
 vec4 a_quad(uint i) { return half_quad(a_v[i], (p.prm.x & 1u) != 0); }
+#elif defined(Q_MXFP4)
+layout(binding = 0, std430) readonly buffer A { uint8_t a[]; };
 #else
 layout(binding = 0, std430) readonly buffer A { uint16_t a[]; };
+#endif
+#if defined(A_QX)
+#include "convert.glsl"
+#define Q_UNIT(i) uint(a[i])
+#define Q_HALF(h) unpackHalf2x16(h).x
+#include "quants.glsl"
 #endif
 
 // Source 1.
@@ -205,6 +309,40 @@ void a8(uint r, uint k, out vec4 lo, out vec4 hi) {
     const uvec4 w = uvec4(uint(a[q]), uint(a[q + 1]), uint(a[q + 2]), uint(a[q + 3])) >> sh;
     lo = d * (vec4(w.x & 15u, (w.x >> 8) & 15u, w.y & 15u, (w.y >> 8) & 15u) - 8.0);
     hi = d * (vec4(w.z & 15u, (w.z >> 8) & 15u, w.w & 15u, (w.w >> 8) & 15u) - 8.0);
+}
+#elif defined(A_QX)
+// a block of Q_UNITS units, Q_BLOCK values (quants.glsl)
+void a8(uint r, uint k, out vec4 lo, out vec4 hi) { q_eight(r + (k / Q_BLOCK) * p.a_nb.x, k % Q_BLOCK, lo, hi); }
+#endif
+
+#if defined(Q_Q4_K)
+// q4_K in 32-bit words, for the mat-vec kernel: 6 loads per 8 values where 16-bit words
+// take 9 (on lavapipe each is a gather, the kernel's main cost). The values are a8's.
+layout(binding = 0, std430) readonly buffer AW { uint a_w[]; };
+
+// Whether every block starts at a 32-bit word: a's offset and row strides even (its block
+// stride, 72 units, is).
+bool words_aligned() { return ((p.offs.x | p.a_nb.y | p.a_nb.z | p.a_nb.w) & 1u) == 0u; }
+
+void a8w(uint r, uint k, out vec4 lo, out vec4 hi) {
+    const uint w = (r + (k >> 8) * p.a_nb.x) >> 1; // the block's first word: d, dmin
+    const uint j = k & 255u, sj = j >> 5, sh8 = (sj & 3u) * 8u;
+    const vec2 dm = unpackHalf2x16(a_w[w]);
+    // scales bytes 4 + i, 8 + i, 12 + i (i = sj % 4): byte i of words 1, 2, 3 (q_scale_min)
+    const uint sa = (a_w[w + 1u] >> sh8) & 0xffu, sb = (a_w[w + 2u] >> sh8) & 0xffu;
+    const uint sc = (a_w[w + 3u] >> sh8) & 0xffu;
+    const uvec2 sm = sj < 4u ? uvec2(sa, sb) & 63u
+                             : uvec2((sc & 15u) | ((sa >> 6) << 4), (sc >> 4) | ((sb >> 6) << 4));
+    precise float dl = dm.x * float(sm.x);
+    precise float ml = dm.y * float(sm.y);
+    // qs bytes 16 + 32 (sj / 2) + j % 32 ...: words 4 + 8 (sj / 2) + (j % 32) / 4, two of them
+    const uint q = w + 4u + 8u * (sj >> 1) + ((j & 31u) >> 2), sh = (sj & 1u) * 4u;
+    const uvec4 c0 = (uvec4(a_w[q]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u;
+    const uvec4 c1 = (uvec4(a_w[q + 1u]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u;
+    precise vec4 x = dl * vec4(c0) - ml;
+    precise vec4 y = dl * vec4(c1) - ml;
+    lo = x;
+    hi = y;
 }
 #endif
 
@@ -362,21 +500,33 @@ void partial(const uint ar[NR], uint br, out vec4 sums[NQ]) {
     else partial_any(ar, br, sums);
 }
 #else
-void partial_q(const uint ar[NR], uint br, const bool vec, out vec4 sums[NQ]) {
+// `words`: a's blocks may be read as 32-bit words (a8w; q4_K only).
+void partial_q(const uint ar[NR], uint br, const bool vec, const bool words, out vec4 sums[NQ]) {
     const uint K = p.a_ne.x;
     [[unroll]] for (uint q = 0; q < NQ; ++q) sums[q] = vec4(0.0);
     for (uint k = gl_LocalInvocationID.x * 8; k < K; k += WG * 8) {
         const vec4 ylo = b4(br, k, vec), yhi = b4(br, k + 4, vec);
         [[unroll]] for (uint r = 0; r < NR; ++r) {
             vec4 lo, hi;
+#if defined(Q_Q4_K)
+            if (words) a8w(ar[r], k, lo, hi);
+            else a8(ar[r], k, lo, hi);
+#else
             a8(ar[r], k, lo, hi);
+#endif
             sums[r / 4][r % 4] += dot(lo, ylo) + dot(hi, yhi);
         }
     }
 }
 void partial(const uint ar[NR], uint br, out vec4 sums[NQ]) {
-    if (vectors()) partial_q(ar, br, true, sums);
-    else partial_q(ar, br, false, sums);
+#if defined(Q_Q4_K)
+    // the common case (contiguous rows at an even offset) one way, everything else another
+    if (vectors() && words_aligned()) partial_q(ar, br, true, true, sums);
+    else partial_q(ar, br, false, false, sums);
+#else
+    if (vectors()) partial_q(ar, br, true, false, sums);
+    else partial_q(ar, br, false, false, sums);
+#endif
 }
 #endif
 

@@ -4,7 +4,8 @@
 // of the destination (binding 2: the node, whose memory is its destination a). idx
 // (source 1) is i32, or i64 when p.prm.x is 1 (read as two 32-bit words, low first).
 // Conversions are core's, bit for bit, as in copy.comp: f16 and bf16 widened exactly,
-// narrowed rounding to nearest even, q8_0 / q4_0 blocks quantized by quantize.glsl. Any
+// narrowed rounding to nearest even, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl blocks
+// quantized by quantize.glsl (the K-quants and mxfp4 are left to the CPU). Any
 // strides and offsets on every operand (a quantized destination's rows are whole blocks).
 //
 // One invocation per element of b, or per block of 32 when the destination is quantized.
@@ -30,6 +31,18 @@
 // variant: set_rows_bf16_bf16 -DSRC_BF16 -DDST_BF16
 // variant: set_rows_bf16_q8_0 -DSRC_BF16 -DDST_Q8_0
 // variant: set_rows_bf16_q4_0 -DSRC_BF16 -DDST_Q4_0
+// variant: set_rows_f32_q4_1 -DSRC_F32 -DDST_Q4_1
+// variant: set_rows_f32_q5_0 -DSRC_F32 -DDST_Q5_0
+// variant: set_rows_f32_q5_1 -DSRC_F32 -DDST_Q5_1
+// variant: set_rows_f32_iq4_nl -DSRC_F32 -DDST_IQ4_NL
+// variant: set_rows_f16_q4_1 -DSRC_F16 -DDST_Q4_1
+// variant: set_rows_f16_q5_0 -DSRC_F16 -DDST_Q5_0
+// variant: set_rows_f16_q5_1 -DSRC_F16 -DDST_Q5_1
+// variant: set_rows_f16_iq4_nl -DSRC_F16 -DDST_IQ4_NL
+// variant: set_rows_bf16_q4_1 -DSRC_BF16 -DDST_Q4_1
+// variant: set_rows_bf16_q5_0 -DSRC_BF16 -DDST_Q5_0
+// variant: set_rows_bf16_q5_1 -DSRC_BF16 -DDST_Q5_1
+// variant: set_rows_bf16_iq4_nl -DSRC_BF16 -DDST_IQ4_NL
 #include "common.glsl"
 #include "convert.glsl"
 
@@ -46,7 +59,8 @@
 #if !defined(SRC_F32) || !defined(DST_F32)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
-#if defined(DST_Q8_0) || defined(DST_Q4_0)
+#if defined(DST_Q8_0) || defined(DST_Q4_0) || defined(DST_Q4_1) || defined(DST_Q5_0) || defined(DST_Q5_1) || \
+    defined(DST_IQ4_NL)
 #define DST_QUANT
 #define WG 64
 #else
