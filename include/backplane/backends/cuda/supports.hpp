@@ -1,7 +1,10 @@
 #pragma once
 // What the CUDA backend computes: every node its op defines (core/op_traits.hpp, whose
 // header lists the rules), in any layout, except flash_attn_ext with heads longer than
-// its kernel holds in shared memory (D_k + D_v above flash_attn_max_head_floats). The
+// its kernel holds in shared memory (D_k + D_v above flash_attn_max_head_floats), and
+// quantization into the types it has no quantizer for yet (a copy or set_rows into
+// mxfp4 or a K-quant: q2_K ... q6_K, q8_K). Every quantized type is read (get_rows, mul_mat,
+// mul_mat_id, copies to a float type) and copied or concatenated as it is. The
 // kernels (kernels/*.cuh) read every tensor through its byte strides, so views,
 // permutations, broadcasting and strided rows need no copies on the host side; the fast
 // paths (contiguous rows, tensor cores, cuBLAS) are chosen per node inside the kernels.
@@ -18,9 +21,23 @@ namespace backplane::cuda {
 /// 32 KiB in all.
 inline constexpr std::int64_t flash_attn_max_head_floats = 8192 - 128;
 
+/// The quantized types the CUDA kernels quantize into (copy.cuh, set_rows.cuh): a result
+/// of another quantized type is computed only as its source's bits (a copy of a type to
+/// itself, concat).
+constexpr bool quantizes_into(elem_type t) noexcept {
+    return t == elem_type::q8_0 || t == elem_type::q4_0 || t == elem_type::q4_1 || t == elem_type::q5_0 ||
+           t == elem_type::q5_1 || t == elem_type::iq4_nl;
+}
+
 /// What the CUDA kernels narrow from a node its op defines: flash_attn_ext's longest
-/// heads (the scheduler places those on another backend).
+/// heads and quantization into the types above (the scheduler places those on another
+/// backend).
 constexpr bool supports_defined_op(const tensor& t) noexcept {
+    if (t.op == op_kind::none || is_view_op(t.op)) return true; // computes nothing
+    if (is_quantized(t.type) && !quantizes_into(t.type)) {
+        const bool as_bits = t.op == op_kind::concat || (is_copy(t.op) && t.src[0]->type == t.type);
+        if (!as_bits) return false;
+    }
     return t.op != op_kind::flash_attn_ext || t.src[0]->ne[0] + t.src[2]->ne[0] <= flash_attn_max_head_floats;
 }
 

@@ -7,6 +7,7 @@
 #endif
 
 #include <backplane/backends/cuda/kernel_api.hpp>
+#include <backplane/backends/cuda/kernels/quants.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 
@@ -40,8 +41,9 @@ struct tview {
     }
     /// Whether rows are packed (nb0 = element or block size) and the whole is contiguous.
     __host__ __device__ bool contiguous() const {
-        const i64 bs = type == elem_type::q8_0 || type == elem_type::q4_0 ? 32 : 1;
-        const i64 ts = type == elem_type::q8_0 ? 34 : type == elem_type::q4_0 ? 18 : type == elem_type::i64 ? 8 : type == elem_type::f32 || type == elem_type::i32 ? 4 : 2;
+        const i64 qb = quant::block_bytes(type); // 0: not quantized
+        const i64 bs = qb != 0 ? quant::block_values(type) : 1;
+        const i64 ts = qb != 0 ? qb : type == elem_type::i64 ? 8 : type == elem_type::f32 || type == elem_type::i32 ? 4 : 2;
         return nb[0] == ts && nb[1] == nb[0] * (ne[0] / bs) && nb[2] == nb[1] * ne[1] && nb[3] == nb[2] * ne[2];
     }
 };
@@ -60,7 +62,8 @@ inline tview view_of(const tensor& t) noexcept {
 // -- element access -----------------------------------------------------------------
 // Quantized blocks as stored (core/types.hpp): q8_0 = f16 scale + 32 int8; q4_0 = f16
 // scale + 16 bytes, byte j holding value j (low nibble) and value j + 16 (high nibble).
-// Blocks are 2-byte aligned only: read them by bytes or 16-bit words.
+// Blocks are 2-byte aligned only: read them by bytes or 16-bit words. The other quantized
+// types are read by quant::value (quants.hpp), byte by byte (mxfp4's blocks are 17 bytes).
 
 __device__ __forceinline__ float f16_bits_to_float(std::uint16_t b) { return __half2float(__ushort_as_half(b)); }
 __device__ __forceinline__ float bf16_bits_to_float(std::uint16_t b) { return __uint_as_float(static_cast<unsigned>(b) << 16); }
@@ -85,8 +88,8 @@ __device__ __forceinline__ float load_row(const char* row, elem_type t, i64 i0) 
         return d * static_cast<float>(q - 8);
     }
     case elem_type::i32: return static_cast<float>(reinterpret_cast<const std::int32_t*>(row)[i0]);
+    default: return quant::row_value(t, reinterpret_cast<const unsigned char*>(row), i0);
     }
-    return 0.0f;
 }
 
 /// Element (i0, i1, i2, i3) of a non-quantized tensor, as float (nb0 may be any stride).

@@ -3,7 +3,8 @@
 // (i0, i1, i2, i3) of dst comes from a while its index along dim is below a's extent
 // there, from b (that index less a's extent) after. Elements are copied as bits, so every
 // type is exact; any strides on all three. A quantized row (whole blocks, contiguous) is
-// copied as 16-bit words: dimension 0 is described to the kernel in words.
+// copied as 16-bit words (bytes for mxfp4, whose 17-byte blocks have no alignment):
+// dimension 0 is described to the kernel in those units.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh> // elem_io
@@ -54,11 +55,13 @@ inline cudaError_t launch_concat(const tensor& node, const detail::launch_contex
     if (node.nelements() <= 0) return cudaSuccess;
     const auto k = static_cast<std::size_t>(dim);
     tview d = view_of(node), va = view_of(*a), vb = view_of(*b);
-    if (is_quantized(node.type)) { // rows of 16-bit words
-        const i64 words = static_cast<i64>(type_size(node.type)) / 2;
+    const bool bytes = node.type == elem_type::mxfp4;
+    if (is_quantized(node.type)) { // rows of 16-bit words (bytes)
+        const i64 unit = bytes ? 1 : 2;
+        const i64 units = static_cast<i64>(type_size(node.type)) / unit;
         for (tview* v : {&d, &va, &vb}) {
-            v->ne[0] = v->ne[0] / 32 * words;
-            v->nb[0] = 2;
+            v->ne[0] = v->ne[0] / quant::block_values(node.type) * units;
+            v->nb[0] = unit;
         }
     }
     const i64 split = k == 0 ? va.ne[0] : a->ne[k];
@@ -71,14 +74,18 @@ inline cudaError_t launch_concat(const tensor& node, const detail::launch_contex
         break;
     case elem_type::f16:
     case elem_type::bf16:
-    case elem_type::q8_0:
-    case elem_type::q4_0:
         k_concat<std::uint16_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
         break;
     case elem_type::i64:
         k_concat<std::uint64_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
         break;
-    default: return cudaErrorNotSupported;
+    default:
+        if (!is_quantized(node.type)) return cudaErrorNotSupported;
+        if (bytes)
+            k_concat<std::uint8_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
+        else
+            k_concat<std::uint16_t><<<g.grid, g.block, 0, ctx.stream>>>(d, va, vb, dim, split, b_shift);
+        break;
     }
     return cudaGetLastError();
 }

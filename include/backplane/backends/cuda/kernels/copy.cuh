@@ -6,15 +6,19 @@
 // of it with its extents and strides), as the CPU does.
 //
 // Conversions are core's (core/types.hpp):
-//   - one type to itself: storage units (elements, or whole q8_0 / q4_0 blocks) copied
-//     as bits; both sides contiguous: one device-to-device cudaMemcpyAsync;
-//   - f16 / bf16 widened exactly, f32 narrowed rounding to nearest even; q8_0 / q4_0
-//     values dequantized as d * q in f32;
+//   - one type to itself: storage units (elements, or whole blocks of any quantized
+//     type) copied as bits; both sides contiguous: one device-to-device cudaMemcpyAsync;
+//   - f16 / bf16 widened exactly, f32 narrowed rounding to nearest even; quantized
+//     values dequantized as core's dequantize_row_* (q8_0 / q4_0 as d * q in f32, the
+//     other types by quant::value, quants.hpp), then stored as the destination's type;
 //   - a q8_0 / q4_0 destination is quantized block by block, one warp per block, with
 //     the operations of quantize_row_q8_0 / quantize_row_q4_0 in the same order,
 //     correctly rounded (__fdiv_rn, __fmul_rn, __fadd_rn: no contraction into an FMA,
 //     whatever the build's -prec-div or -fmad), so the blocks are the CPU's bit for bit
-//     for finite values (unless the build flushes subnormals, --use_fast_math).
+//     for finite values (unless the build flushes subnormals, --use_fast_math);
+//   - a q4_1 / q5_0 / q5_1 / iq4_nl destination is quantized one thread per block by
+//     quant::quantize (quants.hpp), core's quantize_row_* byte for byte (finite values);
+//     the other quantized types (mxfp4, the K-quants) have no quantizer here yet.
 //
 // This header also holds the typed element access the other element-wise families
 // (elementwise.cuh, concat.cuh, get_rows.cuh) share: namespace elem_io.
@@ -35,11 +39,14 @@ template <elem_type T> using type_tag = std::integral_constant<elem_type, T>;
 
 template <elem_type T> inline constexpr bool always_false = false;
 
-template <elem_type T> inline constexpr bool is_quant = T == elem_type::q8_0 || T == elem_type::q4_0;
+template <elem_type T> inline constexpr bool is_quant = quant::block_bytes(T) != 0;
 
-/// Bytes per storage unit (element, or block of 32 values).
+/// Values per storage unit (1, or a block's 32 or 256).
+template <elem_type T> inline constexpr int unit_values = is_quant<T> ? quant::block_values(T) : 1;
+
+/// Bytes per storage unit (element, or block).
 template <elem_type T>
-inline constexpr int unit_bytes = T == elem_type::q8_0 ? 34 : T == elem_type::q4_0 ? 18 : T == elem_type::i64 ? 8 : T == elem_type::f32 || T == elem_type::i32 ? 4 : 2;
+inline constexpr int unit_bytes = is_quant<T> ? quant::block_bytes(T) : T == elem_type::i64 ? 8 : T == elem_type::f32 || T == elem_type::i32 ? 4 : 2;
 
 /// The element at p of a non-quantized type, as float.
 template <elem_type T> __device__ __forceinline__ float ld(const char* p) {
@@ -55,7 +62,8 @@ template <elem_type T> __device__ __forceinline__ float ld(const char* p) {
         static_assert(always_false<T>, "quantized values are read with ld_block");
 }
 
-/// Value j (0..31) of the q8_0 / q4_0 block at blk, as core's dequantize_row_*: d * q.
+/// Value j of the quantized block at blk, as core's dequantize_row_*: q8_0 / q4_0 here
+/// (d * q), the other types by quant::value (quants.hpp).
 template <elem_type T> __device__ __forceinline__ float ld_block(const char* blk, int j) {
     const float d = f16_bits_to_float(*reinterpret_cast<const std::uint16_t*>(blk));
     if constexpr (T == elem_type::q8_0) {
@@ -64,6 +72,8 @@ template <elem_type T> __device__ __forceinline__ float ld_block(const char* blk
         const unsigned byte = reinterpret_cast<const std::uint8_t*>(blk)[2 + (j & 15)];
         const int q = static_cast<int>(j < 16 ? (byte & 0x0fu) : (byte >> 4));
         return __fmul_rn(d, static_cast<float>(q - 8));
+    } else if constexpr (is_quant<T>) {
+        return quant::value<T>(reinterpret_cast<const unsigned char*>(blk), j);
     } else {
         static_assert(always_false<T>, "not a quantized type");
     }
@@ -72,7 +82,7 @@ template <elem_type T> __device__ __forceinline__ float ld_block(const char* blk
 /// Value i0 of the row at `row` whose unit stride (element, or block) is nb0.
 template <elem_type T> __device__ __forceinline__ float ld_row(const char* row, i64 nb0, i64 i0) {
     if constexpr (is_quant<T>)
-        return ld_block<T>(row + (i0 >> 5) * nb0, static_cast<int>(i0 & 31));
+        return ld_block<T>(row + (i0 / unit_values<T>) * nb0, static_cast<int>(i0 % unit_values<T>));
     else
         return ld<T>(row + i0 * nb0);
 }
@@ -133,11 +143,22 @@ template <class F> cudaError_t visit_float(elem_type t, F&& f) {
     }
 }
 
-/// As visit_float, with q8_0 and q4_0 too.
+/// As visit_float, with every quantized type too.
 template <class F> cudaError_t visit_real(elem_type t, F&& f) {
     switch (t) {
     case elem_type::q8_0: return f(type_tag<elem_type::q8_0>{});
     case elem_type::q4_0: return f(type_tag<elem_type::q4_0>{});
+    case elem_type::q4_1: return f(type_tag<elem_type::q4_1>{});
+    case elem_type::q5_0: return f(type_tag<elem_type::q5_0>{});
+    case elem_type::q5_1: return f(type_tag<elem_type::q5_1>{});
+    case elem_type::iq4_nl: return f(type_tag<elem_type::iq4_nl>{});
+    case elem_type::mxfp4: return f(type_tag<elem_type::mxfp4>{});
+    case elem_type::q2_K: return f(type_tag<elem_type::q2_K>{});
+    case elem_type::q3_K: return f(type_tag<elem_type::q3_K>{});
+    case elem_type::q4_K: return f(type_tag<elem_type::q4_K>{});
+    case elem_type::q5_K: return f(type_tag<elem_type::q5_K>{});
+    case elem_type::q6_K: return f(type_tag<elem_type::q6_K>{});
+    case elem_type::q8_K: return f(type_tag<elem_type::q8_K>{});
     default: return visit_float(t, static_cast<F&&>(f));
     }
 }
@@ -197,8 +218,9 @@ __host__ __device__ inline src_map map_of(const tview& d, const tview& s) {
     return s.ne[1] == d.ne[1] && s.ne[2] == d.ne[2] ? src_map::same_shape : src_map::same_row;
 }
 
-/// One type to itself: storage units of B bytes (elements: 2, 4; blocks: 18, 34),
-/// copied as bits; bs is the values per unit (1 or 32).
+/// One type to itself: storage units of B bytes (elements: 2, 4, 8; blocks: 17 to 292),
+/// copied as bits (16-bit words, bytes where B is odd); bs is the values per unit (1, 32
+/// or 256).
 template <int B>
 __global__ void k_copy_units(tview d, tview s, i64 bs) {
     const i64 n0 = d.ne[0] / bs;    // units per destination row
@@ -223,11 +245,13 @@ __global__ void k_copy_units(tview d, tview s, i64 bs) {
             char* dst = pd + u * d.nb[0];
             if constexpr (B == 4) {
                 *reinterpret_cast<std::uint32_t*>(dst) = *reinterpret_cast<const std::uint32_t*>(src);
-            } else {
-                static_assert(B % 2 == 0, "units are 16-bit words");
-#pragma unroll
+            } else if constexpr (B % 2 == 0) {
+#pragma unroll 8
                 for (int w = 0; w < B / 2; ++w)
                     reinterpret_cast<std::uint16_t*>(dst)[w] = reinterpret_cast<const std::uint16_t*>(src)[w];
+            } else { // mxfp4: no alignment
+#pragma unroll
+                for (int w = 0; w < B; ++w) dst[w] = src[w];
             }
         }
     }
@@ -336,15 +360,65 @@ __global__ void k_quantize(tview d, tview s) {
     }
 }
 
+/// Quantization to D (q4_1, q5_0, q5_1 or iq4_nl) from S (any real type, S != D): one
+/// thread per destination block of 32 values, quant::quantize<D>.
+template <elem_type S, elem_type D>
+__global__ void k_quantize_ext(tview d, tview s) {
+    const i64 nbx = d.ne[0] / 32; // blocks per destination row
+    const i64 nblocks = nbx * d.nrows();
+    const src_map m = map_of(d, s);
+    const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;
+    for (i64 k = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; k < nblocks; k += stride) {
+        const i64 ib = k % nbx;
+        const i64 r = k / nbx;
+        i64 i1, i2, i3;
+        unravel_row(r, d.ne, i1, i2, i3);
+        float x[32];
+        if (m == src_map::linear) {
+            for (int j = 0; j < 32; ++j) {
+                i64 j0, j1, j2, j3;
+                unravel(k * 32 + j, s.ne, j0, j1, j2, j3);
+                x[j] = ld_row<S>(s.row(j1, j2, j3), s.nb[0], j0);
+            }
+        } else {
+            const char* ps = m == src_map::same_shape ? s.row(i1, i2, i3) : s.row(r);
+            for (int j = 0; j < 32; ++j) x[j] = ld_row<S>(ps, s.nb[0], ib * 32 + j);
+        }
+        quant::quantize<D>(x, reinterpret_cast<unsigned char*>(d.row(i1, i2, i3) + ib * d.nb[0]));
+    }
+}
+
+/// Calls f(type_tag<D>{}) for the quantized destination types quant::quantize writes;
+/// cudaErrorNotSupported for any other.
+template <class F> cudaError_t visit_quantizable(elem_type t, F&& f) {
+    switch (t) {
+    case elem_type::q4_1: return f(type_tag<elem_type::q4_1>{});
+    case elem_type::q5_0: return f(type_tag<elem_type::q5_0>{});
+    case elem_type::q5_1: return f(type_tag<elem_type::q5_1>{});
+    case elem_type::iq4_nl: return f(type_tag<elem_type::iq4_nl>{});
+    default: return cudaErrorNotSupported;
+    }
+}
+
 inline cudaError_t launch_units(const tview& d, const tview& s, const detail::launch_context& ctx) noexcept {
-    const i64 bs = is_quantized(d.type) ? 32 : 1;
+    const i64 bs = is_quantized(d.type) ? quant::block_values(d.type) : 1;
     const rows_grid g = rows_geometry(d.ne[0] / bs, d.nrows());
     switch (type_size(d.type)) {
     case 2: k_copy_units<2><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 4: k_copy_units<4><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 8: k_copy_units<8><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 17: k_copy_units<17><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 18: k_copy_units<18><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 20: k_copy_units<20><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 22: k_copy_units<22><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 24: k_copy_units<24><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 34: k_copy_units<34><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 84: k_copy_units<84><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 110: k_copy_units<110><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 144: k_copy_units<144><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 176: k_copy_units<176><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 210: k_copy_units<210><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 292: k_copy_units<292><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     default: return cudaErrorNotSupported;
     }
     return cudaGetLastError();
@@ -353,8 +427,9 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
 } // namespace copy_detail
 
 /// dup / cont / cpy of node.src[0] into node (kernel_table::launch). Supported pairs:
-/// any two of f32 f16 bf16 q8_0 q4_0, i32 to i32 and i64 to i64 (is_defined,
-/// core/op_traits.hpp).
+/// every type into itself; any float or quantized type to f32 f16 bf16 q8_0 q4_0 q4_1
+/// q5_0 q5_1 iq4_nl (the other quantized destinations: cudaErrorNotSupported;
+/// supports.hpp narrows them).
 inline cudaError_t launch_copy(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace copy_detail;
     const tensor* src = node.src[0];
@@ -375,7 +450,19 @@ inline cudaError_t launch_copy(const tensor& node, const detail::launch_context&
     }
     if (!op_rules::real_type(node.type) || !op_rules::real_type(src->type)) return cudaErrorNotSupported;
 
+    if (quant::quantizable(node.type)) {
+        const unsigned blocks = blocks_for(n / 32, 128); // one thread per block of values
+        return visit_quantizable(node.type, [&](auto dtag) -> cudaError_t {
+            constexpr elem_type D = decltype(dtag)::value;
+            return visit_real(src->type, [&](auto stag) -> cudaError_t {
+                constexpr elem_type S = decltype(stag)::value;
+                if constexpr (S != D) k_quantize_ext<S, D><<<blocks, 128, 0, ctx.stream>>>(d, s);
+                return cudaGetLastError();
+            });
+        });
+    }
     if (is_quantized(node.type)) {
+        if (node.type != elem_type::q8_0 && node.type != elem_type::q4_0) return cudaErrorNotSupported;
         const i64 nblocks = n / 32;
         const unsigned blocks = blocks_for(nblocks, 256 / 32); // one warp per block of values
         return visit_real(src->type, [&](auto stag) -> cudaError_t {

@@ -1,9 +1,9 @@
 #pragma once
 // get_rows: a [E, R, A2, A3], idx i32 [N, A2, A3] -> dst [E, N, A2, A3]; dst row
-// (n, j, k) is row idx[n, j, k] of matrix (j, k) of a. a is f32, f16, bf16, q8_0 or
-// q4_0 with an f32 dst (values widened exactly, quantized ones dequantized as d * q in
-// f32, as core's dequantize_row_*), or i32 with an i32 dst (copied as is). Any strides
-// on all three (a quantized row's nb0 is its block stride).
+// (n, j, k) is row idx[n, j, k] of matrix (j, k) of a. a is f32, f16, bf16 or any
+// quantized type with an f32 dst (values widened exactly, quantized ones dequantized as
+// core's dequantize_row_*: elem_io::ld_block, quants.hpp), or i32 with an i32 dst (copied
+// as is). Any strides on all three (a quantized row's nb0 is its block stride).
 //
 // An index outside [0, R) reads nothing: its row of dst is written with zeros, as the
 // CPU's kernel writes them, and the row's first thread sets error_index in the stream's

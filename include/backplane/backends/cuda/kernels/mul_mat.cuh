@@ -1,6 +1,6 @@
 #pragma once
 // mul_mat on CUDA: c[m, n, i2, i3] = sum_k a[k, m, i2 / r2, i3 / r3] * b[k, n, i2, i3],
-// a [K, M, A2, A3] (f32 f16 bf16 q8_0 q4_0), b [K, N, B2, B3] (f32 f16 bf16), c f32,
+// a [K, M, A2, A3] (f32 f16 bf16 or any quantized type), b [K, N, B2, B3] (f32 f16 bf16), c f32,
 // r2 = B2 / A2, r3 = B3 / A3; any strides (b transposed or permuted, a's rows strided).
 //
 // Paths (mm/plan.cuh chooses; the scratch is sized by the same plan):
@@ -9,9 +9,12 @@
 //   N <= 8, a q8_0 / q4_0       -> qmv (mm/qmv.cuh): weights streamed in coalesced 16-byte
 //                                  units, b quantized to an int8 image matching them, dp4a.
 //                                  Rows at different addresses modulo 16 -> generic.
+//   N <= 8, a another quantized    -> qgemv (mm/gemv.cuh): one warp per row, each lane
+//                                  dequantizing 32 values at a time (quants.hpp), b as
+//                                  f32, f32 arithmetic.
 //   N > 8, with cuBLAS          -> cublasGemmEx / strided batched (mm/cublas.cuh):
 //                                  f32 x f32 in pedantic FP32, f16 / bf16 with b converted
-//                                  to a's type, q8_0 / q4_0 dequantized to f16 first.
+//                                  to a's type, quantized weights dequantized to f16 first.
 //   N > 8, own kernels, cc >= 80 -> f16 / bf16 / dequantized q: tensor-core GEMM
 //                                  (mm/gemm_tc.cuh); f32: FP32 SIMT GEMM (mm/gemm_f32.cuh).
 //   N > 8, own kernels, cc < 80  -> everything staged as f32, SIMT GEMM.

@@ -1,5 +1,5 @@
 #pragma once
-// mul_mat_id: as [K, M, n_expert] (f32, f16, bf16, q8_0, q4_0), b [K, B1, n_tokens]
+// mul_mat_id: as [K, M, n_expert] (f32, f16, bf16, any quantized type), b [K, B1, n_tokens]
 // (f32, f16, bf16), ids i32 [n_used, n_tokens] -> dst f32 [M, n_used, n_tokens]; column
 // (s, t) of dst is expert ids[s, t]'s matrix, transposed, times column (s % B1, t) of b.
 // One block per column of dst, one warp per output value at a time: the lanes walk K

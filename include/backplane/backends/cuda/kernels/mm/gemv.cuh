@@ -7,6 +7,10 @@
 // is 16-byte aligned and packed, element by element otherwise; b's columns come through
 // L1 (they are shared by every row). Accumulation in f32, then a warp sum.
 //
+// qgemv: the same for the quantized types of quants.hpp (all but q8_0 / q4_0): one warp
+// per row, each lane dequantizing 32 values at a time (a block, or a 32-value slice of a
+// K-quant super-block) as core does, then multiplying them with b's f32 columns.
+//
 // generic: one warp per output value, loads through tview (any type, any strides); the
 // fallback for layouts no fast kernel takes (it needs no scratch).
 
@@ -125,18 +129,61 @@ __global__ void __launch_bounds__(128) gemv_kernel(const gemv_args p) {
     }
 }
 
+template <elem_type T, int NC>
+__global__ void __launch_bounds__(128) qgemv_kernel(const gemv_args p) {
+    constexpr int bv = quant::block_values(T);
+    const int lane = static_cast<int>(threadIdx.x & 31u);
+    const i64 row_id = static_cast<i64>(blockIdx.x) * 4 + (threadIdx.x >> 5);
+    if (row_id >= p.out.m) return;
+    const i64 slices = p.k / 32;
+    for (i64 z = blockIdx.y; z < p.out.batches; z += gridDim.y) {
+        const i64 i2 = z % p.out.n2;
+        const i64 i3 = z / p.out.n2;
+        const auto* row = reinterpret_cast<const unsigned char*>(p.a + row_id * p.a_nb1 + (i2 / p.out.r2) * p.a_nb2 +
+                                                                 (i3 / p.out.r3) * p.a_nb3);
+        const float* bz = p.b + i2 * p.sb2 + i3 * p.sb3;
+        float acc[NC];
+#pragma unroll
+        for (int j = 0; j < NC; ++j) acc[j] = 0.0f;
+        for (i64 c = lane; c < slices; c += 32) {
+            const unsigned char* blk = row + (c * 32 / bv) * p.a_nb0;
+            const int j0 = static_cast<int>((c * 32) % bv);
+            float x[32];
+#pragma unroll
+            for (int jj = 0; jj < 32; ++jj) x[jj] = quant::value<T>(blk, j0 + jj);
+#pragma unroll
+            for (int j = 0; j < NC; ++j) {
+                if (j < p.out.ncols) {
+                    const float* bc = bz + j * p.ldb + c * 32;
+#pragma unroll
+                    for (int jj = 0; jj < 32; ++jj) acc[j] = fmaf(x[jj], __ldg(bc + jj), acc[j]);
+                }
+            }
+        }
+        store_warp_sums<NC>(p.out, acc, row_id, i2, i3, lane);
+    }
+}
+
 template <class T>
 inline cudaError_t launch_gemv_t(const gemv_args& p, cudaStream_t stream) noexcept {
     return launch_mv(&gemv_kernel<T, 1>, &gemv_kernel<T, 8>, p, stream);
 }
 
-/// Queues gemv for weights of type t (f32, f16 or bf16), p.out.ncols <= 8.
+/// Queues gemv for weights of type t (f32, f16, bf16, or a quantized type of quants.hpp),
+/// p.out.ncols <= 8.
 inline cudaError_t launch_gemv(elem_type t, const gemv_args& p, cudaStream_t stream) noexcept {
     switch (t) {
     case elem_type::f32: return launch_gemv_t<float>(p, stream);
     case elem_type::f16: return launch_gemv_t<__half>(p, stream);
     case elem_type::bf16: return launch_gemv_t<__nv_bfloat16>(p, stream);
-    default: return cudaErrorNotSupported;
+    default:
+        return quant::visit(
+            t,
+            [&](auto tag) -> cudaError_t {
+                constexpr elem_type T = decltype(tag)::value;
+                return launch_mv(&qgemv_kernel<T, 1>, &qgemv_kernel<T, 8>, p, stream);
+            },
+            cudaErrorNotSupported);
     }
 }
 

@@ -18,6 +18,7 @@ enum class path : std::uint8_t {
     generic, ///< generic_kernel: any layout, no scratch
     gemv,    ///< f32 / f16 / bf16 weights, N <= small_n
     qmv,     ///< q8_0 / q4_0 weights, N <= small_n, rows at one address modulo 16
+             ///< (the other quantized types take gemv, dequantized as they are read)
     gemm,    ///< a product on one of the engines below
 };
 
@@ -101,12 +102,12 @@ inline plan make_plan(const tensor& node, const detail::launch_context& ctx) noe
     p.r2 = p.b2 / p.a2;
     p.r3 = p.b3 / p.a3;
 
-    const bool quant = is_quantized(a.type);
+    const bool quantized = is_quantized(a.type);
     const i64 ld8 = (p.k + 7) / 8 * 8; // staged rows: 16-byte aligned for every type
     const i64 cols = p.n * p.b2 * p.b3;
 
     if (p.n <= small_n) {
-        if (quant) {
+        if (quantized && !quant::extended(a.type)) {
             const i64 row_bytes = p.k / 32 * static_cast<i64>(type_size(a.type));
             if (!uniform_phase(a) || row_bytes + 32 > imax) return p;
             p.kind = path::qmv;
@@ -129,7 +130,7 @@ inline plan make_plan(const tensor& node, const detail::launch_context& ctx) noe
     const bool blas_c = node.nb[0] == 4 && (node.ne[1] <= 1 || (static_cast<i64>(node.nb[1] / 4) >= p.m &&
                                                                static_cast<i64>(node.nb[1] / 4) <= imax));
     const bool blas = BACKPLANE_CUDA_MM_CUBLAS != 0 && ctx.cublas != nullptr && blas_c;
-    const elem_type half_type = quant ? elem_type::f16 : a.type; // 16-bit operands for a not f32
+    const elem_type half_type = quantized ? elem_type::f16 : a.type; // 16-bit operands for a not f32
     if (a.type == elem_type::f32) {
         p.ct = elem_type::f32;
         p.eng = blas ? engine::blas : engine::simt;

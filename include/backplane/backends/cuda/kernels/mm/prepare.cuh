@@ -6,7 +6,9 @@
 //   mat-vec kernels). One element per thread; the thread order follows the source's
 //   fastest dimension, so reads are coalesced even for a transposed b.
 // - dequant: q8_0 / q4_0 rows to f16 (or f32) rows, one thread per block: 2-byte loads of
-//   the block (blocks are only 2-byte aligned) and 16-byte stores of its 32 values.
+//   the block (blocks are only 2-byte aligned) and 16-byte stores of its 32 values. The
+//   other quantized types the same way, 32 values (a block, or a slice of a K-quant
+//   super-block) per thread, read by quant::value (quants.hpp).
 // - q8 image of b for the quantized mat-vec (qmv.cuh explains the layout): b quantized to
 //   int8 per 32 values, placed at the byte positions the weights' values occupy.
 
@@ -104,6 +106,26 @@ __global__ void __launch_bounds__(256) dequant_kernel(const tview src, OutT* dst
     }
 }
 
+/// Rows of a quantized type T of quants.hpp (rows packed) to rows of OutT at dst + r * ld,
+/// ld a multiple of 8 and dst 16-byte aligned: one thread per 32 values.
+template <elem_type T, class OutT>
+__global__ void __launch_bounds__(256) dequant_ext_kernel(const tview src, OutT* dst, const i64 ld) {
+    constexpr int bv = quant::block_values(T), bb = quant::block_bytes(T);
+    const i64 slices = src.ne[0] / 32;
+    const i64 total = slices * src.nrows();
+    const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;
+    for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const i64 c = i % slices;
+        const i64 r = i / slices;
+        const auto* blk = reinterpret_cast<const unsigned char*>(src.row(r)) + (c * 32 / bv) * bb;
+        const int j0 = static_cast<int>((c * 32) % bv);
+        float v[32];
+#pragma unroll
+        for (int j = 0; j < 32; ++j) v[j] = quant::value<T>(blk, j0 + j);
+        store32(dst + r * ld + c * 32, v);
+    }
+}
+
 /// b's int8 image for qmv: one warp per (column, block of 32 values). Column col is
 /// (n, i2, i3) = (col % N, (col / N) % B2, col / (N * B2)). The image region must be
 /// zeroed before (bytes the kernel does not write must read as 0).
@@ -151,27 +173,37 @@ inline cudaError_t launch_convert(const tview& src, OutT* dst, i64 ld, cudaStrea
     return cudaGetLastError();
 }
 
-/// Queues the dequantization of src (q8_0 / q4_0) to OutT rows at dst, leading dimension ld.
+/// Queues the dequantization of src (any quantized type) to OutT rows at dst, leading
+/// dimension ld.
 template <class OutT>
 inline cudaError_t launch_dequant(const tview& src, OutT* dst, i64 ld, cudaStream_t stream) noexcept {
     const i64 total = (src.ne[0] / 32) * src.nrows();
     if (total == 0) return cudaSuccess;
-    dequant_kernel<OutT><<<blocks_for(total, 256), 256, 0, stream>>>(src, dst, ld);
-    return cudaGetLastError();
+    if (src.type == elem_type::q8_0 || src.type == elem_type::q4_0) {
+        dequant_kernel<OutT><<<blocks_for(total, 256), 256, 0, stream>>>(src, dst, ld);
+        return cudaGetLastError();
+    }
+    return quant::visit(
+        src.type,
+        [&](auto tag) -> cudaError_t {
+            dequant_ext_kernel<decltype(tag)::value, OutT><<<blocks_for(total, 256), 256, 0, stream>>>(src, dst, ld);
+            return cudaGetLastError();
+        },
+        cudaErrorNotSupported);
 }
 
 /// src (any real type, any layout) to packed rows of type `to` (f32, f16 or bf16) at dst.
 inline cudaError_t launch_stage(const tview& src, elem_type to, void* dst, i64 ld, cudaStream_t stream) noexcept {
-    const bool quant = src.type == elem_type::q8_0 || src.type == elem_type::q4_0;
+    const bool quantized = is_quantized(src.type);
     switch (to) {
     case elem_type::f32:
-        return quant ? launch_dequant(src, static_cast<float*>(dst), ld, stream)
+        return quantized ? launch_dequant(src, static_cast<float*>(dst), ld, stream)
                      : launch_convert(src, static_cast<float*>(dst), ld, stream);
     case elem_type::f16:
-        return quant ? launch_dequant(src, static_cast<__half*>(dst), ld, stream)
+        return quantized ? launch_dequant(src, static_cast<__half*>(dst), ld, stream)
                      : launch_convert(src, static_cast<__half*>(dst), ld, stream);
     case elem_type::bf16:
-        if (!quant) return launch_convert(src, static_cast<__nv_bfloat16*>(dst), ld, stream);
+        if (!quantized) return launch_convert(src, static_cast<__nv_bfloat16*>(dst), ld, stream);
         return cudaErrorNotSupported; // never planned: quantized weights go to f16
     default: return cudaErrorNotSupported;
     }

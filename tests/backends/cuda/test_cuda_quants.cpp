@@ -1,0 +1,163 @@
+// The CUDA kernels' dequantization and quantization (backends/cuda/kernels/quants.hpp),
+// compiled for the host, against core's (core/convert.hpp): every value of seeded random
+// blocks of every type it reads must be the same float, bit for bit, and every block it
+// writes the same bytes. The kernels run the same expressions with each operation rounded
+// on its own, so this checks their arithmetic without a GPU.
+
+#include <backplane/backends/cuda/kernels/quants.hpp>
+#include <backplane/core/convert.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+
+namespace {
+
+using backplane::elem_type;
+
+/// Byte offsets of a block's f16 scales (they are made finite), and of q8_K's f32 scale.
+struct scale_fields {
+    std::array<int, 2> f16{-1, -1};
+    int f32 = -1;
+};
+
+scale_fields scales_of(elem_type t) {
+    switch (t) {
+    case elem_type::q4_1:
+    case elem_type::q5_1:
+    case elem_type::q4_K:
+    case elem_type::q5_K: return {{0, 2}};
+    case elem_type::q5_0:
+    case elem_type::iq4_nl: return {{0, -1}};
+    case elem_type::q2_K: return {{80, 82}};
+    case elem_type::q3_K: return {{108, -1}};
+    case elem_type::q6_K: return {{208, -1}};
+    case elem_type::q8_K: return {{-1, -1}, 0};
+    default: return {};
+    }
+}
+
+/// A random block: random bytes, with finite scales.
+void random_block(elem_type t, std::mt19937& rng, std::byte* blk) {
+    const auto n = static_cast<int>(backplane::type_size(t));
+    for (int i = 0; i < n; ++i) blk[i] = static_cast<std::byte>(rng() & 0xffu);
+    const scale_fields s = scales_of(t);
+    for (int at : s.f16) {
+        if (at < 0) continue;
+        auto h = static_cast<std::uint16_t>(rng() & 0xffffu);
+        if (((h >> 10) & 0x1fu) == 0x1fu) h = static_cast<std::uint16_t>(h & ~0x4000u); // inf / nan -> finite
+        std::memcpy(blk + at, &h, sizeof h);
+    }
+    if (s.f32 >= 0) {
+        auto u = static_cast<std::uint32_t>(rng());
+        if (((u >> 23) & 0xffu) == 0xffu) u &= ~0x40000000u;
+        std::memcpy(blk + s.f32, &u, sizeof u);
+    }
+}
+
+} // namespace
+
+TEST_CASE("CUDA dequantization equals core's bit for bit", "[cuda][quants]") {
+    constexpr elem_type types[] = {elem_type::q4_1, elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl,
+                                   elem_type::mxfp4, elem_type::q2_K, elem_type::q3_K, elem_type::q4_K,
+                                   elem_type::q5_K, elem_type::q6_K, elem_type::q8_K};
+    for (const elem_type t : types) {
+        SECTION(std::string(to_string(t))) {
+            namespace cq = backplane::cuda::quant;
+            using backplane::max_block_size, backplane::max_type_size, backplane::to_string;
+            REQUIRE(cq::extended(t));
+            REQUIRE(cq::block_values(t) == backplane::block_size(t));
+            REQUIRE(cq::block_bytes(t) == static_cast<int>(backplane::type_size(t)));
+            std::mt19937 rng(0x5eed0000u + static_cast<unsigned>(t));
+            constexpr int blocks = 4;
+            const int bv = cq::block_values(t), bb = cq::block_bytes(t);
+            int mismatches = 0;
+            for (int rep = 0; rep < 500; ++rep) {
+                // a row of a few blocks, at an odd address: the kernels read any alignment
+                std::array<std::byte, 1 + blocks * max_type_size> buf{};
+                std::byte* row = buf.data() + 1;
+                for (int b = 0; b < blocks; ++b) random_block(t, rng, row + b * bb);
+                std::array<float, blocks * max_block_size> ref{};
+                for (int b = 0; b < blocks; ++b) backplane::dequantize_block(t, row + b * bb, ref.data() + b * bv);
+                const auto* bytes = reinterpret_cast<const unsigned char*>(row);
+                for (int i = 0; i < blocks * bv; ++i) {
+                    const float got = cq::row_value(t, bytes, i);
+                    if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(ref[static_cast<std::size_t>(i)])) {
+                        if (mismatches++ < 5)
+                            UNSCOPED_INFO(to_string(t) << " value " << i << ": " << got << " != " << ref[static_cast<std::size_t>(i)]);
+                    }
+                }
+            }
+            CHECK(mismatches == 0);
+        }
+    }
+}
+
+TEST_CASE("CUDA dequantization leaves q8_0 and q4_0 to the older kernels", "[cuda][quants]") {
+    namespace cq = backplane::cuda::quant;
+    CHECK_FALSE(cq::extended(elem_type::q8_0));
+    CHECK_FALSE(cq::extended(elem_type::q4_0));
+    CHECK_FALSE(cq::extended(elem_type::f16));
+    CHECK_FALSE(cq::quantizable(elem_type::q4_K));
+    CHECK_FALSE(cq::quantizable(elem_type::mxfp4));
+}
+
+namespace {
+
+/// 32 values of one of several kinds: normal at a random scale, with repeats, integers,
+/// all equal, zeros with signs, tiny (f16 subnormal scales) or huge (f16 overflow).
+void random_values(std::mt19937& rng, int kind, float* x) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> small_int(-20, 20);
+    const float scale = std::ldexp(1.0f, static_cast<int>(rng() % 21) - 10);
+    for (int j = 0; j < 32; ++j) {
+        switch (kind) {
+        case 0: x[j] = normal(rng) * scale; break;
+        case 1: x[j] = j % 3 == 0 ? -scale : normal(rng) * scale; break;
+        case 2: x[j] = static_cast<float>(small_int(rng)); break;
+        case 3: x[j] = scale; break;
+        case 4: x[j] = (rng() & 1u) ? 0.0f : -0.0f; break;
+        case 5: x[j] = normal(rng) * 1e-6f; break;
+        case 6: x[j] = normal(rng) * 1e5f; break;
+        default: x[j] = (j == 7 ? 1.0f : 0.0f) * scale; break;
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("CUDA quantization equals core's byte for byte", "[cuda][quants]") {
+    constexpr elem_type types[] = {elem_type::q4_1, elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl};
+    namespace cq = backplane::cuda::quant;
+    for (const elem_type t : types) {
+        SECTION(std::string(backplane::to_string(t))) {
+            REQUIRE(cq::quantizable(t));
+            std::mt19937 rng(0x9a17000u + static_cast<unsigned>(t));
+            const auto bytes = backplane::type_size(t);
+            int mismatches = 0;
+            for (int rep = 0; rep < 4000; ++rep) {
+                float x[32];
+                random_values(rng, rep % 8, x);
+                std::array<std::byte, 1 + backplane::max_type_size> got{}, ref{};
+                backplane::quantize_block(t, x, ref.data() + 1);
+                auto* out = reinterpret_cast<unsigned char*>(got.data() + 1); // any alignment
+                switch (t) {
+                case elem_type::q4_1: cq::quantize<elem_type::q4_1>(x, out); break;
+                case elem_type::q5_0: cq::quantize<elem_type::q5_0>(x, out); break;
+                case elem_type::q5_1: cq::quantize<elem_type::q5_1>(x, out); break;
+                default: cq::quantize<elem_type::iq4_nl>(x, out); break;
+                }
+                if (std::memcmp(got.data(), ref.data(), bytes + 1) != 0 && mismatches++ < 5)
+                    UNSCOPED_INFO(backplane::to_string(t) << " block " << rep << " (kind " << rep % 8 << ") differs");
+            }
+            CHECK(mismatches == 0);
+        }
+    }
+}
