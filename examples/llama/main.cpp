@@ -56,7 +56,7 @@ struct options {
     std::filesystem::path model_path;
     bool write_model = false;
     llama::hparams hp;                 // of a model written here
-    elem_type wtype = elem_type::q8_0; // of a model written here
+    llama::file_type ftype = llama::pure_type(elem_type::q8_0); // of a model written here
     std::uint32_t seed = 1;
     bool tied = false;
     int n_prompt = 64;
@@ -89,7 +89,10 @@ model:
   --n-expert N --n-expert-used N --n-ff-exp N
                       its experts (qwen3moe; default 8, 2, 256)
   --n-swa N           its sliding window (gemma2; default 32)
-  --wtype T           its matrices: f32, f16, bf16, q8_0 (default), q4_0
+  --wtype T           every matrix of type T: f32, f16, bf16 or a quantized type (q8_0,
+                      the default; q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, iq4_nl, mxfp4)
+  --type F            llama.cpp's mix of types for file type F: q4_K_M, q5_K_M, q6_K,
+                      q8_0, q4_0, mxfp4 (experts mxfp4, the rest q8_0)
   --tied              no output.weight: the output reuses token_embd.weight
   --seed N            its weights' seed (default 1); also the prompt's
 run:
@@ -138,8 +141,8 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
         const auto type = [&](elem_type& out) -> std::optional<std::string> {
             auto v = value();
             const auto t = v ? parse_elem_type(*v) : std::nullopt;
-            if (!t || *t == elem_type::i32)
-                return std::string(a) + " needs a type (f32, f16, bf16, q8_0, q4_0)";
+            if (!t || (!is_quantized(*t) && *t != elem_type::f32 && *t != elem_type::f16 && *t != elem_type::bf16))
+                return std::string(a) + " needs a type (f32, f16, bf16 or a quantized type such as q8_0)";
             out = *t;
             return std::nullopt;
         };
@@ -182,8 +185,18 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             err = number(o.hp.n_vocab, 1);
         else if (a == "--n-ctx")
             err = number(o.hp.n_ctx, 1);
-        else if (a == "--wtype")
-            err = type(o.wtype);
+        else if (a == "--wtype") {
+            elem_type t{};
+            err = type(t);
+            o.ftype = llama::pure_type(t);
+        } else if (a == "--type") {
+            const auto v = value();
+            const auto f = v ? llama::parse_file_type(*v) : std::nullopt;
+            if (!f)
+                err = "--type needs a file type (q4_K_M, q5_K_M, q6_K, q8_0, q4_0, mxfp4)";
+            else
+                o.ftype = *f;
+        }
         else if (a == "--tied")
             o.tied = true;
         else if (a == "--seed") {
@@ -466,7 +479,8 @@ std::string default_model_name(const options& o) {
         name += "-x" + n(h.n_expert) + "-" + n(h.n_expert_used) + "-" + n(h.n_ff_exp);
     if (h.tr().gemma)
         name += "-swa" + n(h.n_swa);
-    return name + "-" + std::string(to_string(o.wtype)) + (o.tied ? "-tied" : "") + "-s" +
+    const std::string mix = o.ftype.kind == llama::file_type::mix::pure ? "" : "mix-";
+    return name + "-" + mix + std::string(o.ftype.name) + (o.tied ? "-tied" : "") + "-s" +
            n(static_cast<int>(o.seed)) + ".gguf";
 }
 
@@ -501,7 +515,7 @@ int run_main(int argc, char** argv) {
     if (written) {
         o.hp.n_ctx = std::max(o.hp.n_ctx, n_seq);
         const auto t0 = clock_type::now();
-        if (auto s = llama::write_random_model(o.model_path, o.hp, o.wtype, o.seed, o.tied,
+        if (auto s = llama::write_random_model(o.model_path, o.hp, o.ftype, o.seed, o.tied,
                                                [&](std::size_t i, std::size_t n) {
                                                    progress.show("writing a random model: tensor " +
                                                                  std::to_string(i) + "/" +

@@ -2,6 +2,7 @@
 // A deterministic random model of any family, written in the family's GGUF layout
 // (hparams.hpp's keys, weights.hpp's tensors), so that every run has a model to load.
 
+#include "file_type.hpp"
 #include "weights.hpp"
 
 #include <cmath>
@@ -39,16 +40,18 @@ inline std::vector<float> llama31_freq_factors(int n_rot, float base, float orig
 
 /// Writes a model of family hp.family with random weights from `seed`: matrices uniform in
 /// +-1/sqrt(fan in) (the router +-4/sqrt(n_embd), so that tokens prefer different
-/// experts; the embeddings +-1), norms in [0.8, 1.2), biases in +-0.5, in `wtype`
-/// (vectors and the router f32); the output tied to the embeddings when `tied` (always
-/// for gemma2); llama with Llama 3.1's frequency factors (original context 256).
-inline status write_random_model(const std::filesystem::path& path, hparams hp, elem_type wtype,
+/// experts; the embeddings +-1), norms in [0.8, 1.2), biases in +-0.5, typed as file type
+/// `ftype` says (file_type.hpp; vectors and the router f32); the output tied to the
+/// embeddings when `tied` (always for gemma2); llama with Llama 3.1's frequency factors
+/// (original context 256).
+inline status write_random_model(const std::filesystem::path& path, hparams hp, const file_type& ftype,
                                  std::uint32_t seed, bool tied, const progress_fn& progress = {}) {
     hp.resolve_defaults();
     if (auto s = hp.validate(); !s)
         return s;
-    if (wtype == elem_type::i32)
-        return {errc::invalid_argument, "random model: i32 weights make no sense"};
+    if (!is_quantized(ftype.base) && ftype.base != elem_type::f32 && ftype.base != elem_type::f16 &&
+        ftype.base != elem_type::bf16)
+        return {errc::invalid_argument, "random model: " + std::string(to_string(ftype.base)) + " weights make no sense"};
     const arch_traits& t = hp.tr();
     gguf::writer w;
     const auto u32 = [](int x) { return static_cast<std::uint32_t>(x); };
@@ -87,15 +90,16 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
 
     const std::vector<expected_tensor> tensors =
         expected_tensors(hp, {.output = !tied, .rope_freqs = t.rope_freqs});
-    const auto type_of = [&](const expected_tensor& e) {
-        return e.vector() || e.kind == tensor_kind::router ? elem_type::f32 : wtype;
-    };
+    bool has_output = false;
     for (const expected_tensor& e : tensors)
-        if (is_quantized(type_of(e)) && e.ne[0] % block_size(wtype) != 0)
+        has_output = has_output || e.name == "output.weight";
+    const auto type_of = [&](const expected_tensor& e) { return tensor_type(ftype, e, hp, !has_output); };
+    for (const expected_tensor& e : tensors)
+        if (const elem_type et = type_of(e); e.ne[0] % block_size(et) != 0)
             return {errc::invalid_argument,
                     "random model: the rows of '" + e.name + "' (" + std::to_string(e.ne[0]) +
-                        ") must be a multiple of " + std::to_string(block_size(wtype)) + " for " +
-                        std::string(to_string(wtype))};
+                        ") must be a multiple of " + std::to_string(block_size(et)) + " for " +
+                        std::string(to_string(et))};
 
     std::mt19937 rng(seed);
     const auto uniform = [&](float lo, float hi) { // the same on every platform
