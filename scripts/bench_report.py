@@ -55,7 +55,8 @@ def area_of(base):
 # -- targets (ratios to the in-run references, except dispatch and the scheduler) ------------
 
 # mul_mat 1024^3: (kind, value); "sgemm" = x OpenBLAS sgemm, "peak" = share of the FMA peak
-MUL_MAT_TARGETS = {"f32": ("sgemm", 0.9), "f16": ("peak", 0.50), "q8_0": ("peak", 0.70), "q4_0": ("peak", 0.55)}
+MUL_MAT_TARGETS = {"f32": ("sgemm", 0.9), "f16": ("peak", 0.50), "q8_0": ("peak", 0.70), "q4_0": ("peak", 0.55),
+                   "q4_K": ("peak", 1.50), "q6_K": ("peak", 1.50)}
 MAT_VEC_TARGET = 0.90  # share of the read bandwidth, every type
 DISPATCH_TARGETS = {1: 50.0, 2: 100.0}  # ns per node, by thread count
 # the scheduler on the reference llama graph: half of ggml's time on the reference machine (us)
