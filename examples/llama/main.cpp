@@ -591,6 +591,7 @@ int run_main(int argc, char** argv) {
                 h.n_layer, h.n_embd, h.n_head, h.head_dim_k, h.n_head_kv,
                 h.tr().experts ? h.n_ff_exp : h.n_ff, h.n_vocab,
                 model.tied_output ? "tied" : "separate", seconds_since(t_load));
+    std::printf("tensors by type: %s\n", model.tensor_types().c_str());
     if (h.tr().experts)
         std::printf("experts: %d per token of %d\n", h.n_expert_used, h.n_expert);
     if (h.tr().gemma)

@@ -8,6 +8,7 @@
 #include "weights.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -67,6 +68,19 @@ class model {
     /// the output norm and matrix).
     [[nodiscard]] bool on_device(int il) const {
         return place.device && (il < hp.n_layer ? il >= place.first_offloaded : place.output);
+    }
+
+    /// How many of the file's tensors each element type holds: "f32 10, q4_K 23, q6_K 3"
+    /// (in elem_type order).
+    [[nodiscard]] std::string tensor_types() const {
+        std::array<int, elem_type_count> n{};
+        for (const gguf::tensor_info& ti : file_->tensors())
+            ++n[static_cast<std::size_t>(ti.type)];
+        std::string out;
+        for (elem_type t : all_elem_types)
+            if (const int c = n[static_cast<std::size_t>(t)]; c > 0)
+                out += (out.empty() ? "" : ", ") + std::string(to_string(t)) + " " + std::to_string(c);
+        return out;
     }
 
   private:
