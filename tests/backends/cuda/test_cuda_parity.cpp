@@ -6,9 +6,9 @@
 // cudaMalloc tends to give it), the second compute captures a CUDA graph and the third
 // replays it; the last results are compared.
 //
-// The CUDA backend claims every combination the CPU computes but quantization into the
-// types it has no quantizer for yet (mxfp4 and the K-quants; copies of such a type into
-// itself are claimed). Without a GPU each case still
+// The CUDA backend claims every combination the CPU computes but quantization into q8_K
+// (the K-quants' activation type; a copy of q8_K into itself is claimed). Without a GPU
+// each case still
 // checks that claim (supports_op is host code), then warns that it skipped the run.
 
 #include <backplane/backends/cuda.hpp>
@@ -25,10 +25,9 @@ struct cuda_targets {
     // The op table's counts (parity_targets.hpp) narrowed to the types CUDA computes.
     static constexpr auto expected = parity::narrowed(
         parity::op_table_combinations,
-        {{"copy", 16 * 9 + 7 + 2 + 18}, // cpy from f32 f16 bf16 and the 13 quantized types into f32 f16 bf16 q8_0 q4_0
-                                         // q4_1 q5_0 q5_1 iq4_nl, mxfp4 and the 6 K-quants into themselves, i32 -> i32,
-                                         // i64 -> i64; dup / cont of each type
-         {"set_rows", 9 * 3 * 2}});     // into f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
+        {{"copy", 16 * 15 + 1 + 2 + 18}, // cpy from f32 f16 bf16 and the 13 quantized types into each of them but q8_K,
+                                          // q8_K into itself, i32 -> i32, i64 -> i64; dup / cont of each type
+         {"set_rows", 15 * 3 * 2}});      // into f32 f16 bf16 and the 12 quantized types but q8_K
     static bool claims(const backplane::tensor& t) { return backplane::cuda::supports_op(t); }
 
     /// Device 0 with cuBLAS (when built in) and without; none, and why, without a GPU.

@@ -105,8 +105,9 @@ TEST_CASE("CUDA dequantization leaves q8_0 and q4_0 to the older kernels", "[cud
     CHECK_FALSE(cq::extended(elem_type::q8_0));
     CHECK_FALSE(cq::extended(elem_type::q4_0));
     CHECK_FALSE(cq::extended(elem_type::f16));
-    CHECK_FALSE(cq::quantizable(elem_type::q4_K));
-    CHECK_FALSE(cq::quantizable(elem_type::mxfp4));
+    CHECK_FALSE(cq::quantizable(elem_type::q8_K));
+    CHECK(cq::quantizable(elem_type::q4_K));
+    CHECK(cq::quantizable(elem_type::mxfp4));
 }
 
 namespace {
@@ -131,33 +132,68 @@ void random_values(std::mt19937& rng, int kind, float* x) {
     }
 }
 
+/// A block of bv values (32 or 256): chunks of 32 of one kind, or (every third block) of
+/// mixed kinds; every fifth block with one outlier a thousand times its largest value.
+void random_block_values(std::mt19937& rng, int rep, int bv, float* x) {
+    for (int c = 0; c < bv / 32; ++c) random_values(rng, rep % 3 == 2 ? (rep + c) % 8 : rep % 8, x + 32 * c);
+    if (rep % 5 == 4) x[rng() % static_cast<unsigned>(bv)] *= 1000.0f;
+}
+
+/// quant::quantize<T> chosen at run time.
+void quantize_with_kernels(elem_type t, const float* x, unsigned char* out) {
+    namespace cq = backplane::cuda::quant;
+    cq::visit(
+        t,
+        [&](auto tag) {
+            constexpr elem_type T = decltype(tag)::value;
+            if constexpr (cq::quantizable(T)) cq::quantize<T>(x, out);
+            return 0;
+        },
+        0);
+}
+
 } // namespace
 
 TEST_CASE("CUDA quantization equals core's byte for byte", "[cuda][quants]") {
-    constexpr elem_type types[] = {elem_type::q4_1, elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl};
+    constexpr elem_type types[] = {elem_type::q4_1, elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl, elem_type::mxfp4,
+                                   elem_type::q2_K, elem_type::q3_K, elem_type::q4_K, elem_type::q5_K, elem_type::q6_K};
     namespace cq = backplane::cuda::quant;
     for (const elem_type t : types) {
         SECTION(std::string(backplane::to_string(t))) {
             REQUIRE(cq::quantizable(t));
+            const int bv = cq::block_values(t);
+            REQUIRE(bv == static_cast<int>(backplane::block_size(t)));
             std::mt19937 rng(0x9a17000u + static_cast<unsigned>(t));
             const auto bytes = backplane::type_size(t);
             int mismatches = 0;
-            for (int rep = 0; rep < 4000; ++rep) {
-                float x[32];
-                random_values(rng, rep % 8, x);
+            const int reps = bv == 32 ? 4000 : 600;
+            for (int rep = 0; rep < reps; ++rep) {
+                float x[backplane::max_block_size];
+                random_block_values(rng, rep, bv, x);
                 std::array<std::byte, 1 + backplane::max_type_size> got{}, ref{};
                 backplane::quantize_block(t, x, ref.data() + 1);
-                auto* out = reinterpret_cast<unsigned char*>(got.data() + 1); // any alignment
-                switch (t) {
-                case elem_type::q4_1: cq::quantize<elem_type::q4_1>(x, out); break;
-                case elem_type::q5_0: cq::quantize<elem_type::q5_0>(x, out); break;
-                case elem_type::q5_1: cq::quantize<elem_type::q5_1>(x, out); break;
-                default: cq::quantize<elem_type::iq4_nl>(x, out); break;
-                }
+                quantize_with_kernels(t, x, reinterpret_cast<unsigned char*>(got.data() + 1)); // any alignment
                 if (std::memcmp(got.data(), ref.data(), bytes + 1) != 0 && mismatches++ < 5)
                     UNSCOPED_INFO(backplane::to_string(t) << " block " << rep << " (kind " << rep % 8 << ") differs");
             }
             CHECK(mismatches == 0);
         }
     }
+}
+
+TEST_CASE("CUDA mxfp4's exponent is core's floor(log2) at every power-of-two boundary", "[cuda][quants]") {
+    // log2 of a value just below 2^(k + 1) rounds up to k + 1 for some k: every exponent
+    // with the 200 significands nearest 2, and the zero, subnormal and infinite cases
+    namespace cq = backplane::cuda::quant;
+    int mismatches = 0;
+    for (std::uint32_t field = 0; field < 255; ++field)
+        for (std::uint32_t j = 1; j <= 200; ++j) {
+            float x[32] = {};
+            x[3] = -std::bit_cast<float>((field << 23) | (0x800000u - j));
+            backplane::block_mxfp4 ref;
+            backplane::quantize_row_mxfp4(x, &ref, 32);
+            if (cq::detail::mxfp4_exponent(x) != ref.e && mismatches++ < 5)
+                UNSCOPED_INFO("exponent field " << field << ", " << j << " ulps below the next power of two");
+        }
+    CHECK(mismatches == 0);
 }

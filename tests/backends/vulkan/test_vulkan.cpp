@@ -314,11 +314,91 @@ TEST_CASE("vulkan: quantized types dequantize and quantize bit for bit as core d
             CHECK(std::memcmp(got.data() + r * width, want.data() + order[r] * width, width * sizeof(float)) == 0);
 
         tensor* quantize = cpy(ctx, xs, qt2);
-        if (!be->supports_op(*quantize)) continue; // the K-quants and mxfp4: the CPU's
+        if (!be->supports_op(*quantize)) continue; // q8_K: the CPU's
         run(quantize);
         std::vector<std::byte> got_q(bytes);
         REQUIRE(tensor_get(*qt2, got_q.data(), 0, bytes));
         CHECK(std::memcmp(got_q.data(), q.data(), bytes) == 0);
     }
+    CHECK(vulkan::validation_message_count() == 0);
+}
+
+namespace {
+
+/// Rows of super-blocks of 256 values, each of one kind: normal values at a scale from
+/// 1e-3 to 1e3, zeros, tiny values (1e-8), one outlier a thousand times the rest, sub-blocks
+/// of 32 alternately zero and not, or small integers.
+std::vector<float> kquant_test_rows(unsigned seed, std::size_t n) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(n);
+    for (std::size_t b = 0; b < n / 256; ++b) {
+        float* v = x.data() + 256 * b;
+        const float scale = std::pow(10.0f, static_cast<float>(rng() % 7) - 3.0f);
+        const auto kind = static_cast<int>((b + seed) % 6);
+        for (int j = 0; j < 256; ++j) {
+            switch (kind) {
+            case 0: v[j] = scale * normal(rng); break;
+            case 1: v[j] = 0.0f; break;
+            case 2: v[j] = 1e-8f * normal(rng); break;
+            case 3: v[j] = scale * normal(rng); break;
+            case 4: v[j] = (j / 32) % 2 ? 0.0f : scale * normal(rng); break;
+            default: v[j] = static_cast<float>(static_cast<int>(rng() % 17) - 8); break;
+            }
+        }
+        if (kind == 3) v[rng() % 256] = 1000.0f * scale;
+    }
+    return x;
+}
+
+} // namespace
+
+TEST_CASE("vulkan: cpy and set_rows quantize into mxfp4 and the K-quants bit for bit as core does",
+          "[vulkan][quant]") {
+    auto dev = open_or_skip(false);
+    if (!dev) return;
+    auto be = dev->make_backend();
+    REQUIRE(be);
+    constexpr std::int64_t width = 1024, rows = 4;
+    const elem_type types[] = {elem_type::mxfp4, elem_type::q2_K, elem_type::q3_K,
+                               elem_type::q4_K,  elem_type::q5_K, elem_type::q6_K};
+    const auto run = [&](tensor* out) {
+        graph g(out);
+        REQUIRE(be->supports_op(*out));
+        REQUIRE(be->compute(g));
+        REQUIRE(be->synchronize());
+    };
+    for (const elem_type t : types)
+        for (const unsigned seed : {1u, 2u, 3u}) {
+            INFO("type " << to_string(t) << ", seed " << seed);
+            const std::vector<float> x = kquant_test_rows(seed, static_cast<std::size_t>(width * rows));
+            const std::size_t rb = row_size(t, width), bytes = rb * rows;
+            std::vector<std::byte> want(bytes);
+            for (std::int64_t r = 0; r < rows; ++r)
+                from_float_row(t, x.data() + r * width, want.data() + static_cast<std::size_t>(r) * rb, width);
+
+            context ctx(context_params{.no_alloc = true});
+            tensor* xs = ctx.new_tensor_2d(elem_type::f32, width, rows);
+            tensor* q = ctx.new_tensor_2d(t, width, rows);
+            tensor* q_rows = ctx.new_tensor_2d(t, width, rows);
+            tensor* idx = ctx.new_tensor_1d(elem_type::i32, rows);
+            tensor* copied = cpy(ctx, xs, q);
+            tensor* scattered = set_rows(ctx, q_rows, xs, idx);
+            auto buf = alloc_tensors(ctx, dev->buffer_type());
+            REQUIRE(buf);
+            REQUIRE(tensor_set(*xs, x.data(), 0, x.size() * sizeof(float)));
+            const std::int32_t order[rows] = {2, 0, 3, 1};
+            REQUIRE(tensor_set(*idx, order, 0, sizeof order));
+
+            std::vector<std::byte> got(bytes);
+            run(copied);
+            REQUIRE(tensor_get(*q, got.data(), 0, bytes));
+            CHECK(std::memcmp(got.data(), want.data(), bytes) == 0);
+            run(scattered);
+            REQUIRE(tensor_get(*q_rows, got.data(), 0, bytes));
+            for (std::int64_t r = 0; r < rows; ++r)
+                CHECK(std::memcmp(got.data() + static_cast<std::size_t>(order[r]) * rb,
+                                  want.data() + static_cast<std::size_t>(r) * rb, rb) == 0);
+        }
     CHECK(vulkan::validation_message_count() == 0);
 }

@@ -15,10 +15,10 @@ struct vulkan_targets {
     // The type combinations the Vulkan backend computes, per family: update an entry
     // when a kernel lands (a test fails until the count here and the claimed one agree).
     static constexpr parity::family_count expected[] = {
-        {"copy", 169},   // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32 (32 with dup / cont); from each of
+        {"copy", 259},   // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32 (32 with dup / cont); from each of
                          // q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_K..q6_K q8_K to f32 f16 bf16 q8_0 q4_0 and itself, dup / cont
-                         // of each (11 x 7); into q4_1 q5_0 q5_1 iq4_nl from each of the other 15 (4 x 15); not i64,
-                         // not into the K-quants or mxfp4 (16-bit storage; mxfp4 8-bit too)
+                         // of each (11 x 7); into q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_K..q6_K from each of the other 15
+                         // (10 x 15); not i64, not into q8_K (16-bit storage; mxfp4 8-bit too)
         {"binary", 4},   // add, sub, mul, div f32
         {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
         {"rows", 8},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32 (16-bit storage)
@@ -30,8 +30,8 @@ struct vulkan_targets {
         {"reduce", 6},   // sum, mean of f32 f16 bf16 (16-bit storage)
         {"sort", 6},     // argsort, top_k of f32 f16 bf16, rows up to 4096 (16-bit storage)
         {"concat", 17},  // f32 f16 bf16 i32 and the 13 quantized types, not i64 (16-bit storage; mxfp4 8-bit)
-        {"set_rows", 54}, // into f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl from f32 f16 bf16, i32 or i64 indices
-                          // (16-bit storage); not into the K-quants or mxfp4
+        {"set_rows", 90}, // into f32 f16 bf16 and every quantized type but q8_K from f32 f16 bf16, i32 or i64
+                          // indices (16-bit storage; mxfp4 8-bit too); not into q8_K
         {"pad", 3},       // f32 f16 bf16 (16-bit storage)
         {"arange", 1},    // f32
         {"mul_mat_id", 48}, // f32 f16 bf16 and the 13 quantized expert types x f32 f16 bf16 activations (16-bit storage)

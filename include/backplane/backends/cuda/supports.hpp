@@ -2,8 +2,8 @@
 // What the CUDA backend computes: every node its op defines (core/op_traits.hpp, whose
 // header lists the rules), in any layout, except flash_attn_ext with heads longer than
 // its kernel holds in shared memory (D_k + D_v above flash_attn_max_head_floats), and
-// quantization into the types it has no quantizer for yet (a copy or set_rows into
-// mxfp4 or a K-quant: q2_K ... q6_K, q8_K). Every quantized type is read (get_rows, mul_mat,
+// quantization into q8_K (the activation type, which it has no quantizer for: a copy or
+// set_rows into it from another type). Every quantized type is read (get_rows, mul_mat,
 // mul_mat_id, copies to a float type) and copied or concatenated as it is. The
 // kernels (kernels/*.cuh) read every tensor through its byte strides, so views,
 // permutations, broadcasting and strided rows need no copies on the host side; the fast
@@ -21,13 +21,10 @@ namespace backplane::cuda {
 /// 32 KiB in all.
 inline constexpr std::int64_t flash_attn_max_head_floats = 8192 - 128;
 
-/// The quantized types the CUDA kernels quantize into (copy.cuh, set_rows.cuh): a result
-/// of another quantized type is computed only as its source's bits (a copy of a type to
-/// itself, concat).
-constexpr bool quantizes_into(elem_type t) noexcept {
-    return t == elem_type::q8_0 || t == elem_type::q4_0 || t == elem_type::q4_1 || t == elem_type::q5_0 ||
-           t == elem_type::q5_1 || t == elem_type::iq4_nl;
-}
+/// The quantized types the CUDA kernels quantize into (copy.cuh, set_rows.cuh): every
+/// weight type (q8_0, q4_0, and quant::quantizable's q4_1 ... q6_K), not q8_K, whose
+/// result is computed only as its source's bits (a copy of a type to itself, concat).
+constexpr bool quantizes_into(elem_type t) noexcept { return is_quantized(t) && t != elem_type::q8_K; }
 
 /// What the CUDA kernels narrow from a node its op defines: flash_attn_ext's longest
 /// heads and quantization into the types above (the scheduler places those on another

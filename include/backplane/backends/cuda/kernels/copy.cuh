@@ -16,9 +16,9 @@
 //     correctly rounded (__fdiv_rn, __fmul_rn, __fadd_rn: no contraction into an FMA,
 //     whatever the build's -prec-div or -fmad), so the blocks are the CPU's bit for bit
 //     for finite values (unless the build flushes subnormals, --use_fast_math);
-//   - a q4_1 / q5_0 / q5_1 / iq4_nl destination is quantized one thread per block by
-//     quant::quantize (quants.hpp), core's quantize_row_* byte for byte (finite values);
-//     the other quantized types (mxfp4, the K-quants) have no quantizer here yet.
+//   - a q4_1 / q5_0 / q5_1 / iq4_nl / mxfp4 / q2_K ... q6_K destination is quantized one
+//     thread per block (32 values, 256 for the K-quants) by quant::quantize (quants.hpp),
+//     core's quantize_row_* byte for byte (finite values); q8_K has no quantizer here.
 //
 // This header also holds the typed element access the other element-wise families
 // (elementwise.cuh, concat.cuh, get_rows.cuh) share: namespace elem_io.
@@ -360,11 +360,12 @@ __global__ void k_quantize(tview d, tview s) {
     }
 }
 
-/// Quantization to D (q4_1, q5_0, q5_1 or iq4_nl) from S (any real type, S != D): one
-/// thread per destination block of 32 values, quant::quantize<D>.
+/// Quantization to D (quant::quantizable: q4_1 ... mxfp4, q2_K ... q6_K) from S (any real
+/// type, S != D): one thread per destination block (32 or 256 values), quant::quantize<D>.
 template <elem_type S, elem_type D>
 __global__ void k_quantize_ext(tview d, tview s) {
-    const i64 nbx = d.ne[0] / 32; // blocks per destination row
+    constexpr int bv = quant::block_values(D);
+    const i64 nbx = d.ne[0] / bv; // blocks per destination row
     const i64 nblocks = nbx * d.nrows();
     const src_map m = map_of(d, s);
     const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;
@@ -373,16 +374,16 @@ __global__ void k_quantize_ext(tview d, tview s) {
         const i64 r = k / nbx;
         i64 i1, i2, i3;
         unravel_row(r, d.ne, i1, i2, i3);
-        float x[32];
+        float x[bv];
         if (m == src_map::linear) {
-            for (int j = 0; j < 32; ++j) {
+            for (int j = 0; j < bv; ++j) {
                 i64 j0, j1, j2, j3;
-                unravel(k * 32 + j, s.ne, j0, j1, j2, j3);
+                unravel(k * bv + j, s.ne, j0, j1, j2, j3);
                 x[j] = ld_row<S>(s.row(j1, j2, j3), s.nb[0], j0);
             }
         } else {
             const char* ps = m == src_map::same_shape ? s.row(i1, i2, i3) : s.row(r);
-            for (int j = 0; j < 32; ++j) x[j] = ld_row<S>(ps, s.nb[0], ib * 32 + j);
+            for (int j = 0; j < bv; ++j) x[j] = ld_row<S>(ps, s.nb[0], ib * bv + j);
         }
         quant::quantize<D>(x, reinterpret_cast<unsigned char*>(d.row(i1, i2, i3) + ib * d.nb[0]));
     }
@@ -391,13 +392,12 @@ __global__ void k_quantize_ext(tview d, tview s) {
 /// Calls f(type_tag<D>{}) for the quantized destination types quant::quantize writes;
 /// cudaErrorNotSupported for any other.
 template <class F> cudaError_t visit_quantizable(elem_type t, F&& f) {
-    switch (t) {
-    case elem_type::q4_1: return f(type_tag<elem_type::q4_1>{});
-    case elem_type::q5_0: return f(type_tag<elem_type::q5_0>{});
-    case elem_type::q5_1: return f(type_tag<elem_type::q5_1>{});
-    case elem_type::iq4_nl: return f(type_tag<elem_type::iq4_nl>{});
-    default: return cudaErrorNotSupported;
-    }
+    return visit_real(t, [&](auto tag) -> cudaError_t {
+        if constexpr (quant::quantizable(decltype(tag)::value))
+            return f(tag);
+        else
+            return cudaErrorNotSupported;
+    });
 }
 
 inline cudaError_t launch_units(const tview& d, const tview& s, const detail::launch_context& ctx) noexcept {
@@ -428,8 +428,8 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
 
 /// dup / cont / cpy of node.src[0] into node (kernel_table::launch). Supported pairs:
 /// every type into itself; any float or quantized type to f32 f16 bf16 q8_0 q4_0 q4_1
-/// q5_0 q5_1 iq4_nl (the other quantized destinations: cudaErrorNotSupported;
-/// supports.hpp narrows them).
+/// q5_0 q5_1 iq4_nl mxfp4 q2_K q3_K q4_K q5_K q6_K (q8_K: cudaErrorNotSupported;
+/// supports.hpp narrows it).
 inline cudaError_t launch_copy(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace copy_detail;
     const tensor* src = node.src[0];
@@ -451,7 +451,7 @@ inline cudaError_t launch_copy(const tensor& node, const detail::launch_context&
     if (!op_rules::real_type(node.type) || !op_rules::real_type(src->type)) return cudaErrorNotSupported;
 
     if (quant::quantizable(node.type)) {
-        const unsigned blocks = blocks_for(n / 32, 128); // one thread per block of values
+        const unsigned blocks = blocks_for(n / quant::block_values(node.type), 128); // one thread per block of values
         return visit_quantizable(node.type, [&](auto dtag) -> cudaError_t {
             constexpr elem_type D = decltype(dtag)::value;
             return visit_real(src->type, [&](auto stag) -> cudaError_t {

@@ -10,9 +10,12 @@
 // not .cuh: g++ compiles it too, so a host-only test (tests/backends/cuda/
 // test_cuda_quants.cpp) checks the kernels' arithmetic bit for bit without a GPU.
 //
-// The quantizers of q4_1, q5_0, q5_1 and iq4_nl (quantize<T>) likewise compute core's
-// quantize_row_* blocks byte for byte, one block of 32 values per call (one thread per
-// block on the device).
+// The quantizers (quantize<T>: q4_1, q5_0, q5_1, iq4_nl, mxfp4 and q2_K ... q6_K)
+// likewise compute core's quantize_row_* blocks byte for byte, one block per call (one
+// thread per block on the device): the K-quants' scale searches with the same iteration
+// counts, comparisons and ties, divisions and square roots correctly rounded
+// (__fdiv_rn, __fsqrt_rn), and mxfp4's floor(log2(max |x|)) from the exponent bits
+// exactly as core's f32 log2 rounds it (detail::floor_log2).
 //
 // Blocks are read byte by byte: mxfp4's 17-byte blocks have no alignment at all, and the
 // others only 2 bytes. Tables are packed into integer constants, so device code reads no
@@ -22,6 +25,7 @@
 #include <backplane/core/quants.hpp>
 #include <backplane/core/types.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -122,6 +126,14 @@ BACKPLANE_CUDA_HD inline float div(float a, float b) {
 #endif
 }
 
+BACKPLANE_CUDA_HD inline float sqrt_rn(float a) {
+#if defined(__CUDA_ARCH__)
+    return __fsqrt_rn(a);
+#else
+    return std::sqrt(a);
+#endif
+}
+
 BACKPLANE_CUDA_HD inline std::uint32_t to_bits(float f) {
 #if defined(__CUDA_ARCH__)
     return __float_as_uint(f);
@@ -204,10 +216,10 @@ BACKPLANE_CUDA_HD inline int code_2bit(const u8* qs, int e) { return (qs[32 * (e
 
 BACKPLANE_CUDA_HD inline float abs_of(float x) { return from_bits(to_bits(x) & 0x7fffffffu); }
 
-/// The first value of largest magnitude (0 when none is above 0), core's signed_max.
-BACKPLANE_CUDA_HD inline float signed_max(const float* x) {
+/// The first of n values of largest magnitude (0 when none is above 0), core's signed_max.
+BACKPLANE_CUDA_HD inline float signed_max(const float* x, int n = 32) {
     float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < n; ++j) {
         const float a = abs_of(x[j]);
         if (a > amax) {
             amax = a;
@@ -246,15 +258,407 @@ BACKPLANE_CUDA_HD inline int nearest_iq4nl(float x) {
     return sub(x, table(iq4nl_lo, iq4nl_hi, hi - 1)) < sub(table(iq4nl_lo, iq4nl_hi, hi), x) ? hi - 1 : hi;
 }
 
-} // namespace detail
-
-/// Whether quantize<T> exists for t.
-constexpr bool quantizable(elem_type t) noexcept {
-    return t == elem_type::q4_1 || t == elem_type::q5_0 || t == elem_type::q5_1 || t == elem_type::iq4_nl;
+/// The index of mxfp4's table value that times d is nearest to x (a tie takes the lower),
+/// as core's nearest_mxfp4.
+BACKPLANE_CUDA_HD inline int nearest_mxfp4(float x, float d) {
+    int best = 0;
+    float best_err = abs_of(sub(mul(table(mxfp4_lo, mxfp4_hi, 0), d), x));
+    for (int i = 1; i < 16; ++i) {
+        const float err = abs_of(sub(mul(table(mxfp4_lo, mxfp4_hi, i), d), x));
+        if (err < best_err) {
+            best = i;
+            best_err = err;
+        }
+    }
+    return best;
 }
 
-/// Quantizes 32 values x into the block of type T (q4_1, q5_0, q5_1 or iq4_nl) at blk,
-/// byte for byte as core's quantize_row_* (finite x).
+/// floor(log2(a)) for a positive normal a as core's f32 log2 rounds it: the exponent k of
+/// a, or k + 1 where log2(a) (just below k + 1) rounds up to k + 1. That happens when a's
+/// significand is within j ulps of 2, j no more than ln 2 * 2^P, 2^P the spacing of the
+/// floats just beyond k + 1 in units of 2^-23 (checked against glibc's log2f on every
+/// significand near 2 of every exponent).
+BACKPLANE_CUDA_HD inline int floor_log2(float a) {
+    const std::uint32_t bits = to_bits(a);
+    const int k = static_cast<int>((bits >> 23) & 0xffu) - 127;
+    const std::uint32_t j = 0x800000u - (bits & 0x7fffffu);
+    const int up = k + 1, mag = up < 0 ? -up : up;
+    if (mag == 0) return k;
+    int p = 0;
+    while ((mag >> (p + 1)) != 0) ++p;
+    if (up > 0 && (mag & (mag - 1)) == 0) --p;
+    constexpr std::uint64_t limits = 0x58'2c'16'0b'05'02'01'00ull; // floor(ln 2 * 2^P), P = 0 .. 7
+    return p >= 0 && j <= ((limits >> (8 * p)) & 0xffu) ? k + 1 : k;
+}
+
+/// mxfp4's shared exponent of 32 values as core's quantize_row_mxfp4 computes it:
+/// floor(log2(max |x|)) - 2 + 127, clamped to [0, 255] (0 for a block of zeros or of
+/// subnormals).
+BACKPLANE_CUDA_HD inline std::uint32_t mxfp4_exponent(const float* x) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j)
+        if (amax < abs_of(x[j])) amax = abs_of(x[j]);
+    const std::uint32_t field = (to_bits(amax) >> 23) & 0xffu;
+    if (field == 0u) return 0u;     // zero or subnormal: below 2^-125
+    if (field == 0xffu) return 255u; // infinite
+    const int e = floor_log2(amax) - 2 + 127;
+    return static_cast<std::uint32_t>(e < 0 ? 0 : (e > 255 ? 255 : e));
+}
+
+// ---------------------------------------------------------------------------------------
+// The K-quants' fits (core/kquants.hpp's kquant_detail), operation for operation.
+
+/// x rounded to the nearest integer, ties to even, by core's float trick (|x| < 2^22).
+BACKPLANE_CUDA_HD inline int nearest_int(float x) {
+    return static_cast<int>(to_bits(add(x, 12582912.0f)) & 0x007fffffu) - 0x00400000;
+}
+
+BACKPLANE_CUDA_HD inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/// The error a fit weighs: absolute (q2_K) or squared.
+BACKPLANE_CUDA_HD inline float fit_error(float diff, bool absolute) { return absolute ? abs_of(diff) : mul(diff, diff); }
+
+/// core's fit_scale_min (make_qkx2_quants): codes 0..nmax of n values (n <= 32) with a
+/// scale (returned) and a minimum (`neg_min` = -minimum).
+BACKPLANE_CUDA_HD inline float fit_scale_min(int n, int nmax, const float* x, const float* w, u8* L, float& neg_min,
+                                             float rmin, float rdelta, int nstep, bool absolute) {
+    float min = x[0], max = x[0], sum_w = w[0], sum_x = mul(sum_w, x[0]);
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        sum_w = add(sum_w, w[i]);
+        sum_x = add(sum_x, mul(w[i], x[i]));
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        for (int i = 0; i < n; ++i) L[i] = 0;
+        neg_min = -min;
+        return 0.0f;
+    }
+    float iscale = div(static_cast<float>(nmax), sub(max, min));
+    float scale = div(1.0f, iscale);
+    float best_error = 0;
+    for (int i = 0; i < n; ++i) {
+        L[i] = static_cast<u8>(clamp_int(nearest_int(mul(iscale, sub(x[i], min))), 0, nmax));
+        best_error = add(best_error, mul(w[i], fit_error(sub(add(mul(scale, L[i]), min), x[i]), absolute)));
+    }
+    u8 aux[32];
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = div(add(add(rmin, mul(rdelta, static_cast<float>(is))), static_cast<float>(nmax)), sub(max, min));
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = clamp_int(nearest_int(mul(iscale, sub(x[i], min))), 0, nmax);
+            aux[i] = static_cast<u8>(l);
+            const float fl = static_cast<float>(l);
+            sum_l = add(sum_l, mul(w[i], fl));
+            sum_l2 = add(sum_l2, mul(mul(w[i], fl), fl));
+            sum_xl = add(sum_xl, mul(mul(w[i], fl), x[i]));
+        }
+        const float D = sub(mul(sum_w, sum_l2), mul(sum_l, sum_l));
+        if (D > 0) {
+            float this_scale = div(sub(mul(sum_w, sum_xl), mul(sum_x, sum_l)), D);
+            float this_min = div(sub(mul(sum_l2, sum_x), mul(sum_l, sum_xl)), D);
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = div(sum_xl, sum_l2);
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; ++i)
+                cur_error = add(cur_error, mul(w[i], fit_error(sub(add(mul(this_scale, aux[i]), this_min), x[i]), absolute)));
+            if (cur_error < best_error) {
+                for (int i = 0; i < n; ++i) L[i] = aux[i];
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    neg_min = -min;
+    return scale;
+}
+
+/// core's centred_fit: codes around 0 in [-nmax, nmax - 1], weights x^2.
+struct centred_fit {
+    int nmax;
+    float max = 0, sumlx = 0, suml2 = 0;
+
+    BACKPLANE_CUDA_HD int code(float iscale, float x) const { return clamp_int(nearest_int(mul(iscale, x)), -nmax, nmax - 1); }
+
+    /// The first fit, codes l (not offset) in L; false, with L zeros, when every |x| is
+    /// below 1e-15.
+    BACKPLANE_CUDA_HD bool first(int n, const float* x, int* L) {
+        max = signed_max(x, n);
+        if (abs_of(max) < 1e-15f) {
+            for (int i = 0; i < n; ++i) L[i] = 0;
+            return false;
+        }
+        const float iscale = div(-static_cast<float>(nmax), max);
+        for (int i = 0; i < n; ++i) {
+            const int l = code(iscale, x[i]);
+            L[i] = l;
+            const float w = mul(x[i], x[i]), fl = static_cast<float>(l);
+            sumlx = add(sumlx, mul(mul(w, x[i]), fl));
+            suml2 = add(suml2, mul(mul(w, fl), fl));
+        }
+        return true;
+    }
+};
+
+/// core's fit_scale (make_qx_quants, weights x^2): codes L = l + nmax, the scale refit
+/// over 18 trial scales.
+BACKPLANE_CUDA_HD inline float fit_scale(int n, int nmax, const float* x, int* L) {
+    centred_fit f{nmax};
+    if (!f.first(n, x, L)) return 0.0f;
+    for (int i = 0; i < n; ++i) L[i] += nmax;
+    float scale = f.suml2 != 0.0f ? div(f.sumlx, f.suml2) : 0.0f;
+    float best = mul(scale, f.sumlx);
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0) continue;
+        const float iscale = div(-add(static_cast<float>(nmax), mul(0.1f, static_cast<float>(is))), f.max);
+        float sumlx = 0, suml2 = 0;
+        for (int i = 0; i < n; ++i) {
+            const float fl = static_cast<float>(f.code(iscale, x[i]));
+            const float w = mul(x[i], x[i]);
+            sumlx = add(sumlx, mul(mul(w, x[i]), fl));
+            suml2 = add(suml2, mul(mul(w, fl), fl));
+        }
+        if (suml2 > 0 && mul(sumlx, sumlx) > mul(best, suml2)) {
+            for (int i = 0; i < n; ++i) L[i] = nmax + f.code(iscale, x[i]);
+            scale = div(sumlx, suml2);
+            best = mul(scale, sumlx);
+        }
+    }
+    return scale;
+}
+
+/// core's fit_scale_refined (make_q3_quants with its refinement): codes l + nmax.
+BACKPLANE_CUDA_HD inline float fit_scale_refined(int n, int nmax, const float* x, int* L) {
+    centred_fit f{nmax};
+    if (!f.first(n, x, L)) return 0.0f;
+    float sumlx = f.sumlx, suml2 = f.suml2;
+    for (int pass = 0; pass < 5; ++pass) {
+        int changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = mul(x[i], x[i]), li = static_cast<float>(L[i]);
+            float slx = sub(sumlx, mul(mul(w, x[i]), li));
+            if (!(slx > 0)) continue;
+            float sl2 = sub(suml2, mul(mul(w, li), li));
+            const int l = clamp_int(nearest_int(div(mul(x[i], sl2), slx)), -nmax, nmax - 1);
+            if (l == L[i]) continue;
+            const float fl = static_cast<float>(l);
+            slx = add(slx, mul(mul(w, x[i]), fl));
+            sl2 = add(sl2, mul(mul(w, fl), fl));
+            if (sl2 > 0 && mul(mul(slx, slx), suml2) > mul(mul(sumlx, sumlx), sl2)) {
+                L[i] = l;
+                sumlx = slx;
+                suml2 = sl2;
+                ++changed;
+            }
+        }
+        if (changed == 0) break;
+    }
+    for (int i = 0; i < n; ++i) L[i] += nmax;
+    return suml2 > 0.0f ? div(sumlx, suml2) : 0.0f;
+}
+
+/// Packs 256 2-bit codes (q2_K, q3_K): byte 32 h + l holds values 128 h + l + 32 s at
+/// bits 2 s.
+BACKPLANE_CUDA_HD inline void pack_2bit(const u8* L, u8* qs) {
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const u8* q = L + 128 * h + l;
+            qs[32 * h + l] = static_cast<u8>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
+        }
+}
+
+/// q4_K and q5_K (core's quantize_scales_mins): each sub-block of 32 fitted, scales and
+/// minimums quantized to 6 bits and packed into the 12 bytes at `scales`, d and dmin at
+/// dd, then every code again from the stored scales, left in L.
+BACKPLANE_CUDA_HD inline void quantize_scales_mins(const float* x, int nmax, float rmin, int nstep, u8* dd, u8* scales,
+                                                   u8* L) {
+    float sc[8], mn[8], w[32];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+        const float* xb = x + 32 * j;
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l) sum_x2 = add(sum_x2, mul(xb[l], xb[l]));
+        const float av_x = sqrt_rn(div(sum_x2, 32.0f));
+        for (int l = 0; l < 32; ++l) w[l] = add(av_x, abs_of(xb[l]));
+        sc[j] = fit_scale_min(32, nmax, xb, w, L + 32 * j, mn[j], rmin, 0.1f, nstep, false);
+        if (sc[j] > max_scale) max_scale = sc[j];
+        if (mn[j] > max_min) max_min = mn[j];
+    }
+    const float inv_scale = max_scale > 0 ? div(63.0f, max_scale) : 0.0f;
+    const float inv_min = max_min > 0 ? div(63.0f, max_min) : 0.0f;
+    for (int j = 0; j < 12; ++j) scales[j] = 0;
+    for (int j = 0; j < 8; ++j) {
+        const int ls = clamp_int(nearest_int(mul(inv_scale, sc[j])) & 0xff, 0, 63);
+        const int lm = clamp_int(nearest_int(mul(inv_min, mn[j])) & 0xff, 0, 63);
+        if (j < 4) {
+            scales[j] = static_cast<u8>(scales[j] | ls);
+            scales[j + 4] = static_cast<u8>(scales[j + 4] | lm);
+        } else {
+            scales[j + 4] = static_cast<u8>((ls & 0x0f) | ((lm & 0x0f) << 4));
+            scales[j - 4] = static_cast<u8>(scales[j - 4] | ((ls >> 4) << 6));
+            scales[j] = static_cast<u8>(scales[j] | ((lm >> 4) << 6));
+        }
+    }
+    put_f16(dd, div(max_scale, 63.0f));
+    put_f16(dd + 2, div(max_min, 63.0f));
+    for (int j = 0; j < 8; ++j) {
+        int s, m;
+        scale_min(j, scales, s, m);
+        const float dl = mul(f16_at(dd), static_cast<float>(s));
+        if (dl == 0.0f) continue;
+        const float dm = mul(f16_at(dd + 2), static_cast<float>(m));
+        for (int i = 0; i < 32; ++i)
+            L[32 * j + i] = static_cast<u8>(clamp_int(nearest_int(div(add(x[32 * j + i], dm), dl)), 0, nmax));
+    }
+}
+
+/// mxfp4 (core's quantize_row_mxfp4): e 0, qs 1.
+BACKPLANE_CUDA_HD inline void quantize_mxfp4(const float* x, u8* blk) {
+    const std::uint32_t e = mxfp4_exponent(x);
+    blk[0] = static_cast<u8>(e);
+    const float d = e8m0_half(e);
+    int q[32];
+    for (int j = 0; j < 32; ++j) q[j] = nearest_mxfp4(x[j], d);
+    pack_codes(q, blk + 1, nullptr);
+}
+
+/// q2_K (core's quantize_row_q2_K): scales 0, qs 16, d 80, dmin 82.
+BACKPLANE_CUDA_HD inline void quantize_q2_K(const float* x, u8* blk) {
+    u8 L[256];
+    float sc[16], mn[16], w[16];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 16; ++j) {
+        for (int l = 0; l < 16; ++l) w[l] = abs_of(x[16 * j + l]);
+        sc[j] = fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, mn[j], -0.5f, 0.1f, 15, true);
+        if (sc[j] > max_scale) max_scale = sc[j];
+        if (mn[j] > max_min) max_min = mn[j];
+    }
+    u8* scales = blk;
+    put_f16(blk + 80, 0.0f);
+    put_f16(blk + 82, 0.0f);
+    for (int j = 0; j < 16; ++j) scales[j] = 0;
+    if (max_scale > 0) {
+        const float iscale = div(15.0f, max_scale);
+        for (int j = 0; j < 16; ++j) scales[j] = static_cast<u8>(nearest_int(mul(iscale, sc[j])));
+        put_f16(blk + 80, div(max_scale, 15.0f));
+    }
+    if (max_min > 0) {
+        const float iscale = div(15.0f, max_min);
+        for (int j = 0; j < 16; ++j) scales[j] = static_cast<u8>(scales[j] | (nearest_int(mul(iscale, mn[j])) << 4));
+        put_f16(blk + 82, div(max_min, 15.0f));
+    }
+    for (int j = 0; j < 16; ++j) {
+        const float d = mul(f16_at(blk + 80), static_cast<float>(scales[j] & 15));
+        if (d == 0.0f) continue;
+        const float dm = mul(f16_at(blk + 82), static_cast<float>(scales[j] >> 4));
+        for (int i = 0; i < 16; ++i) L[16 * j + i] = static_cast<u8>(clamp_int(nearest_int(div(add(x[16 * j + i], dm), d)), 0, 3));
+    }
+    pack_2bit(L, blk + 16);
+}
+
+/// q3_K (core's quantize_row_q3_K): hmask 0, qs 32, scales 96, d 108.
+BACKPLANE_CUDA_HD inline void quantize_q3_K(const float* x, u8* blk) {
+    int L[256];
+    float sc[16];
+    for (int j = 0; j < 16; ++j) sc[j] = fit_scale_refined(16, 4, x + 16 * j, L + 16 * j);
+    const float max_scale = signed_max(sc, 16);
+    u8* scales = blk + 96;
+    for (int j = 0; j < 12; ++j) scales[j] = 0;
+    put_f16(blk + 108, 0.0f);
+    if (max_scale != 0.0f) {
+        const float iscale = div(-32.0f, max_scale);
+        for (int j = 0; j < 16; ++j) {
+            const int l8 = static_cast<std::int8_t>(nearest_int(mul(iscale, sc[j])) & 0xff);
+            const int l = clamp_int(l8, -32, 31) + 32;
+            if (j < 8)
+                scales[j] = static_cast<u8>(l & 15);
+            else
+                scales[j - 8] = static_cast<u8>(scales[j - 8] | ((l & 15) << 4));
+            scales[j % 4 + 8] = static_cast<u8>(scales[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
+        }
+        put_f16(blk + 108, div(1.0f, iscale));
+    }
+    for (int j = 0; j < 16; ++j) {
+        const int lo = j < 8 ? scales[j] & 15 : scales[j - 8] >> 4;
+        const int s = (lo | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+        const float d = mul(f16_at(blk + 108), static_cast<float>(s));
+        if (d == 0.0f) continue;
+        for (int i = 0; i < 16; ++i) L[16 * j + i] = clamp_int(nearest_int(div(x[16 * j + i], d)), -4, 3) + 4;
+    }
+    u8 low[256];
+    for (int e = 0; e < 32; ++e) blk[e] = 0;
+    for (int e = 0; e < 256; ++e) {
+        if (L[e] > 3) blk[e % 32] = static_cast<u8>(blk[e % 32] | (1 << (e / 32)));
+        low[e] = static_cast<u8>(L[e] > 3 ? L[e] - 4 : L[e]);
+    }
+    pack_2bit(low, blk + 32);
+}
+
+/// q4_K (core's quantize_row_q4_K): d 0, dmin 2, scales 4, qs 16 (64 values per 32 bytes,
+/// low nibbles the first 32).
+BACKPLANE_CUDA_HD inline void quantize_q4_K(const float* x, u8* blk) {
+    u8 L[256];
+    quantize_scales_mins(x, 15, -1.0f, 20, blk, blk + 4, L);
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) blk[16 + 32 * c + l] = static_cast<u8>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+}
+
+/// q5_K (core's quantize_row_q5_K): d 0, dmin 2, scales 4, qh 16, qs 48.
+BACKPLANE_CUDA_HD inline void quantize_q5_K(const float* x, u8* blk) {
+    u8 L[256];
+    quantize_scales_mins(x, 31, -0.5f, 15, blk, blk + 4, L);
+    u8* qh = blk + 16;
+    for (int l = 0; l < 32; ++l) qh[l] = 0;
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+            const int lo = L[64 * c + l], hi = L[64 * c + 32 + l];
+            blk[48 + 32 * c + l] = static_cast<u8>((lo & 15) | ((hi & 15) << 4));
+            qh[l] = static_cast<u8>(qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+        }
+}
+
+/// q6_K (core's quantize_row_q6_K): ql 0, qh 128, scales 192 (i8), d 208; a block whose
+/// sub-block scales are all below 1e-15 is zeros.
+BACKPLANE_CUDA_HD inline void quantize_q6_K(const float* x, u8* blk) {
+    int L[256];
+    float scales[16];
+    for (int ib = 0; ib < 16; ++ib) scales[ib] = fit_scale(16, 32, x + 16 * ib, L + 16 * ib);
+    const float max_scale = signed_max(scales, 16);
+    if (abs_of(max_scale) < 1e-15f) {
+        for (int i = 0; i < 210; ++i) blk[i] = 0;
+        return;
+    }
+    const float iscale = div(-128.0f, max_scale);
+    put_f16(blk + 208, div(1.0f, iscale));
+    for (int ib = 0; ib < 16; ++ib) {
+        const int s = nearest_int(mul(iscale, scales[ib]));
+        blk[192 + ib] = static_cast<u8>(s < 127 ? s : 127);
+    }
+    for (int j = 0; j < 16; ++j) {
+        const float d = mul(f16_at(blk + 208), static_cast<float>(static_cast<std::int8_t>(blk[192 + j])));
+        if (d == 0.0f) continue;
+        for (int i = 0; i < 16; ++i) L[16 * j + i] = clamp_int(nearest_int(div(x[16 * j + i], d)), -32, 31) + 32;
+    }
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const int* q = L + 128 * h + l;
+            blk[64 * h + l] = static_cast<u8>((q[0] & 15) | ((q[64] & 15) << 4));
+            blk[64 * h + 32 + l] = static_cast<u8>((q[32] & 15) | ((q[96] & 15) << 4));
+            blk[128 + 32 * h + l] = static_cast<u8>((q[0] >> 4) | ((q[32] >> 4) << 2) | ((q[64] >> 4) << 4) | ((q[96] >> 4) << 6));
+        }
+}
+
+} // namespace detail
+
+/// Whether quantize<T> exists for t: every type here but q8_K.
+constexpr bool quantizable(elem_type t) noexcept { return extended(t) && t != elem_type::q8_K; }
+
+/// Quantizes block_values(T) values x (32, or 256 for the K-quants) into the block of
+/// type T (quantizable) at blk, byte for byte as core's quantize_row_* (finite x).
 template <elem_type T> BACKPLANE_CUDA_HD inline void quantize(const float* x, u8* blk) {
     using namespace detail;
     int q[32];
@@ -305,8 +709,20 @@ template <elem_type T> BACKPLANE_CUDA_HD inline void quantize(const float* x, u8
         }
         put_f16(blk, d);
         pack_codes(q, blk + 2, nullptr);
+    } else if constexpr (T == elem_type::mxfp4) {
+        quantize_mxfp4(x, blk);
+    } else if constexpr (T == elem_type::q2_K) {
+        quantize_q2_K(x, blk);
+    } else if constexpr (T == elem_type::q3_K) {
+        quantize_q3_K(x, blk);
+    } else if constexpr (T == elem_type::q4_K) {
+        quantize_q4_K(x, blk);
+    } else if constexpr (T == elem_type::q5_K) {
+        quantize_q5_K(x, blk);
+    } else if constexpr (T == elem_type::q6_K) {
+        quantize_q6_K(x, blk);
     } else {
-        static_assert(T == elem_type::q4_1, "quant::quantize writes q4_1, q5_0, q5_1 or iq4_nl");
+        static_assert(T == elem_type::q4_1, "quant::quantize writes the quantizable types");
     }
 }
 

@@ -1,11 +1,11 @@
 #pragma once
 // set_rows: b [E, N, A2, A3] (src[0]; f32, f16 or bf16), idx i32 or i64 [N, I2, I3]
 // (src[1]), and the destination a (src[2], whose memory the node is; f32, f16, bf16, q8_0,
-// q4_0, q4_1, q5_0, q5_1 or iq4_nl; the other quantized types: cudaErrorNotSupported,
+// q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4 or q2_K ... q6_K; q8_K: cudaErrorNotSupported,
 // narrowed by supports.hpp): row (n, j, k) of b is written over row idx[n, j % I2, k % I3] of matrix
 // (j, k) of the node, converted as core converts (rows of the same type copied as bits,
 // quantized blocks as core's quantize_row_*: store_block_lane for q8_0 / q4_0, one warp
-// per block; quant::quantize for the others, one thread per block). Any strides on all of
+// per block; quant::quantize for the others, one thread per block of 32 or 256 values). Any strides on all of
 // them (a quantized row's nb0 is its block stride).
 //
 // An index outside [0, rows of a) writes nothing, and the row's first thread sets
@@ -83,11 +83,12 @@ __global__ void k_set_rows_quantize(tview d, tview b, tview idx, bool wide, std:
     }
 }
 
-/// A quantized destination D of quant::quantize from S: one thread per block of 32 values
-/// of b.
+/// A quantized destination D of quant::quantize from S: one thread per destination block
+/// (32 or 256 values) of b.
 template <elem_type S, elem_type D>
 __global__ void k_set_rows_quantize_ext(tview d, tview b, tview idx, bool wide, std::uint32_t* error_word) {
-    const i64 nbx = b.ne[0] / 32;
+    constexpr int bv = quant::block_values(D);
+    const i64 nbx = b.ne[0] / bv;
     const i64 nblocks = nbx * b.nrows();
     const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;
     for (i64 blk = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; blk < nblocks; blk += stride) {
@@ -100,8 +101,8 @@ __global__ void k_set_rows_quantize_ext(tview d, tview b, tview idx, bool wide, 
             continue;
         }
         const char* pb = b.row(n, j, k);
-        float x[32];
-        for (int v = 0; v < 32; ++v) x[v] = ld_row<S>(pb, b.nb[0], ib * 32 + v);
+        float x[bv];
+        for (int v = 0; v < bv; ++v) x[v] = ld_row<S>(pb, b.nb[0], ib * bv + v);
         quant::quantize<D>(x, reinterpret_cast<unsigned char*>(d.row(r, j, k) + ib * d.nb[0]));
     }
 }
@@ -121,7 +122,7 @@ inline cudaError_t launch_set_rows(const tensor& node, const detail::launch_cont
     return visit_float(b->type, [&](auto stag) -> cudaError_t {
         constexpr elem_type S = decltype(stag)::value;
         if (quant::quantizable(node.type)) {
-            const unsigned blocks = blocks_for(b->nelements() / 32, 128); // a thread per block of values
+            const unsigned blocks = blocks_for(b->nelements() / quant::block_values(node.type), 128); // a thread per block
             return copy_detail::visit_quantizable(node.type, [&](auto dtag) -> cudaError_t {
                 k_set_rows_quantize_ext<S, decltype(dtag)::value><<<blocks, 128, 0, ctx.stream>>>(d, vb, vi, wide, ctx.error_word);
                 return cudaGetLastError();

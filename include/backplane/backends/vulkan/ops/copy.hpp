@@ -2,12 +2,11 @@
 // dup, cont, cpy (copy.comp), with core's conversions bit for bit (a type to itself is
 // copied as bits; quantizing rounds as quantize_row_* does):
 //   - from every real type (f32, f16, bf16 and every quantized one: q8_0, q4_0, q4_1,
-//     q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K) to f32, f16, bf16,
-//     q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl and to itself;
+//     q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K) to each of them but
+//     q8_K, and to itself;
 //   - i32 to i32.
-// Not here (the CPU computes them): i64, and quantizing into the K-quants and mxfp4
-// from another type (their quantizers search scales; a copy of one of them to itself,
-// bits, is here).
+// Not here (the CPU computes them): i64, and quantizing into q8_K from another type (a
+// copy of q8_K to itself, bits, is here).
 // One invocation per destination element, or per destination block when it is
 // quantized; any strides and offsets on either side. Variant cpy_<source>_<destination>;
 // everything but f32 -> f32 and i32 -> i32 needs 16-bit storage (16-bit types and
@@ -46,25 +45,42 @@ inline constexpr std::string_view more_shaders[n_more_quants][6] = {
     {"cpy_q8_K_f32", "cpy_q8_K_f16", "cpy_q8_K_bf16", "cpy_q8_K_q8_0", "cpy_q8_K_q4_0", "cpy_q8_K_q8_K"}
 };
 
-/// The variants quantizing into q4_1, q5_0, q5_1 and iq4_nl (the first four of
-/// more_quants): [source (any_index)][destination] (a type to itself is in more_shaders).
-inline constexpr std::string_view quantizing_shaders[5 + n_more_quants][4] = {
-    {"cpy_f32_q4_1", "cpy_f32_q5_0", "cpy_f32_q5_1", "cpy_f32_iq4_nl"},
-    {"cpy_f16_q4_1", "cpy_f16_q5_0", "cpy_f16_q5_1", "cpy_f16_iq4_nl"},
-    {"cpy_bf16_q4_1", "cpy_bf16_q5_0", "cpy_bf16_q5_1", "cpy_bf16_iq4_nl"},
-    {"cpy_q8_0_q4_1", "cpy_q8_0_q5_0", "cpy_q8_0_q5_1", "cpy_q8_0_iq4_nl"},
-    {"cpy_q4_0_q4_1", "cpy_q4_0_q5_0", "cpy_q4_0_q5_1", "cpy_q4_0_iq4_nl"},
-    {"", "cpy_q4_1_q5_0", "cpy_q4_1_q5_1", "cpy_q4_1_iq4_nl"},
-    {"cpy_q5_0_q4_1", "", "cpy_q5_0_q5_1", "cpy_q5_0_iq4_nl"},
-    {"cpy_q5_1_q4_1", "cpy_q5_1_q5_0", "", "cpy_q5_1_iq4_nl"},
-    {"cpy_iq4_nl_q4_1", "cpy_iq4_nl_q5_0", "cpy_iq4_nl_q5_1", ""},
-    {"cpy_mxfp4_q4_1", "cpy_mxfp4_q5_0", "cpy_mxfp4_q5_1", "cpy_mxfp4_iq4_nl"},
-    {"cpy_q2_K_q4_1", "cpy_q2_K_q5_0", "cpy_q2_K_q5_1", "cpy_q2_K_iq4_nl"},
-    {"cpy_q3_K_q4_1", "cpy_q3_K_q5_0", "cpy_q3_K_q5_1", "cpy_q3_K_iq4_nl"},
-    {"cpy_q4_K_q4_1", "cpy_q4_K_q5_0", "cpy_q4_K_q5_1", "cpy_q4_K_iq4_nl"},
-    {"cpy_q5_K_q4_1", "cpy_q5_K_q5_0", "cpy_q5_K_q5_1", "cpy_q5_K_iq4_nl"},
-    {"cpy_q6_K_q4_1", "cpy_q6_K_q5_0", "cpy_q6_K_q5_1", "cpy_q6_K_iq4_nl"},
-    {"cpy_q8_K_q4_1", "cpy_q8_K_q5_0", "cpy_q8_K_q5_1", "cpy_q8_K_iq4_nl"},
+/// The variants quantizing into q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K and
+/// q6_K (more_quants but q8_K): [source (any_index)][destination] (a type to itself is in
+/// more_shaders).
+inline constexpr std::string_view quantizing_shaders[5 + n_more_quants][n_more_quants - 1] = {
+    {"cpy_f32_q4_1", "cpy_f32_q5_0", "cpy_f32_q5_1", "cpy_f32_iq4_nl", "cpy_f32_mxfp4",
+     "cpy_f32_q2_K", "cpy_f32_q3_K", "cpy_f32_q4_K", "cpy_f32_q5_K", "cpy_f32_q6_K"},
+    {"cpy_f16_q4_1", "cpy_f16_q5_0", "cpy_f16_q5_1", "cpy_f16_iq4_nl", "cpy_f16_mxfp4",
+     "cpy_f16_q2_K", "cpy_f16_q3_K", "cpy_f16_q4_K", "cpy_f16_q5_K", "cpy_f16_q6_K"},
+    {"cpy_bf16_q4_1", "cpy_bf16_q5_0", "cpy_bf16_q5_1", "cpy_bf16_iq4_nl", "cpy_bf16_mxfp4",
+     "cpy_bf16_q2_K", "cpy_bf16_q3_K", "cpy_bf16_q4_K", "cpy_bf16_q5_K", "cpy_bf16_q6_K"},
+    {"cpy_q8_0_q4_1", "cpy_q8_0_q5_0", "cpy_q8_0_q5_1", "cpy_q8_0_iq4_nl", "cpy_q8_0_mxfp4",
+     "cpy_q8_0_q2_K", "cpy_q8_0_q3_K", "cpy_q8_0_q4_K", "cpy_q8_0_q5_K", "cpy_q8_0_q6_K"},
+    {"cpy_q4_0_q4_1", "cpy_q4_0_q5_0", "cpy_q4_0_q5_1", "cpy_q4_0_iq4_nl", "cpy_q4_0_mxfp4",
+     "cpy_q4_0_q2_K", "cpy_q4_0_q3_K", "cpy_q4_0_q4_K", "cpy_q4_0_q5_K", "cpy_q4_0_q6_K"},
+    {"", "cpy_q4_1_q5_0", "cpy_q4_1_q5_1", "cpy_q4_1_iq4_nl", "cpy_q4_1_mxfp4",
+     "cpy_q4_1_q2_K", "cpy_q4_1_q3_K", "cpy_q4_1_q4_K", "cpy_q4_1_q5_K", "cpy_q4_1_q6_K"},
+    {"cpy_q5_0_q4_1", "", "cpy_q5_0_q5_1", "cpy_q5_0_iq4_nl", "cpy_q5_0_mxfp4",
+     "cpy_q5_0_q2_K", "cpy_q5_0_q3_K", "cpy_q5_0_q4_K", "cpy_q5_0_q5_K", "cpy_q5_0_q6_K"},
+    {"cpy_q5_1_q4_1", "cpy_q5_1_q5_0", "", "cpy_q5_1_iq4_nl", "cpy_q5_1_mxfp4",
+     "cpy_q5_1_q2_K", "cpy_q5_1_q3_K", "cpy_q5_1_q4_K", "cpy_q5_1_q5_K", "cpy_q5_1_q6_K"},
+    {"cpy_iq4_nl_q4_1", "cpy_iq4_nl_q5_0", "cpy_iq4_nl_q5_1", "", "cpy_iq4_nl_mxfp4",
+     "cpy_iq4_nl_q2_K", "cpy_iq4_nl_q3_K", "cpy_iq4_nl_q4_K", "cpy_iq4_nl_q5_K", "cpy_iq4_nl_q6_K"},
+    {"cpy_mxfp4_q4_1", "cpy_mxfp4_q5_0", "cpy_mxfp4_q5_1", "cpy_mxfp4_iq4_nl", "",
+     "cpy_mxfp4_q2_K", "cpy_mxfp4_q3_K", "cpy_mxfp4_q4_K", "cpy_mxfp4_q5_K", "cpy_mxfp4_q6_K"},
+    {"cpy_q2_K_q4_1", "cpy_q2_K_q5_0", "cpy_q2_K_q5_1", "cpy_q2_K_iq4_nl", "cpy_q2_K_mxfp4",
+     "", "cpy_q2_K_q3_K", "cpy_q2_K_q4_K", "cpy_q2_K_q5_K", "cpy_q2_K_q6_K"},
+    {"cpy_q3_K_q4_1", "cpy_q3_K_q5_0", "cpy_q3_K_q5_1", "cpy_q3_K_iq4_nl", "cpy_q3_K_mxfp4",
+     "cpy_q3_K_q2_K", "", "cpy_q3_K_q4_K", "cpy_q3_K_q5_K", "cpy_q3_K_q6_K"},
+    {"cpy_q4_K_q4_1", "cpy_q4_K_q5_0", "cpy_q4_K_q5_1", "cpy_q4_K_iq4_nl", "cpy_q4_K_mxfp4",
+     "cpy_q4_K_q2_K", "cpy_q4_K_q3_K", "", "cpy_q4_K_q5_K", "cpy_q4_K_q6_K"},
+    {"cpy_q5_K_q4_1", "cpy_q5_K_q5_0", "cpy_q5_K_q5_1", "cpy_q5_K_iq4_nl", "cpy_q5_K_mxfp4",
+     "cpy_q5_K_q2_K", "cpy_q5_K_q3_K", "cpy_q5_K_q4_K", "", "cpy_q5_K_q6_K"},
+    {"cpy_q6_K_q4_1", "cpy_q6_K_q5_0", "cpy_q6_K_q5_1", "cpy_q6_K_iq4_nl", "cpy_q6_K_mxfp4",
+     "cpy_q6_K_q2_K", "cpy_q6_K_q3_K", "cpy_q6_K_q4_K", "cpy_q6_K_q5_K", ""},
+    {"cpy_q8_K_q4_1", "cpy_q8_K_q5_0", "cpy_q8_K_q5_1", "cpy_q8_K_iq4_nl", "cpy_q8_K_mxfp4",
+     "cpy_q8_K_q2_K", "cpy_q8_K_q3_K", "cpy_q8_K_q4_K", "cpy_q8_K_q5_K", "cpy_q8_K_q6_K"},
 };
 
 /// The variant copying `from` to `to`, or an empty name.
@@ -72,7 +88,7 @@ constexpr std::string_view shader_of(elem_type from, elem_type to) noexcept {
     const int f = any_index(from), t = any_index(to);
     if (f < 0 || t < 0) return {};
     if (from == to && f >= 5) return more_shaders[f - 5][5];
-    if (t >= 5) return t < 9 ? quantizing_shaders[f][t - 5] : std::string_view{}; // K-quants, mxfp4: CPU
+    if (t >= 5) return t < 4 + static_cast<int>(n_more_quants) ? quantizing_shaders[f][t - 5] : std::string_view{}; // q8_K: CPU
     return f < 5 ? real_shaders[f][t] : more_shaders[f - 5][t];
 }
 

@@ -18,15 +18,17 @@
 //     to nearest even (q8_0) or truncation (q4_0) where the CPU does. Bit for bit as
 //     long as the block's scale is a normal f32 (values of magnitude above ~1e-36)
 //     and the values are finite: a device may flush subnormals, and the CPU's result
-//     for an infinite or NaN value is itself undefined.
+//     for an infinite or NaN value is itself undefined;
+//   - an mxfp4 / q2_K ... q6_K destination likewise, with their scale searches
+//     (quantize_k.glsl; bit for bit while no product of the fits is subnormal).
 // One invocation per destination element, or per destination block when it is
 // quantized.
 //
 // Variants: cpy_<source>_<destination>. Everything but f32 and i32 is read and written
 // as 16-bit words, which needs 16-bit storage, and mxfp4 as bytes, which needs 8-bit
-// storage (no 16-bit or 8-bit arithmetic). Every quantized type is a source; q8_0, q4_0,
-// q4_1, q5_0, q5_1 and iq4_nl are destinations of every type (quantize.glsl), the
-// K-quants and mxfp4 only of themselves (a copy of bits).
+// storage (no 16-bit or 8-bit arithmetic). Every quantized type is a source; every one
+// but q8_K is a destination of every type (quantize.glsl), q8_K only of itself (a copy
+// of bits).
 //
 // variant: cpy_f32_f32 -DSRC_F32 -DDST_F32
 // variant: cpy_f32_f16 -DSRC_F32 -DDST_F16
@@ -180,6 +182,96 @@
 // variant: cpy_q5_K_iq4_nl -DSRC_QX -DQ_Q5_K -DDST_IQ4_NL
 // variant: cpy_q6_K_iq4_nl -DSRC_QX -DQ_Q6_K -DDST_IQ4_NL
 // variant: cpy_q8_K_iq4_nl -DSRC_QX -DQ_Q8_K -DDST_IQ4_NL
+// variant: cpy_f32_mxfp4 -DSRC_F32 -DDST_MXFP4
+// variant: cpy_f16_mxfp4 -DSRC_F16 -DDST_MXFP4
+// variant: cpy_bf16_mxfp4 -DSRC_BF16 -DDST_MXFP4
+// variant: cpy_q8_0_mxfp4 -DSRC_Q8_0 -DDST_MXFP4
+// variant: cpy_q4_0_mxfp4 -DSRC_Q4_0 -DDST_MXFP4
+// variant: cpy_q4_1_mxfp4 -DSRC_QX -DQ_Q4_1 -DDST_MXFP4
+// variant: cpy_q5_0_mxfp4 -DSRC_QX -DQ_Q5_0 -DDST_MXFP4
+// variant: cpy_q5_1_mxfp4 -DSRC_QX -DQ_Q5_1 -DDST_MXFP4
+// variant: cpy_iq4_nl_mxfp4 -DSRC_QX -DQ_IQ4_NL -DDST_MXFP4
+// variant: cpy_q2_K_mxfp4 -DSRC_QX -DQ_Q2_K -DDST_MXFP4
+// variant: cpy_q3_K_mxfp4 -DSRC_QX -DQ_Q3_K -DDST_MXFP4
+// variant: cpy_q4_K_mxfp4 -DSRC_QX -DQ_Q4_K -DDST_MXFP4
+// variant: cpy_q5_K_mxfp4 -DSRC_QX -DQ_Q5_K -DDST_MXFP4
+// variant: cpy_q6_K_mxfp4 -DSRC_QX -DQ_Q6_K -DDST_MXFP4
+// variant: cpy_q8_K_mxfp4 -DSRC_QX -DQ_Q8_K -DDST_MXFP4
+// variant: cpy_f32_q2_K -DSRC_F32 -DDST_Q2_K
+// variant: cpy_f16_q2_K -DSRC_F16 -DDST_Q2_K
+// variant: cpy_bf16_q2_K -DSRC_BF16 -DDST_Q2_K
+// variant: cpy_q8_0_q2_K -DSRC_Q8_0 -DDST_Q2_K
+// variant: cpy_q4_0_q2_K -DSRC_Q4_0 -DDST_Q2_K
+// variant: cpy_q4_1_q2_K -DSRC_QX -DQ_Q4_1 -DDST_Q2_K
+// variant: cpy_q5_0_q2_K -DSRC_QX -DQ_Q5_0 -DDST_Q2_K
+// variant: cpy_q5_1_q2_K -DSRC_QX -DQ_Q5_1 -DDST_Q2_K
+// variant: cpy_iq4_nl_q2_K -DSRC_QX -DQ_IQ4_NL -DDST_Q2_K
+// variant: cpy_mxfp4_q2_K -DSRC_QX -DQ_MXFP4 -DDST_Q2_K
+// variant: cpy_q3_K_q2_K -DSRC_QX -DQ_Q3_K -DDST_Q2_K
+// variant: cpy_q4_K_q2_K -DSRC_QX -DQ_Q4_K -DDST_Q2_K
+// variant: cpy_q5_K_q2_K -DSRC_QX -DQ_Q5_K -DDST_Q2_K
+// variant: cpy_q6_K_q2_K -DSRC_QX -DQ_Q6_K -DDST_Q2_K
+// variant: cpy_q8_K_q2_K -DSRC_QX -DQ_Q8_K -DDST_Q2_K
+// variant: cpy_f32_q3_K -DSRC_F32 -DDST_Q3_K
+// variant: cpy_f16_q3_K -DSRC_F16 -DDST_Q3_K
+// variant: cpy_bf16_q3_K -DSRC_BF16 -DDST_Q3_K
+// variant: cpy_q8_0_q3_K -DSRC_Q8_0 -DDST_Q3_K
+// variant: cpy_q4_0_q3_K -DSRC_Q4_0 -DDST_Q3_K
+// variant: cpy_q4_1_q3_K -DSRC_QX -DQ_Q4_1 -DDST_Q3_K
+// variant: cpy_q5_0_q3_K -DSRC_QX -DQ_Q5_0 -DDST_Q3_K
+// variant: cpy_q5_1_q3_K -DSRC_QX -DQ_Q5_1 -DDST_Q3_K
+// variant: cpy_iq4_nl_q3_K -DSRC_QX -DQ_IQ4_NL -DDST_Q3_K
+// variant: cpy_mxfp4_q3_K -DSRC_QX -DQ_MXFP4 -DDST_Q3_K
+// variant: cpy_q2_K_q3_K -DSRC_QX -DQ_Q2_K -DDST_Q3_K
+// variant: cpy_q4_K_q3_K -DSRC_QX -DQ_Q4_K -DDST_Q3_K
+// variant: cpy_q5_K_q3_K -DSRC_QX -DQ_Q5_K -DDST_Q3_K
+// variant: cpy_q6_K_q3_K -DSRC_QX -DQ_Q6_K -DDST_Q3_K
+// variant: cpy_q8_K_q3_K -DSRC_QX -DQ_Q8_K -DDST_Q3_K
+// variant: cpy_f32_q4_K -DSRC_F32 -DDST_Q4_K
+// variant: cpy_f16_q4_K -DSRC_F16 -DDST_Q4_K
+// variant: cpy_bf16_q4_K -DSRC_BF16 -DDST_Q4_K
+// variant: cpy_q8_0_q4_K -DSRC_Q8_0 -DDST_Q4_K
+// variant: cpy_q4_0_q4_K -DSRC_Q4_0 -DDST_Q4_K
+// variant: cpy_q4_1_q4_K -DSRC_QX -DQ_Q4_1 -DDST_Q4_K
+// variant: cpy_q5_0_q4_K -DSRC_QX -DQ_Q5_0 -DDST_Q4_K
+// variant: cpy_q5_1_q4_K -DSRC_QX -DQ_Q5_1 -DDST_Q4_K
+// variant: cpy_iq4_nl_q4_K -DSRC_QX -DQ_IQ4_NL -DDST_Q4_K
+// variant: cpy_mxfp4_q4_K -DSRC_QX -DQ_MXFP4 -DDST_Q4_K
+// variant: cpy_q2_K_q4_K -DSRC_QX -DQ_Q2_K -DDST_Q4_K
+// variant: cpy_q3_K_q4_K -DSRC_QX -DQ_Q3_K -DDST_Q4_K
+// variant: cpy_q5_K_q4_K -DSRC_QX -DQ_Q5_K -DDST_Q4_K
+// variant: cpy_q6_K_q4_K -DSRC_QX -DQ_Q6_K -DDST_Q4_K
+// variant: cpy_q8_K_q4_K -DSRC_QX -DQ_Q8_K -DDST_Q4_K
+// variant: cpy_f32_q5_K -DSRC_F32 -DDST_Q5_K
+// variant: cpy_f16_q5_K -DSRC_F16 -DDST_Q5_K
+// variant: cpy_bf16_q5_K -DSRC_BF16 -DDST_Q5_K
+// variant: cpy_q8_0_q5_K -DSRC_Q8_0 -DDST_Q5_K
+// variant: cpy_q4_0_q5_K -DSRC_Q4_0 -DDST_Q5_K
+// variant: cpy_q4_1_q5_K -DSRC_QX -DQ_Q4_1 -DDST_Q5_K
+// variant: cpy_q5_0_q5_K -DSRC_QX -DQ_Q5_0 -DDST_Q5_K
+// variant: cpy_q5_1_q5_K -DSRC_QX -DQ_Q5_1 -DDST_Q5_K
+// variant: cpy_iq4_nl_q5_K -DSRC_QX -DQ_IQ4_NL -DDST_Q5_K
+// variant: cpy_mxfp4_q5_K -DSRC_QX -DQ_MXFP4 -DDST_Q5_K
+// variant: cpy_q2_K_q5_K -DSRC_QX -DQ_Q2_K -DDST_Q5_K
+// variant: cpy_q3_K_q5_K -DSRC_QX -DQ_Q3_K -DDST_Q5_K
+// variant: cpy_q4_K_q5_K -DSRC_QX -DQ_Q4_K -DDST_Q5_K
+// variant: cpy_q6_K_q5_K -DSRC_QX -DQ_Q6_K -DDST_Q5_K
+// variant: cpy_q8_K_q5_K -DSRC_QX -DQ_Q8_K -DDST_Q5_K
+// variant: cpy_f32_q6_K -DSRC_F32 -DDST_Q6_K
+// variant: cpy_f16_q6_K -DSRC_F16 -DDST_Q6_K
+// variant: cpy_bf16_q6_K -DSRC_BF16 -DDST_Q6_K
+// variant: cpy_q8_0_q6_K -DSRC_Q8_0 -DDST_Q6_K
+// variant: cpy_q4_0_q6_K -DSRC_Q4_0 -DDST_Q6_K
+// variant: cpy_q4_1_q6_K -DSRC_QX -DQ_Q4_1 -DDST_Q6_K
+// variant: cpy_q5_0_q6_K -DSRC_QX -DQ_Q5_0 -DDST_Q6_K
+// variant: cpy_q5_1_q6_K -DSRC_QX -DQ_Q5_1 -DDST_Q6_K
+// variant: cpy_iq4_nl_q6_K -DSRC_QX -DQ_IQ4_NL -DDST_Q6_K
+// variant: cpy_mxfp4_q6_K -DSRC_QX -DQ_MXFP4 -DDST_Q6_K
+// variant: cpy_q2_K_q6_K -DSRC_QX -DQ_Q2_K -DDST_Q6_K
+// variant: cpy_q3_K_q6_K -DSRC_QX -DQ_Q3_K -DDST_Q6_K
+// variant: cpy_q4_K_q6_K -DSRC_QX -DQ_Q4_K -DDST_Q6_K
+// variant: cpy_q5_K_q6_K -DSRC_QX -DQ_Q5_K -DDST_Q6_K
+// variant: cpy_q8_K_q6_K -DSRC_QX -DQ_Q8_K -DDST_Q6_K
 #include "common.glsl"
 #include "convert.glsl"
 
@@ -192,7 +284,7 @@
 #endif
 #if defined(DST_F32) || defined(DST_I32)
 #define DST_UNIT uint
-#elif defined(DST_QX) && defined(Q_MXFP4)
+#elif defined(DST_QX) && defined(Q_MXFP4) || defined(DST_MXFP4)
 #define DST_UNIT uint8_t
 #else
 #define DST_UNIT uint16_t
@@ -200,16 +292,25 @@
 #if !defined(SRC_F32) && !defined(SRC_I32) || !defined(DST_F32) && !defined(DST_I32)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
-#if defined(Q_MXFP4)
+#if defined(Q_MXFP4) || defined(DST_MXFP4)
 #extension GL_EXT_shader_8bit_storage : require
 #endif
 
 #if defined(SRC_Q8_0) || defined(SRC_Q4_0) || defined(SRC_QX)
 #define SRC_QUANT
 #endif
+#if defined(DST_Q2_K) || defined(DST_Q3_K) || defined(DST_Q4_K) || defined(DST_Q5_K) || defined(DST_Q6_K)
+#define DST_SUPER // quantized in super-blocks of 256
+#endif
 #if defined(DST_Q8_0) || defined(DST_Q4_0) || defined(DST_Q4_1) || defined(DST_Q5_0) || defined(DST_Q5_1) || \
-    defined(DST_IQ4_NL) || defined(DST_QX)
+    defined(DST_IQ4_NL) || defined(DST_MXFP4) || defined(DST_SUPER) || defined(DST_QX)
 #define DST_QUANT
+#endif
+// a super-block spans several blocks of 32 of a quantized source, maybe several rows:
+// walked value by value
+#if defined(DST_SUPER) && (defined(SRC_Q8_0) || defined(SRC_Q4_0) || defined(Q_Q4_1) || defined(Q_Q5_0) || \
+                           defined(Q_Q5_1) || defined(Q_IQ4_NL) || defined(Q_MXFP4))
+#define SRC_WALKED
 #endif
 // one type to itself: bits (DST_QX comes only with SRC_QX, of the same Q_<TYPE>)
 #if defined(SRC_F32) && defined(DST_F32) || defined(SRC_I32) && defined(DST_I32) || \
@@ -232,6 +333,8 @@
 #endif
 #if defined(DST_QX)
 #define DST_QK Q_BLOCK
+#elif defined(DST_SUPER)
+#define DST_QK 256u
 #else
 #define DST_QK 32u
 #endif
@@ -311,14 +414,15 @@ void main() {
     const uint src = p.offs.x + at(uvec4(s.x / SRC_QK, s.yzw), p.a_nb);
     for (uint j = 0u; j < SRC_BLOCK_WORDS; ++j) d[dst + j] = a[src + j];
 #else
-    float v[32];
-#if defined(SRC_QUANT)
-    // the source's rows are whole blocks, of 32 values or more: the 32 are in one
+    float v[DST_QK];
+#if defined(SRC_QUANT) && !defined(SRC_WALKED)
+    // the source's rows are whole blocks, each as long as the destination's or longer:
+    // the destination block's values are in one
     const uint src = p.offs.x + at(uvec4(s.x / SRC_QK, s.yzw), p.a_nb);
-    for (uint j = 0u; j < 32u; ++j) v[j] = src_dequant(src, s.x % SRC_QK + j);
+    for (uint j = 0u; j < DST_QK; ++j) v[j] = src_dequant(src, s.x % SRC_QK + j);
 #else
-    // walk the source in its order, 32 values, across its rows
-    for (uint j = 0u; j < 32u; ++j) {
+    // walk the source in its order, a block's values, across its rows
+    for (uint j = 0u; j < DST_QK; ++j) {
         v[j] = uintBitsToFloat(src_bits(s));
         if (++s.x == p.a_ne.x) {
             s.x = 0u;

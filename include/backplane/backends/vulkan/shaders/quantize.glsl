@@ -5,12 +5,16 @@
 // truncation (the others) where the CPU does. Bit for bit as long as the block's scale is
 // a normal f32 (values of magnitude above ~1e-36) and the values are finite: a device may
 // flush subnormals, and the CPU's result for an infinite or NaN value is itself undefined.
-// (The K-quants' and mxfp4's quantizers, with their scale searches and log2, are left to
-// the CPU.)
+// mxfp4 and the K-quants (DST_MXFP4, DST_Q2_K ... DST_Q6_K) are quantized by
+// quantize_k.glsl, which this file includes for them.
 //
-// The including shader defines DST_Q8_0, DST_Q4_0, DST_Q4_1, DST_Q5_0, DST_Q5_1 or
-// DST_IQ4_NL and declares the destination as 16-bit words, `d[]` (binding 2), before
-// including this file.
+// The including shader defines DST_Q8_0, DST_Q4_0, DST_Q4_1, DST_Q5_0, DST_Q5_1,
+// DST_IQ4_NL, DST_MXFP4 or DST_Q2_K ... DST_Q6_K and declares the destination, `d[]`
+// (binding 2), as 16-bit words (bytes for mxfp4) before including this file.
+#if defined(DST_MXFP4) || defined(DST_Q2_K) || defined(DST_Q3_K) || defined(DST_Q4_K) || defined(DST_Q5_K) || \
+    defined(DST_Q6_K)
+#define DST_KQUANT
+#endif
 
 // x - q * y, exactly when q is within a few ulp of x / y.
 float residual(float x, float y, float q) {
@@ -67,6 +71,9 @@ float signed_max(float v[32]) {
     return vmax;
 }
 
+#if defined(DST_KQUANT)
+#include "quantize_k.glsl"
+#else
 // Stores 32 codes (up to 5 bits each) from word w of the block at d[at_] on, as core's
 // detail::pack_codes: byte j the low nibbles of codes j and j + 16, then (when `fifth`)
 // their fifth bits as a little-endian u32 in the two words before.
@@ -205,3 +212,4 @@ void store_block(uint at_, float v[32]) {
     for (uint j = 0u; j < 8u; ++j) d[at_ + 1u + j] = uint16_t(bytes[2u * j] | (bytes[2u * j + 1u] << 8));
 #endif
 }
+#endif

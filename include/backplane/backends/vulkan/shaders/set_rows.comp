@@ -4,17 +4,18 @@
 // of the destination (binding 2: the node, whose memory is its destination a). idx
 // (source 1) is i32, or i64 when p.prm.x is 1 (read as two 32-bit words, low first).
 // Conversions are core's, bit for bit, as in copy.comp: f16 and bf16 widened exactly,
-// narrowed rounding to nearest even, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl blocks
-// quantized by quantize.glsl (the K-quants and mxfp4 are left to the CPU). Any
-// strides and offsets on every operand (a quantized destination's rows are whole blocks).
+// narrowed rounding to nearest even, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl / mxfp4
+// blocks and q2_K ... q6_K super-blocks quantized by quantize.glsl. Any strides and
+// offsets on every operand (a quantized destination's rows are whole blocks).
 //
-// One invocation per element of b, or per block of 32 when the destination is quantized.
+// One invocation per element of b, or per destination block (32 or 256 values) when the
+// destination is quantized.
 // An index outside [0, rows of a) writes nothing: the row's first invocation raises
 // ERROR_INDEX in the stream's error word (binding 3), which synchronize() reports as
 // errc::out_of_range.
 //
 // Variants: set_rows_<b>_<destination>. Everything but f32 is read and written as 16-bit
-// words, which needs 16-bit storage.
+// words, which needs 16-bit storage; mxfp4 as bytes, which needs 8-bit storage too.
 //
 // variant: set_rows_f32_f32 -DSRC_F32 -DDST_F32
 // variant: set_rows_f32_f16 -DSRC_F32 -DDST_F16
@@ -43,6 +44,24 @@
 // variant: set_rows_bf16_q5_0 -DSRC_BF16 -DDST_Q5_0
 // variant: set_rows_bf16_q5_1 -DSRC_BF16 -DDST_Q5_1
 // variant: set_rows_bf16_iq4_nl -DSRC_BF16 -DDST_IQ4_NL
+// variant: set_rows_f32_mxfp4 -DSRC_F32 -DDST_MXFP4
+// variant: set_rows_f32_q2_K -DSRC_F32 -DDST_Q2_K
+// variant: set_rows_f32_q3_K -DSRC_F32 -DDST_Q3_K
+// variant: set_rows_f32_q4_K -DSRC_F32 -DDST_Q4_K
+// variant: set_rows_f32_q5_K -DSRC_F32 -DDST_Q5_K
+// variant: set_rows_f32_q6_K -DSRC_F32 -DDST_Q6_K
+// variant: set_rows_f16_mxfp4 -DSRC_F16 -DDST_MXFP4
+// variant: set_rows_f16_q2_K -DSRC_F16 -DDST_Q2_K
+// variant: set_rows_f16_q3_K -DSRC_F16 -DDST_Q3_K
+// variant: set_rows_f16_q4_K -DSRC_F16 -DDST_Q4_K
+// variant: set_rows_f16_q5_K -DSRC_F16 -DDST_Q5_K
+// variant: set_rows_f16_q6_K -DSRC_F16 -DDST_Q6_K
+// variant: set_rows_bf16_mxfp4 -DSRC_BF16 -DDST_MXFP4
+// variant: set_rows_bf16_q2_K -DSRC_BF16 -DDST_Q2_K
+// variant: set_rows_bf16_q3_K -DSRC_BF16 -DDST_Q3_K
+// variant: set_rows_bf16_q4_K -DSRC_BF16 -DDST_Q4_K
+// variant: set_rows_bf16_q5_K -DSRC_BF16 -DDST_Q5_K
+// variant: set_rows_bf16_q6_K -DSRC_BF16 -DDST_Q6_K
 #include "common.glsl"
 #include "convert.glsl"
 
@@ -53,14 +72,25 @@
 #endif
 #if defined(DST_F32)
 #define DST_UNIT uint
+#elif defined(DST_MXFP4)
+#define DST_UNIT uint8_t
 #else
 #define DST_UNIT uint16_t
 #endif
 #if !defined(SRC_F32) || !defined(DST_F32)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
+#if defined(DST_MXFP4)
+#extension GL_EXT_shader_8bit_storage : require
+#endif
+#if defined(DST_Q2_K) || defined(DST_Q3_K) || defined(DST_Q4_K) || defined(DST_Q5_K) || defined(DST_Q6_K)
+#define DST_SUPER // quantized in super-blocks of 256
+#define DST_QK 256u
+#else
+#define DST_QK 32u
+#endif
 #if defined(DST_Q8_0) || defined(DST_Q4_0) || defined(DST_Q4_1) || defined(DST_Q5_0) || defined(DST_Q5_1) || \
-    defined(DST_IQ4_NL)
+    defined(DST_IQ4_NL) || defined(DST_MXFP4) || defined(DST_SUPER)
 #define DST_QUANT
 #define WG 64
 #else
@@ -104,7 +134,7 @@ uint target_row(uvec4 c) {
 
 void main() {
 #if defined(DST_QUANT)
-    const uvec4 n = uvec4(p.a_ne.x >> 5, p.a_ne.yzw); // b's blocks of 32 values
+    const uvec4 n = uvec4(p.a_ne.x / DST_QK, p.a_ne.yzw); // b's blocks of the destination's size
 #else
     const uvec4 n = p.a_ne;
 #endif
@@ -118,8 +148,8 @@ void main() {
     }
     const uint dst = p.offs.z + at(uvec4(c.x, r, c.zw), p.nb); // nb.x: a quantized block's stride
 #if defined(DST_QUANT)
-    float v[32];
-    for (uint j = 0u; j < 32u; ++j) v[j] = uintBitsToFloat(src_bits(uvec4((c.x << 5) + j, c.yzw)));
+    float v[DST_QK];
+    for (uint j = 0u; j < DST_QK; ++j) v[j] = uintBitsToFloat(src_bits(uvec4(c.x * DST_QK + j, c.yzw)));
     store_block(dst, v);
 #elif defined(SAME_TYPE)
     d[dst] = a[p.offs.x + at(c, p.a_nb)];
