@@ -57,6 +57,36 @@ template <class T> T load(const std::byte* p) {
     return v;
 }
 
+/// The block_size(t) values of the block of quantized type t at p. q8_0 and q4_0 by their
+/// formulas, written out here; the other block formats by core's dequantizers, checked
+/// against ggml's (scripts/check_quants_ggml) and their formulas.
+inline void decode_block(elem_type t, const std::byte* p, double* out) {
+    switch (t) {
+    case elem_type::q8_0: {
+        // value = d * qs[j]
+        const auto b = load<block_q8_0>(p);
+        for (int j = 0; j < qk8_0; ++j) out[j] = static_cast<double>(f16_to_f32(b.d)) * b.qs[j];
+        return;
+    }
+    case elem_type::q4_0: {
+        // value j sits in the low nibble of byte j (j < 16) or the high nibble of byte j - 16
+        const auto b = load<block_q4_0>(p);
+        for (int j = 0; j < qk4_0 / 2; ++j) {
+            const int byte = b.qs[j];
+            out[j] = static_cast<double>(f16_to_f32(b.d)) * ((byte & 0x0f) - 8);
+            out[j + qk4_0 / 2] = static_cast<double>(f16_to_f32(b.d)) * ((byte >> 4) - 8);
+        }
+        return;
+    }
+    default: {
+        float block[max_block_size];
+        dequantize_block(t, p, block);
+        std::copy(block, block + block_size(t), out);
+        return;
+    }
+    }
+}
+
 } // namespace ref_detail
 
 /// Element (i0, i1, i2, i3) of t as a double, whatever its type and layout.
@@ -74,26 +104,12 @@ inline double get(const tensor& t, i64 i0, i64 i1 = 0, i64 i2 = 0, i64 i3 = 0) {
         return load<std::int32_t>(row + static_cast<std::size_t>(i0) * t.nb[0]);
     case elem_type::i64:
         return static_cast<double>(load<std::int64_t>(row + static_cast<std::size_t>(i0) * t.nb[0]));
-    case elem_type::q8_0: {
-        // value = d * qs[j]
-        const auto b = load<block_q8_0>(row + static_cast<std::size_t>(i0 / qk8_0) * t.nb[0]);
-        return static_cast<double>(f16_to_f32(b.d)) * b.qs[i0 % qk8_0];
-    }
-    case elem_type::q4_0: {
-        // value j sits in the low nibble of byte j (j < 16) or the high nibble of byte j - 16
-        const auto b = load<block_q4_0>(row + static_cast<std::size_t>(i0 / qk4_0) * t.nb[0]);
-        const i64 j = i0 % qk4_0;
-        const int byte = b.qs[j % (qk4_0 / 2)];
-        const int nibble = j < qk4_0 / 2 ? (byte & 0x0f) : (byte >> 4);
-        return static_cast<double>(f16_to_f32(b.d)) * (nibble - 8);
-    }
     default: break;
     }
-    if (is_quantized(t.type)) { // the other block formats: core's dequantizers, checked
-                                // against ggml's (scripts/check_quants_ggml) and their formulas
+    if (is_quantized(t.type)) {
         const i64 bs = block_size(t.type);
-        float block[max_block_size];
-        dequantize_block(t.type, row + static_cast<std::size_t>(i0 / bs) * t.nb[0], block);
+        double block[max_block_size];
+        decode_block(t.type, row + static_cast<std::size_t>(i0 / bs) * t.nb[0], block);
         return block[i0 % bs];
     }
     throw std::logic_error("ref_oracle::get: unknown element type");
@@ -133,13 +149,14 @@ using conformance::for_each_index;
 /// Every element of t.
 inline ref_tensor read(const tensor& t) {
     ref_tensor r(t.type, t.ne);
-    if (is_quantized(t.type) && t.type != elem_type::q8_0 && t.type != elem_type::q4_0) {
-        // a block at a time (get() would dequantize a whole block per value)
+    if (is_quantized(t.type)) {
+        // a block at a time (get() would decode a whole block per value)
         const i64 bs = block_size(t.type);
-        float block[max_block_size];
+        double block[max_block_size];
         for_each_index({t.ne[0] / bs, t.ne[1], t.ne[2], t.ne[3]}, [&](i64 b, i64 i1, i64 i2, i64 i3) {
-            dequantize_block(t.type, ref_detail::element_row(t, i1, i2, i3) + static_cast<std::size_t>(b) * t.nb[0], block);
-            for (i64 j = 0; j < bs; ++j) r.at(b * bs + j, i1, i2, i3) = block[j];
+            const std::byte* row = ref_detail::element_row(t, i1, i2, i3);
+            ref_detail::decode_block(t.type, row + static_cast<std::size_t>(b) * t.nb[0], block);
+            std::copy(block, block + bs, &r.at(b * bs, i1, i2, i3));
         });
         return r;
     }
@@ -178,7 +195,7 @@ inline double round_to(elem_type t, double x) {
 inline void quantize_block_ref(elem_type t, double* x) {
     if (!is_quantized(t)) throw std::logic_error("ref_oracle::quantize_block_ref: not a quantized type");
     const auto bs = static_cast<std::size_t>(block_size(t));
-    float in[max_block_size], out[max_block_size];
+    float in[max_block_size] = {}, out[max_block_size];
     std::byte block[max_type_size];
     for (std::size_t j = 0; j < bs; ++j) in[j] = static_cast<float>(x[j]);
     quantize_block(t, in, block);

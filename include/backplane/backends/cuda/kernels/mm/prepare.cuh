@@ -5,15 +5,18 @@
 //   f32, f16 or bf16 at a leading dimension ld (the GEMM operands, and b as f32 for the
 //   mat-vec kernels). One element per thread; the thread order follows the source's
 //   fastest dimension, so reads are coalesced even for a transposed b.
-// - dequant: q8_0 / q4_0 rows to f16 (or f32) rows, one thread per block: 2-byte loads of
-//   the block (blocks are only 2-byte aligned) and 16-byte stores of its 32 values. The
-//   other quantized types the same way, 32 values (a block, or a slice of a K-quant
-//   super-block) per thread, read by quant::value (quants.hpp).
+// - dequant: quantized rows to f16 (or f32) rows, one thread per 32 values (a block, or a
+//   slice of a K-quant super-block) and 16-byte stores of them: q8_0 and q4_0 blocks read
+//   with 2-byte loads (they are only 2-byte aligned), the other types by quant::value
+//   (quants.hpp).
 // - q8 image of b for the quantized mat-vec (qmv.cuh explains the layout): b quantized to
 //   int8 per 32 values, placed at the byte positions the weights' values occupy.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/mm/problem.cuh>
+
+#include <cstdint>
+#include <type_traits>
 
 namespace backplane::cuda::kernels::mm {
 
@@ -70,22 +73,13 @@ __device__ __forceinline__ void store32(float* p, const float (&v)[32]) {
     for (int i = 0; i < 8; ++i) q[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
 }
 
-/// Quantized rows (q8_0 or q4_0, rows packed) to rows of OutT at dst + r * ld, ld a
-/// multiple of 8 and dst 16-byte aligned.
-template <class OutT>
-__global__ void __launch_bounds__(256) dequant_kernel(const tview src, OutT* dst, const i64 ld) {
-    const bool q4 = src.type == elem_type::q4_0;
-    const i64 bs = q4 ? 18 : 34;
-    const i64 nblk = src.ne[0] / 32;
-    const i64 total = nblk * src.nrows();
-    const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;
-    for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
-        const i64 blk = i % nblk;
-        const i64 r = i / nblk;
-        const auto* h = reinterpret_cast<const std::uint16_t*>(src.row(r) + blk * bs);
+/// Values j0 .. j0 + 31 of the block of quantized type T at blk (j0 a multiple of 32).
+template <elem_type T>
+__device__ __forceinline__ void dequant32(const unsigned char* blk, int j0, float (&v)[32]) {
+    if constexpr (T == elem_type::q8_0 || T == elem_type::q4_0) { // d, then the codes
+        const auto* h = reinterpret_cast<const std::uint16_t*>(blk);
         const float d = f16_bits_to_float(__ldg(h));
-        float v[32];
-        if (q4) {
+        if constexpr (T == elem_type::q4_0) {
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 const unsigned u = __ldg(h + 1 + j);
@@ -102,14 +96,16 @@ __global__ void __launch_bounds__(256) dequant_kernel(const tview src, OutT* dst
                 v[2 * j + 1] = d * static_cast<float>(static_cast<signed char>(u >> 8));
             }
         }
-        store32(dst + r * ld + blk * 32, v);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) v[j] = quant::value<T>(blk, j0 + j);
     }
 }
 
-/// Rows of a quantized type T of quants.hpp (rows packed) to rows of OutT at dst + r * ld,
-/// ld a multiple of 8 and dst 16-byte aligned: one thread per 32 values.
+/// Rows of quantized type T (rows packed) to rows of OutT at dst + r * ld, ld a multiple
+/// of 8 and dst 16-byte aligned: one thread per 32 values.
 template <elem_type T, class OutT>
-__global__ void __launch_bounds__(256) dequant_ext_kernel(const tview src, OutT* dst, const i64 ld) {
+__global__ void __launch_bounds__(256) dequant_kernel(const tview src, OutT* dst, const i64 ld) {
     constexpr int bv = quant::block_values(T), bb = quant::block_bytes(T);
     const i64 slices = src.ne[0] / 32;
     const i64 total = slices * src.nrows();
@@ -118,10 +114,8 @@ __global__ void __launch_bounds__(256) dequant_ext_kernel(const tview src, OutT*
         const i64 c = i % slices;
         const i64 r = i / slices;
         const auto* blk = reinterpret_cast<const unsigned char*>(src.row(r)) + (c * 32 / bv) * bb;
-        const int j0 = static_cast<int>((c * 32) % bv);
         float v[32];
-#pragma unroll
-        for (int j = 0; j < 32; ++j) v[j] = quant::value<T>(blk, j0 + j);
+        dequant32<T>(blk, static_cast<int>((c * 32) % bv), v);
         store32(dst + r * ld + c * 32, v);
     }
 }
@@ -179,17 +173,15 @@ template <class OutT>
 inline cudaError_t launch_dequant(const tview& src, OutT* dst, i64 ld, cudaStream_t stream) noexcept {
     const i64 total = (src.ne[0] / 32) * src.nrows();
     if (total == 0) return cudaSuccess;
-    if (src.type == elem_type::q8_0 || src.type == elem_type::q4_0) {
-        dequant_kernel<OutT><<<blocks_for(total, 256), 256, 0, stream>>>(src, dst, ld);
+    const auto launch = [&](auto tag) -> cudaError_t {
+        dequant_kernel<decltype(tag)::value, OutT><<<blocks_for(total, 256), 256, 0, stream>>>(src, dst, ld);
         return cudaGetLastError();
+    };
+    switch (src.type) {
+    case elem_type::q8_0: return launch(std::integral_constant<elem_type, elem_type::q8_0>{});
+    case elem_type::q4_0: return launch(std::integral_constant<elem_type, elem_type::q4_0>{});
+    default: return quant::visit(src.type, launch, cudaErrorNotSupported);
     }
-    return quant::visit(
-        src.type,
-        [&](auto tag) -> cudaError_t {
-            dequant_ext_kernel<decltype(tag)::value, OutT><<<blocks_for(total, 256), 256, 0, stream>>>(src, dst, ld);
-            return cudaGetLastError();
-        },
-        cudaErrorNotSupported);
 }
 
 /// src (any real type, any layout) to packed rows of type `to` (f32, f16 or bf16) at dst.
