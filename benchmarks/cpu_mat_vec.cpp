@@ -102,8 +102,9 @@ void mat_vec_bench(benchmark::State& state, elem_type type) {
 }
 
 [[maybe_unused]] const bool registered_mat_vec = [] {
-    for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_0,
-                        elem_type::q2_K, elem_type::q3_K, elem_type::q4_K, elem_type::q5_K, elem_type::q6_K}) {
+    for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_0, elem_type::q4_1,
+                        elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl, elem_type::mxfp4, elem_type::q2_K,
+                        elem_type::q3_K, elem_type::q4_K, elem_type::q5_K, elem_type::q6_K}) {
         const std::string name =
             "cpu/mat_vec/" + std::string(to_string(t)) + "/" + std::to_string(dim);
         per_thread_count(benchmark::RegisterBenchmark(name.c_str(), mat_vec_bench, t))

@@ -108,7 +108,7 @@ void mul_mat_id_bench(benchmark::State& state, elem_type weights) {
 }
 
 [[maybe_unused]] const bool registered_mul_mat_id = [] {
-    for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0}) {
+    for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_K}) {
         const std::string name = "cpu/mul_mat_id/" + std::string(to_string(t));
         auto* b = benchmark::RegisterBenchmark(name.c_str(), mul_mat_id_bench, t);
         b->ArgName("threads");

@@ -9,6 +9,7 @@
 // frees the previous one first, so the binary never holds two large sets at once.
 
 #include <backplane/backplane.hpp>
+#include <backplane/backends/cpu/weight_kernels.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -8,8 +8,11 @@
 // Not part of <backplane/backplane.hpp>: it brings <filesystem>, <dlfcn.h> and, where
 // BACKPLANE_WITH_CUDA / BACKPLANE_WITH_VULKAN / BACKPLANE_WITH_BLAS are defined (by
 // linking backplane::cuda / backplane::vulkan / backplane::blas), those backends' headers.
+// Its CPU backend has every fast kernel, those of the GGUF weight types too
+// (<backplane/backends/cpu/weight_kernels.hpp>).
 
 #include <backplane/erased.hpp>
+#include <backplane/backends/cpu/weight_kernels.hpp>
 #include <backplane/runtime/builtin.hpp>
 #include <backplane/runtime/plugin.hpp>
 #include <backplane/runtime/reg.hpp>

@@ -23,6 +23,7 @@
 // (conformance/thresholds.hpp).
 
 #include <backplane/backends/cpu.hpp>
+#include <backplane/backends/cpu/weight_kernels.hpp>
 #include <backplane/conformance/inputs.hpp>
 #include <backplane/conformance/runner.hpp>
 #include <backplane/conformance/shapes.hpp>

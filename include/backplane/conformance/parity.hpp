@@ -245,6 +245,17 @@ inline int soft_max_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// The rows m of a mul_mat's weight for a case whose result has m * cols values: with a
+/// quantized weight, at least min_judged_values values. A target may quantize the
+/// activations (ggml's CPU kernels do), which leaves each dot product a relative error
+/// that grows without bound as its terms cancel; the NMSE over many values judges that
+/// error against the result's spread, over one or two values it judges the luck of the draw.
+inline std::int64_t judged_rows(elem_type weight, std::int64_t m, std::int64_t cols) {
+    constexpr std::int64_t min_judged_values = 16;
+    if (!is_quantized(weight) || m * cols >= min_judged_values) return m;
+    return m * ((min_judged_values + m * cols - 1) / (m * cols));
+}
+
 /// mul_mat for every weight and activation type.
 inline int mul_mat_cases(batch& cases) {
     const int before = cases.combinations();
@@ -260,9 +271,10 @@ inline int mul_mat_cases(batch& cases) {
             for (int s = 0; s < shapes_per_combination; ++s) {
                 const std::int64_t k = is_quantized(ta) ? g.blocks(ta)
                                                : g.pick({1, 3, 7, 16, 17, 31, 33, 64, 65, 67, 100, 129, 255, 257});
-                const std::int64_t m = g.pick({1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 47, 65});
+                std::int64_t m = g.pick({1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 47, 65});
                 const std::int64_t n = g.pick({1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33});
                 const std::int64_t a2 = g.upto(2), a3 = g.upto(2), r2 = g.upto(3), r3 = g.upto(2);
+                m = judged_rows(ta, m, n * a2 * a3 * r2 * r3);
                 // a must not be transposed (the builder's rule)
                 layout la = cases.any_layout(ta);
                 if (la == layout::transposed) la = layout::strided_elems;
@@ -289,8 +301,9 @@ inline int mul_mat_id_cases(batch& cases) {
             auto& g = cases.gen;
             for (int s = 0; s < shapes_per_combination; ++s) {
                 const std::int64_t k = is_quantized(ta) ? g.blocks(ta) : g.pick({1, 3, 16, 17, 33, 64, 65, 129});
-                const std::int64_t m = g.pick({1, 2, 3, 5, 8, 13, 17, 33});
+                std::int64_t m = g.pick({1, 2, 3, 5, 8, 13, 17, 33});
                 const std::int64_t n_expert = g.upto(8), n_used = g.upto(4), n_tokens = g.upto(7);
+                m = judged_rows(ta, m, n_used * n_tokens);
                 layout la = cases.any_layout(ta);
                 if (la == layout::transposed) la = layout::strided_elems;
                 tensor* as = cases.input(ta, {k, m, n_expert, 1}, la);

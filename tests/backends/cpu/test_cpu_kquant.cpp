@@ -19,6 +19,8 @@
 //    maxima, subnormals, infinities and NaNs included;
 //  * the contract: kquant_applies, kquant_work_size, statuses, routing by fast::mul_mat.
 
+#include "quant_test_support.hpp"
+
 #include <backplane/backends/cpu/fast/kquant.hpp>
 #include <backplane/backends/cpu/fast/mul_mat.hpp>
 #include <backplane/backends/cpu/fast/mul_mat_id.hpp>
@@ -52,142 +54,9 @@ namespace bc = backplane::cpu;
 // same names live in the anonymous namespace.
 namespace kquant_test {
 
-using i64 = std::int64_t;
+using namespace quant_test_support;
 
 const elem_type ktypes[] = {elem_type::q2_K, elem_type::q3_K, elem_type::q4_K, elem_type::q5_K, elem_type::q6_K};
-
-std::vector<bc::isa> levels() {
-    std::vector<bc::isa> v;
-    for (int l = 0; l <= static_cast<int>(bc::detected_isa()); ++l) v.push_back(static_cast<bc::isa>(l));
-    return v;
-}
-
-/// Zeroed memory with a 64-byte aligned start plus `offset` bytes.
-struct aligned_bytes {
-    std::vector<std::byte> mem;
-    std::byte* base = nullptr;
-    aligned_bytes(std::size_t bytes, std::size_t offset) : mem(bytes + offset + 128) {
-        const auto p = reinterpret_cast<std::uintptr_t>(mem.data());
-        base = mem.data() + ((64 - p % 64) % 64) + offset;
-    }
-};
-
-enum class blayout { contiguous, padded_rows, strided_elems, permuted };
-
-struct mm_shape {
-    i64 K, M, N, A2 = 1, A3 = 1, B2 = 1, B3 = 1;
-};
-
-/// One mul_mat node with its memory: a [K, M, A2, A3] K-quant, b [K, N, B2, B3], dst f32.
-struct problem {
-    elem_type ta{}, tb{};
-    mm_shape s{};
-    std::unique_ptr<aligned_bytes> amem, bmem, dmem;
-    tensor a, b, dst;
-    std::vector<float> bval; ///< b's values as stored (f16 / bf16 rounded), [B3][B2][N][K]
-
-    [[nodiscard]] std::string describe() const {
-        std::ostringstream o;
-        o << to_string(ta) << " x " << to_string(tb) << " K=" << s.K << " M=" << s.M << " N=" << s.N << " a=[" << s.A2
-          << "," << s.A3 << "] b=[" << s.B2 << "," << s.B3 << "]";
-        return o.str();
-    }
-    [[nodiscard]] std::size_t bidx(i64 k, i64 n, i64 i2, i64 i3) const {
-        return static_cast<std::size_t>(((i3 * s.B2 + i2) * s.N + n) * s.K + k);
-    }
-    [[nodiscard]] std::byte* arow(i64 m, i64 i2, i64 i3) const {
-        return static_cast<std::byte*>(a.data) + static_cast<std::size_t>(m) * a.nb[1] +
-               static_cast<std::size_t>(i2) * a.nb[2] + static_cast<std::size_t>(i3) * a.nb[3];
-    }
-    /// Weight row met by (m, i2, i3) of b.
-    [[nodiscard]] const std::byte* arow_for(i64 m, i64 i2, i64 i3) const {
-        return arow(m, i2 / (s.B2 / s.A2), i3 / (s.B3 / s.A3));
-    }
-    [[nodiscard]] float out(i64 m, i64 n, i64 i2, i64 i3) const {
-        float v;
-        std::memcpy(&v,
-                    static_cast<const std::byte*>(dst.data) + static_cast<std::size_t>(m) * dst.nb[0] +
-                        static_cast<std::size_t>(n) * dst.nb[1] + static_cast<std::size_t>(i2) * dst.nb[2] +
-                        static_cast<std::size_t>(i3) * dst.nb[3],
-                    sizeof v);
-        return v;
-    }
-};
-
-problem make_problem(elem_type ta, elem_type tb, const mm_shape& s, blayout bl) {
-    problem p;
-    p.ta = ta;
-    p.tb = tb;
-    p.s = s;
-    const std::size_t arow = row_size(ta, s.K);
-    p.a.type = ta;
-    p.a.ne = {s.K, s.M, s.A2, s.A3};
-    p.a.nb = {type_size(ta), arow, arow * static_cast<std::size_t>(s.M), arow * static_cast<std::size_t>(s.M * s.A2)};
-    p.amem = std::make_unique<aligned_bytes>(arow * static_cast<std::size_t>(s.M * s.A2 * s.A3), 0);
-    p.a.data = p.amem->base;
-
-    const std::size_t es = type_size(tb);
-    const auto K = static_cast<std::size_t>(s.K), N = static_cast<std::size_t>(s.N),
-               B2 = static_cast<std::size_t>(s.B2), B3 = static_cast<std::size_t>(s.B3);
-    p.b.type = tb;
-    p.b.ne = {s.K, s.N, s.B2, s.B3};
-    std::size_t bytes = es * K * N * B2 * B3;
-    switch (bl) {
-    case blayout::contiguous: p.b.nb = {es, es * K, es * K * N, es * K * N * B2}; break;
-    case blayout::padded_rows: // a window of a [K + 5, N + 1, B2 + 1, B3] tensor
-        p.b.nb = {es, es * (K + 5), es * (K + 5) * (N + 1), es * (K + 5) * (N + 1) * (B2 + 1)};
-        bytes = p.b.nb[3] * B3;
-        break;
-    case blayout::strided_elems: // every other element
-        p.b.nb = {2 * es, 2 * es * K, 2 * es * K * N, 2 * es * K * N * B2};
-        bytes *= 2;
-        break;
-    case blayout::permuted: p.b.nb = {es, es * K * B2, es * K, es * K * N * B2}; break; // dims 1, 2 swapped
-    }
-    p.bmem = std::make_unique<aligned_bytes>(bytes, 0);
-    p.b.data = p.bmem->base;
-    p.bval.assign(K * N * B2 * B3, 0.0f);
-
-    p.dst.type = elem_type::f32;
-    p.dst.ne = {s.M, s.N, s.B2, s.B3};
-    p.dst.nb = contiguous_strides(elem_type::f32, p.dst.ne);
-    p.dmem = std::make_unique<aligned_bytes>(p.dst.nb[3] * B3, 0);
-    p.dst.data = p.dmem->base;
-    p.dst.op = op_kind::mul_mat;
-    p.dst.src[0] = &p.a;
-    p.dst.src[1] = &p.b;
-    return p;
-}
-
-void store_b(problem& p, i64 k, i64 n, i64 i2, i64 i3, float v) {
-    std::byte* e = static_cast<std::byte*>(p.b.data) + static_cast<std::size_t>(k) * p.b.nb[0] +
-                   static_cast<std::size_t>(n) * p.b.nb[1] + static_cast<std::size_t>(i2) * p.b.nb[2] +
-                   static_cast<std::size_t>(i3) * p.b.nb[3];
-    if (p.tb == elem_type::f32) {
-        std::memcpy(e, &v, sizeof v);
-    } else if (p.tb == elem_type::f16) {
-        const f16_t h = f32_to_f16(v);
-        std::memcpy(e, &h, sizeof h);
-        v = f16_to_f32(h);
-    } else {
-        const bf16_t h = f32_to_bf16(v);
-        std::memcpy(e, &h, sizeof h);
-        v = bf16_to_f32(h);
-    }
-    p.bval[p.bidx(k, n, i2, i3)] = v;
-}
-
-/// Every weight row of a through core's quantizer from uniform [-1, 1].
-void fill_a_random(problem& p, std::mt19937& rng) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<float> row(static_cast<std::size_t>(p.s.K));
-    for (i64 i3 = 0; i3 < p.s.A3; ++i3)
-        for (i64 i2 = 0; i2 < p.s.A2; ++i2)
-            for (i64 m = 0; m < p.s.M; ++m) {
-                for (float& x : row) x = u(rng);
-                from_float_row(p.ta, row.data(), p.arow(m, i2, i3), p.s.K);
-            }
-}
 
 /// Raw random super-blocks (every code and scale bit pattern) with d = dmin = 2^-e.
 void fill_a_raw(problem& p, std::mt19937& rng, std::uint16_t scale_bits) {
@@ -200,31 +69,23 @@ void fill_a_raw(problem& p, std::mt19937& rng, std::uint16_t scale_bits) {
     default: d_at = 208; break;
     }
     const bool has_dmin = p.ta == elem_type::q2_K || p.ta == elem_type::q4_K || p.ta == elem_type::q5_K;
-    for (i64 i3 = 0; i3 < p.s.A3; ++i3)
-        for (i64 i2 = 0; i2 < p.s.A2; ++i2)
-            for (i64 m = 0; m < p.s.M; ++m)
-                for (i64 kb = 0; kb < p.s.K / qk_k; ++kb) {
-                    std::byte* blk = p.arow(m, i2, i3) + static_cast<std::size_t>(kb) * type_size(p.ta);
+    for (i64 i3 = 0; i3 < p.A3; ++i3)
+        for (i64 i2 = 0; i2 < p.A2; ++i2)
+            for (i64 m = 0; m < p.M; ++m)
+                for (i64 kb = 0; kb < p.K / qk_k; ++kb) {
+                    std::byte* blk = p.a_row(m, i2, i3) + static_cast<std::size_t>(kb) * type_size(p.ta);
                     for (std::size_t j = 0; j < type_size(p.ta); ++j) blk[j] = static_cast<std::byte>(rng() & 0xff);
                     std::memcpy(blk + d_at, &scale_bits, 2);
                     if (has_dmin) std::memcpy(blk + dmin_at, &scale_bits, 2);
                 }
 }
 
-void fill_b_random(problem& p, std::mt19937& rng) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (i64 i3 = 0; i3 < p.s.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.s.B2; ++i2)
-            for (i64 n = 0; n < p.s.N; ++n)
-                for (i64 k = 0; k < p.s.K; ++k) store_b(p, k, n, i2, i3, u(rng));
-}
-
 /// Integers in [-2, 2] with one +-127 per super-block: q8_K holds them exactly (d = +-1).
 void fill_b_integers(problem& p, std::mt19937& rng) {
-    for (i64 i3 = 0; i3 < p.s.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.s.B2; ++i2)
-            for (i64 n = 0; n < p.s.N; ++n)
-                for (i64 k = 0; k < p.s.K; ++k) {
+    for (i64 i3 = 0; i3 < p.B3; ++i3)
+        for (i64 i2 = 0; i2 < p.B2; ++i2)
+            for (i64 n = 0; n < p.N; ++n)
+                for (i64 k = 0; k < p.K; ++k) {
                     float v = static_cast<float>(static_cast<int>(rng() % 5) - 2);
                     if (k % qk_k == 17) v = rng() % 2 ? 127.0f : -127.0f;
                     store_b(p, k, n, i2, i3, v);
@@ -233,88 +94,16 @@ void fill_b_integers(problem& p, std::mt19937& rng) {
 
 /// Runs kquant_mul_mat on nth threads (every thread must return ok); dst is poisoned first.
 void run(problem& p, int nth, bc::isa level) {
-    std::memset(p.dmem->mem.data(), 0xff, p.dmem->mem.size());
-    const std::size_t ws = bc::fast::kquant_work_size(p.dst, nth);
-    REQUIRE(ws > 0);
-    aligned_bytes work(ws, 0);
-    std::barrier<> sync(nth);
-    std::vector<errc> status(static_cast<std::size_t>(nth), errc::failed);
-    const auto body = [&](int ith) {
-        bc::compute_params cp;
-        cp.ith = ith;
-        cp.nth = nth;
-        cp.wdata = work.base;
-        cp.wsize = ws;
-        cp.level = level;
-        cp.barrier_fn = [](void* ctx) noexcept { static_cast<std::barrier<>*>(ctx)->arrive_and_wait(); };
-        cp.barrier_ctx = &sync;
-        status[static_cast<std::size_t>(ith)] = bc::fast::kquant_mul_mat(cp, p.dst);
-    };
-    std::vector<std::thread> threads;
-    for (int t = 1; t < nth; ++t) threads.emplace_back(body, t);
-    body(0);
-    for (auto& t : threads) t.join();
-    for (errc e : status) REQUIRE(e == errc::ok);
+    run_threads(
+        p, nth, level, [](const tensor& d, int n) { return bc::fast::kquant_work_size(d, n); },
+        [](const bc::compute_params& cp, tensor& d) { return bc::fast::kquant_mul_mat(cp, d); });
 }
 
-/// Per output (in dst's element order): the product of the dequantized weights with b's
-/// values (`quantized`: with b quantized to q8_K and dequantized, super-block by
-/// super-block), in double, and sum |a * b|.
-struct reference {
-    std::vector<double> value, magnitude;
-};
-reference reference_product(const problem& p, bool quantized) {
-    reference r;
-    const auto count = static_cast<std::size_t>(p.s.M * p.s.N * p.s.B2 * p.s.B3);
-    r.value.resize(count);
-    r.magnitude.resize(count);
-    const auto K = static_cast<std::size_t>(p.s.K);
-    std::vector<float> arow(K), bcol(K);
-    std::vector<block_q8_K> q(K / qk_k);
-    for (i64 i3 = 0; i3 < p.s.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.s.B2; ++i2)
-            for (i64 n = 0; n < p.s.N; ++n) {
-                const float* b = &p.bval[p.bidx(0, n, i2, i3)];
-                std::copy(b, b + K, bcol.begin());
-                if (quantized) {
-                    quantize_row_q8_K(b, q.data(), p.s.K);
-                    dequantize_row_q8_K(q.data(), bcol.data(), p.s.K);
-                }
-                for (i64 m = 0; m < p.s.M; ++m) {
-                    to_float_row(p.ta, p.arow_for(m, i2, i3), arow.data(), p.s.K);
-                    double v = 0.0, mag = 0.0;
-                    for (std::size_t k = 0; k < K; ++k) {
-                        v += static_cast<double>(arow[k]) * bcol[k];
-                        mag += std::fabs(static_cast<double>(arow[k]) * bcol[k]);
-                    }
-                    const auto idx = static_cast<std::size_t>(((i3 * p.s.B2 + i2) * p.s.N + n) * p.s.M + m);
-                    r.value[idx] = v;
-                    r.magnitude[idx] = mag;
-                }
-            }
-    return r;
-}
-
-std::vector<double> outputs(const problem& p) {
-    std::vector<double> v;
-    for (i64 i3 = 0; i3 < p.s.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.s.B2; ++i2)
-            for (i64 n = 0; n < p.s.N; ++n)
-                for (i64 m = 0; m < p.s.M; ++m) v.push_back(p.out(m, n, i2, i3));
-    return v;
-}
-
-/// Normalised mean squared error; the denominator is at least 1e-3 of sum magnitude^2, so
-/// that a few outputs that happen to cancel to near 0 do not make it meaningless.
-double nmse(const reference& ref, const std::vector<double>& got) {
-    double num = 0.0, den = 0.0, mag = 0.0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        num += (got[i] - ref.value[i]) * (got[i] - ref.value[i]);
-        den += ref.value[i] * ref.value[i];
-        mag += ref.magnitude[i] * ref.magnitude[i];
-    }
-    den = std::max(den, 1e-3 * mag);
-    return den > 0.0 ? num / den : num;
+/// b quantized as the kernels quantize it (core's quantize_row_q8_K) and dequantized.
+void b_as_q8_K(const float* b, float* out, i64 K) {
+    std::vector<block_q8_K> q(static_cast<std::size_t>(K / qk_k));
+    quantize_row_q8_K(b, q.data(), K);
+    dequantize_row_q8_K(q.data(), out, K);
 }
 
 /// Shapes around the kernels' edges: register tiles of 4 rows x 1, 2, 4 columns; 32-row
@@ -343,8 +132,8 @@ TEST_CASE("cpu kquant: accuracy and the integer part, every type, level and thre
             fill_a_random(p, rng);
             fill_b_random(p, rng);
             REQUIRE(bc::fast::kquant_applies(p.dst));
-            const reference exact = reference_product(p, false);
-            const reference q8 = reference_product(p, true);
+            const reference exact = reference_product(p, b_as_is);
+            const reference q8 = reference_product(p, b_as_q8_K);
             for (bc::isa level : levels())
                 for (int nth : {1, 2, 3}) {
                     INFO(p.describe() << ", b layout " << static_cast<int>(bl) << ", level "
@@ -353,10 +142,7 @@ TEST_CASE("cpu kquant: accuracy and the integer part, every type, level and thre
                     const std::vector<double> got = outputs(p);
                     CHECK(std::none_of(got.begin(), got.end(), [](double v) { return std::isnan(v); }));
                     CHECK(nmse(exact, got) < 5e-4);
-                    double worst = 0.0;
-                    for (std::size_t i = 0; i < got.size(); ++i)
-                        worst = std::max(worst, std::fabs(got[i] - q8.value[i]) / (q8.magnitude[i] + 1e-30));
-                    CHECK(worst < 1e-5);
+                    CHECK(worst_relative(q8, got) < 1e-5);
                 }
         }
     }
@@ -375,7 +161,7 @@ TEST_CASE("cpu kquant: integer super-block products are exact at every level", "
             problem p = make_problem(ta, elem_type::f32, shape, blayout::contiguous);
             fill_a_raw(p, rng, bits);
             fill_b_integers(p, rng);
-            const reference ref = reference_product(p, false);
+            const reference ref = reference_product(p, b_as_is);
             for (bc::isa level : levels())
                 for (int nth : {1, 2}) {
                     INFO(p.describe() << ", level " << bc::to_string(level) << ", nth " << nth);
@@ -443,7 +229,7 @@ TEST_CASE("cpu kquant: applies, work size, statuses and routing", "[cpu][kquant]
         cp.nth = 1;
         CHECK(bc::fast::kquant_mul_mat(cp, d) == errc::not_supported);
     }
-    SECTION("mul_mat_id leaves K-quant experts to the reference kernel") {
+    SECTION("mul_mat_id takes K-quant experts on its fast path (test_cpu_moe.cpp checks the results)") {
         tensor as = p.a; // 2 experts of [512, 3]
         as.ne = {512, 3, 2, 1};
         tensor ids, b = p.b, dst;
@@ -459,8 +245,8 @@ TEST_CASE("cpu kquant: applies, work size, statuses and routing", "[cpu][kquant]
         dst.src[0] = &as;
         dst.src[1] = &b;
         dst.src[2] = &ids;
-        CHECK_FALSE(bc::fast::mul_mat_id_applies(dst));
-        CHECK(bc::fast::mul_mat_id_work_size(dst, 2) == 0);
+        CHECK(bc::fast::mul_mat_id_applies(dst));
+        CHECK(bc::fast::mul_mat_id_work_size(dst, 2) > 0);
     }
 }
 

@@ -1,27 +1,39 @@
 // The quantized mul_mat fast path (backends/cpu/fast/quant.hpp) on its own, called through
 // fast::quant_mul_mat by a small local driver that runs nth = 1, 2 and 3 real threads
 // sharing one work buffer and a std::barrier, at every instruction-set level this machine
-// has. Three kinds of checks:
+// has, for every weight type it takes (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4).
+// Checks:
 //
 //  * accuracy: NMSE against an independent double-precision product of the dequantized
-//    weights (core's dequantize_row_*) and the ORIGINAL b, below ggml's 5e-4, no NaN, over
+//    weights (core's dequantizers) and the ORIGINAL b, below ggml's 5e-4, no NaN, over
 //    many shapes: M and N from 1 up past the kernels' tiles (4-row gemv tiles, 32-row
 //    panels, 7-column tiles, 16-block K chunks), K from one block to thousands, odd
 //    sizes, broadcast over dims 2 and 3, b as a view (padded rows, strided elements,
 //    permuted dims, misaligned start), f16 / bf16 b, padded dst;
-//  * exactness: weights and activations whose scales are powers of two and whose b
-//    values are integers that q8_0 holds exactly, so that the result is an exact integer
-//    sum (scaled by a power of two) that f32 represents: every level must produce it bit
-//    for bit, which proves that the kernels' integer block products (the vpdpbusd sign
-//    tricks, the q4_0 offset, the corrections) are exact, including q8_0 weights of -128;
-//    and random data against a scalar integer implementation on the same quantized b
-//    (core's quantize_row_q8_0): f32 results within 1e-6 of sum |da * db * qa * qb| (the
-//    kernels that run their vector lanes along K add a block's lanes after scaling them);
+//  * the integer part: the same product with b quantized by core's quantize_row_q8_0 and
+//    dequantized (what the kernels compute, up to f32 rounding): within 1e-6 of
+//    sum |a * b| (the kernels that run their vector lanes along K add a block's lanes
+//    after scaling them);
+//  * exactness: weights whose scales (and minima) are powers of two, with every code bit
+//    pattern, and b values that are integers q8_0 holds exactly, so that the result is an
+//    exact sum that f32 represents: every level must produce it bit for bit, which proves
+//    that the kernels' integer block products (the vpdpbusd offsets, the sign trick, the
+//    fifth bits, the tables, the minimum terms) are exact, q8_0 weights of -128 included;
 //  * the quantizer of each level against core's quantize_row_q8_0, bit for bit, and the
-//    contract: quant_applies, quant_work_size, statuses.
+//    contract: quant_applies, quant_work_size, statuses; the backend takes the fast path
+//    for every type, as mul_mat and as mul_mat_id experts, and matches its reference
+//    kernel.
 
+#include "../../support/ref_oracle.hpp"
+#include "quant_test_support.hpp"
+
+#include <backplane/backends/cpu.hpp>
+#include <backplane/backends/cpu/fast/mul_mat.hpp>
 #include <backplane/backends/cpu/fast/quant.hpp>
+#include <backplane/backends/cpu/fast/quant_types.hpp>
 #include <backplane/backends/cpu/isa.hpp>
+#include <backplane/conformance/inputs.hpp>
+#include <backplane/conformance/thresholds.hpp>
 #include <backplane/core/convert.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
@@ -47,215 +59,38 @@ namespace fq = backplane::cpu::fast::quant;
 
 namespace {
 
-using i64 = std::int64_t;
+using namespace quant_test_support;
 
-std::vector<bc::isa> levels() {
-    std::vector<bc::isa> v;
-    for (int l = 0; l <= static_cast<int>(bc::detected_isa()); ++l) v.push_back(static_cast<bc::isa>(l));
-    return v;
-}
+/// The weight types of fast/quant.hpp.
+const elem_type qtypes[] = {elem_type::q8_0,  elem_type::q4_0,   elem_type::q4_1, elem_type::q5_0,
+                            elem_type::q5_1, elem_type::iq4_nl, elem_type::mxfp4};
 
 std::string level_name(bc::isa l) { return std::string(bc::to_string(l)); }
 
-/// Zeroed memory with a 64-byte aligned start plus `offset` bytes.
-struct aligned_bytes {
-    std::vector<std::byte> mem;
-    std::byte* base = nullptr;
-    aligned_bytes(std::size_t bytes, std::size_t offset) : mem(bytes + offset + 128) {
-        const auto p = reinterpret_cast<std::uintptr_t>(mem.data());
-        base = mem.data() + ((64 - p % 64) % 64) + offset;
-    }
-};
-
-/// How b is laid out in memory.
-enum class blayout { contiguous, padded_rows, strided_elems, permuted, misaligned };
-const char* to_string(blayout l) {
-    switch (l) {
-    case blayout::contiguous: return "contiguous";
-    case blayout::padded_rows: return "padded_rows";
-    case blayout::strided_elems: return "strided_elems";
-    case blayout::permuted: return "permuted";
-    case blayout::misaligned: return "misaligned";
-    }
-    return "?";
-}
-
-/// One mul_mat node with its memory: a [K, M, A2, A3] quantized, b [K, N, B2, B3], dst f32.
-struct problem {
-    elem_type ta = elem_type::q8_0, tb = elem_type::f32;
-    i64 K = 0, M = 0, N = 0, A2 = 1, A3 = 1, B2 = 1, B3 = 1;
-    std::unique_ptr<aligned_bytes> amem, bmem, dmem;
-    tensor a, b, dst;
-    std::vector<float> bval; ///< b's values (as stored: f16 / bf16 rounded), [B3][B2][N][K]
-    std::size_t dst_pad = 0; ///< floats of padding after each dst column (checked untouched)
-
-    [[nodiscard]] std::string describe() const {
-        std::ostringstream s;
-        s << to_string(ta) << " x " << to_string(tb) << " K=" << K << " M=" << M << " N=" << N << " a=[" << A2
-          << "," << A3 << "] b=[" << B2 << "," << B3 << "]";
-        return s.str();
-    }
-    [[nodiscard]] float& bv(i64 k, i64 n, i64 i2, i64 i3) {
-        return bval[static_cast<std::size_t>(((i3 * B2 + i2) * N + n) * K + k)];
-    }
-    [[nodiscard]] const float* bcol(i64 n, i64 i2, i64 i3) const {
-        return &bval[static_cast<std::size_t>(((i3 * B2 + i2) * N + n) * K)];
-    }
-    [[nodiscard]] const std::byte* arow(i64 m, i64 i2, i64 i3) const {
-        return static_cast<const std::byte*>(a.data) + static_cast<std::size_t>(m) * a.nb[1] +
-               static_cast<std::size_t>(i2 / (B2 / A2)) * a.nb[2] + static_cast<std::size_t>(i3 / (B3 / A3)) * a.nb[3];
-    }
-    [[nodiscard]] float out(i64 m, i64 n, i64 i2, i64 i3) const {
-        float v;
-        std::memcpy(&v,
-                    static_cast<const std::byte*>(dst.data) + static_cast<std::size_t>(m) * dst.nb[0] +
-                        static_cast<std::size_t>(n) * dst.nb[1] + static_cast<std::size_t>(i2) * dst.nb[2] +
-                        static_cast<std::size_t>(i3) * dst.nb[3],
-                    sizeof v);
-        return v;
-    }
-};
-
-/// Stores b value v at element (k, n, i2, i3) of tensor b in its type.
-void store_b(tensor& b, i64 k, i64 n, i64 i2, i64 i3, float v) {
-    std::byte* p = static_cast<std::byte*>(b.data) + static_cast<std::size_t>(k) * b.nb[0] +
-                   static_cast<std::size_t>(n) * b.nb[1] + static_cast<std::size_t>(i2) * b.nb[2] +
-                   static_cast<std::size_t>(i3) * b.nb[3];
-    if (b.type == elem_type::f32) {
-        std::memcpy(p, &v, sizeof v);
-    } else if (b.type == elem_type::f16) {
-        const f16_t h = f32_to_f16(v);
-        std::memcpy(p, &h, sizeof h);
-    } else {
-        const bf16_t h = f32_to_bf16(v);
-        std::memcpy(p, &h, sizeof h);
-    }
-}
-float rounded(elem_type t, float v) {
-    if (t == elem_type::f16) return f16_to_f32(f32_to_f16(v));
-    if (t == elem_type::bf16) return bf16_to_f32(f32_to_bf16(v));
-    return v;
-}
-
-struct mm_shape {
-    i64 K, M, N, A2 = 1, A3 = 1, B2 = 1, B3 = 1;
-};
-
-/// Builds the tensors (values filled later). a's rows are padded when a_pad, its data
-/// start misaligned by a_off bytes; b is laid out as bl; dst columns padded when d_pad.
-problem make_problem(elem_type ta, elem_type tb, const mm_shape& s, blayout bl, bool a_pad, std::size_t a_off,
-                     bool d_pad) {
-    problem p;
-    p.ta = ta;
-    p.tb = tb;
-    p.K = s.K;
-    p.M = s.M;
-    p.N = s.N;
-    p.A2 = s.A2;
-    p.A3 = s.A3;
-    p.B2 = s.B2;
-    p.B3 = s.B3;
-
-    // a: rows of whole blocks, optionally one spare block of padding per row
-    const std::size_t arow = row_size(ta, s.K) + (a_pad ? type_size(ta) : 0);
-    p.a.type = ta;
-    p.a.ne = {s.K, s.M, s.A2, s.A3};
-    p.a.nb = {type_size(ta), arow, arow * static_cast<std::size_t>(s.M),
-              arow * static_cast<std::size_t>(s.M * s.A2)};
-    p.amem = std::make_unique<aligned_bytes>(arow * static_cast<std::size_t>(s.M * s.A2 * s.A3), a_off);
-    p.a.data = p.amem->base;
-
-    // b
-    const std::size_t es = type_size(tb);
-    p.b.type = tb;
-    p.b.ne = {s.K, s.N, s.B2, s.B3};
-    const auto K = static_cast<std::size_t>(s.K), N = static_cast<std::size_t>(s.N),
-               B2 = static_cast<std::size_t>(s.B2), B3 = static_cast<std::size_t>(s.B3);
-    std::size_t bytes = 0, off = 0;
-    switch (bl) {
-    case blayout::contiguous:
-    case blayout::misaligned:
-        p.b.nb = {es, es * K, es * K * N, es * K * N * B2};
-        bytes = es * K * N * B2 * B3;
-        off = bl == blayout::misaligned ? 2 : 0;
-        break;
-    case blayout::padded_rows: // a window of a [K + 5, N + 1, B2 + 1, B3] tensor
-        p.b.nb = {es, es * (K + 5), es * (K + 5) * (N + 1), es * (K + 5) * (N + 1) * (B2 + 1)};
-        bytes = p.b.nb[3] * B3;
-        off = es * 3;
-        break;
-    case blayout::strided_elems: // every other element
-        p.b.nb = {2 * es, 2 * es * K, 2 * es * K * N, 2 * es * K * N * B2};
-        bytes = 2 * es * K * N * B2 * B3;
-        break;
-    case blayout::permuted: // stored as [K, B2, N, B3]: dims 1 and 2 swapped
-        p.b.nb = {es, es * K * B2, es * K, es * K * N * B2};
-        bytes = es * K * N * B2 * B3;
-        break;
-    }
-    p.bmem = std::make_unique<aligned_bytes>(bytes, off);
-    p.b.data = p.bmem->base;
-    p.bval.assign(K * N * B2 * B3, 0.0f);
-
-    // dst, optionally with padded columns (nb[1] > M floats), poisoned with NaN
-    p.dst_pad = d_pad ? 3 : 0;
-    const std::size_t col = (static_cast<std::size_t>(s.M) + p.dst_pad) * sizeof(float);
-    p.dst.type = elem_type::f32;
-    p.dst.ne = {s.M, s.N, s.B2, s.B3};
-    p.dst.nb = {sizeof(float), col, col * N, col * N * B2};
-    p.dmem = std::make_unique<aligned_bytes>(col * N * B2 * B3, 0);
-    p.dst.data = p.dmem->base;
-    p.dst.op = op_kind::mul_mat;
-    p.dst.src[0] = &p.a;
-    p.dst.src[1] = &p.b;
-    return p;
-}
-
-/// Random weights: uniform [-1, 1] through core's quantizer (a realistic block), or raw
-/// blocks with the given f16 scale bits and random codes (the full range, -128 included).
-void fill_a_random(problem& p, std::mt19937& rng) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<float> row(static_cast<std::size_t>(p.K));
-    for (i64 i3 = 0; i3 < p.A3; ++i3)
-        for (i64 i2 = 0; i2 < p.A2; ++i2)
-            for (i64 m = 0; m < p.M; ++m) {
-                for (float& x : row) x = u(rng);
-                std::byte* r = static_cast<std::byte*>(p.a.data) + static_cast<std::size_t>(m) * p.a.nb[1] +
-                               static_cast<std::size_t>(i2) * p.a.nb[2] + static_cast<std::size_t>(i3) * p.a.nb[3];
-                // through an aligned temporary: the row itself may be misaligned
-                std::vector<std::byte> tmp(row_size(p.ta, p.K));
-                from_float_row(p.ta, row.data(), tmp.data(), p.K);
-                std::memcpy(r, tmp.data(), tmp.size());
-            }
-}
+/// Raw blocks with every code bit pattern: random bytes, then the scale set to the f16
+/// scale_bits (mxfp4: the E8M0 exponent of the same power of two), the minimum (q4_1,
+/// q5_1) to the same value; every third block's first code byte 0x80 (q8_0: -128).
 void fill_a_codes(problem& p, std::mt19937& rng, std::uint16_t scale_bits) {
+    const fq::weight_format f = fq::format_of(p.ta);
+    // 2^(e - 128) = f16 value of scale_bits (a power of two: exponent bits only)
+    const auto e8m0 = static_cast<std::uint8_t>(((scale_bits >> 10) & 0x1f) - 15 + 128);
     for (i64 i3 = 0; i3 < p.A3; ++i3)
         for (i64 i2 = 0; i2 < p.A2; ++i2)
-            for (i64 m = 0; m < p.M; ++m) {
-                std::byte* r = static_cast<std::byte*>(p.a.data) + static_cast<std::size_t>(m) * p.a.nb[1] +
-                               static_cast<std::size_t>(i2) * p.a.nb[2] + static_cast<std::size_t>(i3) * p.a.nb[3];
+            for (i64 m = 0; m < p.M; ++m)
                 for (i64 kb = 0; kb < p.K / 32; ++kb) {
-                    std::byte* blk = r + static_cast<std::size_t>(kb) * type_size(p.ta);
-                    std::memcpy(blk, &scale_bits, 2);
-                    for (std::size_t j = 2; j < type_size(p.ta); ++j) blk[j] = static_cast<std::byte>(rng() & 0xff);
-                    if (kb % 3 == 0) blk[2] = static_cast<std::byte>(0x80); // q8_0: -128; q4_0: codes 0 and 8
+                    std::byte* blk = p.a_row(m, i2, i3) + static_cast<std::size_t>(kb) * type_size(p.ta);
+                    for (std::size_t j = 0; j < type_size(p.ta); ++j) blk[j] = static_cast<std::byte>(rng() & 0xff);
+                    if (f.e8m0)
+                        blk[0] = static_cast<std::byte>(e8m0);
+                    else
+                        std::memcpy(blk, &scale_bits, 2);
+                    if (f.has_min()) std::memcpy(blk + f.min, &scale_bits, 2);
+                    if (kb % 3 == 0) blk[f.qs] = static_cast<std::byte>(0x80);
                 }
-            }
 }
 
-/// Random b: uniform [-1, 1] (stored in b's type), or integers in [-127, 127] times a
-/// power of two with every block reaching +-127, so that q8_0 holds them exactly.
-void fill_b_random(problem& p, std::mt19937& rng) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (i64 i3 = 0; i3 < p.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.B2; ++i2)
-            for (i64 n = 0; n < p.N; ++n)
-                for (i64 k = 0; k < p.K; ++k) {
-                    const float v = rounded(p.tb, u(rng));
-                    p.bv(k, n, i2, i3) = v;
-                    store_b(p.b, k, n, i2, i3, v);
-                }
-}
+/// Integers in [-127, 127] times a power of two with every block reaching +-127, so that
+/// q8_0 holds them exactly.
 void fill_b_integers(problem& p, std::mt19937& rng, float scale) {
     for (i64 i3 = 0; i3 < p.B3; ++i3)
         for (i64 i2 = 0; i2 < p.B2; ++i2)
@@ -263,36 +98,15 @@ void fill_b_integers(problem& p, std::mt19937& rng, float scale) {
                 for (i64 k = 0; k < p.K; ++k) {
                     int q = static_cast<int>(rng() % 255) - 127;
                     if (k % 32 == static_cast<i64>(rng() % 32) || k % 32 == 31) q = rng() % 2 ? 127 : -127;
-                    const float v = static_cast<float>(q) * scale;
-                    p.bv(k, n, i2, i3) = v;
-                    store_b(p.b, k, n, i2, i3, v);
+                    store_b(p, k, n, i2, i3, static_cast<float>(q) * scale);
                 }
 }
 
 /// Runs quant_mul_mat on nth threads (every thread must return ok); dst is poisoned first.
 void run(problem& p, int nth, bc::isa level) {
-    std::memset(p.dmem->mem.data(), 0xff, p.dmem->mem.size()); // NaN everywhere, padding included
-    const std::size_t ws = bc::fast::quant_work_size(p.dst, nth);
-    REQUIRE(ws > 0);
-    aligned_bytes work(ws, 0);
-    std::barrier<> sync(nth);
-    std::vector<errc> status(static_cast<std::size_t>(nth), errc::failed);
-    const auto body = [&](int ith) {
-        bc::compute_params cp;
-        cp.ith = ith;
-        cp.nth = nth;
-        cp.wdata = work.base;
-        cp.wsize = ws;
-        cp.level = level;
-        cp.barrier_fn = [](void* ctx) noexcept { static_cast<std::barrier<>*>(ctx)->arrive_and_wait(); };
-        cp.barrier_ctx = &sync;
-        status[static_cast<std::size_t>(ith)] = bc::fast::quant_mul_mat(cp, p.dst);
-    };
-    std::vector<std::thread> threads;
-    for (int t = 1; t < nth; ++t) threads.emplace_back(body, t);
-    body(0);
-    for (auto& t : threads) t.join();
-    for (errc e : status) REQUIRE(e == errc::ok);
+    run_threads(
+        p, nth, level, [](const tensor& d, int n) { return bc::fast::quant_work_size(d, n); },
+        [](const bc::compute_params& cp, tensor& d) { return bc::fast::quant_mul_mat(cp, d); });
 }
 
 /// dst's padding (between columns) still holds the poison: nothing outside dst written.
@@ -307,99 +121,11 @@ bool padding_untouched(const problem& p) {
     return true;
 }
 
-/// The exact product of the dequantized weights and the original b, in double.
-std::vector<double> reference_product(const problem& p) {
-    std::vector<double> ref(static_cast<std::size_t>(p.M * p.N * p.B2 * p.B3));
-    std::vector<float> arow(static_cast<std::size_t>(p.K));
-    std::vector<std::byte> tmp(row_size(p.ta, p.K));
-    for (i64 i3 = 0; i3 < p.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.B2; ++i2)
-            for (i64 m = 0; m < p.M; ++m) {
-                std::memcpy(tmp.data(), p.arow(m, i2, i3), tmp.size());
-                if (p.ta == elem_type::q8_0)
-                    dequantize_row_q8_0(reinterpret_cast<const block_q8_0*>(tmp.data()), arow.data(), p.K);
-                else
-                    dequantize_row_q4_0(reinterpret_cast<const block_q4_0*>(tmp.data()), arow.data(), p.K);
-                for (i64 n = 0; n < p.N; ++n) {
-                    double s = 0.0;
-                    const float* bcol = p.bcol(n, i2, i3);
-                    for (i64 k = 0; k < p.K; ++k) s += static_cast<double>(arow[static_cast<std::size_t>(k)]) * bcol[k];
-                    ref[static_cast<std::size_t>(((i3 * p.B2 + i2) * p.N + n) * p.M + m)] = s;
-                }
-            }
-    return ref;
-}
-
-/// A plain scalar integer implementation on the same quantized b (core's reference
-/// quantizer): per block the exact integer sum, times the two scales. Returns, per
-/// output, the value (in double) and sum |da * db * qa * qb| over all products, the
-/// magnitude that bounds the rounding error of any summation order.
-struct int_reference {
-    std::vector<double> value, magnitude;
-};
-int_reference integer_product(const problem& p) {
-    int_reference r;
-    const auto count = static_cast<std::size_t>(p.M * p.N * p.B2 * p.B3);
-    r.value.resize(count);
-    r.magnitude.resize(count);
-    const i64 nblk = p.K / 32;
-    std::vector<block_q8_0> bq(static_cast<std::size_t>(nblk));
-    for (i64 i3 = 0; i3 < p.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.B2; ++i2)
-            for (i64 n = 0; n < p.N; ++n) {
-                quantize_row_q8_0(p.bcol(n, i2, i3), bq.data(), p.K);
-                for (i64 m = 0; m < p.M; ++m) {
-                    const std::byte* row = p.arow(m, i2, i3);
-                    double v = 0.0, mag = 0.0;
-                    for (i64 kb = 0; kb < nblk; ++kb) {
-                        const std::byte* blk = row + static_cast<std::size_t>(kb) * type_size(p.ta);
-                        f16_t d;
-                        std::memcpy(&d, blk, 2);
-                        std::int64_t isum = 0, iabs = 0;
-                        for (int j = 0; j < 32; ++j) {
-                            int q;
-                            if (p.ta == elem_type::q8_0) {
-                                q = static_cast<std::int8_t>(blk[2 + j]);
-                            } else {
-                                const auto byte = static_cast<unsigned>(blk[2 + (j % 16)]);
-                                q = static_cast<int>(j < 16 ? byte & 0x0f : byte >> 4) - 8;
-                            }
-                            const std::int64_t prod = static_cast<std::int64_t>(q) * bq[static_cast<std::size_t>(kb)].qs[j];
-                            isum += prod;
-                            iabs += prod < 0 ? -prod : prod;
-                        }
-                        const double scale = static_cast<double>(f16_to_f32(d)) *
-                                             static_cast<double>(f16_to_f32(bq[static_cast<std::size_t>(kb)].d));
-                        v += scale * static_cast<double>(isum);
-                        mag += std::fabs(scale) * static_cast<double>(iabs);
-                    }
-                    const auto idx = static_cast<std::size_t>(((i3 * p.B2 + i2) * p.N + n) * p.M + m);
-                    r.value[idx] = v;
-                    r.magnitude[idx] = mag;
-                }
-            }
-    return r;
-}
-
-/// Every output of dst in the reference's order.
-std::vector<double> outputs(const problem& p) {
-    std::vector<double> v;
-    v.reserve(static_cast<std::size_t>(p.M * p.N * p.B2 * p.B3));
-    for (i64 i3 = 0; i3 < p.B3; ++i3)
-        for (i64 i2 = 0; i2 < p.B2; ++i2)
-            for (i64 n = 0; n < p.N; ++n)
-                for (i64 m = 0; m < p.M; ++m) v.push_back(p.out(m, n, i2, i3));
-    return v;
-}
-
-double nmse(const std::vector<double>& ref, const std::vector<double>& got) {
-    double num = 0.0, den = 0.0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double e = got[i] - ref[i];
-        num += e * e;
-        den += ref[i] * ref[i];
-    }
-    return den > 0.0 ? num / den : num;
+/// b quantized as the kernels quantize it (core's quantize_row_q8_0) and dequantized.
+void b_as_q8_0(const float* b, float* out, i64 K) {
+    std::vector<block_q8_0> q(static_cast<std::size_t>(K / 32));
+    quantize_row_q8_0(b, q.data(), K);
+    dequantize_row_q8_0(q.data(), out, K);
 }
 
 // The shapes: around every tile edge of every level (gemv: 4 rows, steps of 2 and 4
@@ -435,29 +161,34 @@ TEST_CASE("cpu quant: the quantizer of every level matches core's quantize_row_q
     quantize_row_q8_0(x.data(), ref.data(), nblk * 32);
 
     for (bc::isa level : levels())
-        for (int nr : {1, 7}) {
-            INFO("level " << level_name(level) << ", tile width " << nr);
+        for (int nr : {1, 7})
+            for (std::int32_t c : {8, 0}) { // an offset type's corr, a minimum type's d * sum
+            INFO("level " << level_name(level) << ", tile width " << nr << ", c " << c);
             fq::plan pl;
             pl.nblk = nblk;
             pl.N = 9;
             std::vector<std::byte> qb(static_cast<std::size_t>(pl.N * pl.col_bytes()));
             const i64 n = 8; // in the last, narrower tile when nr = 7
             const fq::column_ref col = pl.column(qb.data(), 0, n, nr);
-            fq::quantize_row(level, x.data(), nblk, col, 8);
+            fq::quantize_row(level, x.data(), nblk, col, c);
             for (i64 kb = 0; kb < nblk; ++kb) {
                 const auto& r = ref[static_cast<std::size_t>(kb)];
                 std::int8_t qs[32];
                 std::memcpy(qs, col.qs + kb * col.step, 32);
-                float d;
+                float d, s;
                 std::int32_t corr;
                 std::memcpy(&d, col.d + kb * col.dstep, 4);
                 std::memcpy(&corr, col.corr + kb * col.dstep, 4);
+                std::memcpy(&s, col.corr + kb * col.dstep, 4);
                 std::int32_t sum = 0;
                 for (int j = 0; j < 32; ++j) sum += r.qs[j];
                 INFO("block " << kb);
                 CHECK(std::memcmp(qs, r.qs, 32) == 0);
                 CHECK(d == f16_to_f32(r.d));
-                CHECK(corr == -8 * sum);
+                if (c != 0)
+                    CHECK(corr == -c * sum);
+                else
+                    CHECK(s == f16_to_f32(r.d) * static_cast<float>(sum));
             }
         }
 }
@@ -468,7 +199,7 @@ TEST_CASE("cpu quant: accuracy against the double-precision product, every level
     const blayout bls[] = {blayout::contiguous, blayout::padded_rows, blayout::strided_elems, blayout::permuted,
                            blayout::misaligned};
     const elem_type btypes[] = {elem_type::f32, elem_type::f32, elem_type::f32, elem_type::f16, elem_type::bf16};
-    for (elem_type ta : {elem_type::q8_0, elem_type::q4_0}) {
+    for (elem_type ta : qtypes) {
         const auto& ss = shapes();
         for (std::size_t si = 0; si < ss.size(); ++si) {
             const blayout bl = bls[si % 5];
@@ -477,8 +208,8 @@ TEST_CASE("cpu quant: accuracy against the double-precision product, every level
             fill_a_random(p, rng);
             fill_b_random(p, rng);
             REQUIRE(bc::fast::quant_applies(p.dst));
-            const std::vector<double> ref = reference_product(p);
-            const int_reference iref = integer_product(p);
+            const reference ref = reference_product(p, b_as_is);
+            const reference iref = reference_product(p, b_as_q8_0);
             for (bc::isa level : levels())
                 for (int nth : {1, 2, 3}) {
                     INFO(p.describe() << ", b " << to_string(bl) << ", level " << level_name(level) << ", nth "
@@ -488,11 +219,7 @@ TEST_CASE("cpu quant: accuracy against the double-precision product, every level
                     CHECK(std::none_of(got.begin(), got.end(), [](double v) { return std::isnan(v); }));
                     CHECK(nmse(ref, got) < 5e-4);
                     CHECK(padding_untouched(p));
-                    // the same quantized b through plain integer sums
-                    double worst = 0.0;
-                    for (std::size_t i = 0; i < got.size(); ++i)
-                        worst = std::max(worst, std::fabs(got[i] - iref.value[i]) / (iref.magnitude[i] + 1e-30));
-                    CHECK(worst < 1e-6);
+                    CHECK(worst_relative(iref, got) < 1e-6); // the same quantized b, in double
                 }
         }
     }
@@ -512,12 +239,12 @@ TEST_CASE("cpu quant: integer block products are exact at every level", "[cpu][q
         {{544, 9, 2}, 0x3c00, 1.0f},         {{256, 32, 7}, 0x3000, 1.0f},   {{1024, 40, 15}, 0x3c00, 1.0f},
         {{160, 3, 9, 2, 1, 2, 1}, 0x3c00, 0.03125f}, {{64, 70, 8}, 0x3c00, 1.0f},
     };
-    for (elem_type ta : {elem_type::q8_0, elem_type::q4_0})
+    for (elem_type ta : qtypes)
         for (const exact_case& c : cases) {
             problem p = make_problem(ta, elem_type::f32, c.s, blayout::contiguous, false, 0, false);
             fill_a_codes(p, rng, c.abits);
             fill_b_integers(p, rng, c.bscale);
-            const int_reference iref = integer_product(p);
+            const reference iref = reference_product(p, b_as_is);
             for (bc::isa level : levels())
                 for (int nth : {1, 2}) {
                     INFO(p.describe() << ", level " << level_name(level) << ", nth " << nth);
@@ -538,6 +265,19 @@ TEST_CASE("cpu quant: quant_applies, work size and statuses", "[cpu][quant]") {
     CHECK(w1 >= static_cast<std::size_t>(2 * 2 * 40)); // 2 columns of 2 blocks
     CHECK(bc::fast::quant_work_size(p.dst, 3) >= w1);
 
+    SECTION("every weight type of quant/weights.hpp, through fast::mul_mat; not the K-quants") {
+        for (elem_type t : qtypes) {
+            problem q = make_problem(t, elem_type::f32, {64, 3, 2}, blayout::contiguous);
+            INFO(to_string(t));
+            CHECK(bc::fast::quant_applies(q.dst));
+            CHECK(bc::fast::mul_mat_applies(q.dst));
+            CHECK(bc::fast::mul_mat_work_size(q.dst, 2) == bc::fast::quant_work_size(q.dst, 2));
+        }
+        for (elem_type t : {elem_type::q4_K, elem_type::q8_K, elem_type::f16}) {
+            problem q = make_problem(t, elem_type::f32, {256, 3, 2}, blayout::contiguous);
+            CHECK_FALSE(bc::fast::quant_applies(q.dst));
+        }
+    }
     SECTION("b of any float type and layout") {
         for (elem_type tb : {elem_type::f16, elem_type::bf16}) {
             problem q = make_problem(elem_type::q8_0, tb, {64, 3, 2}, blayout::strided_elems, false, 0, false);
@@ -593,6 +333,59 @@ TEST_CASE("cpu quant: quant_applies, work size and statuses", "[cpu][quant]") {
         fill_a_random(p, rng);
         fill_b_random(p, rng);
         run(p, 2, bc::isa::avx512);
-        CHECK(nmse(reference_product(p), outputs(p)) < 5e-4);
+        CHECK(nmse(reference_product(p, b_as_is), outputs(p)) < 5e-4);
+    }
+}
+
+TEST_CASE("cpu quant: the backend runs every weight type on the fast path, as mul_mat and as mul_mat_id experts, "
+          "and matches its reference kernel",
+          "[cpu][quant][mul_mat_id]") {
+    // caps the instruction set, and splits every node over all threads, for one scope
+    struct level_scope {
+        explicit level_scope(bc::isa level) {
+            bc::set_isa_override(level);
+            bc::set_min_work_per_thread(1);
+        }
+        ~level_scope() {
+            bc::clear_isa_override();
+            bc::reset_min_work_per_thread();
+        }
+        level_scope(const level_scope&) = delete;
+        level_scope& operator=(const level_scope&) = delete;
+    };
+    std::mt19937 rng(4105);
+    context ctx;
+    const auto compute = [](tensor* out, const cpu_backend_params& params) {
+        graph g(out);
+        REQUIRE(cpu_backend(params).compute(g).ok());
+        return tensor_get_all<float>(*out).value();
+    };
+    for (elem_type ta : qtypes) {
+        // mul_mat: a mat-vec and a GEMM; mul_mat_id: 6 experts, 2 used per token, 1 and 9 tokens
+        tensor* a = conformance::random_leaf(ctx, ta, {160, 37, 1, 1}, rng);
+        tensor* experts = conformance::random_leaf(ctx, ta, {96, 21, 6, 1}, rng);
+        std::vector<tensor*> nodes;
+        for (const i64 n : {1, 11}) {
+            nodes.push_back(mul_mat(ctx, a, conformance::random_leaf(ctx, elem_type::f32, {160, n, 1, 1}, rng)));
+            tensor* ids = ctx.new_tensor_2d(elem_type::i32, 2, n);
+            for (i64 t = 0; t < n; ++t)
+                for (i64 s = 0; s < 2; ++s)
+                    conformance::set_element(*ids, s, t, 0, 0, static_cast<double>((t + 4 * s) % 6));
+            nodes.push_back(
+                mul_mat_id(ctx, experts, conformance::random_leaf(ctx, elem_type::f32, {96, 2, n, 1}, rng), ids));
+        }
+        for (tensor* out : nodes) {
+            INFO(to_string(ta) << " " << to_string(out->op) << ", N " << out->ne[1] * out->ne[2]);
+            REQUIRE(cpu::choose_kernel(*out, false) ==
+                    (out->op == op_kind::mul_mat ? cpu::kernel_kind::fast_mul_mat : cpu::kernel_kind::fast_mul_mat_id));
+            const std::vector<float> want = compute(out, {.n_threads = 1, .reference = true});
+            for (bc::isa level : levels())
+                for (const int n_threads : {1, 3}) {
+                    INFO("level " << level_name(level) << ", " << n_threads << " threads");
+                    const level_scope scope(level);
+                    const std::vector<float> got = compute(out, {.n_threads = n_threads});
+                    CHECK(backplane::test::nmse_of(want, got) <= conformance::threshold_for(*out).max_nmse);
+                }
+        }
     }
 }

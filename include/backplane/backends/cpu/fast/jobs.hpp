@@ -2,8 +2,9 @@
 // What the quantized mul_mat kernels (quant/, kquant/) share about cutting a node into
 // jobs and addressing its operands: the job grid (matrix of b, chunk of columns, panel of
 // 32 weight rows, panel fastest), where a weight row and a result element are, and
-// unaligned scalar loads and stores. A plan (quant::plan, kquant::plan) provides M, N, B2,
-// B3, r2, r3, matrices() and col_bytes() (the bytes of one quantized column of b).
+// unaligned scalar loads and stores, and the shape checks both families make. A plan
+// (quant::plan, kquant::plan) provides M, N, B2, B3, r2, r3, matrices() and col_bytes()
+// (the bytes of one quantized column of b).
 //
 // A chunk holds as many columns as keep their quantized b within a cache budget; when
 // there are fewer jobs than threads, chunks are made smaller, so that a single row panel
@@ -16,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace backplane::cpu::fast::jobs {
 
@@ -69,6 +71,11 @@ template <class Plan> const std::byte* weight_row(const tensor& a, const Plan& p
     return static_cast<const std::byte*>(a.data) + static_cast<std::size_t>(m) * a.nb[1] +
            static_cast<std::size_t>(i2 / p.r2) * a.nb[2] + static_cast<std::size_t>(i3 / p.r3) * a.nb[3];
 }
+/// Column n of matrix bi of b (the activations; a row of the tensor).
+template <class Plan> const std::byte* b_column(const tensor& b, const Plan& p, i64 bi, i64 n) noexcept {
+    return static_cast<const std::byte*>(b.data) + static_cast<std::size_t>(n) * b.nb[1] +
+           static_cast<std::size_t>(bi % p.B2) * b.nb[2] + static_cast<std::size_t>(bi / p.B2) * b.nb[3];
+}
 /// Address of dst[m, n] of matrix bi (any alignment: stores go through memcpy or
 /// unaligned vector stores).
 template <class Plan> std::byte* dst_at(tensor& dst, const Plan& p, i64 bi, i64 m, i64 n) noexcept {
@@ -77,6 +84,40 @@ template <class Plan> std::byte* dst_at(tensor& dst, const Plan& p, i64 bi, i64 
     return static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(m) * sizeof(float) +
            static_cast<std::size_t>(n) * dst.nb[1] + static_cast<std::size_t>(i2) * dst.nb[2] +
            static_cast<std::size_t>(i3) * dst.nb[3];
+}
+
+/// The shape checks of a quantized mul_mat whose weight blocks hold `block` values (the
+/// weight type itself is the caller's to check): b f32 / f16 / bf16 in any layout, dst
+/// f32 with unit stride along its rows, weight rows contiguous, K whole blocks, every
+/// extent positive, dst's extents those of the product, b's dims 2 and 3 multiples of a's.
+inline bool mul_mat_shape_ok(const tensor& dst, i64 block) noexcept {
+    if (dst.op != op_kind::mul_mat) return false;
+    const tensor* a = dst.src[0];
+    const tensor* b = dst.src[1];
+    if (a == nullptr || b == nullptr) return false;
+    if (b->type != elem_type::f32 && b->type != elem_type::f16 && b->type != elem_type::bf16) return false;
+    if (dst.type != elem_type::f32 || dst.nb[0] != sizeof(float)) return false;
+    if (!a->rows_contiguous()) return false;
+    const i64 K = a->ne[0];
+    if (K <= 0 || K % block != 0 || b->ne[0] != K) return false;
+    for (std::size_t i = 0; i < max_dims; ++i)
+        if (a->ne[i] <= 0 || b->ne[i] <= 0 || dst.ne[i] <= 0) return false;
+    if (dst.ne[0] != a->ne[1] || dst.ne[1] != b->ne[1] || dst.ne[2] != b->ne[2] || dst.ne[3] != b->ne[3])
+        return false;
+    return b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0;
+}
+
+/// Bytes of every column of b (b's ne[1..3]), each nblk records of rec_bytes, rounded up
+/// to 64; false when a byte count could overflow (the reference kernel then runs).
+inline bool quantized_b_bytes(const tensor& b, i64 nblk, i64 rec_bytes, std::size_t& out) noexcept {
+    constexpr auto lim = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 4);
+    const auto cols = static_cast<std::uint64_t>(b.ne[1]) * static_cast<std::uint64_t>(b.ne[2]);
+    if (cols > lim / static_cast<std::uint64_t>(b.ne[3])) return false;
+    const std::uint64_t all_cols = cols * static_cast<std::uint64_t>(b.ne[3]);
+    const std::uint64_t cb = static_cast<std::uint64_t>(nblk) * static_cast<std::uint64_t>(rec_bytes);
+    if (all_cols > lim / cb) return false;
+    out = static_cast<std::size_t>((all_cols * cb + 63) / 64 * 64);
+    return true;
 }
 
 inline std::int32_t load_i32(const void* p) noexcept {

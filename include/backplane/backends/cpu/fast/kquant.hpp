@@ -5,7 +5,8 @@
 // scales, the minimums (or the code offsets) through b's sums of 16 codes, then the f32
 // scales.
 //
-// Contract (the same as quant.hpp's, used by fast/mul_mat.hpp):
+// Contract (the same as quant.hpp's; fast/mul_mat.hpp and fast/mul_mat_id.hpp reach these
+// functions through the table of kquant_entry.hpp, which this header fills):
 //  * kquant_applies(dst): true when kquant_mul_mat() handles this node (types, layouts).
 //    A pure function of the node, so every thread of the node takes the same path.
 //  * kquant_work_size(dst, nth): bytes of the work buffer shared by the node's nth threads.
@@ -32,6 +33,7 @@
 // f32 operations), like ggml's.
 
 #include <backplane/backends/cpu/compute_params.hpp>
+#include <backplane/backends/cpu/fast/kquant_entry.hpp>
 #include <backplane/backends/cpu/fast/kquant/gemv.hpp>
 #include <backplane/backends/cpu/fast/kquant/gemv_avx512.hpp>
 #include <backplane/backends/cpu/fast/kquant/panel_avx512.hpp>
@@ -57,10 +59,12 @@ inline std::size_t kquant_work_size(const tensor& dst, int nth) noexcept {
 
 namespace kquant {
 
-/// Thread p.ith's share of the jobs: b quantized at qb, the threads' packing areas after it.
+/// Thread p.ith's share of the jobs: b quantized at qb (as quantize_b leaves it, codes in
+/// pl.order), its packing area at panels + p.ith * kpanel_bytes where the panel kernel
+/// runs. Also the fast mul_mat_id's, which quantizes b its own way (fast/mul_mat_id.hpp).
 template <class = void>
-inline void run_jobs(const compute_params& p, const plan& pl, const tensor& a, tensor& dst, std::byte* qb,
-                     isa level) noexcept {
+inline void run_jobs(const compute_params& p, const plan& pl, const tensor& a, tensor& dst, const std::byte* qb,
+                     std::byte* panels, isa level) noexcept {
     const job_grid grid = make_grid(pl, p.nth, 1);
     const auto [j0, j1] = split_work(grid.jobs(pl), p);
     for (auto j = j0; j < j1;) {
@@ -75,7 +79,7 @@ inline void run_jobs(const compute_params& p, const plan& pl, const tensor& a, t
 #if BACKPLANE_HAS_X86_KERNELS
         if (level == isa::avx512) {
             if (kpanel_candidate(pl))
-                job_kpanel(pl, a, dst, qb, jb, qb + pl.b_bytes + static_cast<std::size_t>(p.ith) * kpanel_bytes);
+                job_kpanel(pl, a, dst, qb, jb, panels + static_cast<std::size_t>(p.ith) * kpanel_bytes);
             else
                 job_avx512(pl, a, dst, qb, jb);
             continue;
@@ -86,6 +90,7 @@ inline void run_jobs(const compute_params& p, const plan& pl, const tensor& a, t
         }
 #endif
         (void)level;
+        (void)panels;
         job_portable(pl, a, dst, qb, jb);
     }
 }
@@ -109,8 +114,47 @@ inline errc kquant_mul_mat(const compute_params& p, tensor& dst) noexcept {
 
     kquant::quantize_b(p, pl, *dst.src[1], qb, level);
     p.barrier();
-    kquant::run_jobs(p, pl, *dst.src[0], dst, qb, level);
+    kquant::run_jobs(p, pl, *dst.src[0], dst, qb, qb + pl.b_bytes, level);
     return errc::ok;
 }
+
+namespace kquant {
+
+/// mul_mat_id's experts: the panel kernel's packing area per thread when a product of
+/// dst's columns may take it.
+inline std::size_t expert_work_size(const tensor& dst, int nth) noexcept {
+    plan pl;
+    return make_plan(dst, &pl) && kpanel_candidate(pl) ? static_cast<std::size_t>(nth) * kpanel_bytes : 0;
+}
+
+/// mul_mat_id's experts: blocks super-blocks at x as records at out, as the kernels of
+/// level read them for wtype weights.
+inline void quantize_records(elem_type wtype, isa level, const float* x, i64 blocks, std::byte* out) noexcept {
+    const type_traits tt = traits_of(wtype);
+    const b_order order = b_order_for(wtype, level);
+    for (i64 i = 0; i < blocks; ++i) quantize_record(tt, order, x + i * qk, out + i * rec_bytes, level);
+}
+
+/// mul_mat_id's experts: thread p.ith's share of dst = a x b, b's columns quantized at qb
+/// by quantize_records, the packing areas at work.
+template <class = void>
+inline errc multiply(const compute_params& p, const tensor& a, tensor& dst, const std::byte* qb, std::byte* work,
+                     isa level) noexcept {
+    plan pl;
+    if (!make_plan(dst, &pl)) return errc::not_supported;
+    pl.order = b_order_for(pl.wtype, level);
+    run_jobs(p, pl, a, dst, qb, work, level);
+    return errc::ok;
+}
+
+inline constexpr kquant_entry_points entry_points{
+    &kquant_applies, &kquant_work_size, &kquant_mul_mat<>, &expert_work_size, &quantize_records, &multiply<>,
+};
+
+/// Fills the CPU backend's table (kquant_entry.hpp) once per program, before main.
+inline const bool entry_points_published =
+    (kquant_kernels.store(&entry_points, std::memory_order_release), true);
+
+} // namespace kquant
 
 } // namespace backplane::cpu::fast

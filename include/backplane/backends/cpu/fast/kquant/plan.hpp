@@ -21,6 +21,7 @@
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/jobs.hpp>
+#include <backplane/backends/cpu/fast/kquant_entry.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/kquants.hpp>
 #include <backplane/core/tensor.hpp>
@@ -30,14 +31,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 namespace backplane::cpu::fast::kquant {
 
 using i64 = std::int64_t;
 
 inline constexpr i64 qk = qk_k;            ///< values per super-block
-inline constexpr i64 rec_bytes = 384;      ///< one quantized b record (64-byte multiple)
+// rec_bytes (kquant_entry.hpp): one quantized b record, 384 bytes (a 64-byte multiple)
 inline constexpr i64 rec_ex = 256;         ///< offset of ex[16] in a record
 inline constexpr i64 rec_bsum = 320;       ///< offset of bsum[16]
 inline constexpr i64 rec_d = 352;          ///< offset of d
@@ -50,11 +50,6 @@ struct type_traits {
     bool has_min = false; ///< value = d * sc * code - dmin * m
     [[nodiscard]] int subs() const noexcept { return qk_k / sub; }
 };
-
-constexpr bool is_kquant(elem_type t) noexcept {
-    return t == elem_type::q2_K || t == elem_type::q3_K || t == elem_type::q4_K || t == elem_type::q5_K ||
-           t == elem_type::q6_K;
-}
 
 constexpr type_traits traits_of(elem_type t) noexcept {
     switch (t) {
@@ -108,32 +103,17 @@ struct plan {
     }
 };
 
-inline std::size_t round64(std::size_t n) noexcept { return (n + 63) / 64 * 64; }
-
 /// True when the fast kernels compute this node; fills *out when given.
 /// A pure function of the node (types, extents, strides).
 inline bool make_plan(const tensor& dst, plan* out) noexcept {
-    if (dst.op != op_kind::mul_mat) return false;
+    if (!jobs::mul_mat_shape_ok(dst, qk) || !is_kquant(dst.src[0]->type)) return false;
     const tensor* a = dst.src[0];
     const tensor* b = dst.src[1];
-    if (a == nullptr || b == nullptr) return false;
-    if (!is_kquant(a->type)) return false;
-    if (b->type != elem_type::f32 && b->type != elem_type::f16 && b->type != elem_type::bf16) return false;
-    if (dst.type != elem_type::f32 || dst.nb[0] != sizeof(float)) return false;
-    if (!a->rows_contiguous()) return false;
-    const i64 K = a->ne[0];
-    if (K <= 0 || K % qk != 0 || b->ne[0] != K) return false;
-    for (std::size_t i = 0; i < max_dims; ++i)
-        if (a->ne[i] <= 0 || b->ne[i] <= 0 || dst.ne[i] <= 0) return false;
-    if (dst.ne[0] != a->ne[1] || dst.ne[1] != b->ne[1] || dst.ne[2] != b->ne[2] || dst.ne[3] != b->ne[3])
-        return false;
-    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return false;
-
     plan p;
     p.wtype = a->type;
     p.tt = traits_of(a->type);
-    p.K = K;
-    p.nblk = K / qk;
+    p.K = a->ne[0];
+    p.nblk = p.K / qk;
     p.M = a->ne[1];
     p.N = b->ne[1];
     p.B2 = b->ne[2];
@@ -141,16 +121,7 @@ inline bool make_plan(const tensor& dst, plan* out) noexcept {
     p.r2 = b->ne[2] / a->ne[2];
     p.r3 = b->ne[3] / a->ne[3];
     p.wbytes = type_size(a->type);
-
-    // sizes, refusing anything whose byte counts would overflow (the reference kernel
-    // then runs and reports whatever it reports)
-    constexpr auto lim = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 4);
-    const auto cols = static_cast<std::uint64_t>(p.N) * static_cast<std::uint64_t>(p.B2);
-    if (cols > lim / static_cast<std::uint64_t>(p.B3)) return false;
-    const std::uint64_t all_cols = cols * static_cast<std::uint64_t>(p.B3);
-    const auto cb = static_cast<std::uint64_t>(p.nblk) * rec_bytes;
-    if (all_cols > lim / cb) return false;
-    p.b_bytes = round64(static_cast<std::size_t>(all_cols * cb));
+    if (!jobs::quantized_b_bytes(*b, p.nblk, rec_bytes, p.b_bytes)) return false;
     if (out != nullptr) *out = p;
     return true;
 }

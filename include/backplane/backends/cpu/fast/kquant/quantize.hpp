@@ -144,9 +144,7 @@ inline void quantize_b(const compute_params& p, const plan& pl, const tensor& b,
     for (i64 r = r0; r < r1; ++r) {
         const i64 bi = r / pl.N;
         const i64 n = r % pl.N;
-        const std::byte* src = static_cast<const std::byte*>(b.data) + static_cast<std::size_t>(n) * b.nb[1] +
-                               static_cast<std::size_t>(bi % pl.B2) * b.nb[2] +
-                               static_cast<std::size_t>(bi / pl.B2) * b.nb[3];
+        const std::byte* src = jobs::b_column(b, pl, bi, n);
         std::byte* col = pl.column(qb, bi, n);
         const bool direct = f32_rows && reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0;
         for (i64 kb = 0; kb < pl.nblk; ++kb) {

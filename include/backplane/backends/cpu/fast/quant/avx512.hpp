@@ -4,23 +4,26 @@
 // useful multiply-adds.
 //
 // Packing. A job repacks its 32 weight rows (a "panel") kc_blocks blocks of K at a time
-// into the thread's part of the work buffer (64-byte aligned, 18 KiB, so it stays in L1
-// while the job's b tiles stream past it from L2), block by block:
+// into the thread's part of the work buffer (64-byte aligned, 18 KiB, 20 KiB for the
+// minimum types, so it stays in L1 while the job's b tiles stream past it from L2), block
+// by block:
 //
 //   block kb:  for k4 = 0..7, for v = 0..1: 64 bytes = rows 16v..16v+15, values 4k4..4k4+3
-//              then 32 f32 scales (the weights' f16 d, widened)            (1152 bytes)
+//              then 32 f32 scales d, then (minimum types) 32 f32 minima m
 //
-// with every weight stored unsigned as u = q + c (c = 128 for q8_0, where q is the signed
-// byte; for q4_0 u is the nibble itself, q = u - 8, c = 8). The byte transposition is an
-// 8x8 dword transpose in each 256-bit half (24 shuffles per 16 rows); the 32 scales come
-// from one gather per 8 rows. Packing costs about one 7-column tile per panel and chunk.
+// with every weight stored as its unsigned code u (weights.hpp: u = q + c for the offset
+// types, value = d * (u - c); value = d * u + m for the minimum types). Each row's block
+// is decoded into 32 bytes; the byte transposition is an 8x8 dword transpose in each
+// 256-bit half (24 shuffles per 16 rows); the 32 scales (and minima) come from one
+// gather per 8 rows. Packing costs about one 7-column tile per panel and chunk.
 //
 // Microkernel. For each block: two int32 accumulators per column (rows 0-15, 16-31)
-// start at b's corr = -c * sum(b) (a broadcast load), then for each k4 two panel loads
-// and, per column, one broadcast of 4 bytes of b and two vpdpbusd (u8 weights x s8 b):
-// sum((q + c) * b) - c * sum(b) = sum(q * b) exactly (no saturation in vpdpbusd), every
-// lane holding one row's whole block sum. The block ends with cvt, * da (16 lanes of row
-// scales), and an FMA with b's scale into the f32 accumulators. Per block of a 32 x 7
+// start at b's corr = -c * sum(b) (a broadcast load; 0 for the minimum types), then for
+// each k4 two panel loads and, per column, one broadcast of 4 bytes of b and two vpdpbusd
+// (u8 weights x s8 b): sum((q + c) * b) - c * sum(b) = sum(q * b) exactly (no saturation
+// in vpdpbusd), every lane holding one row's whole block sum. The block ends with cvt,
+// * da (16 lanes of row scales), and an FMA with b's scale into the f32 accumulators (the
+// minimum types: one more FMA of the rows' m with b's d * sum(b)). Per block of a 32 x 7
 // tile: 112 vpdpbusd + 42 float ops for 7168 multiply-adds, at two 512-bit operations per
 // cycle up to 2.9x the flops per cycle of f32 FMA (measured: 2.1-2.2x for 1024^3).
 // Registers: 14 f32 + 14 int32 accumulators, 2 panel vectors, 1 broadcast.
@@ -31,6 +34,7 @@
 
 #include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
+#include <backplane/backends/cpu/fast/quant/weights.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
@@ -83,10 +87,8 @@ BACKPLANE_TARGET_AVX512 inline void transpose8_halves(__m512i x[8]) noexcept {
 template <elem_type T>
 BACKPLANE_TARGET_AVX512 inline void pack_panel_avx512(const std::byte* const* rows, i64 kb0, i64 nblk,
                                                       std::byte* out, i64 pf_blocks) noexcept {
-    constexpr i64 wb = static_cast<i64>(T == elem_type::q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    const __m512i spread = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    constexpr weight_format f = format_of(T);
+    constexpr i64 wb = f.bytes;
     // the 32 scales are gathered with 64-bit offsets from row 0 (rows may be far apart)
     __m512i doff[4];
 BACKPLANE_UNROLL(4)
@@ -96,7 +98,7 @@ BACKPLANE_UNROLL(4)
         doff[q] = _mm512_load_si512(o);
     }
     for (i64 kb = 0; kb < nblk; ++kb) {
-        std::byte* o = out + kb * panel_block_bytes;
+        std::byte* o = out + kb * panel_block_bytes(f.has_min());
         const i64 off = (kb0 + kb) * wb;
         // a row's next chunk is one stream of many: the hardware prefetchers do not follow
         // 32 of them, so each block prefetches a line of every row ahead (never faults)
@@ -109,33 +111,21 @@ BACKPLANE_UNROLL(2)
         for (int v = 0; v < 2; ++v) {
             __m512i x[8];
 BACKPLANE_UNROLL(8)
-            for (int j = 0; j < 8; ++j) {
-                const std::byte* p0 = rows[16 * v + j] + off + 2;
-                const std::byte* p1 = rows[16 * v + j + 8] + off + 2;
-                if constexpr (T == elem_type::q8_0) {
-                    x[j] = _mm512_inserti64x4(
-                        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0))),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1)), 1);
-                } else {
-                    // [row j: 16 bytes, -, row j+8: 16 bytes, -] -> [lo j, hi j, lo j+8, hi j+8]
-                    const __m512i t = _mm512_inserti32x4(
-                        _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
-                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 2);
-                    x[j] = _mm512_and_si512(_mm512_permutex2var_epi64(t, spread, _mm512_srli_epi16(t, 4)), low4);
-                }
-            }
+            for (int j = 0; j < 8; ++j)
+                x[j] = _mm512_inserti64x4(_mm512_castsi256_si512(codes_avx2<T>(rows[16 * v + j] + off)),
+                                          codes_avx2<T>(rows[16 * v + j + 8] + off), 1);
             transpose8_halves(x);
 BACKPLANE_UNROLL(8)
-            for (int k = 0; k < 8; ++k) {
-                const __m512i u = T == elem_type::q8_0 ? _mm512_xor_si512(x[k], bias) : x[k];
-                _mm512_store_si512(reinterpret_cast<__m512i*>(o + k * 128 + v * 64), u);
-            }
+            for (int k = 0; k < 8; ++k) _mm512_store_si512(reinterpret_cast<__m512i*>(o + k * 128 + v * 64), x[k]);
         }
-        // scales: the low 16 bits of the dword at each block start
-BACKPLANE_UNROLL(4)
-        for (int q = 0; q < 4; ++q) {
-            const __m256i w = _mm512_i64gather_epi32(doff[q], rows[0] + off, 1);
-            _mm256_store_ps(reinterpret_cast<float*>(o + 1024 + 32 * q), _mm256_cvtph_ps(_mm256_cvtepi32_epi16(w)));
+        // scales (and minima): the dwords at each block start, 16 rows per conversion
+BACKPLANE_UNROLL(2)
+        for (int h = 0; h < 2; ++h) {
+            const __m512i w = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm512_i64gather_epi32(doff[2 * h], rows[0] + off, 1)),
+                _mm512_i64gather_epi32(doff[2 * h + 1], rows[0] + off, 1), 1);
+            _mm512_store_ps(reinterpret_cast<float*>(o + 1024 + 64 * h), scales16<T>(w));
+            if constexpr (f.has_min()) _mm512_store_ps(reinterpret_cast<float*>(o + 1152 + 64 * h), mins16(w));
         }
     }
 }
@@ -143,7 +133,7 @@ BACKPLANE_UNROLL(4)
 /// A packed panel (32 rows) times a b tile of W columns over nblk blocks, stored to (or,
 /// when accumulate, added to) out (row 0 of column 0; columns ldn bytes apart) under the
 /// row masks.
-template <int W>
+template <int W, bool Min>
 BACKPLANE_TARGET_AVX512 inline void tile_avx512(const std::byte* pa, const std::byte* pb, i64 nblk, std::byte* out,
                                                 std::size_t ldn, __mmask16 mk0, __mmask16 mk1, bool accumulate) noexcept {
     __m512 f0[W], f1[W];
@@ -154,12 +144,12 @@ BACKPLANE_UNROLL(8)
         f1[n] = accumulate ? _mm512_maskz_loadu_ps(mk1, o + 64) : _mm512_setzero_ps();
     }
     for (i64 kb = 0; kb < nblk; ++kb) {
-        const std::byte* qa = pa + kb * panel_block_bytes;
+        const std::byte* qa = pa + kb * panel_block_bytes(Min);
         const std::byte* qb = pb + kb * (W * rec_bytes);
         __m512i c0[W], c1[W];
 BACKPLANE_UNROLL(8)
         for (int n = 0; n < W; ++n) {
-            c0[n] = _mm512_set1_epi32(load_i32(qb + W * (qk + 4) + 4 * n));
+            c0[n] = Min ? _mm512_setzero_si512() : _mm512_set1_epi32(load_i32(qb + W * (qk + 4) + 4 * n));
             c1[n] = c0[n];
         }
 BACKPLANE_UNROLL(8)
@@ -180,6 +170,11 @@ BACKPLANE_UNROLL(8)
             const __m512 db = _mm512_set1_ps(load_f32(qb + W * qk + 4 * n));
             f0[n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c0[n]), da0), db, f0[n]);
             f1[n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c1[n]), da1), db, f1[n]);
+            if constexpr (Min) { // + m * (d_b * sum(b))
+                const __m512 sb = _mm512_set1_ps(load_f32(qb + W * (qk + 4) + 4 * n));
+                f0[n] = _mm512_fmadd_ps(_mm512_load_ps(reinterpret_cast<const float*>(qa + 1152)), sb, f0[n]);
+                f1[n] = _mm512_fmadd_ps(_mm512_load_ps(reinterpret_cast<const float*>(qa + 1216)), sb, f1[n]);
+            }
         }
     }
 BACKPLANE_UNROLL(8)
@@ -215,14 +210,15 @@ BACKPLANE_TARGET_AVX512 inline void job_avx512(const plan& pl, const tensor& a, 
             const i64 w = std::min<i64>(nr_avx512, pl.N - n);
             const std::byte* pb = pl.tile(qb, jb.bi, n / nr_avx512, nr_avx512) + kc * w * rec_bytes;
             std::byte* out = dst_at(dst, pl, jb.bi, jb.m0, n);
+            constexpr bool mn = format_of(T).has_min();
             switch (w) {
-            case 1: tile_avx512<1>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
-            case 2: tile_avx512<2>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
-            case 3: tile_avx512<3>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
-            case 4: tile_avx512<4>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
-            case 5: tile_avx512<5>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
-            case 6: tile_avx512<6>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
-            default: tile_avx512<7>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
+            case 1: tile_avx512<1, mn>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
+            case 2: tile_avx512<2, mn>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
+            case 3: tile_avx512<3, mn>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
+            case 4: tile_avx512<4, mn>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
+            case 5: tile_avx512<5, mn>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
+            case 6: tile_avx512<6, mn>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
+            default: tile_avx512<7, mn>(panel, pb, kn, out, ldn, mk0, mk1, acc); break;
             }
         }
     }

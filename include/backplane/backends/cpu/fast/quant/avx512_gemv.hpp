@@ -5,19 +5,27 @@
 // K; a tile is 4 weight rows, which share each b block and keep 4 independent chains of
 // multiply-adds in flight.
 //
-//  * The weight is the unsigned operand of vpdpbusd: q8_0 bytes flipped to q + 128 (one
-//    xor), q4_0 nibbles as they are (q + 8); b's corr = -c * sum(b) undoes the offset.
+//  * The weight is the unsigned operand of vpdpbusd, its code u (weights.hpp): q8_0
+//    bytes flipped to q + 128 (one xor), the other types' nibbles (plus fifth bits, or
+//    through a table: u = value + c); b's corr = -c * sum(b) undoes the offset, or for
+//    the minimum types (q4_1, q5_1) m * corr adds the minimum term, corr = d_b * sum(b).
 //  * Scales are formed 8 or 16 blocks at a time, one group ahead of their use (double
-//    buffer, so the gathers' latency stays off the critical path): a gather of the
-//    weights' f16 scales (the low half of the dword at each block start, stride 34 or 18
-//    bytes), one conversion, a multiply by b's consecutive f32 scales, into a small stack
-//    array that the block loop reads.
+//    buffer, so the gathers' latency stays off the critical path): a gather of the dword
+//    at each block start (the f16 scale, and minimum; mxfp4's E8M0 byte), one
+//    conversion, a multiply by b's consecutive f32 scales, into a small stack array that
+//    the block loop reads.
 //  * q8_0 uses 256-bit operations only (a 512-bit one would take the third vector port
 //    from the loop): per block and row an xor, a vpdpbusd (starting from corr in lane 0),
 //    a conversion and an FMA with the block's scale as an embedded broadcast.
-//  * q4_0 needs two more operations per block to split the nibbles, which would leave
-//    the 256-bit loop bound by the two ports that shift, multiply-add and convert; it
-//    works on four blocks per 512-bit operation instead (see gemv_q4_avx512).
+//  * The 4- and 5-bit types need two more operations per block to split the nibbles,
+//    which would leave the 256-bit loop bound by the two ports that shift, multiply-add
+//    and convert; they work on four blocks per 512-bit operation instead (see
+//    gemv_nib_avx512): two 64-byte loads and one word permutation gather 4 blocks' codes
+//    (for mxfp4's odd 17-byte blocks the first load starts one byte in, so that every
+//    block's codes start at an even offset of one of them), q5_0 / q5_1 pick their fifth
+//    bits from the same loads (a second permutation, two vpshufb and two vptestmb make
+//    byte masks, two masked adds put the 16s in), iq4_nl and mxfp4 codes go through one
+//    vpshufb of their table.
 //  * Streams (gemv_rows_avx512): a job's rows are cut into 4 contiguous parts and a tile
 //    takes row t of each, so the weights are read as 4 sequential streams, like
 //    ref/read_bandwidth, rather than as one front of 4 adjacent short rows. Each row
@@ -31,10 +39,15 @@
 // kernel alone), q4_0 0.84 to 0.88 (before the streams and the cross-job prefetch: 0.82
 // and 0.73). In L1 the loops run at ~2.1x (q8_0) and ~1.3x (q4_0) the DRAM rate; about a
 // third of the compute time stays exposed, which is q4_0's remaining gap. Jobs of more
-// than 32 rows (longer streams) measured 0.91 for both in the kernel alone.
+// than 32 rows (longer streams) measured 0.91 for both in the kernel alone. The other
+// types, backplane_bench, 1 thread (q4_0 0.78 in the same runs): q4_1 0.84, q5_1 0.78,
+// iq4_nl 0.70, mxfp4 0.69, q5_0 0.68; 2 threads: q4_1 0.99, q5_0 0.98. The fifth bits
+// (7 more operations per 4 blocks and row) and the table lookups (2 more) add compute
+// that one thread cannot hide behind its stream; two threads can.
 
 #include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
+#include <backplane/backends/cpu/fast/quant/weights.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
@@ -126,24 +139,12 @@ BACKPLANE_UNROLL(8)
     }
 }
 
-/// Words of [64 bytes from block j's codes | block j+3's codes 8..15] that make the 4 x 16
-/// code bytes of blocks j..j+3: block j + g's codes start at word 9g (its 2-byte scale
-/// before them); block j+3's last 4 words come from the second source (indices 32..35),
-/// loaded so that no byte past block j+3 is read.
-BACKPLANE_TARGET_AVX512 inline __m512i q4_pack_index() noexcept {
-    return _mm512_setr_epi32(0x00010000, 0x00030002, 0x00050004, 0x00070006,  // words 0-7
-                             0x000a0009, 0x000c000b, 0x000e000d, 0x0010000f,  // words 9-16
-                             0x00130012, 0x00150014, 0x00170016, 0x00190018,  // words 18-25
-                             0x001c001b, 0x001e001d, 0x00210020, 0x00230022); // 27-30, 32-35
-}
-
-/// One step of gemv_q4_avx512: nq <= 4 blocks from block kb (Full: nq = 4) of R rows,
+/// One step of gemv_nib_avx512: nq <= 4 blocks from block kb (Full: nq = 4) of R rows,
 /// their scales at sc[r * 16 ...], accumulated into f[r].
-template <int R, bool Full>
-BACKPLANE_TARGET_AVX512 inline void gemv_q4_step(const std::byte* const* arow, const std::byte* bcol, i64 kb, i64 nq,
-                                                 const float* sc, const std::uintptr_t* prow, __m512* f) noexcept {
-    constexpr i64 wb = static_cast<i64>(sizeof(block_q4_0));
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
+template <elem_type T, int R, bool Full>
+BACKPLANE_TARGET_AVX512 inline void gemv_nib_step(const std::byte* const* arow, const std::byte* bcol, i64 kb, i64 nq,
+                                                  const float* sc, const std::uintptr_t* prow, __m512* f) noexcept {
+    constexpr i64 wb = format_of(T).bytes;
     const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     // b's codes of the 4 blocks, split into low halves (values 0-15) and high halves
     __m512i b01, b23;
@@ -158,78 +159,73 @@ BACKPLANE_TARGET_AVX512 inline void gemv_q4_step(const std::byte* const* arow, c
     const __m512i bhi = _mm512_shuffle_i64x2(b01, b23, 0xdd); // lanes 1, 3
 BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) {
-        const std::byte* blk = arow[r] + kb * wb + 2;
-        __m512i x;
+        const std::byte* blk = arow[r] + kb * wb;
         if constexpr (Full) {
             const std::uintptr_t pa = prow[r] + static_cast<std::uintptr_t>(kb * wb);
-            prefetch_at(pa); // a step reads 72 bytes: two lines to cover every line
-            prefetch_at(pa + 64);
-            x = _mm512_permutex2var_epi16(
-                _mm512_loadu_si512(blk), q4_pack_index(),
-                _mm512_zextsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 62))));
-        } else { // only the bytes of the nq blocks are read
-            const i64 bytes = (nq - 1) * wb + 16;
-            const __m512i a = _mm512_maskz_loadu_epi8((1ull << bytes) - 1ull, blk);
-            x = _mm512_maskz_permutexvar_epi16((1u << (8 * nq)) - 1u, q4_pack_index(), a);
+            prefetch_at(pa); // a step reads 4 blocks, at most 96 bytes: two lines per step
+            prefetch_at(pa + 64); // leave no line of the row between them unprefetched
         }
-        const __m512i lo = _mm512_and_si512(x, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+        __m512i lo, hi;
+        codes4_avx512<T, Full>(blk, nq, lo, hi);
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, blo), hi, bhi);
         const __m512 s4 = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_loadu_ps(sc + r * 16)));
         f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s4, f[r]);
     }
 }
 
-/// Group g's 16 block scales of R q4_0 rows times b's scales, into s[g & 1]; b's corr
-/// terms added to fc.
-template <int R>
-BACKPLANE_TARGET_AVX512 inline void q4_scales(const std::byte* const* arow, const std::byte* bd, const std::byte* bc,
-                                              __m512i widx, i64 nblk, i64 g, float (&s)[2][R][16], __m512* fc) noexcept {
-    constexpr i64 wb = static_cast<i64>(sizeof(block_q4_0));
+/// Group g's 16 block scales of R rows times b's scales, into s[g & 1]; b's corr terms
+/// (offset types: da * db * corr; minimum types: m * corr, corr = d_b * sum(b)) added to fc.
+template <elem_type T, int R>
+BACKPLANE_TARGET_AVX512 inline void nib_scales(const std::byte* const* arow, const std::byte* bd, const std::byte* bc,
+                                               __m512i widx, i64 nblk, i64 g, float (&s)[2][R][16],
+                                               __m512* fc) noexcept {
+    constexpr weight_format fm = format_of(T);
     constexpr i64 group = 16;
     const i64 g0 = g * group;
     const i64 nb = std::min(group, nblk - g0);
     const __mmask16 mk = nb >= group ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << nb) - 1u);
     const __m512 db = _mm512_maskz_loadu_ps(mk, bd + g0 * 4);
-    const __m512 corr = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mk, bc + g0 * 4));
+    const __m512i corr = _mm512_maskz_loadu_epi32(mk, bc + g0 * 4);
     for (int r = 0; r < R; ++r) {
-        const __m512i d16 = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mk, widx, arow[r] + g0 * wb, 1);
-        const __m512 sr = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(d16)), db); // 0 past the end
+        const __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mk, widx, arow[r] + g0 * fm.bytes, 1);
+        const __m512 sr = _mm512_mul_ps(scales16<T>(w), db); // 0 past the end
         _mm512_store_ps(s[g & 1][r], sr);
-        fc[r] = _mm512_fmadd_ps(sr, corr, fc[r]);
+        if constexpr (fm.has_min())
+            fc[r] = _mm512_fmadd_ps(mins16(w), _mm512_castsi512_ps(corr), fc[r]);
+        else
+            fc[r] = _mm512_fmadd_ps(sr, _mm512_cvtepi32_ps(corr), fc[r]);
     }
 }
 
-/// q4_0: R rows times one b column over all blocks (see gemv_q8_avx512), four blocks per
-/// 512-bit operation: a 64-byte load and an 8-byte load hold the 4 x 16 code bytes of
-/// blocks j..j+3 (their 2-byte scales in between), one word permutation packs them, an
-/// and and a shift+and split the nibbles, and two vpdpbusd against b's low and high
-/// halves of the same 4 blocks leave block j + g's sum in lanes 4g..4g+3; one FMA with
-/// the 4 scales spread to match adds them. b's corr enters once per group, in f32.
-template <int R>
-BACKPLANE_TARGET_AVX512 inline void gemv_q4_avx512(const std::byte* const* arow, const std::byte* bcol, i64 nblk,
-                                                   const std::uintptr_t* prow, float* out) noexcept {
-    constexpr i64 wb = static_cast<i64>(sizeof(block_q4_0));
+/// The 4- and 5-bit types: R rows times one b column over all blocks (see
+/// gemv_q8_avx512), four blocks per 512-bit operation: codes4_avx512 leaves the 4 x 16
+/// low-half codes of blocks j..j+3 in one vector and their high halves in another; two
+/// vpdpbusd against b's low and high halves of the same 4 blocks leave block j + g's sum
+/// in lanes 4g..4g+3; one FMA with the 4 scales spread to match adds them. b's corr
+/// enters once per group, in f32.
+template <elem_type T, int R>
+BACKPLANE_TARGET_AVX512 inline void gemv_nib_avx512(const std::byte* const* arow, const std::byte* bcol, i64 nblk,
+                                                    const std::uintptr_t* prow, float* out) noexcept {
     constexpr i64 group = 16;
     static_assert(group % 4 == 0);
     const std::byte* bd = bcol + nblk * qk;
     const std::byte* bc = bcol + nblk * (qk + 4);
     const __m512i widx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(static_cast<int>(wb)));
+                                            _mm512_set1_epi32(format_of(T).bytes));
     alignas(64) float s[2][R][group];
     __m512 f[R], fc[R]; // block sums, corr terms
 BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) f[r] = fc[r] = _mm512_setzero_ps();
 
     const i64 ngroups = (nblk + group - 1) / group;
-    q4_scales<R>(arow, bd, bc, widx, nblk, 0, s, fc);
+    nib_scales<T, R>(arow, bd, bc, widx, nblk, 0, s, fc);
     for (i64 g = 0; g < ngroups; ++g) {
-        if (g + 1 < ngroups) q4_scales<R>(arow, bd, bc, widx, nblk, g + 1, s, fc);
+        if (g + 1 < ngroups) nib_scales<T, R>(arow, bd, bc, widx, nblk, g + 1, s, fc);
         const i64 g0 = g * group;
         const i64 nb = std::min(group, nblk - g0);
         i64 j = 0;
-        for (; j + 4 <= nb; j += 4) gemv_q4_step<R, true>(arow, bcol, g0 + j, 4, &s[g & 1][0][j], prow, f);
-        if (j < nb) gemv_q4_step<R, false>(arow, bcol, g0 + j, nb - j, &s[g & 1][0][j], prow, f);
+        for (; j + 4 <= nb; j += 4) gemv_nib_step<T, R, true>(arow, bcol, g0 + j, 4, &s[g & 1][0][j], prow, f);
+        if (j < nb) gemv_nib_step<T, R, false>(arow, bcol, g0 + j, nb - j, &s[g & 1][0][j], prow, f);
     }
 BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(f[r], fc[r]));
@@ -242,7 +238,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_tile(const std::byte* const* arow, cons
     if constexpr (T == elem_type::q8_0)
         gemv_q8_avx512<R>(arow, bcol, nblk, prow, o);
     else
-        gemv_q4_avx512<R>(arow, bcol, nblk, prow, o);
+        gemv_nib_avx512<T, R>(arow, bcol, nblk, prow, o);
 }
 
 /// Rows [0, nrow) of a (lda bytes apart) times one b column into the floats at out (any

@@ -1,17 +1,24 @@
 #pragma once
-// Geometry of a quantized mul_mat: which nodes the fast path takes, the layout of the
-// work buffer, and how the node is cut into jobs for the threads.
+// Geometry of a quantized mul_mat (weights q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4:
+// blocks of 32 values, read as weights.hpp describes): which nodes the fast path takes,
+// the layout of the work buffer, and how the node is cut into jobs for the threads.
 //
 // Work buffer (64-byte aligned, shared by the node's threads):
 //
 //   [ quantized b | panel scratch of thread 0 | ... of thread nth-1 ]
 //
 // Quantized b: every column n of b (a row of the tensor, K values) becomes K/32 blocks of
-// q8_0, 40 bytes each: int8 qs[32], float d and int32 corr, where d is the f16 scale of
-// core's quantize_row_q8_0 widened to f32, and corr = -c * sum(qs) with c = 128 for q8_0
-// weights and 8 for q4_0 weights: the constant a kernel adds to an unsigned-times-signed
-// byte dot product (u8 = weight + c) to get the signed one. Two arrangements, chosen by
-// the tile width `nr` of the kernel that reads them:
+// q8_0, 40 bytes each: int8 qs[32], float d and a 4-byte corr, where d is the f16 scale
+// of core's quantize_row_q8_0 widened to f32, and corr depends on the weight type's
+// offset c (weights.hpp):
+//
+//   c > 0 (q8_0 128, q4_0 8, q5_0 16, iq4_nl 128, mxfp4 12): int32 corr = -c * sum(qs),
+//         the constant a kernel adds to an unsigned-times-signed byte dot product
+//         (u8 = weight code + c) to get the signed one;
+//   c = 0 (q4_1, q5_1: value = d * u + m): f32 corr = d * sum(qs), met with the weight
+//         block's m (ggml's q8_1 s, kept in f32).
+//
+// Two arrangements, chosen by the tile width `nr` of the kernel that reads them:
 //
 //   nr = 1 (column by column):  qs[nblk][32] | d[nblk] | corr[nblk]      per column
 //   nr = 7 (AVX-512 microkernel), tiles of w = 7 columns (the last may be narrower),
@@ -22,12 +29,13 @@
 // columns follow each other in order (matrix by matrix).
 //
 // Panel scratch: the AVX-512 kernels repack 32 weight rows, kc_blocks blocks of K at a
-// time (see avx512.hpp).
+// time (see avx512.hpp; panel_block_bytes per block).
 //
 // Jobs: (matrix of b, chunk of columns, panel of rows), as fast/jobs.hpp cuts them.
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/jobs.hpp>
+#include <backplane/backends/cpu/fast/quant/weights.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
@@ -36,16 +44,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 namespace backplane::cpu::fast::quant {
 
 using i64 = std::int64_t;
 
-inline constexpr i64 qk = 32;           ///< values per block (q8_0 and q4_0)
+inline constexpr i64 qk = 32;           ///< values per block (every weight type here)
 inline constexpr i64 rec_bytes = 40;    ///< bytes of one quantized b block record
 using jobs::panel_rows;
-inline constexpr i64 panel_block_bytes = 32 * 32 + 32 * 4; ///< packed bytes + f32 scales
+/// Bytes of one packed panel block: 32 x 32 codes, 32 f32 scales and, for the minimum
+/// types, 32 f32 minima.
+constexpr i64 panel_block_bytes(bool has_min) noexcept { return 32 * 32 + 32 * 4 + (has_min ? 32 * 4 : 0); }
 inline constexpr int nr_avx512 = 7;     ///< b tile width of the AVX-512 microkernel
 inline constexpr i64 kc_blocks = 16;    ///< K blocks per packed AVX-512 panel chunk
 inline constexpr i64 gemv_max_cols = 1; ///< up to this N, AVX-512 streams unpacked weights (mat-vec)
@@ -85,12 +94,12 @@ struct column_ref {
 
 /// Everything derived from the node's shape that the kernels need.
 struct plan {
-    elem_type wtype{};  ///< q8_0 or q4_0
+    elem_type wtype{};  ///< a weight type of weights.hpp
     i64 K = 0, nblk = 0, M = 0, N = 0, B2 = 1, B3 = 1, r2 = 1, r3 = 1;
-    std::size_t wbytes = 0;  ///< bytes of one weight block (34 or 18)
+    std::size_t wbytes = 0;  ///< bytes of one weight block
     std::size_t b_bytes = 0; ///< quantized b, rounded up to 64
     std::size_t panel_bytes = 0; ///< one thread's panel scratch, rounded up to 64
-    std::int32_t corr_c = 0; ///< 128 (q8_0) or 8 (q4_0)
+    std::int32_t corr_c = 0; ///< the weight type's offset c (0: a minimum type)
 
     [[nodiscard]] i64 matrices() const noexcept { return B2 * B3; }
     [[nodiscard]] i64 col_bytes() const noexcept { return nblk * rec_bytes; }
@@ -118,46 +127,24 @@ inline std::size_t round64(std::size_t n) noexcept { return (n + 63) / 64 * 64; 
 /// True when the fast kernels compute this node; fills *out when given.
 /// A pure function of the node (types, extents, strides).
 inline bool make_plan(const tensor& dst, plan* out) noexcept {
-    if (dst.op != op_kind::mul_mat) return false;
+    if (!jobs::mul_mat_shape_ok(dst, qk) || !is_weight_type(dst.src[0]->type)) return false;
     const tensor* a = dst.src[0];
     const tensor* b = dst.src[1];
-    if (a == nullptr || b == nullptr) return false;
-    if (a->type != elem_type::q8_0 && a->type != elem_type::q4_0) return false;
-    if (b->type != elem_type::f32 && b->type != elem_type::f16 && b->type != elem_type::bf16) return false;
-    if (dst.type != elem_type::f32 || dst.nb[0] != sizeof(float)) return false;
-    if (!a->rows_contiguous()) return false;
-    const i64 K = a->ne[0];
-    if (K <= 0 || K % qk != 0 || b->ne[0] != K) return false;
-    for (std::size_t i = 0; i < max_dims; ++i)
-        if (a->ne[i] <= 0 || b->ne[i] <= 0 || dst.ne[i] <= 0) return false;
-    if (dst.ne[0] != a->ne[1] || dst.ne[1] != b->ne[1] || dst.ne[2] != b->ne[2] || dst.ne[3] != b->ne[3])
-        return false;
-    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return false;
-
+    const weight_format f = format_of(a->type);
     plan p;
     p.wtype = a->type;
-    p.K = K;
-    p.nblk = K / qk;
+    p.K = a->ne[0];
+    p.nblk = p.K / qk;
     p.M = a->ne[1];
     p.N = b->ne[1];
     p.B2 = b->ne[2];
     p.B3 = b->ne[3];
     p.r2 = b->ne[2] / a->ne[2];
     p.r3 = b->ne[3] / a->ne[3];
-    p.wbytes = type_size(a->type);
-    p.corr_c = a->type == elem_type::q8_0 ? 128 : 8;
-
-    // sizes, refusing anything whose byte counts would overflow (the reference kernel
-    // then runs and reports whatever it reports)
-    constexpr auto lim = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 4);
-    const auto cols = static_cast<std::uint64_t>(p.N) * static_cast<std::uint64_t>(p.B2);
-    if (p.B3 != 0 && cols > lim / static_cast<std::uint64_t>(p.B3)) return false;
-    const std::uint64_t all_cols = cols * static_cast<std::uint64_t>(p.B3);
-    const auto cb = static_cast<std::uint64_t>(p.nblk) * rec_bytes;
-    if (all_cols > lim / cb) return false;
-    p.b_bytes = round64(static_cast<std::size_t>(all_cols * cb));
-    if (static_cast<std::uint64_t>(p.nblk) > lim / (panel_block_bytes * 64)) return false;
-    p.panel_bytes = round64(static_cast<std::size_t>(std::min(p.nblk, kc_blocks) * panel_block_bytes));
+    p.wbytes = static_cast<std::size_t>(f.bytes);
+    p.corr_c = f.c;
+    if (!jobs::quantized_b_bytes(*b, p.nblk, rec_bytes, p.b_bytes)) return false;
+    p.panel_bytes = round64(static_cast<std::size_t>(std::min(p.nblk, kc_blocks) * panel_block_bytes(f.has_min())));
     if (out != nullptr) *out = p;
     return true;
 }

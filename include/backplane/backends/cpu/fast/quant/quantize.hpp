@@ -6,8 +6,9 @@
 // to f16, q = round-to-nearest-even(x / d) through x * (1 / d)), so results do not depend
 // on the instruction set beyond the order of float additions, and the quantized b is
 // exactly what ggml's q8_0 would hold. Next to each block go the f16 scale widened to
-// f32 and the correction corr = -c * sum(q) that the unsigned-by-signed byte products of
-// the kernels need (c = 128 for q8_0 weights, 8 for q4_0).
+// f32 and corr (plan.hpp): -c * sum(q), which the unsigned-by-signed byte products of the
+// kernels need (c, the weight type's offset, > 0), or d * sum(q) in f32 (c = 0: the
+// weights' minimum term).
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
@@ -26,9 +27,14 @@
 namespace backplane::cpu::fast::quant {
 
 inline void put_block_extras(const column_ref& col, i64 kb, float d, std::int32_t sum, std::int32_t c) noexcept {
-    const std::int32_t corr = -c * sum;
     std::memcpy(col.d + kb * col.dstep, &d, sizeof d);
-    std::memcpy(col.corr + kb * col.dstep, &corr, sizeof corr);
+    if (c == 0) {
+        const float s = d * static_cast<float>(sum);
+        std::memcpy(col.corr + kb * col.dstep, &s, sizeof s);
+    } else {
+        const std::int32_t corr = -c * sum;
+        std::memcpy(col.corr + kb * col.dstep, &corr, sizeof corr);
+    }
 }
 
 /// Portable: core's reference quantizer, block by block.
@@ -135,9 +141,7 @@ inline void quantize_b(const compute_params& p, const plan& pl, const tensor& b,
     for (i64 r = r0; r < r1; ++r) {
         const i64 bi = r / pl.N;
         const i64 n = r % pl.N;
-        const std::byte* src = static_cast<const std::byte*>(b.data) + static_cast<std::size_t>(n) * b.nb[1] +
-                               static_cast<std::size_t>(bi % pl.B2) * b.nb[2] +
-                               static_cast<std::size_t>(bi / pl.B2) * b.nb[3];
+        const std::byte* src = jobs::b_column(b, pl, bi, n);
         const column_ref col = pl.column(qb, bi, n, nr);
         if (f32_rows && reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
             quantize_row(level, reinterpret_cast<const float*>(src), pl.nblk, col, pl.corr_c);
