@@ -73,26 +73,11 @@ BACKPLANE_TARGET_AVX2 inline __m256 finish_block(__m256i acc, const row_scales& 
     return f;
 }
 
-/// acc plus p's word pairs times the scales s: vpmaddwd + vpaddd, or (Vnni) vpdpwssd. The
-/// latter written as an instruction, for this function's target is AVX2's: it runs only
-/// inlined into tile_vnni, an AVX-512 function (EVEX encoding, any of 32 registers).
-template <bool Vnni>
-[[gnu::always_inline]] BACKPLANE_TARGET_AVX2 inline __m256i scale_add(__m256i acc, __m256i p, __m256i s) noexcept {
-    if constexpr (Vnni) {
-        __asm__("%{evex%} vpdpwssd {%2, %1, %0|%0, %1, %2}" : "+v"(acc) : "v"(p), "v"(s));
-        return acc;
-    } else {
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
-    }
-}
-
-/// R rows x C columns over nblk super-blocks; out[r * C + c]. Prefetches pf bytes ahead
-/// of row 0 (prefetch_lines). Always inlined into tile_avx2 or tile_vnni, whose target
-/// it is then compiled for (AVX-512: 32 registers, vpdpwssd).
-template <bool Vnni, elem_type T, int R, int C>
-[[gnu::always_inline]] BACKPLANE_TARGET_AVX2 inline void tile(const std::byte* const* arow,
-                                                            const std::byte* const* bcol, i64 nblk, std::size_t wb,
-                                                            std::size_t pf, float* out) noexcept {
+/// AVX2: R rows x C columns over nblk super-blocks; out[r * C + c]. Prefetches pf bytes
+/// ahead of row 0 (prefetch_lines).
+template <elem_type T, int R, int C>
+BACKPLANE_TARGET_AVX2 inline void tile_avx2(const std::byte* const* arow, const std::byte* const* bcol, i64 nblk,
+                                            std::size_t wb, std::size_t pf, float* out) noexcept {
     using D = dec<T>;
     __m256 f[R][C];
 BACKPLANE_UNROLL(8)
@@ -123,7 +108,8 @@ BACKPLANE_UNROLL(8)
                 const __m256i w = D::codes(blk[r], i);
                 const __m256i s = step_scale<D::sub>(rs[r], i);
 BACKPLANE_UNROLL(8)
-                for (int c = 0; c < C; ++c) acc[r][c] = scale_add<Vnni>(acc[r][c], _mm256_maddubs_epi16(w, bv[c]), s);
+                for (int c = 0; c < C; ++c)
+                    acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(w, bv[c]), s));
             }
         }
 BACKPLANE_UNROLL(8)
@@ -137,17 +123,53 @@ BACKPLANE_UNROLL(8)
         for (int c = 0; c < C; ++c) out[r * C + c] = hsum8(f[r][c]);
 }
 
-/// The tile at the AVX2 level.
-template <elem_type T, int R, int C>
-BACKPLANE_TARGET_AVX2 inline void tile_avx2(const std::byte* const* arow, const std::byte* const* bcol, i64 nblk,
-                                            std::size_t wb, std::size_t pf, float* out) noexcept {
-    tile<false, T, R, C>(arow, bcol, nblk, wb, pf, out);
-}
-/// The tile at the AVX-512 level (VNNI on 256-bit registers).
+/// AVX-512 (VNNI on 256-bit registers): as tile_avx2, the scales applied by vpdpwssd.
 template <elem_type T, int R, int C>
 BACKPLANE_TARGET_AVX512 inline void tile_vnni(const std::byte* const* arow, const std::byte* const* bcol, i64 nblk,
                                               std::size_t wb, std::size_t pf, float* out) noexcept {
-    tile<true, T, R, C>(arow, bcol, nblk, wb, pf, out);
+    using D = dec<T>;
+    __m256 f[R][C];
+BACKPLANE_UNROLL(8)
+    for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+        for (int c = 0; c < C; ++c) f[r][c] = _mm256_setzero_ps();
+    for (i64 kb = 0; kb < nblk; ++kb) {
+        const std::byte* blk[R];
+        row_scales rs[R];
+        prefetch_lines(reinterpret_cast<std::uintptr_t>(arow[0]) + pf + static_cast<std::size_t>(kb) * R * wb, R * wb);
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r) {
+            blk[r] = arow[r] + static_cast<std::size_t>(kb) * wb;
+            D::scales(blk[r], rs[r]);
+        }
+        __m256i acc[R][C];
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_si256();
+BACKPLANE_UNROLL(8)
+        for (int i = 0; i < 8; ++i) {
+            __m256i bv[C];
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) bv[c] = load32(bcol[c] + kb * rec_bytes + 32 * i);
+BACKPLANE_UNROLL(8)
+            for (int r = 0; r < R; ++r) {
+                const __m256i w = D::codes(blk[r], i);
+                const __m256i s = step_scale<D::sub>(rs[r], i);
+BACKPLANE_UNROLL(8)
+                for (int c = 0; c < C; ++c)
+                    acc[r][c] = _mm256_dpwssd_epi32(acc[r][c], _mm256_maddubs_epi16(w, bv[c]), s);
+            }
+        }
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) f[r][c] = finish_block<T>(acc[r][c], rs[r], bcol[c] + kb * rec_bytes, f[r][c]);
+    }
+BACKPLANE_UNROLL(8)
+    for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+        for (int c = 0; c < C; ++c) out[r * C + c] = hsum8(f[r][c]);
 }
 
 /// Rows per tile for C columns: about 8 (AVX-512: 32 registers) or 4 (AVX2) accumulators.
