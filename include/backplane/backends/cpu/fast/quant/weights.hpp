@@ -49,6 +49,10 @@ struct weight_format {
     bool e8m0 = false; ///< the scale is an E8M0 byte at offset 0 (else an f16 at offset 0)
     const std::int8_t* table = nullptr; ///< code -> value (then u = value + c)
 
+    /// Whether codes go through table: a flag, for GCC with -fsanitize=undefined does
+    /// not take a test of the pointer as a constant expression.
+    bool has_table = false;
+
     [[nodiscard]] constexpr bool has_min() const noexcept { return min >= 0; }
 };
 
@@ -59,8 +63,8 @@ constexpr weight_format format_of(elem_type t) noexcept {
     case elem_type::q4_1: return {.bytes = 20, .qs = 4, .min = 2};
     case elem_type::q5_0: return {.bytes = 22, .qs = 6, .bits = 5, .qh = 2, .c = 16};
     case elem_type::q5_1: return {.bytes = 24, .qs = 8, .bits = 5, .qh = 4, .min = 2};
-    case elem_type::iq4_nl: return {.bytes = 18, .qs = 2, .c = 128, .table = iq4nl_values};
-    case elem_type::mxfp4: return {.bytes = 17, .qs = 1, .c = 12, .e8m0 = true, .table = mxfp4_values};
+    case elem_type::iq4_nl: return {.bytes = 18, .qs = 2, .c = 128, .table = iq4nl_values, .has_table = true};
+    case elem_type::mxfp4: return {.bytes = 17, .qs = 1, .c = 12, .e8m0 = true, .table = mxfp4_values, .has_table = true};
     default: return {};
     }
 }
@@ -103,7 +107,7 @@ inline void block_codes(const weight_format& f, const std::byte* blk, std::uint8
     for (int j = 0; j < 32; ++j) {
         const auto byte = static_cast<unsigned>(blk[f.qs + j % 16]);
         const unsigned code = (j < 16 ? byte & 0x0fu : byte >> 4) | ((high >> j) & 1u) << 4;
-        u[j] = static_cast<std::uint8_t>(f.table != nullptr ? f.table[code] + f.c : static_cast<int>(code));
+        u[j] = static_cast<std::uint8_t>(f.has_table ? f.table[code] + f.c : static_cast<int>(code));
     }
 }
 
@@ -145,7 +149,7 @@ template <elem_type T> BACKPLANE_TARGET_AVX2 inline __m256i codes_avx2(const std
             u = _mm256_or_si256(u, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit),
                                                     _mm256_set1_epi8(0x10)));
         }
-        if constexpr (f.table != nullptr) u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table_u<T>()), u);
+        if constexpr (f.has_table) u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table_u<T>()), u);
         return u;
     }
 }
@@ -233,7 +237,7 @@ BACKPLANE_TARGET_AVX512 inline void codes4_avx512(const std::byte* blk, i64 nq, 
         lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(_mm512_shuffle_epi8(q, sel_lo), bit), lo, b4);
         hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(_mm512_shuffle_epi8(q, sel_hi), bit), hi, b4);
     }
-    if constexpr (f.table != nullptr) {
+    if constexpr (f.has_table) {
         const __m512i t = _mm512_broadcast_i32x4(table_u<T>());
         lo = _mm512_shuffle_epi8(t, lo);
         hi = _mm512_shuffle_epi8(t, hi);
