@@ -10,6 +10,7 @@
 // there are fewer jobs than threads, chunks are made smaller, so that a single row panel
 // (small M, large N) or a mat-vec (N = 1, many panels) both split across threads.
 
+#include <backplane/backends/cpu/isa.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 
@@ -118,6 +119,18 @@ inline bool quantized_b_bytes(const tensor& b, i64 nblk, i64 rec_bytes, std::siz
     if (all_cols > lim / cb) return false;
     out = static_cast<std::size_t>((all_cols * cb + 63) / 64 * 64);
     return true;
+}
+
+/// The instruction set a node is computed with: the requested level, never above what
+/// the CPU has, and portable where no x86 kernels are compiled.
+inline isa effective_level(isa requested) noexcept {
+#if BACKPLANE_HAS_X86_KERNELS
+    const isa hw = detected_isa();
+    return static_cast<int>(requested) < static_cast<int>(hw) ? requested : hw;
+#else
+    (void)requested;
+    return isa::portable;
+#endif
 }
 
 inline std::int32_t load_i32(const void* p) noexcept {

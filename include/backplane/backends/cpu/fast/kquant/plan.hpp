@@ -71,18 +71,6 @@ inline b_order b_order_for(elem_type t, isa level) noexcept {
     return level == isa::avx512 && (t == elem_type::q4_K || t == elem_type::q5_K) ? b_order::pairs : b_order::values;
 }
 
-/// The instruction set a node is computed with: the requested level, never above what
-/// the CPU has, and portable where no x86 kernels are compiled.
-inline isa effective_level(isa requested) noexcept {
-#if BACKPLANE_HAS_X86_KERNELS
-    const isa hw = detected_isa();
-    return static_cast<int>(requested) < static_cast<int>(hw) ? requested : hw;
-#else
-    (void)requested;
-    return isa::portable;
-#endif
-}
-
 /// Everything derived from the node's shape that the kernels need.
 struct plan {
     elem_type wtype{};
@@ -141,6 +129,7 @@ inline std::size_t work_bytes(const plan& p, int nth) noexcept {
 }
 
 using jobs::dst_at;
+using jobs::effective_level;
 using jobs::job;
 using jobs::job_at;
 using jobs::job_grid;

@@ -59,18 +59,6 @@ inline constexpr int nr_avx512 = 7;     ///< b tile width of the AVX-512 microke
 inline constexpr i64 kc_blocks = 16;    ///< K blocks per packed AVX-512 panel chunk
 inline constexpr i64 gemv_max_cols = 1; ///< up to this N, AVX-512 streams unpacked weights (mat-vec)
 
-/// The instruction set a node is computed with: the requested level, never above what
-/// the CPU has, and portable where no x86 kernels are compiled.
-inline isa effective_level(isa requested) noexcept {
-#if BACKPLANE_HAS_X86_KERNELS
-    const isa hw = detected_isa();
-    return static_cast<int>(requested) < static_cast<int>(hw) ? requested : hw;
-#else
-    (void)requested;
-    return isa::portable;
-#endif
-}
-
 /// Tile width (columns of b per tile) of the kernel a level runs for N columns: the
 /// AVX-512 microkernel's 7, or 1 for the kernels that read b column by column.
 constexpr int tile_width(isa level, i64 N) noexcept {
@@ -160,6 +148,7 @@ inline std::size_t work_bytes(const plan& p, int nth) noexcept {
 }
 
 using jobs::dst_at;
+using jobs::effective_level;
 using jobs::job;
 using jobs::job_at;
 using jobs::job_grid;
