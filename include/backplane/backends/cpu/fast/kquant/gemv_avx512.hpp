@@ -9,12 +9,15 @@
 // vpmaddubsw + 4 vpdpwssd into an int32 accumulator, then the offset term (q6_K: -32 *
 // sc[j] * bsum[j], exact), one conversion, a multiply by d and an FMA with d_b, and for
 // q4_K / q5_K one FMA subtracting dmin * m[j] * ex[j] (lanes 8-15 zero). b's records are
-// in the step order of the type (plan.hpp's b_order). In cache a row and super-block
-// costs about 8 cycles at one column, 4.5 per column at four (Zen 5).
+// in the step order of the type (plan.hpp's b_order). In cache (L2) a row and super-block
+// of q4_K costs about 15 cycles at one column (4.3 GHz Zen 5: ~41 GB/s of weights, about
+// the DRAM read rate of one core, so a mat-vec from DRAM is bound by both), q6_K about 13
+// (~63 GB/s).
 //
 // Rows are read as 4 long streams (job_zmm_t): the hardware prefetchers follow those,
 // where they lose 4 adjacent rows of a few KiB each, and each row prefetches its block
-// two rows further on in its stream.
+// one row further on in its stream (measured on Zen 5, q4_K from DRAM, one thread: 1 row
+// ahead 36-37 GB/s, 2 rows 34-35, 1/2 row 33, none 33).
 
 #include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/kquant/decode_avx512.hpp>
@@ -104,7 +107,7 @@ template <elem_type T>
 inline void job_zmm_t(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb) noexcept {
     constexpr int R = 4;
     const i64 tiles = (jb.m1 - jb.m0 + R - 1) / R;
-    const std::size_t pf = 2 * a.nb[1]; // two rows ahead in each stream
+    const std::size_t pf = a.nb[1]; // one row ahead in each stream
     float out[R * 4];
     for (i64 t = 0; t < tiles; ++t) {
         const std::byte* arow[R];

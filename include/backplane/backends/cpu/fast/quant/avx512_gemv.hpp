@@ -9,11 +9,10 @@
 //    bytes flipped to q + 128 (one xor), the other types' nibbles (plus fifth bits, or
 //    through a table: u = value + c); b's corr = -c * sum(b) undoes the offset, or for
 //    the minimum types (q4_1, q5_1) m * corr adds the minimum term, corr = d_b * sum(b).
-//  * Scales are formed 8 or 16 blocks at a time, one group ahead of their use (double
-//    buffer, so the gathers' latency stays off the critical path): a gather of the dword
-//    at each block start (the f16 scale, and minimum; mxfp4's E8M0 byte), one
-//    conversion, a multiply by b's consecutive f32 scales, into a small stack array that
-//    the block loop reads.
+//  * q8_0's scales are formed 8 or 16 blocks at a time, one group ahead of their use
+//    (double buffer, so the gathers' latency stays off the critical path): a 256-bit
+//    gather of the dword at each block start, one conversion, a multiply by b's
+//    consecutive f32 scales, into a small stack array that the block loop reads.
 //  * q8_0 uses 256-bit operations only (a 512-bit one would take the third vector port
 //    from the loop): per block and row an xor, a vpdpbusd (starting from corr in lane 0),
 //    a conversion and an FMA with the block's scale as an embedded broadcast.
@@ -26,24 +25,27 @@
 //    bits from the same loads (a second permutation, two vpshufb and two vptestmb make
 //    byte masks, two masked adds put the 16s in), iq4_nl and mxfp4 codes go through one
 //    vpshufb of their table.
+//    Their scales (and minima) come from the same two loads: one more word permutation
+//    puts block g's f16 scale in the words of lanes 4g..4g+3, where its sum lands, and
+//    its minimum in the upper half (mxfp4: a third load from the first block's E8M0 byte
+//    and one vpshufb). b's corr starts the dot product (an int32 in lane 4g), or for the
+//    minimum types meets the spread minima in one FMA. A 16-lane gather of the scales per
+//    16 blocks, which this replaced, cost about as much as the rest of the loop on Zen 5
+//    (q4_0 in L2: 32 GB/s with it, 58-60 without).
 //  * Streams (gemv_rows_avx512): a job's rows are cut into 4 contiguous parts and a tile
 //    takes row t of each, so the weights are read as 4 sequential streams, like
 //    ref/read_bandwidth, rather than as one front of 4 adjacent short rows. Each row
 //    prefetches (T0), block by block, the next row of its part, the job's last tile the
 //    parts of the job after it (the next 32 rows, which this thread computes next in the
-//    one-thread case): without that, every job would start its 4 streams cold. The
-//    hardware prefetchers alone reach only ~0.65-0.8 of the read loop here.
+//    one-thread case): without that, every job would start its 4 streams cold. Without
+//    the software prefetches (the hardware prefetchers alone) q8_0 and q4_0 read ~17-19
+//    GB/s from DRAM here.
 //
-// Measured on the 2-core AVX-512 VM (4096 x 4096, weights streamed from DRAM, 1 thread,
-// ratio to ref/read_bandwidth of the same run): q8_0 0.87 (backplane_bench) to 0.91 (the
-// kernel alone), q4_0 0.84 to 0.88 (before the streams and the cross-job prefetch: 0.82
-// and 0.73). In L1 the loops run at ~2.1x (q8_0) and ~1.3x (q4_0) the DRAM rate; about a
-// third of the compute time stays exposed, which is q4_0's remaining gap. Jobs of more
-// than 32 rows (longer streams) measured 0.91 for both in the kernel alone. The other
-// types, backplane_bench, 1 thread (q4_0 0.78 in the same runs): q4_1 0.84, q5_1 0.78,
-// iq4_nl 0.70, mxfp4 0.69, q5_0 0.68; 2 threads: q4_1 0.99, q5_0 0.98. The fifth bits
-// (7 more operations per 4 blocks and row) and the table lookups (2 more) add compute
-// that one thread cannot hide behind its stream; two threads can.
+// Measured on the 2-core AVX-512 VM (Zen 5, 4.3 GHz; 4096 x 4096, one thread, through the
+// backend): in L2, q8_0 40-45 GB/s of weights, q4_0 58-60, q5_0 47, mxfp4 44; from DRAM
+// (one stream read ~39-42 GB/s): q8_0 38, q4_0 38.5, q4_1 38.7, q5_0 37.6, q5_1 39.3,
+// iq4_nl 40.0, mxfp4 36.6 (before the scales came from the code loads: q4_0 33.7,
+// q5_0 28.9, iq4_nl 30.8, mxfp4 30.5).
 
 #include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
@@ -139,14 +141,19 @@ BACKPLANE_UNROLL(8)
     }
 }
 
-/// One step of gemv_nib_avx512: nq <= 4 blocks from block kb (Full: nq = 4) of R rows,
-/// their scales at sc[r * 16 ...], accumulated into f[r].
-template <elem_type T, int R, bool Full>
-BACKPLANE_TARGET_AVX512 inline void gemv_nib_step(const std::byte* const* arow, const std::byte* bcol, i64 kb, i64 nq,
-                                                  const float* sc, const std::uintptr_t* prow, __m512* f) noexcept {
-    constexpr i64 wb = format_of(T).bytes;
-    const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    // b's codes of the 4 blocks, split into low halves (values 0-15) and high halves
+/// b's part of one step of gemv_nib_avx512: the codes of nq <= 4 blocks from block kb
+/// (Full: nq = 4) split into low halves (codes 0-15 of each block) and high halves, their
+/// scales spread to the blocks' lanes, and their corr: for the offset types the int32
+/// -c * sum(b) in lane 4g of block g (the start of the dot product), for the minimum
+/// types d_b * sum(b) likewise in f32.
+struct nib_b {
+    __m512i lo, hi;
+    __m512 d;
+    __m512i corr;
+};
+
+template <bool Full>
+BACKPLANE_TARGET_AVX512 inline nib_b nib_b_step(const std::byte* bcol, i64 nblk, i64 kb, i64 nq) noexcept {
     __m512i b01, b23;
     if constexpr (Full) {
         b01 = _mm512_loadu_si512(bcol + kb * qk);
@@ -155,8 +162,22 @@ BACKPLANE_TARGET_AVX512 inline void gemv_nib_step(const std::byte* const* arow, 
         b01 = _mm512_maskz_loadu_epi32(static_cast<__mmask16>(nq >= 2 ? 0xffff : 0x00ff), bcol + kb * qk);
         b23 = _mm512_maskz_loadu_epi32(static_cast<__mmask16>(nq == 3 ? 0x00ff : 0), bcol + kb * qk + 64);
     }
-    const __m512i blo = _mm512_shuffle_i64x2(b01, b23, 0x88); // 128-bit lanes 0, 2 of each
-    const __m512i bhi = _mm512_shuffle_i64x2(b01, b23, 0xdd); // lanes 1, 3
+    const auto k4 = static_cast<__mmask8>(Full ? 0x0f : (1u << nq) - 1u);
+    const __m512i idx = spread4_idx();
+    const __m512 d = _mm512_castps128_ps512(_mm_maskz_loadu_ps(k4, bcol + nblk * qk + kb * 4));
+    const __m512i c = _mm512_castsi128_si512(_mm_maskz_loadu_epi32(k4, bcol + nblk * (qk + 4) + kb * 4));
+    return {_mm512_shuffle_i64x2(b01, b23, 0x88), // 128-bit lanes 0, 2 of each
+            _mm512_shuffle_i64x2(b01, b23, 0xdd), // lanes 1, 3
+            _mm512_permutexvar_ps(idx, d), _mm512_maskz_permutexvar_epi32(0x1111, idx, c)};
+}
+
+/// One step of gemv_nib_avx512: nq <= 4 blocks from block kb (Full: nq = 4) of R rows
+/// against b's part bs, accumulated into f[r].
+template <elem_type T, int R, bool Full>
+BACKPLANE_TARGET_AVX512 inline void gemv_nib_step(const std::byte* const* arow, const nib_b& bs, i64 kb, i64 nq,
+                                                  const std::uintptr_t* prow, __m512* f) noexcept {
+    constexpr weight_format fm = format_of(T);
+    constexpr i64 wb = fm.bytes;
 BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r) {
         const std::byte* blk = arow[r] + kb * wb;
@@ -165,70 +186,37 @@ BACKPLANE_UNROLL(8)
             prefetch_at(pa); // a step reads 4 blocks, at most 96 bytes: two lines per step
             prefetch_at(pa + 64); // leave no line of the row between them unprefetched
         }
-        __m512i lo, hi;
-        codes4_avx512<T, Full>(blk, nq, lo, hi);
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, blo), hi, bhi);
-        const __m512 s4 = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_loadu_ps(sc + r * 16)));
-        f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s4, f[r]);
-    }
-}
-
-/// Group g's 16 block scales of R rows times b's scales, into s[g & 1]; b's corr terms
-/// (offset types: da * db * corr; minimum types: m * corr, corr = d_b * sum(b)) added to fc.
-template <elem_type T, int R>
-BACKPLANE_TARGET_AVX512 inline void nib_scales(const std::byte* const* arow, const std::byte* bd, const std::byte* bc,
-                                               __m512i widx, i64 nblk, i64 g, float (&s)[2][R][16],
-                                               __m512* fc) noexcept {
-    constexpr weight_format fm = format_of(T);
-    constexpr i64 group = 16;
-    const i64 g0 = g * group;
-    const i64 nb = std::min(group, nblk - g0);
-    const __mmask16 mk = nb >= group ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << nb) - 1u);
-    const __m512 db = _mm512_maskz_loadu_ps(mk, bd + g0 * 4);
-    const __m512i corr = _mm512_maskz_loadu_epi32(mk, bc + g0 * 4);
-    for (int r = 0; r < R; ++r) {
-        const __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mk, widx, arow[r] + g0 * fm.bytes, 1);
-        const __m512 sr = _mm512_mul_ps(scales16<T>(w), db); // 0 past the end
-        _mm512_store_ps(s[g & 1][r], sr);
-        if constexpr (fm.has_min())
-            fc[r] = _mm512_fmadd_ps(mins16(w), _mm512_castsi512_ps(corr), fc[r]);
-        else
-            fc[r] = _mm512_fmadd_ps(sr, _mm512_cvtepi32_ps(corr), fc[r]);
+        __m512i s1, s2, lo, hi;
+        four_block_sources<T, Full>(blk, nq, s1, s2);
+        codes4_avx512<T>(s1, s2, lo, hi);
+        __m512 m;
+        const __m512 d = _mm512_mul_ps(four_block_scales<T, Full>(blk, nq, s1, s2, &m), bs.d);
+        const __m512i start = fm.has_min() ? _mm512_setzero_si512() : bs.corr;
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, lo, bs.lo), hi, bs.hi);
+        f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), d, f[r]);
+        if constexpr (fm.has_min()) f[r] = _mm512_fmadd_ps(m, _mm512_castsi512_ps(bs.corr), f[r]);
     }
 }
 
 /// The 4- and 5-bit types: R rows times one b column over all blocks (see
 /// gemv_q8_avx512), four blocks per 512-bit operation: codes4_avx512 leaves the 4 x 16
 /// low-half codes of blocks j..j+3 in one vector and their high halves in another; two
-/// vpdpbusd against b's low and high halves of the same 4 blocks leave block j + g's sum
-/// in lanes 4g..4g+3; one FMA with the 4 scales spread to match adds them. b's corr
-/// enters once per group, in f32.
+/// vpdpbusd against b's low and high halves of the same 4 blocks, started from b's
+/// integer corr, leave block j + g's sum in lanes 4g..4g+3; one FMA with the blocks'
+/// scales (times b's) spread to match adds them, one more the minimum terms. The scales
+/// come from the same two loads as the codes (four_block_scales).
 template <elem_type T, int R>
 BACKPLANE_TARGET_AVX512 inline void gemv_nib_avx512(const std::byte* const* arow, const std::byte* bcol, i64 nblk,
                                                     const std::uintptr_t* prow, float* out) noexcept {
-    constexpr i64 group = 16;
-    static_assert(group % 4 == 0);
-    const std::byte* bd = bcol + nblk * qk;
-    const std::byte* bc = bcol + nblk * (qk + 4);
-    const __m512i widx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(format_of(T).bytes));
-    alignas(64) float s[2][R][group];
-    __m512 f[R], fc[R]; // block sums, corr terms
+    __m512 f[R];
 BACKPLANE_UNROLL(8)
-    for (int r = 0; r < R; ++r) f[r] = fc[r] = _mm512_setzero_ps();
-
-    const i64 ngroups = (nblk + group - 1) / group;
-    nib_scales<T, R>(arow, bd, bc, widx, nblk, 0, s, fc);
-    for (i64 g = 0; g < ngroups; ++g) {
-        if (g + 1 < ngroups) nib_scales<T, R>(arow, bd, bc, widx, nblk, g + 1, s, fc);
-        const i64 g0 = g * group;
-        const i64 nb = std::min(group, nblk - g0);
-        i64 j = 0;
-        for (; j + 4 <= nb; j += 4) gemv_nib_step<T, R, true>(arow, bcol, g0 + j, 4, &s[g & 1][0][j], prow, f);
-        if (j < nb) gemv_nib_step<T, R, false>(arow, bcol, g0 + j, nb - j, &s[g & 1][0][j], prow, f);
-    }
+    for (int r = 0; r < R; ++r) f[r] = _mm512_setzero_ps();
+    i64 kb = 0;
+    for (; kb + 4 <= nblk; kb += 4)
+        gemv_nib_step<T, R, true>(arow, nib_b_step<true>(bcol, nblk, kb, 4), kb, 4, prow, f);
+    if (kb < nblk) gemv_nib_step<T, R, false>(arow, nib_b_step<false>(bcol, nblk, kb, nblk - kb), kb, nblk - kb, prow, f);
 BACKPLANE_UNROLL(8)
-    for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(f[r], fc[r]));
+    for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(f[r]);
 }
 
 /// R rows of type T times one b column.

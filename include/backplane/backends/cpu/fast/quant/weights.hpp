@@ -17,7 +17,8 @@
 //
 // Decoders: scalar (portable kernel), one block into a 256-bit vector (AVX2 kernel,
 // AVX-512 panel packing), four blocks into two 512-bit vectors of their low and high
-// halves (AVX-512 mat-vec), and 16 blocks' scales from 16 gathered dwords.
+// halves and their scales (and minima) spread to the lanes of their sums (AVX-512
+// mat-vec), and 16 blocks' scales from 16 gathered dwords (panel packing).
 
 #include <backplane/backends/cpu/fast/jobs.hpp>
 #include <backplane/backends/cpu/isa.hpp>
@@ -212,15 +213,13 @@ BACKPLANE_TARGET_AVX512 inline void four_block_sources(const std::byte* blk, i64
     }
 }
 
-/// Codes of nq <= 4 blocks from blk (Full: nq = 4), as lo (block g's codes 0-15 in bytes
-/// 16g..16g+15) and hi (its codes 16-31); reads no byte past the nq blocks. Lanes past
-/// nq hold codes of zeros (their b is zero).
-template <elem_type T, bool Full>
-BACKPLANE_TARGET_AVX512 inline void codes4_avx512(const std::byte* blk, i64 nq, __m512i& lo, __m512i& hi) noexcept {
+/// Codes of the blocks whose sources four_block_sources read (Full: four blocks), as lo
+/// (block g's codes 0-15 in bytes 16g..16g+15) and hi (its codes 16-31). Lanes past the
+/// blocks read hold codes of zeros (their b is zero).
+template <elem_type T>
+BACKPLANE_TARGET_AVX512 inline void codes4_avx512(__m512i s1, __m512i s2, __m512i& lo, __m512i& hi) noexcept {
     constexpr weight_format f = format_of(T);
     static_assert(f.bits != 8, "q8_0 has its own mat-vec");
-    __m512i s1, s2;
-    four_block_sources<T, Full>(blk, nq, s1, s2);
     const __m512i x = _mm512_permutex2var_epi16(s1, _mm512_loadu_si512(four_block_words<f.bytes, f.qs>.data()), s2);
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     lo = _mm512_and_si512(x, low4);
@@ -241,6 +240,61 @@ BACKPLANE_TARGET_AVX512 inline void codes4_avx512(const std::byte* blk, i64 nq, 
         const __m512i t = _mm512_broadcast_i32x4(table_u<T>());
         lo = _mm512_shuffle_epi8(t, lo);
         hi = _mm512_shuffle_epi8(t, hi);
+    }
+}
+
+/// Dword i of a register to lanes 4i .. 4i + 3 (i < 4): four blocks' values to the lanes
+/// of their dot products in the mat-vec.
+BACKPLANE_TARGET_AVX512 inline __m512i spread4_idx() noexcept {
+    return _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+}
+
+/// The f16 types: the word permutation of four_block_sources' two sources that puts
+/// block g's scale in words 4g..4g+3 and its minimum (minimum types; else the scale
+/// again) in words 16 + 4g .. 16 + 4g + 3.
+template <elem_type T> inline constexpr std::array<std::uint16_t, 32> four_block_scale_words = [] {
+    constexpr weight_format f = format_of(T);
+    constexpr int wb = f.bytes;
+    static_assert(wb % 2 == 0, "f16 fields at even offsets of both sources");
+    std::array<std::uint16_t, 32> w{};
+    for (int g = 0; g < 4; ++g)
+        for (int part = 0; part < 2; ++part) {
+            const int off = g * wb + (part == 1 && f.has_min() ? f.min : 0);
+            const bool first = off + 2 <= 64;
+            const int word = first ? off / 2 : 32 + (off - source2_at<wb>) / 2;
+            for (int i = 0; i < 4; ++i) w[static_cast<std::size_t>(16 * part + 4 * g + i)] = static_cast<std::uint16_t>(word);
+        }
+    return w;
+}();
+
+/// The scales d of the nq <= 4 blocks at blk (Full: nq = 4) whose sources are s1, s2,
+/// block g's in lanes 4g..4g+3 (zero, or for mxfp4 a tiny value, past nq); for the
+/// minimum types their minima m likewise in *m. The f16 types: one word permutation of
+/// the sources. mxfp4: its first E8M0 byte lies before them, so the blocks are loaded
+/// once more from their start; blocks 0-3 begin at bytes 0, 17, 34, 51, byte g of 128-bit
+/// lane g, which one vpshufb spreads to the lane's dwords.
+template <elem_type T, bool Full>
+BACKPLANE_TARGET_AVX512 inline __m512 four_block_scales(const std::byte* blk, i64 nq, __m512i s1, __m512i s2,
+                                                        __m512* m) noexcept {
+    constexpr weight_format f = format_of(T);
+    if constexpr (f.e8m0) {
+        static_assert(f.bytes == 17, "E8M0 bytes at 17 g = 16 g + g");
+        (void)s1;
+        (void)s2;
+        (void)m;
+        const __m512i s0 = Full ? _mm512_loadu_si512(blk) : _mm512_maskz_loadu_epi8((1ull << (nq * f.bytes)) - 1ull, blk);
+        // per dword of lane g: byte g, then three indices with the top bit set (zeros):
+        // 0xffffff00 + g = -256 + g
+        const __m512i pick = _mm512_setr_epi32(-256, -256, -256, -256, -255, -255, -255, -255, -254, -254, -254, -254,
+                                               -253, -253, -253, -253);
+        return scales16<T>(_mm512_shuffle_epi8(s0, pick));
+    } else {
+        (void)blk;
+        (void)nq;
+        const __m512i x = _mm512_permutex2var_epi16(s1, _mm512_loadu_si512(four_block_scale_words<T>.data()), s2);
+        if constexpr (f.has_min()) *m = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(x, 1));
+        else (void)m;
+        return _mm512_cvtph_ps(_mm512_castsi512_si256(x));
     }
 }
 
