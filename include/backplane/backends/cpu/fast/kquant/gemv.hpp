@@ -41,9 +41,9 @@ BACKPLANE_TARGET_AVX2 inline float hsum8(__m256 v) noexcept {
 }
 
 /// Prefetches the lines of [p, p + n) (an address as an integer: it may lie past the
-/// tensor, where a prefetch does not fault).
-BACKPLANE_TARGET_AVX2 inline void prefetch_lines(std::uintptr_t p, std::size_t n) noexcept {
-    for (std::size_t o = 0; o < n; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+/// tensor, where a prefetch does not fault), one prefetch every `stride` bytes.
+BACKPLANE_TARGET_AVX2 inline void prefetch_lines(std::uintptr_t p, std::size_t n, std::size_t stride = 64) noexcept {
+    for (std::size_t o = 0; o < n; o += stride) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
 }
 
 /// How far ahead of row 0 a tile of R adjacent rows (row_stride bytes apart) prefetches:
