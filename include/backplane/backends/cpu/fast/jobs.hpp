@@ -2,7 +2,8 @@
 // What the quantized mul_mat kernels (quant/, kquant/) share about cutting a node into
 // jobs and addressing its operands: the job grid (matrix of b, chunk of columns, panel of
 // 32 weight rows, panel fastest), where a weight row and a result element are, and
-// unaligned scalar loads and stores, and the shape checks both families make. A plan
+// unaligned scalar loads and stores, the shape checks both families make, and how a
+// column of b is read as f32 blocks for quantizing. A plan
 // (quant::plan, kquant::plan) provides M, N, B2, B3, r2, r3, matrices() and col_bytes()
 // (the bytes of one quantized column of b).
 //
@@ -11,6 +12,7 @@
 // (small M, large N) or a mat-vec (N = 1, many panels) both split across threads.
 
 #include <backplane/backends/cpu/isa.hpp>
+#include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 
@@ -63,6 +65,23 @@ template <class Plan> job job_at(const Plan& p, const job_grid& g, i64 j) noexce
     const i64 n0 = chunk * g.chunk_cols;
     const i64 m0 = panel * panel_rows;
     return {bi, n0, std::min(p.N, n0 + g.chunk_cols), m0, std::min(p.M, m0 + panel_rows)};
+}
+
+/// Calls put(kb, x, blocks) for runs of the nblk blocks of Len values of a b column (type
+/// t, element stride nb0 bytes) at src, x the values of the run's blocks from block kb as
+/// f32: one run read in place from aligned contiguous f32, else a block at a time
+/// converted into a buffer (f16, bf16, strided or misaligned rows).
+template <i64 Len, class Put>
+inline void for_each_b_block(elem_type t, const std::byte* src, std::size_t nb0, i64 nblk, Put&& put) noexcept {
+    if (t == elem_type::f32 && nb0 == sizeof(float) && reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
+        put(i64{0}, reinterpret_cast<const float*>(src), nblk);
+        return;
+    }
+    alignas(64) float tmp[Len];
+    for (i64 kb = 0; kb < nblk; ++kb) {
+        kernels::read_row_f32(t, src, nb0, kb * Len, Len, tmp);
+        put(kb, static_cast<const float*>(tmp), i64{1});
+    }
 }
 
 /// Row m of the weight matrix that meets matrix bi of b.

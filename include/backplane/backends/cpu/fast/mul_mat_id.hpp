@@ -94,23 +94,6 @@ struct inner_node {
     }
 };
 
-/// Calls put(kb, x, blocks) for runs of the nblk blocks of Len values of a b column (type
-/// t, element stride nb0 bytes) at src, x the values of the run's blocks from block kb as
-/// f32: one run read in place from aligned contiguous f32, else a block at a time
-/// converted into a buffer.
-template <i64 Len, class Put>
-inline void for_each_block(elem_type t, const std::byte* src, std::size_t nb0, i64 nblk, Put&& put) noexcept {
-    if (t == elem_type::f32 && nb0 == sizeof(float) && reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
-        put(i64{0}, reinterpret_cast<const float*>(src), nblk);
-        return;
-    }
-    alignas(64) float tmp[Len];
-    for (i64 kb = 0; kb < nblk; ++kb) {
-        kernels::read_row_f32(t, src, nb0, kb * Len, Len, tmp);
-        put(kb, static_cast<const float*>(tmp), i64{1});
-    }
-}
-
 // The families of expert types. Each provides, for the steps below:
 //  * col_bytes(K): bytes of one gathered column;
 //  * inner_bytes(as, n, nth): the inner work a chunk of up to n columns needs;
@@ -178,7 +161,7 @@ struct quant_experts {
         pl.N = n_chunk;
         pl.nblk = K / quant::qk;
         const quant::column_ref col = pl.column(chunk, 0, n, quant::tile_width(level, n_chunk));
-        for_each_block<quant::qk>(t, src, nb0, pl.nblk, [&](i64 kb, const float* x, i64 blocks) {
+        jobs::for_each_b_block<quant::qk>(t, src, nb0, pl.nblk, [&](i64 kb, const float* x, i64 blocks) {
             quant::quantize_row(level, x, blocks, col.from_block(kb), corr_c);
         });
     }
@@ -214,7 +197,7 @@ struct kquant_experts {
     void put_column(const std::byte* src, elem_type t, std::size_t nb0, i64 K, std::byte* chunk, i64 n,
                     i64 /*n_chunk*/) const noexcept {
         std::byte* col = chunk + static_cast<std::size_t>(n) * col_bytes(K);
-        for_each_block<qk_k>(t, src, nb0, K / qk_k, [&](i64 kb, const float* x, i64 blocks) {
+        jobs::for_each_b_block<qk_k>(t, src, nb0, K / qk_k, [&](i64 kb, const float* x, i64 blocks) {
             k->quantize_records(wtype, level, x, blocks, col + kb * kquant::rec_bytes);
         });
     }

@@ -118,43 +118,18 @@ inline void quantize_record(const type_traits& tt, b_order ord, const float* x, 
     put_extras(tt, q, rec);
 }
 
-/// Super-block kb of a b row (type t, element stride nb0 bytes) as f32.
-inline void read_block(elem_type t, const std::byte* src, std::size_t nb0, i64 kb, float* out) noexcept {
-    const std::byte* s = src + static_cast<std::size_t>(kb * qk) * nb0;
-    for (i64 j = 0; j < qk; ++j, s += nb0) {
-        if (t == elem_type::f32) {
-            std::memcpy(&out[j], s, sizeof(float));
-        } else if (t == elem_type::f16) {
-            f16_t h;
-            std::memcpy(&h, s, sizeof h);
-            out[j] = f16_to_f32(h);
-        } else {
-            bf16_t h;
-            std::memcpy(&h, s, sizeof h);
-            out[j] = bf16_to_f32(h);
-        }
-    }
-}
-
 /// Thread p.ith's share of b's columns quantized into qb.
 inline void quantize_b(const compute_params& p, const plan& pl, const tensor& b, std::byte* qb, isa level) noexcept {
     const auto [r0, r1] = split_work(pl.matrices() * pl.N, p);
-    const bool f32_rows = b.type == elem_type::f32 && b.nb[0] == sizeof(float);
-    alignas(64) float tmp[qk];
     for (i64 r = r0; r < r1; ++r) {
         const i64 bi = r / pl.N;
         const i64 n = r % pl.N;
-        const std::byte* src = jobs::b_column(b, pl, bi, n);
         std::byte* col = pl.column(qb, bi, n);
-        const bool direct = f32_rows && reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0;
-        for (i64 kb = 0; kb < pl.nblk; ++kb) {
-            const float* x = tmp;
-            if (direct)
-                x = reinterpret_cast<const float*>(src) + kb * qk;
-            else
-                read_block(b.type, src, b.nb[0], kb, tmp);
-            quantize_record(pl.tt, pl.order, x, col + kb * rec_bytes, level);
-        }
+        jobs::for_each_b_block<qk>(b.type, jobs::b_column(b, pl, bi, n), b.nb[0], pl.nblk,
+                                   [&](i64 kb, const float* x, i64 blocks) {
+                                       for (i64 i = 0; i < blocks; ++i)
+                                           quantize_record(pl.tt, pl.order, x + i * qk, col + (kb + i) * rec_bytes, level);
+                                   });
     }
 }
 

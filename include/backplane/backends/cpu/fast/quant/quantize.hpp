@@ -108,17 +108,6 @@ BACKPLANE_TARGET_AVX512 inline void quantize_row_avx512(const float* x, i64 nblk
     }
 }
 
-/// 32 f16 or bf16 values (adjacent) widened to f32, exactly as f16_to_f32 / bf16_to_f32.
-BACKPLANE_TARGET_AVX2 inline void widen_block_avx2(elem_type t, const std::byte* src, float* out) noexcept {
-    for (int i = 0; i < 4; ++i) {
-        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * i));
-        const __m256 v = t == elem_type::f16
-                             ? _mm256_cvtph_ps(h)
-                             : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-        _mm256_storeu_ps(out + 8 * i, v);
-    }
-}
-
 BACKPLANE_X86_KERNELS_END
 #endif // BACKPLANE_HAS_X86_KERNELS
 
@@ -136,41 +125,14 @@ inline void quantize_row(isa level, const float* x, i64 nblk, const column_ref& 
 inline void quantize_b(const compute_params& p, const plan& pl, const tensor& b, std::byte* qb, isa level) noexcept {
     const int nr = tile_width(level, pl.N);
     const auto [r0, r1] = split_work(pl.matrices() * pl.N, p);
-    const bool f32_rows = b.type == elem_type::f32 && b.nb[0] == sizeof(float);
-    alignas(64) float tmp[qk];
     for (i64 r = r0; r < r1; ++r) {
         const i64 bi = r / pl.N;
         const i64 n = r % pl.N;
-        const std::byte* src = jobs::b_column(b, pl, bi, n);
         const column_ref col = pl.column(qb, bi, n, nr);
-        if (f32_rows && reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
-            quantize_row(level, reinterpret_cast<const float*>(src), pl.nblk, col, pl.corr_c);
-            continue;
-        }
-        // other types, strided or misaligned rows: one block at a time through tmp
-        const bool half_rows = b.type != elem_type::f32 && b.nb[0] == 2;
-        for (i64 kb = 0; kb < pl.nblk; ++kb) {
-            bool widened = false;
-#if BACKPLANE_HAS_X86_KERNELS
-            if (half_rows && level != isa::portable) {
-                widen_block_avx2(b.type, src + kb * qk * 2, tmp);
-                widened = true;
-            }
-#endif
-            for (i64 j = 0; j < qk && !widened; ++j) {
-                const std::byte* e = src + static_cast<std::size_t>(kb * qk + j) * b.nb[0];
-                if (b.type == elem_type::f32) {
-                    std::memcpy(&tmp[j], e, sizeof(float));
-                } else if (b.type == elem_type::f16) {
-                    tmp[j] = f16_to_f32(load_f16(e));
-                } else {
-                    bf16_t h;
-                    std::memcpy(&h, e, sizeof h);
-                    tmp[j] = bf16_to_f32(h);
-                }
-            }
-            quantize_row(level, tmp, 1, col.from_block(kb), pl.corr_c);
-        }
+        jobs::for_each_b_block<qk>(b.type, jobs::b_column(b, pl, bi, n), b.nb[0], pl.nblk,
+                                   [&](i64 kb, const float* x, i64 blocks) {
+                                       quantize_row(level, x, blocks, col.from_block(kb), pl.corr_c);
+                                   });
     }
 }
 
