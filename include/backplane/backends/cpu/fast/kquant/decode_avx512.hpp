@@ -38,8 +38,14 @@ namespace backplane::cpu::fast::kquant {
 struct zrow_scales {
     __m512i src;  ///< what scale() spreads (see the header comment)
     __m256i scm;  ///< offset types: 32 * sc[j] per 16 values, met with b's bsum[] (subtracted)
-    __m512 mf;    ///< minimum types: dmin * m[j] in f32 in lanes 0-7 (8-15 zero), met with b's ex[]
     __m512 d;     ///< the super-block's scale in every lane
+};
+
+/// The minimum types' dmin * m[j] of a tile's rows in f32, met with b's ex[] for all rows
+/// at once: 128-bit lane r of lo holds row r's j = 0..3, of hi its j = 4..7 (lanes past
+/// the tile's rows repeat row 0).
+struct zmins {
+    __m512 lo, hi;
 };
 
 template <elem_type T> struct zdec;
@@ -75,7 +81,7 @@ BACKPLANE_TARGET_AVX512 inline __m512i lane_idx(int l) noexcept {
 /// there into [sc0..7, m0..7] per lane (decode_avx2.hpp's scale_min_bytes, in vector
 /// form), the f16 scales widened together; then each row's lane is spread.
 template <int R>
-BACKPLANE_TARGET_AVX512 inline void zscales_q4q5(const std::byte* const* blk, zrow_scales* zs) noexcept {
+BACKPLANE_TARGET_AVX512 inline void zscales_q4q5(const std::byte* const* blk, zrow_scales* zs, zmins& zm) noexcept {
     static_assert(R == 1 || R == 2 || R == 4, "rows per tile: 1, 2 or 4");
     __m512i h = lanes16(load16(blk[0])); // lanes past R repeat row 0
     if constexpr (R >= 2) h = _mm512_inserti32x4(h, load16(blk[1]), 1);
@@ -99,17 +105,15 @@ BACKPLANE_TARGET_AVX512 inline void zscales_q4q5(const std::byte* const* blk, zr
     const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi64_epi32(
         _mm512_shuffle_epi8(h, lanes16(_mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3)))));
     // minimums 0-3 and 4-7 of each lane as dwords, times dmin
-    const __m512 mlo = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_shuffle_epi8(
+    zm.lo = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_shuffle_epi8(
         v, lanes16(_mm_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1)))));
-    const __m512 mhi = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_shuffle_epi8(
+    zm.hi = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_shuffle_epi8(
         v, lanes16(_mm_setr_epi8(12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1)))));
 BACKPLANE_UNROLL(4)
     for (int r = 0; r < R; ++r) {
         const __m512i l = lane_idx(r);
         zs[r].src = _mm512_permutexvar_epi32(l, v);
         zs[r].d = _mm512_permutexvar_ps(l, d);
-        // [mlo lane r, mhi lane r, 0, 0]
-        zs[r].mf = _mm512_maskz_permutex2var_ps(0x00ff, mlo, _mm512_mask_add_epi32(l, 0x00f0, l, _mm512_set1_epi32(16)), mhi);
     }
 }
 /// Step k's sub-blocks (a, a + 2), a = 4 (k / 2) + k % 2: each scale as a word.
@@ -125,8 +129,8 @@ template <> struct zdec<elem_type::q4_K> {
         return _mm512_and_si512(k % 2 ? _mm512_srli_epi16(x, 4) : x, _mm512_set1_epi8(0x0f));
     }
     template <int R>
-    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs) noexcept {
-        zscales_q4q5<R>(blk, zs);
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs, zmins& zm) noexcept {
+        zscales_q4q5<R>(blk, zs, zm);
     }
     BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_pairs(zs, k); }
 };
@@ -145,8 +149,8 @@ template <> struct zdec<elem_type::q5_K> {
         return _mm512_ternarylogic_epi32(lo, hs, _mm512_set1_epi8(0x10), 0xf8); // lo | (hs & 0x10)
     }
     template <int R>
-    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs) noexcept {
-        zscales_q4q5<R>(blk, zs);
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs, zmins& zm) noexcept {
+        zscales_q4q5<R>(blk, zs, zm);
     }
     BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_pairs(zs, k); }
 };
@@ -167,7 +171,7 @@ template <> struct zdec<elem_type::q6_K> {
         return _mm512_ternarylogic_epi32(lo, hs, _mm512_set1_epi8(0x30), 0xf8); // lo | (hs & 0x30)
     }
     template <int R>
-    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs) noexcept {
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs, zmins&) noexcept {
 BACKPLANE_UNROLL(4)
         for (int r = 0; r < R; ++r) {
             const __m256i w = _mm256_cvtepi8_epi16(load16(blk[r] + 192));

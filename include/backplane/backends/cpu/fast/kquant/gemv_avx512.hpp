@@ -7,12 +7,14 @@
 // Per tile and super-block: the rows' scales (q4_K / q5_K: unpacked for the tile's rows
 // together, the minimums in f32), 4 decoded steps per row; per (row, column): 4
 // vpmaddubsw + 4 vpdpwssd into an int32 accumulator, then the offset term (q6_K: -32 *
-// sc[j] * bsum[j], exact), one conversion, a multiply by d and an FMA with d_b, and for
-// q4_K / q5_K one FMA subtracting dmin * m[j] * ex[j] (lanes 8-15 zero). b's records are
-// in the step order of the type (plan.hpp's b_order). In cache (L2) a row and super-block
-// of q4_K costs about 15 cycles at one column (4.3 GHz Zen 5: ~41 GB/s of weights, about
-// the DRAM read rate of one core, so a mat-vec from DRAM is bound by both), q6_K about 13
-// (~63 GB/s).
+// sc[j] * bsum[j], exact), one conversion, a multiply by d and an FMA with d_b. q4_K /
+// q5_K's minimum terms dmin * m[j] * ex[j] are summed for all the tile's rows at once
+// (zmins: row r's in 128-bit lane r; two FMAs per column and super-block, where one
+// permutation and one FMA per row cost 4-6% more in cache) and subtracted at the end.
+// b's records are in the step order of the type (plan.hpp's b_order). In cache (L2) a
+// row and super-block of q4_K costs about 14 cycles at one column (4.3 GHz Zen 5: ~42
+// GB/s of weights, about the DRAM read rate of one core, so a mat-vec from DRAM is bound
+// by both), q6_K about 14 (~63 GB/s).
 //
 // Rows are read as 4 long streams (job_zmm_t): the hardware prefetchers follow those,
 // where they lose 4 adjacent rows of a few KiB each, and each row prefetches its block
@@ -43,10 +45,15 @@ BACKPLANE_TARGET_AVX512 inline __m512 zfinish_block(__m512i acc, const zrow_scal
                                                     __m512 f) noexcept {
     if constexpr (T == elem_type::q6_K)
         acc = _mm512_sub_epi32(acc, _mm512_zextsi256_si512(_mm256_madd_epi16(zs.scm, load32(rec + rec_bsum))));
-    f = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), zs.d), _mm512_set1_ps(load_f32(rec + rec_d)), f);
-    if constexpr (T != elem_type::q6_K)
-        f = _mm512_fnmadd_ps(zs.mf, _mm512_maskz_loadu_ps(0x00ff, rec + rec_ex), f);
-    return f;
+    return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), zs.d), _mm512_set1_ps(load_f32(rec + rec_d)), f);
+}
+
+/// The minimum types: a super-block's minimum terms of all the tile's rows for one column
+/// (b's record rec), added to g (lane r of it: row r's).
+BACKPLANE_TARGET_AVX512 inline __m512 zmin_terms(const zmins& zm, const std::byte* rec, __m512 g) noexcept {
+    const auto* ex = reinterpret_cast<const float*>(rec + rec_ex);
+    g = _mm512_fmadd_ps(zm.lo, _mm512_broadcast_f32x4(_mm_loadu_ps(ex)), g);
+    return _mm512_fmadd_ps(zm.hi, _mm512_broadcast_f32x4(_mm_loadu_ps(ex + 4)), g);
 }
 
 /// Bytes between a row's software prefetches of a super-block: more than one per line
@@ -68,15 +75,19 @@ BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r)
 BACKPLANE_UNROLL(8)
         for (int c = 0; c < C; ++c) f[r][c] = _mm512_setzero_ps();
+    __m512 g[C]; // minimum terms, row r's in 128-bit lane r
+BACKPLANE_UNROLL(8)
+    for (int c = 0; c < C; ++c) g[c] = _mm512_setzero_ps();
     for (i64 kb = 0; kb < nblk; ++kb) {
         const std::byte* blk[R];
         zrow_scales zs[R];
+        zmins zm;
 BACKPLANE_UNROLL(8)
         for (int r = 0; r < R; ++r) {
             blk[r] = arow[r] + static_cast<std::size_t>(kb) * wb;
             if (pf != 0) prefetch_lines(reinterpret_cast<std::uintptr_t>(blk[r]) + pf, wb, zprefetch_stride<T>);
         }
-        D::template scales<R>(blk, zs);
+        D::template scales<R>(blk, zs, zm);
         __m512i acc[R][C];
 BACKPLANE_UNROLL(8)
         for (int r = 0; r < R; ++r)
@@ -101,11 +112,20 @@ BACKPLANE_UNROLL(8)
 BACKPLANE_UNROLL(8)
             for (int c = 0; c < C; ++c)
                 f[r][c] = zfinish_block<T>(acc[r][c], zs[r], bcol[c] + kb * rec_bytes, f[r][c]);
+        if constexpr (T != elem_type::q6_K)
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) g[c] = zmin_terms(zm, bcol[c] + kb * rec_bytes, g[c]);
     }
+    alignas(64) float gl[C][16];
+BACKPLANE_UNROLL(8)
+    for (int c = 0; c < C; ++c) _mm512_store_ps(gl[c], g[c]);
 BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r)
 BACKPLANE_UNROLL(8)
-        for (int c = 0; c < C; ++c) out[r * C + c] = _mm512_reduce_add_ps(f[r][c]);
+        for (int c = 0; c < C; ++c) {
+            const float* m = &gl[c][4 * r];
+            out[r * C + c] = _mm512_reduce_add_ps(f[r][c]) - ((m[0] + m[1]) + (m[2] + m[3]));
+        }
 }
 
 /// One job as R = 4 row streams: its rows split into 4 contiguous quarters, tile t takes
