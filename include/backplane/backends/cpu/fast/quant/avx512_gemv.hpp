@@ -13,9 +13,13 @@
 //    (double buffer, so the gathers' latency stays off the critical path): a 256-bit
 //    gather of the dword at each block start, one conversion, a multiply by b's
 //    consecutive f32 scales, into a small stack array that the block loop reads.
-//  * q8_0 uses 256-bit operations only (a 512-bit one would take the third vector port
-//    from the loop): per block and row an xor, a vpdpbusd (starting from corr in lane 0),
-//    a conversion and an FMA with the block's scale as an embedded broadcast.
+//  * q8_0 uses 256-bit operations only: per block and row an xor, a vpdpbusd (starting
+//    from corr in lane 0), a conversion and an FMA with the block's scale as an embedded
+//    broadcast. A 512-bit variant (two blocks per operation from two loads of the pair's
+//    68 bytes, codes and both scales by word permutations, no gathers) ran at 62-68 GB/s
+//    of weights in L2 against this loop's 40-42, yet read DRAM slower (34 against 37.6
+//    GB/s, one thread, Zen 5) at every prefetch distance and count tried: the gathers'
+//    demand loads 16 blocks ahead draw the stream better than software prefetches alone.
 //  * The 4- and 5-bit types need two more operations per block to split the nibbles,
 //    which would leave the 256-bit loop bound by the two ports that shift, multiply-add
 //    and convert; they work on four blocks per 512-bit operation instead (see
