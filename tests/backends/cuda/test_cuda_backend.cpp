@@ -22,8 +22,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
@@ -242,6 +245,60 @@ TEST_CASE("cuda stream: events order two streams, timing spans a compute", "[cud
     const auto span = ba->last_compute_time();
     REQUIRE(span);
     CHECK(span->end_ns >= span->start_ns);
+}
+
+TEST_CASE("cuda: quantizing copies write core's bytes for every quantized type", "[cuda][quants]") {
+    // tests/backends/cuda/test_cuda_quants.cpp checks the quantizers compiled for the host;
+    // this runs them on the device: cpy of seeded values (several scales per row, a
+    // few outliers) from f32 to each type, against core's from_float_row byte for byte
+    auto dev = open_or_skip();
+    if (!dev) return;
+    auto be = dev->make_backend({.cuda_graphs = false});
+    REQUIRE(be);
+    constexpr elem_type types[] = {elem_type::q8_0, elem_type::q4_0,   elem_type::q4_1,  elem_type::q5_0,
+                                   elem_type::q5_1, elem_type::iq4_nl, elem_type::mxfp4, elem_type::q2_K,
+                                   elem_type::q3_K, elem_type::q4_K,   elem_type::q5_K,  elem_type::q6_K};
+    constexpr std::int64_t n = 256 * 64;
+    std::mt19937 rng(0x5eed0u);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(n);
+    for (std::int64_t i = 0; i < n; ++i)
+        x[i] = normal(rng) * std::ldexp(1.0f, static_cast<int>(i / 512 % 9) - 4) * (i % 97 == 5 ? 50.0f : 1.0f);
+    for (const elem_type t : types) {
+        SECTION(std::string(to_string(t))) {
+            context ctx(context_params{.no_alloc = true});
+            tensor* src = ctx.new_tensor_1d(elem_type::f32, n);
+            tensor* dst = ctx.new_tensor_1d(t, n);
+            graph g(cpy(ctx, src, dst));
+            auto bufs = alloc_tensors(ctx, dev->buffer_type());
+            REQUIRE(bufs);
+            REQUIRE(tensor_set(*src, x.data(), 0, x.size() * sizeof(float)));
+            REQUIRE(be->compute(g));
+            REQUIRE(be->synchronize());
+            const std::size_t bytes = row_size(t, n), bb = type_size(t);
+            std::vector<unsigned char> got(bytes), want(bytes);
+            REQUIRE(tensor_get(*dst, got.data(), 0, bytes));
+            from_float_row(t, x.data(), want.data(), n);
+            std::size_t bad = 0, first = bytes;
+            for (std::size_t b = 0; b < bytes; b += bb)
+                if (std::memcmp(got.data() + b, want.data() + b, bb) != 0 && bad++ == 0) first = b;
+            if (bad != 0) {
+                const auto hex = [&](const std::vector<unsigned char>& v) {
+                    std::string h;
+                    char two[3];
+                    for (std::size_t i = first; i < first + std::min<std::size_t>(bb, 24); ++i) {
+                        std::snprintf(two, sizeof two, "%02x", v[i]);
+                        h += two;
+                    }
+                    return h;
+                };
+                const std::string g_hex = hex(got), w_hex = hex(want);
+                INFO(bad << " of " << bytes / bb << " blocks differ; block " << first / bb << " device " << g_hex
+                          << " core " << w_hex);
+                CHECK(bad == 0);
+            }
+        }
+    }
 }
 
 TEST_CASE("cuda backend: a node it cannot run is named, and nothing is queued", "[cuda]") {

@@ -64,11 +64,13 @@ template <elem_type T> __device__ __forceinline__ float ld(const char* p) {
 
 /// Value j of the quantized block at blk, as core's dequantize_row_*: q8_0 / q4_0 here
 /// (d * q), the other types by quant::value (quants.hpp).
+/// The scale d is read only for those two: mxfp4's 17-byte blocks may start at any byte.
 template <elem_type T> __device__ __forceinline__ float ld_block(const char* blk, int j) {
-    const float d = f16_bits_to_float(*reinterpret_cast<const std::uint16_t*>(blk));
     if constexpr (T == elem_type::q8_0) {
+        const float d = f16_bits_to_float(*reinterpret_cast<const std::uint16_t*>(blk));
         return __fmul_rn(d, static_cast<float>(reinterpret_cast<const std::int8_t*>(blk)[2 + j]));
     } else if constexpr (T == elem_type::q4_0) {
+        const float d = f16_bits_to_float(*reinterpret_cast<const std::uint16_t*>(blk));
         const unsigned byte = reinterpret_cast<const std::uint8_t*>(blk)[2 + (j & 15)];
         const int q = static_cast<int>(j < 16 ? (byte & 0x0fu) : (byte >> 4));
         return __fmul_rn(d, static_cast<float>(q - 8));

@@ -167,13 +167,12 @@ BACKPLANE_CUDA_HD inline float f16_at(const u8* p) {
 #endif
 }
 
-/// x rounded to f16 (to nearest even, as core's f32_to_f16) and stored at p, little-endian.
+/// x rounded to f16 by core's f32_to_f16 (to nearest even) and stored at p, little-endian.
+/// The device runs core's integer rounding too: with __float2half_rn, the byte stores of
+/// its 16-bit result wrote 0 as the low byte in the 32-value quantizers' kernels on sm_90
+/// (nvcc 13.0), where the same function inlined into the K-quants' stored both bytes.
 BACKPLANE_CUDA_HD inline void put_f16(u8* p, float x) {
-#if defined(__CUDA_ARCH__)
-    const std::uint16_t h = __half_as_ushort(__float2half_rn(x));
-#else
     const std::uint16_t h = f32_to_f16(x).bits;
-#endif
     p[0] = static_cast<u8>(h & 0xffu);
     p[1] = static_cast<u8>(h >> 8);
 }
