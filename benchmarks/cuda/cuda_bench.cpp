@@ -5,7 +5,8 @@
 //   cuda/mul_mat/<type>/cublas/4096  and through the cuBLAS path; GFLOP/s
 //   cuda/ref/cublas/<type>/4096      cuBLAS alone (cublasGemmEx on f32 or f16 operands
 //                                    already in device memory): the reference
-//   cuda/mat_vec/<type>/<n>          n x n weights by one vector, GB/s of weights read
+//   cuda/mat_vec/<type>/<n>          n x n weights (f32 ... q4_0, q4_K, q5_K, q6_K, mxfp4)
+//                                    by one vector, GB/s of weights read
 //   cuda/ref/d2d_copy/<n>            a device-to-device copy of the q8_0 weights' size,
 //                                    GB/s of bytes read and written (the memory traffic,
 //                                    as the mat-vec's figure is)
@@ -188,9 +189,14 @@ const bool registered = [] {
     RegisterBenchmark("cuda/ref/cublas/f32/4096", ref_cublas, false, 4096)->Unit(benchmark::kMillisecond)->UseRealTime();
     RegisterBenchmark("cuda/ref/cublas/f16/4096", ref_cublas, true, 4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
+    // the decode step's weight types: those of the GGUF files people run
+    const std::pair<const char*, elem_type> mat_vec_types[] = {
+        {"f32", elem_type::f32},   {"f16", elem_type::f16},   {"q8_0", elem_type::q8_0},
+        {"q4_0", elem_type::q4_0}, {"q4_K", elem_type::q4_K}, {"q5_K", elem_type::q5_K},
+        {"q6_K", elem_type::q6_K}, {"mxfp4", elem_type::mxfp4}};
     for (const std::int64_t n : {4096, 8192}) {
         const std::string ns = std::to_string(n);
-        for (auto [name, t] : types)
+        for (auto [name, t] : mat_vec_types)
             RegisterBenchmark(("cuda/mat_vec/" + std::string(name) + "/" + ns).c_str(), cuda_mul_mat, t, false, n, 1, n)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
