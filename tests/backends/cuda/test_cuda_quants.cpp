@@ -1,6 +1,7 @@
 // The CUDA kernels' dequantization and quantization (backends/cuda/kernels/quants.hpp),
 // compiled for the host, against core's (core/convert.hpp): every value of seeded random
-// blocks of every type it reads must be the same float, bit for bit, and every block it
+// blocks of every type it reads (one at a time, and 32 at a time as the mat-vec reads
+// them) must be the same float, bit for bit, and every block it
 // writes the same bytes. The kernels run the same expressions with each operation rounded
 // on its own, so this checks their arithmetic without a GPU.
 
@@ -87,13 +88,23 @@ TEST_CASE("CUDA dequantization equals core's bit for bit", "[cuda][quants]") {
                 std::array<float, blocks * max_block_size> ref{};
                 for (int b = 0; b < blocks; ++b) backplane::dequantize_block(t, row + b * bb, ref.data() + b * bv);
                 const auto* bytes = reinterpret_cast<const unsigned char*>(row);
-                for (int i = 0; i < blocks * bv; ++i) {
-                    const float got = cq::row_value(t, bytes, i);
-                    if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(ref[static_cast<std::size_t>(i)])) {
-                        if (mismatches++ < 5)
-                            UNSCOPED_INFO(to_string(t) << " value " << i << ": " << got << " != " << ref[static_cast<std::size_t>(i)]);
-                    }
-                }
+                const auto check = [&](const char* by, int i, float got) {
+                    if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(ref[static_cast<std::size_t>(i)]) &&
+                        mismatches++ < 5)
+                        UNSCOPED_INFO(to_string(t) << " value " << i << " by " << by << ": " << got
+                                                   << " != " << ref[static_cast<std::size_t>(i)]);
+                };
+                for (int i = 0; i < blocks * bv; ++i) check("row_value", i, cq::row_value(t, bytes, i));
+                for (int i0 = 0; i0 < blocks * bv; i0 += 32) // the mat-vec's reader: 32 values at a time
+                    cq::visit(
+                        t,
+                        [&](auto tag) {
+                            float x[32];
+                            cq::values32<decltype(tag)::value>(bytes + i0 / bv * bb, i0 % bv, x);
+                            for (int jj = 0; jj < 32; ++jj) check("values32", i0 + jj, x[jj]);
+                            return 0;
+                        },
+                        0);
             }
             CHECK(mismatches == 0);
         }

@@ -779,6 +779,97 @@ template <elem_type T> BACKPLANE_CUDA_HD inline float value(const u8* blk, int j
     }
 }
 
+/// Values j0 .. j0 + 31 of the block of type T at blk (j0 a multiple of 32: 0 for the
+/// 32-value types), each exactly value<T>(blk, j0 + jj); the scales of the slice and the
+/// bytes of its codes are read once, not once per value.
+template <elem_type T> BACKPLANE_CUDA_HD inline void values32(const u8* blk, int j0, float (&x)[32]) {
+    using namespace detail;
+    if constexpr (T == elem_type::q4_1 || T == elem_type::q5_0 || T == elem_type::q5_1) {
+        constexpr bool has_min = T != elem_type::q5_0, has_high = T != elem_type::q4_1;
+        constexpr int qs_at = T == elem_type::q4_1 ? 4 : T == elem_type::q5_0 ? 6 : 8;
+        const float d = f16_at(blk);
+        const float m = has_min ? f16_at(blk + 2) : 0.0f;
+        const std::uint32_t qh = has_high ? u32_at(blk + qs_at - 4) : 0u;
+        for (int jj = 0; jj < 16; ++jj) {
+            const int b = blk[qs_at + jj];
+            const int q0 = (b & 15) | static_cast<int>((qh >> jj) & 1u) << 4;
+            const int q1 = (b >> 4) | static_cast<int>((qh >> (jj + 16)) & 1u) << 4;
+            if constexpr (has_min) {
+                x[jj] = add(mul(static_cast<float>(q0), d), m);
+                x[jj + 16] = add(mul(static_cast<float>(q1), d), m);
+            } else {
+                x[jj] = mul(static_cast<float>(q0 - 16), d);
+                x[jj + 16] = mul(static_cast<float>(q1 - 16), d);
+            }
+        }
+    } else if constexpr (T == elem_type::iq4_nl || T == elem_type::mxfp4) {
+        constexpr bool nl = T == elem_type::iq4_nl;
+        const float s = nl ? f16_at(blk) : e8m0_half(blk[0]);
+        const std::uint64_t lo = nl ? iq4nl_lo : mxfp4_lo, hi = nl ? iq4nl_hi : mxfp4_hi;
+        for (int jj = 0; jj < 16; ++jj) {
+            const int b = blk[(nl ? 2 : 1) + jj];
+            x[jj] = nl ? mul(s, table(lo, hi, b & 15)) : mul(table(lo, hi, b & 15), s);
+            x[jj + 16] = nl ? mul(s, table(lo, hi, b >> 4)) : mul(table(lo, hi, b >> 4), s);
+        }
+    } else if constexpr (T == elem_type::q2_K) {
+        const int shift = 2 * ((j0 % 128) / 32);
+        const u8* qs = blk + 16 + 32 * (j0 / 128);
+        for (int half = 0; half < 2; ++half) {
+            const int s = blk[j0 / 16 + half];
+            const float dl = mul(f16_at(blk + 80), static_cast<float>(s & 15));
+            const float ml = mul(f16_at(blk + 82), static_cast<float>(s >> 4));
+            for (int jj = 16 * half; jj < 16 * half + 16; ++jj)
+                x[jj] = sub(mul(dl, static_cast<float>((qs[jj] >> shift) & 3)), ml);
+        }
+    } else if constexpr (T == elem_type::q3_K) {
+        const u8* sc = blk + 96;
+        const int shift = 2 * ((j0 % 128) / 32), hbit = j0 / 32;
+        const u8* qs = blk + 32 + 32 * (j0 / 128);
+        for (int half = 0; half < 2; ++half) {
+            const int sj = j0 / 16 + half;
+            const int lo = sj < 8 ? sc[sj] & 15 : sc[sj - 8] >> 4;
+            const int s = (lo | (((sc[8 + sj % 4] >> (2 * (sj / 4))) & 3) << 4)) - 32;
+            const float dl = mul(f16_at(blk + 108), static_cast<float>(s));
+            for (int jj = 16 * half; jj < 16 * half + 16; ++jj) {
+                const int high = (blk[jj] >> hbit) & 1;
+                x[jj] = mul(dl, static_cast<float>(((qs[jj] >> shift) & 3) - (high ? 0 : 4)));
+            }
+        }
+    } else if constexpr (T == elem_type::q4_K || T == elem_type::q5_K) {
+        const int sj = j0 / 32;
+        int s, m;
+        scale_min(sj, blk + 4, s, m);
+        const float dl = mul(f16_at(blk), static_cast<float>(s));
+        const float ml = mul(f16_at(blk + 2), static_cast<float>(m));
+        constexpr int qs_at = T == elem_type::q4_K ? 16 : 48;
+        const u8* qs = blk + qs_at + 32 * (sj / 2);
+        const int shift = sj % 2 ? 4 : 0;
+        for (int jj = 0; jj < 32; ++jj) {
+            int v = (qs[jj] >> shift) & 15;
+            if constexpr (T == elem_type::q5_K) v += 16 * ((blk[16 + jj] >> sj) & 1);
+            x[jj] = sub(mul(dl, static_cast<float>(v)), ml);
+        }
+    } else if constexpr (T == elem_type::q6_K) {
+        const int h = j0 / 128, part = (j0 % 128) / 32;
+        const u8* ql = blk + 64 * h + 32 * (part % 2);
+        const u8* qh = blk + 128 + 32 * h;
+        const float d = f16_at(blk + 208);
+        for (int half = 0; half < 2; ++half) {
+            const float dl = mul(d, static_cast<float>(static_cast<std::int8_t>(blk[192 + j0 / 16 + half])));
+            for (int jj = 16 * half; jj < 16 * half + 16; ++jj) {
+                const int lo = part < 2 ? ql[jj] & 15 : ql[jj] >> 4;
+                const int q = (lo | (((qh[jj] >> (2 * part)) & 3) << 4)) - 32;
+                x[jj] = mul(dl, static_cast<float>(q));
+            }
+        }
+    } else if constexpr (T == elem_type::q8_K) {
+        const float d = from_bits(u32_at(blk));
+        for (int jj = 0; jj < 32; ++jj) x[jj] = mul(d, static_cast<float>(static_cast<std::int8_t>(blk[4 + j0 + jj])));
+    } else {
+        static_assert(T == elem_type::q4_1, "quant::values32 reads the quantized types but q8_0 and q4_0");
+    }
+}
+
 /// value<T> chosen at run time (extended(t)); 0 for any other type.
 BACKPLANE_CUDA_HD inline float value(elem_type t, const u8* blk, int j) {
     switch (t) {

@@ -9,7 +9,8 @@
 //
 // qgemv: the same for the quantized types of quants.hpp (all but q8_0 / q4_0): one warp
 // per row, each lane dequantizing 32 values at a time (a block, or a 32-value slice of a
-// K-quant super-block) as core does, then multiplying them with b's f32 columns.
+// K-quant super-block; quant::values32 reads its scales once) as core does, then
+// multiplying them with b's f32 columns (in 16-byte loads where they are aligned).
 //
 // generic: one warp per output value, loads through tview (any type, any strides); the
 // fallback for layouts no fast kernel takes (it needs no scratch).
@@ -146,17 +147,25 @@ __global__ void __launch_bounds__(128) qgemv_kernel(const gemv_args p) {
 #pragma unroll
         for (int j = 0; j < NC; ++j) acc[j] = 0.0f;
         for (i64 c = lane; c < slices; c += 32) {
-            const unsigned char* blk = row + (c * 32 / bv) * p.a_nb0;
-            const int j0 = static_cast<int>((c * 32) % bv);
             float x[32];
-#pragma unroll
-            for (int jj = 0; jj < 32; ++jj) x[jj] = quant::value<T>(blk, j0 + jj);
+            quant::values32<T>(row + (c * 32 / bv) * p.a_nb0, static_cast<int>((c * 32) % bv), x);
 #pragma unroll
             for (int j = 0; j < NC; ++j) {
                 if (j < p.out.ncols) {
                     const float* bc = bz + j * p.ldb + c * 32;
+                    if (p.b_vec) { // 128-byte aligned: eight 16-byte loads
 #pragma unroll
-                    for (int jj = 0; jj < 32; ++jj) acc[j] = fmaf(x[jj], __ldg(bc + jj), acc[j]);
+                        for (int h = 0; h < 8; ++h) {
+                            const float4 y = __ldg(reinterpret_cast<const float4*>(bc) + h);
+                            acc[j] = fmaf(x[4 * h], y.x, acc[j]);
+                            acc[j] = fmaf(x[4 * h + 1], y.y, acc[j]);
+                            acc[j] = fmaf(x[4 * h + 2], y.z, acc[j]);
+                            acc[j] = fmaf(x[4 * h + 3], y.w, acc[j]);
+                        }
+                    } else {
+#pragma unroll
+                        for (int jj = 0; jj < 32; ++jj) acc[j] = fmaf(x[jj], __ldg(bc + jj), acc[j]);
+                    }
                 }
             }
         }
