@@ -97,8 +97,7 @@ __device__ __forceinline__ void dequant32(const unsigned char* blk, int j0, floa
             }
         }
     } else {
-#pragma unroll
-        for (int j = 0; j < 32; ++j) v[j] = quant::value<T>(blk, j0 + j);
+        quant::values32<T>(blk, j0, v);
     }
 }
 
