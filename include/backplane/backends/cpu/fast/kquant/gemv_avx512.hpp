@@ -116,6 +116,13 @@ BACKPLANE_UNROLL(8)
 BACKPLANE_UNROLL(8)
             for (int c = 0; c < C; ++c) g[c] = zmin_terms(zm, bcol[c] + kb * rec_bytes, g[c]);
     }
+    if constexpr (T == elem_type::q6_K) { // no minimum terms
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) out[r * C + c] = _mm512_reduce_add_ps(f[r][c]);
+        return;
+    }
     alignas(64) float gl[C][16];
 BACKPLANE_UNROLL(8)
     for (int c = 0; c < C; ++c) _mm512_store_ps(gl[c], g[c]);
