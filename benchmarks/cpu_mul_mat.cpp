@@ -57,8 +57,8 @@ void mul_mat_bench(benchmark::State& state, elem_type weights) {
 
 [[maybe_unused]] const bool registered_mul_mat = [] {
     for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_0, elem_type::q4_1,
-                        elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl, elem_type::mxfp4, elem_type::q4_K,
-                        elem_type::q6_K}) {
+                        elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl, elem_type::mxfp4, elem_type::q2_K,
+                        elem_type::q3_K, elem_type::q4_K, elem_type::q6_K}) {
         const std::string name =
             "cpu/mul_mat/" + std::string(to_string(t)) + "/" + std::to_string(square_dim);
         per_thread_count(benchmark::RegisterBenchmark(name.c_str(), mul_mat_bench, t))

@@ -85,7 +85,7 @@ inline void run_jobs(const compute_params& p, const plan& pl, const tensor& a, t
             continue;
         }
         if (level == isa::avx2) {
-            job_gemv<false>(pl, a, dst, qb, jb);
+            job_gemv(pl, a, dst, qb, jb);
             continue;
         }
 #endif

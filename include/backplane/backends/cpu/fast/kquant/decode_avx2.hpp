@@ -104,7 +104,8 @@ template <> struct dec<elem_type::q3_K> {
         const __m256i hs = i <= 2 ? _mm256_slli_epi16(h, 2 - i) : _mm256_srli_epi16(h, i - 2);
         return _mm256_or_si256(low2, _mm256_and_si256(hs, _mm256_set1_epi8(4)));
     }
-    BACKPLANE_TARGET_AVX2 static void scales(const std::byte* blk, row_scales& rs) noexcept {
+    /// The 16 signed 6-bit scales (sc - 32) as bytes.
+    BACKPLANE_TARGET_AVX2 static __m128i scale_bytes(const std::byte* blk) noexcept {
         std::uint64_t s0;
         std::uint32_t s1;
         std::memcpy(&s0, blk + 96, 8);
@@ -117,9 +118,10 @@ template <> struct dec<elem_type::q3_K> {
         const std::uint64_t hi_hi = ((s1 >> 4) & m2) | static_cast<std::uint64_t>((s1 >> 6) & m2) << 32;
         const std::uint64_t lo = (s0 & m4) | (hi_lo << 4);
         const std::uint64_t hi = ((s0 >> 4) & m4) | (hi_hi << 4);
-        const __m128i v = _mm_sub_epi8(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)),
-                                       _mm_set1_epi8(32));
-        const __m256i w = _mm256_cvtepi8_epi16(v);
+        return _mm_sub_epi8(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)), _mm_set1_epi8(32));
+    }
+    BACKPLANE_TARGET_AVX2 static void scales(const std::byte* blk, row_scales& rs) noexcept {
+        const __m256i w = _mm256_cvtepi8_epi16(scale_bytes(blk));
         dup_words(w, rs);
         rs.scm = _mm256_mullo_epi16(w, _mm256_set1_epi16(-offset));
         rs.d = f16_at(blk + 108);

@@ -10,12 +10,14 @@
 //   q4_K, q5_K: step k = sub-blocks (a, a + 2), a = 4 (k / 2) + k % 2: the low (k even)
 //               or high nibbles of 64 bytes of qs; b's records swap the middle 32-byte
 //               quarters of each 128 values (b_order::pairs);
-//   q6_K:       step k = values 64k .. 64k + 63 (sub-blocks 4k .. 4k + 3, one per 128-bit
-//               lane), value order.
+//   q2_K, q3_K, q6_K: step k = values 64k .. 64k + 63 (sub-blocks 4k .. 4k + 3 of 16
+//               values, one per 128-bit lane), value order.
 //
 // Scales come from one register per row and super-block: q4_K / q5_K the 16 bytes
-// [sc0..7, m0..7] in every 128-bit lane, spread to words by vpshufb; q6_K the 16 signed
-// scales as words, spread by vpermw. Bit fields move with 16-bit shifts whose bits leaking
+// [sc0..7, m0..7] in every 128-bit lane, spread to words by vpshufb; q2_K, q3_K and q6_K
+// the 16 scales as words, spread by vpermw (zscale_lanes). q2_K's minimums dmin * m[j]
+// are 16 floats per row (zrow_scales::mf), met with b's ex[] where the row's super-block
+// ends. Bit fields move with 16-bit shifts whose bits leaking
 // across byte boundaries land outside the mask that follows (noted per case).
 
 #include <backplane/core/detail/unroll.hpp>
@@ -37,7 +39,8 @@ namespace backplane::cpu::fast::kquant {
 /// A row's super-block scales in the forms the 512-bit tiles use.
 struct zrow_scales {
     __m512i src;  ///< what scale() spreads (see the header comment)
-    __m256i scm;  ///< offset types: 32 * sc[j] per 16 values, met with b's bsum[] (subtracted)
+    __m256i scm;  ///< offset types: c * sc[j] per 16 values, met with b's bsum[] (subtracted)
+    __m512 mf;    ///< q2_K: dmin * m[j] per 16 values, met with b's ex[] (subtracted)
     __m512 d;     ///< the super-block's scale in every lane
 };
 
@@ -155,6 +158,68 @@ template <> struct zdec<elem_type::q5_K> {
     BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_pairs(zs, k); }
 };
 
+/// The 16-value types: step k's sub-blocks 4k .. 4k + 3 (one per 128-bit lane), each
+/// scale (a word of zs.src) in every word of its lane.
+BACKPLANE_TARGET_AVX512 inline __m512i zscale_lanes(const zrow_scales& zs, int k) noexcept {
+    const short j = static_cast<short>(4 * k);
+    const __m512i idx = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_setr_m128i(_mm_set1_epi16(j), _mm_set1_epi16(static_cast<short>(j + 1)))),
+        _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(j + 2)), _mm_set1_epi16(static_cast<short>(j + 3))), 1);
+    return _mm512_permutexvar_epi16(idx, zs.src);
+}
+
+/// 2-bit codes of values 64k .. 64k + 63 from the 64 bytes of q2_K / q3_K's qs at qs:
+/// code j is bits 2 ((j % 128) / 32) of byte 32 (j / 128) + j % 32 (the 16-bit shifts
+/// leak into bits >= 2 of a byte, masked).
+BACKPLANE_TARGET_AVX512 inline __m512i zcodes_2bit(const std::byte* qs, int k) noexcept {
+    const __m512i x = load32x2(qs + 32 * (k / 2));
+    const auto sh = static_cast<short>(4 * (k % 2));
+    return _mm512_and_si512(_mm512_srlv_epi16(x, halves16(sh, static_cast<short>(sh + 2))), _mm512_set1_epi8(3));
+}
+
+// q2_K: scales[16] @0 (scale low nibble, minimum high), qs[64] @16, d @80, dmin @82.
+template <> struct zdec<elem_type::q2_K> {
+    BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept { return zcodes_2bit(blk + 16, k); }
+    template <int R>
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs, zmins&) noexcept {
+BACKPLANE_UNROLL(4)
+        for (int r = 0; r < R; ++r) {
+            const __m128i v = load16(blk[r]);
+            const __m128i low4 = _mm_set1_epi8(0x0f);
+            zs[r].src = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(v, low4)));
+            const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), low4)));
+            zs[r].mf = _mm512_mul_ps(m, _mm512_set1_ps(f16_at(blk[r] + 82)));
+            zs[r].d = _mm512_set1_ps(f16_at(blk[r] + 80));
+        }
+    }
+    BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_lanes(zs, k); }
+};
+
+// q3_K: hmask[32] @0, qs[64] @32, scales[12] @96, d @108; codes offset by 4.
+template <> struct zdec<elem_type::q3_K> {
+    static constexpr int offset = 4;
+    BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept {
+        // the third bit: bit 2k (low 256 bits) or 2k + 1 (high) of hmask[j % 32] to bit 2;
+        // left by 2 or 1 for k = 0 (leaking into bits < 2), right by 2k - 2 and 2k - 1
+        // otherwise (leaking into bits >= 8 - 5 = 3)
+        const __m512i h = load32x2(blk);
+        const __m512i hs = k == 0 ? _mm512_sllv_epi16(h, halves16(2, 1))
+                                  : _mm512_srlv_epi16(h, halves16(static_cast<short>(2 * k - 2), static_cast<short>(2 * k - 1)));
+        return _mm512_ternarylogic_epi32(zcodes_2bit(blk + 32, k), hs, _mm512_set1_epi8(0x04), 0xf8); // lo | (hs & 4)
+    }
+    template <int R>
+    BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs, zmins&) noexcept {
+BACKPLANE_UNROLL(4)
+        for (int r = 0; r < R; ++r) {
+            const __m256i w = _mm256_cvtepi8_epi16(dec<elem_type::q3_K>::scale_bytes(blk[r]));
+            zs[r].src = _mm512_castsi256_si512(w);
+            zs[r].scm = _mm256_slli_epi16(w, 2); // 4 * sc (subtracted)
+            zs[r].d = _mm512_set1_ps(f16_at(blk[r] + 108));
+        }
+    }
+    BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_lanes(zs, k); }
+};
+
 // q6_K: ql[128] @0, qh[64] @128, scales[16] @192, d @208 (layout in decode_avx2.hpp).
 // Step k = (h, nibble) = (k / 2, k % 2): low 4 bits from the nibble of ql[64h .. 64h + 63],
 // high 2 bits from qh[32h .. 32h + 31] at bits 2p, p = 2 (k % 2) + (upper 256 bits).
@@ -180,19 +245,14 @@ BACKPLANE_UNROLL(4)
             zs[r].d = _mm512_set1_ps(f16_at(blk[r] + 208));
         }
     }
-    /// Sub-blocks 4k .. 4k + 3, one per 128-bit lane.
-    BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept {
-        const short j = static_cast<short>(4 * k);
-        const __m512i idx = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_setr_m128i(_mm_set1_epi16(j), _mm_set1_epi16(static_cast<short>(j + 1)))),
-            _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(j + 2)), _mm_set1_epi16(static_cast<short>(j + 3))), 1);
-        return _mm512_permutexvar_epi16(idx, zs.src);
-    }
+    BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_lanes(zs, k); }
 };
 
-/// The types with 512-bit tiles.
-template <elem_type T>
-constexpr bool has_zdec = T == elem_type::q4_K || T == elem_type::q5_K || T == elem_type::q6_K;
+/// The types with 512-bit tiles: every K-quant type.
+template <elem_type T> constexpr bool has_zdec = is_kquant(T);
+
+/// The types whose minimum terms the tiles sum for all rows at once (zmins).
+template <elem_type T> constexpr bool has_zmins = T == elem_type::q4_K || T == elem_type::q5_K;
 
 } // namespace backplane::cpu::fast::kquant
 

@@ -1,13 +1,13 @@
 #pragma once
-// Step 2, register tiles (mat-vec and few columns; every N at the AVX2 level): R weight
+// Step 2, AVX2 register tiles (mat-vec and few columns; every N at this level): R weight
 // rows x C columns of b over all super-blocks, the vector lanes along K. Each weight
 // super-block is decoded in registers once (decode_avx2.hpp) and used for the tile's C
 // columns; each b record is loaded once for the R rows.
 //
 // Per 32 values of a row and column: vpmaddubsw (unsigned codes x b's signed q8_K codes,
 // pairs summed to 16 bits: at most 2 * 63 * 127, no saturation), then the sub-block
-// scales per word pair: vpdpwssd at the AVX-512 level (VNNI), vpmaddwd + vpaddd at AVX2,
-// into an int32 accumulator for the super-block. Per super-block: the offset term (q3_K,
+// scales per word pair (vpmaddwd + vpaddd) into an int32 accumulator for the super-block
+// (the AVX-512 level has its own 512-bit tiles, gemv_avx512.hpp). Per super-block: the offset term (q3_K,
 // q6_K: -c * sc[j] * bsum[j], one more word multiply-add, still exact), one conversion and
 // an FMA with d * d_b; the minimum types subtract dmin * m[j] * (d_b * bsum[j]) with one
 // or two f32 FMAs against b's ex[].
@@ -123,64 +123,15 @@ BACKPLANE_UNROLL(8)
         for (int c = 0; c < C; ++c) out[r * C + c] = hsum8(f[r][c]);
 }
 
-/// AVX-512 (VNNI on 256-bit registers): as tile_avx2, the scales applied by vpdpwssd.
-template <elem_type T, int R, int C>
-BACKPLANE_TARGET_AVX512 inline void tile_vnni(const std::byte* const* arow, const std::byte* const* bcol, i64 nblk,
-                                              std::size_t wb, std::size_t pf, float* out) noexcept {
-    using D = dec<T>;
-    __m256 f[R][C];
-BACKPLANE_UNROLL(8)
-    for (int r = 0; r < R; ++r)
-BACKPLANE_UNROLL(8)
-        for (int c = 0; c < C; ++c) f[r][c] = _mm256_setzero_ps();
-    for (i64 kb = 0; kb < nblk; ++kb) {
-        const std::byte* blk[R];
-        row_scales rs[R];
-        prefetch_lines(reinterpret_cast<std::uintptr_t>(arow[0]) + pf + static_cast<std::size_t>(kb) * R * wb, R * wb);
-BACKPLANE_UNROLL(8)
-        for (int r = 0; r < R; ++r) {
-            blk[r] = arow[r] + static_cast<std::size_t>(kb) * wb;
-            D::scales(blk[r], rs[r]);
-        }
-        __m256i acc[R][C];
-BACKPLANE_UNROLL(8)
-        for (int r = 0; r < R; ++r)
-BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_si256();
-BACKPLANE_UNROLL(8)
-        for (int i = 0; i < 8; ++i) {
-            __m256i bv[C];
-BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c) bv[c] = load32(bcol[c] + kb * rec_bytes + 32 * i);
-BACKPLANE_UNROLL(8)
-            for (int r = 0; r < R; ++r) {
-                const __m256i w = D::codes(blk[r], i);
-                const __m256i s = step_scale<D::sub>(rs[r], i);
-BACKPLANE_UNROLL(8)
-                for (int c = 0; c < C; ++c)
-                    acc[r][c] = _mm256_dpwssd_epi32(acc[r][c], _mm256_maddubs_epi16(w, bv[c]), s);
-            }
-        }
-BACKPLANE_UNROLL(8)
-        for (int r = 0; r < R; ++r)
-BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c) f[r][c] = finish_block<T>(acc[r][c], rs[r], bcol[c] + kb * rec_bytes, f[r][c]);
-    }
-BACKPLANE_UNROLL(8)
-    for (int r = 0; r < R; ++r)
-BACKPLANE_UNROLL(8)
-        for (int c = 0; c < C; ++c) out[r * C + c] = hsum8(f[r][c]);
-}
-
-/// Rows per tile for C columns: about 8 (AVX-512: 32 registers) or 4 (AVX2) accumulators.
-template <bool Vnni> constexpr int tile_rows(int C) noexcept { return std::max(1, (Vnni ? 4 : 4) / C); }
+/// Rows per tile for C columns: about 4 accumulators.
+constexpr int tile_rows(int C) noexcept { return std::max(1, 4 / C); }
 
 /// Rows [m0, m1) x columns [n0, n0 + C) of a job, tiles of R adjacent rows (the last one
 /// repeats its last row; only real rows are stored).
-template <bool Vnni, elem_type T, int C>
+template <elem_type T, int C>
 inline void rows_gemv(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb,
                       i64 n0) noexcept {
-    constexpr int R = tile_rows<Vnni>(C);
+    constexpr int R = tile_rows(C);
     const std::byte* bcol[C];
 BACKPLANE_UNROLL(8)
     for (int c = 0; c < C; ++c) bcol[c] = pl.column(qb, jb.bi, std::min(n0 + c, jb.n1 - 1));
@@ -192,10 +143,7 @@ BACKPLANE_UNROLL(8)
         const std::byte* arow[R];
 BACKPLANE_UNROLL(8)
         for (int r = 0; r < R; ++r) arow[r] = weight_row(a, pl, jb.bi, m + std::min(r, nrow - 1));
-        if constexpr (Vnni)
-            tile_vnni<T, R, C>(arow, bcol, pl.nblk, pl.wbytes, pf, out);
-        else
-            tile_avx2<T, R, C>(arow, bcol, pl.nblk, pl.wbytes, pf, out);
+        tile_avx2<T, R, C>(arow, bcol, pl.nblk, pl.wbytes, pf, out);
         for (int r = 0; r < nrow; ++r)
             for (int c = 0; c < nc; ++c) store_f32(dst_at(dst, pl, jb.bi, m + r, n0 + c), out[r * C + c]);
     }
@@ -203,7 +151,7 @@ BACKPLANE_UNROLL(8)
 
 /// One job (or a run of consecutive jobs) with the register tiles: columns in groups of
 /// up to 4 (a narrower last group runs the narrower tile).
-template <bool Vnni, elem_type T>
+template <elem_type T>
 inline void job_gemv_t(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& whole) noexcept {
     // a panel of rows at a time, so that the column groups after the first find its
     // weights in cache (run_jobs hands over runs of panels as one job)
@@ -214,27 +162,26 @@ inline void job_gemv_t(const plan& pl, const tensor& a, tensor& dst, const std::
         for (i64 n = jb.n0; n < jb.n1;) {
             const i64 left = jb.n1 - n;
             if (left >= 4) {
-                rows_gemv<Vnni, T, 4>(pl, a, dst, qb, jb, n);
+                rows_gemv<T, 4>(pl, a, dst, qb, jb, n);
                 n += 4;
             } else if (left >= 2) {
-                rows_gemv<Vnni, T, 2>(pl, a, dst, qb, jb, n);
+                rows_gemv<T, 2>(pl, a, dst, qb, jb, n);
                 n += 2;
             } else {
-                rows_gemv<Vnni, T, 1>(pl, a, dst, qb, jb, n);
+                rows_gemv<T, 1>(pl, a, dst, qb, jb, n);
                 n += 1;
             }
         }
     }
 }
 
-template <bool Vnni>
 inline void job_gemv(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb) noexcept {
     switch (pl.wtype) {
-    case elem_type::q2_K: return job_gemv_t<Vnni, elem_type::q2_K>(pl, a, dst, qb, jb);
-    case elem_type::q3_K: return job_gemv_t<Vnni, elem_type::q3_K>(pl, a, dst, qb, jb);
-    case elem_type::q4_K: return job_gemv_t<Vnni, elem_type::q4_K>(pl, a, dst, qb, jb);
-    case elem_type::q5_K: return job_gemv_t<Vnni, elem_type::q5_K>(pl, a, dst, qb, jb);
-    default: return job_gemv_t<Vnni, elem_type::q6_K>(pl, a, dst, qb, jb);
+    case elem_type::q2_K: return job_gemv_t<elem_type::q2_K>(pl, a, dst, qb, jb);
+    case elem_type::q3_K: return job_gemv_t<elem_type::q3_K>(pl, a, dst, qb, jb);
+    case elem_type::q4_K: return job_gemv_t<elem_type::q4_K>(pl, a, dst, qb, jb);
+    case elem_type::q5_K: return job_gemv_t<elem_type::q5_K>(pl, a, dst, qb, jb);
+    default: return job_gemv_t<elem_type::q6_K>(pl, a, dst, qb, jb);
     }
 }
 

@@ -1,16 +1,17 @@
 #pragma once
-// Step 2, AVX-512 register tiles for q4_K, q5_K and q6_K (mat-vec and few columns): as
+// Step 2, AVX-512 register tiles for every K-quant type (mat-vec and few columns): as
 // gemv.hpp's, but each weight super-block decoded 64 codes per 512-bit register
 // (decode_avx512.hpp), so that a super-block costs 4 steps of vpmaddubsw + vpdpwssd per
 // column instead of 8, and its scales take one vpshufb or vpermw per step.
 //
 // Per tile and super-block: the rows' scales (q4_K / q5_K: unpacked for the tile's rows
 // together, the minimums in f32), 4 decoded steps per row; per (row, column): 4
-// vpmaddubsw + 4 vpdpwssd into an int32 accumulator, then the offset term (q6_K: -32 *
-// sc[j] * bsum[j], exact), one conversion, a multiply by d and an FMA with d_b. q4_K /
-// q5_K's minimum terms dmin * m[j] * ex[j] are summed for all the tile's rows at once
-// (zmins: row r's in 128-bit lane r; two FMAs per column and super-block, where one
-// permutation and one FMA per row cost 4-6% more in cache) and subtracted at the end.
+// vpmaddubsw + 4 vpdpwssd into an int32 accumulator, then the offset term (q3_K, q6_K:
+// -c * sc[j] * bsum[j], exact), one conversion, a multiply by d and an FMA with d_b, and
+// for q2_K one FMA of its 16 minimum terms dmin * m[j] * ex[j]. q4_K / q5_K's minimum
+// terms are summed for all the tile's rows at once (zmins: row r's in 128-bit lane r;
+// two FMAs per column and super-block, where one permutation and one FMA per row cost
+// 4-6% more in cache) and subtracted at the end.
 // b's records are in the step order of the type (plan.hpp's b_order). In cache (L2) a
 // row and super-block of q4_K costs about 14 cycles at one column (4.3 GHz Zen 5: ~42
 // GB/s of weights, about the DRAM read rate of one core, so a mat-vec from DRAM is bound
@@ -43,9 +44,12 @@ namespace backplane::cpu::fast::kquant {
 template <elem_type T>
 BACKPLANE_TARGET_AVX512 inline __m512 zfinish_block(__m512i acc, const zrow_scales& zs, const std::byte* rec,
                                                     __m512 f) noexcept {
-    if constexpr (T == elem_type::q6_K)
+    if constexpr (has_offset<T>)
         acc = _mm512_sub_epi32(acc, _mm512_zextsi256_si512(_mm256_madd_epi16(zs.scm, load32(rec + rec_bsum))));
-    return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), zs.d), _mm512_set1_ps(load_f32(rec + rec_d)), f);
+    f = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), zs.d), _mm512_set1_ps(load_f32(rec + rec_d)), f);
+    if constexpr (T == elem_type::q2_K) // its 16 minimum terms, per row
+        f = _mm512_fnmadd_ps(zs.mf, _mm512_loadu_ps(reinterpret_cast<const float*>(rec + rec_ex)), f);
+    return f;
 }
 
 /// The minimum types: a super-block's minimum terms of all the tile's rows for one column
@@ -112,11 +116,11 @@ BACKPLANE_UNROLL(8)
 BACKPLANE_UNROLL(8)
             for (int c = 0; c < C; ++c)
                 f[r][c] = zfinish_block<T>(acc[r][c], zs[r], bcol[c] + kb * rec_bytes, f[r][c]);
-        if constexpr (T != elem_type::q6_K)
+        if constexpr (has_zmins<T>)
 BACKPLANE_UNROLL(8)
             for (int c = 0; c < C; ++c) g[c] = zmin_terms(zm, bcol[c] + kb * rec_bytes, g[c]);
     }
-    if constexpr (T == elem_type::q6_K) { // no minimum terms
+    if constexpr (!has_zmins<T>) { // no minimum terms summed across rows
 BACKPLANE_UNROLL(8)
         for (int r = 0; r < R; ++r)
 BACKPLANE_UNROLL(8)
@@ -179,14 +183,14 @@ BACKPLANE_UNROLL(4)
     }
 }
 
-/// One job at the AVX-512 level: the 512-bit tiles where the type has them (b in
-/// b_order_for(type, isa::avx512)), gemv.hpp's VNNI tiles otherwise.
+/// One job at the AVX-512 level: the 512-bit tiles (b in b_order_for(type, isa::avx512)).
 inline void job_avx512(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb) noexcept {
     switch (pl.wtype) {
+    case elem_type::q2_K: return job_zmm_t<elem_type::q2_K>(pl, a, dst, qb, jb);
+    case elem_type::q3_K: return job_zmm_t<elem_type::q3_K>(pl, a, dst, qb, jb);
     case elem_type::q4_K: return job_zmm_t<elem_type::q4_K>(pl, a, dst, qb, jb);
     case elem_type::q5_K: return job_zmm_t<elem_type::q5_K>(pl, a, dst, qb, jb);
-    case elem_type::q6_K: return job_zmm_t<elem_type::q6_K>(pl, a, dst, qb, jb);
-    default: return job_gemv<true>(pl, a, dst, qb, jb);
+    default: return job_zmm_t<elem_type::q6_K>(pl, a, dst, qb, jb);
     }
 }
 
