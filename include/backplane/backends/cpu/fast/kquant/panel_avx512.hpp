@@ -1,5 +1,5 @@
 #pragma once
-// Step 2 for many columns (AVX-512, q4_K, q5_K, q6_K): a panel kernel whose vector lanes
+// Step 2 for many columns (AVX-512, every K-quant type): a panel kernel whose vector lanes
 // run along 16 weight rows, so that one vpdpbusd does 64 useful multiply-adds and the
 // scales cost one FMA per sub-block, as quant/avx512.hpp does for q8_0 / q4_0.
 //
@@ -9,13 +9,14 @@
 //
 //   codes    for each 4 codes g = 0..63 (b's record order): 64 bytes of rows 0-15, then 64
 //            of rows 16-31, the codes unsigned (decode_avx512.hpp, 8x8 dword transposes)
-//   scales   per 32 (q4_K, q5_K; 8) or 16 (q6_K; 16) codes of the record: 32 f32 d * sc
-//   mins     q4_K, q5_K: per 32 codes, 32 f32 dmin * m
+//   scales   per 32 (q4_K, q5_K; 8) or 16 (q2_K, q3_K, q6_K; 16) codes of the record:
+//            32 f32 d * sc
+//   mins     q2_K, q4_K, q5_K: per sub-block likewise, 32 f32 dmin * m
 //
 // Microkernel, 32 rows x W columns: per sub-block, int32 accumulators (two per column)
-// start at zero (or at b's -32 * bsum for q6_K's offset, plan.hpp's ex[]), take one
-// vpdpbusd per 4 codes, and end in one conversion and one FMA with the rows' f32 scales
-// into the super-block's f32 sums; q4_K / q5_K subtract dmin * m * ex from the final sums
+// start at zero (or at b's -c * bsum for q3_K's and q6_K's offset, plan.hpp's ex[]), take
+// one vpdpbusd per 4 codes, and end in one conversion and one FMA with the rows' f32 scales
+// into the super-block's f32 sums; the minimum types subtract dmin * m * ex from the sums
 // with one more FMA per sub-block; the super-block ends with an FMA by b's scale. Results
 // go straight into dst (lanes = 16 consecutive rows), stored after the first K chunk and
 // added to after the others, masked on a partial panel.
@@ -31,6 +32,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #if BACKPLANE_HAS_X86_KERNELS
 #include <immintrin.h>
@@ -40,7 +42,7 @@ BACKPLANE_X86_KERNELS_BEGIN
 namespace backplane::cpu::fast::kquant {
 
 inline constexpr i64 pk_codes = 8192;                       ///< packed codes of a super-block
-inline constexpr i64 pk_block = pk_codes + 16 * 128 + 8 * 128; ///< with scales and mins
+inline constexpr i64 pk_block = pk_codes + 16 * 128 + 16 * 128; ///< with scales and mins
 inline constexpr i64 pk_kc = 2;                              ///< super-blocks per K chunk
 static_assert(kpanel_bytes == static_cast<std::size_t>(pk_kc * pk_block), "plan.hpp's kpanel_bytes");
 
@@ -67,10 +69,21 @@ BACKPLANE_TARGET_AVX512 inline void pack_kpanel(const std::byte* const* rows, i6
             const std::byte* blk = rows[r] + static_cast<std::size_t>(kb0 + kb) * wb;
 BACKPLANE_UNROLL(4)
             for (int k = 0; k < 4; ++k) _mm512_store_si512(tmp[r] + 64 * k, zdec<T>::codes(blk, k));
-            if constexpr (T == elem_type::q6_K) {
-                const float d = f16_at(blk + 208);
-                for (int j = 0; j < 16; ++j)
-                    sc[32 * j + r] = d * static_cast<float>(static_cast<std::int8_t>(blk[192 + j]));
+            if constexpr (T == elem_type::q6_K || T == elem_type::q3_K) {
+                alignas(16) std::int8_t s8[16];
+                if constexpr (T == elem_type::q6_K)
+                    std::memcpy(s8, blk + 192, 16);
+                else
+                    _mm_store_si128(reinterpret_cast<__m128i*>(s8), dec<elem_type::q3_K>::scale_bytes(blk));
+                const float d = f16_at(blk + (T == elem_type::q6_K ? 208 : 108));
+                for (int j = 0; j < 16; ++j) sc[32 * j + r] = d * static_cast<float>(s8[j]);
+            } else if constexpr (T == elem_type::q2_K) {
+                const float d = f16_at(blk + 80), dmin = f16_at(blk + 82);
+                for (int j = 0; j < 16; ++j) {
+                    const auto b = static_cast<std::uint8_t>(blk[j]);
+                    sc[32 * j + r] = d * static_cast<float>(b & 15);
+                    mn[32 * j + r] = dmin * static_cast<float>(b >> 4);
+                }
             } else {
                 alignas(16) std::uint8_t sm[16];
                 _mm_store_si128(reinterpret_cast<__m128i*>(sm), scale_min_bytes(blk));
@@ -103,8 +116,7 @@ template <elem_type T, int W>
 BACKPLANE_TARGET_AVX512 inline void kpanel_tile(const std::byte* pa, const std::byte* const* bc, i64 nb,
                                                 std::byte* out, std::size_t ldn, __mmask16 mk0, __mmask16 mk1,
                                                 bool accumulate) noexcept {
-    constexpr bool q6 = T == elem_type::q6_K;
-    constexpr int subs = q6 ? 16 : 8;
+    constexpr int subs = traits_of(T).subs();
     constexpr int groups = 64 / subs; // 4 codes each
     __m512 f0[W], f1[W];
 BACKPLANE_UNROLL(8)
@@ -125,7 +137,7 @@ BACKPLANE_UNROLL(8)
 BACKPLANE_UNROLL(8)
             for (int c = 0; c < W; ++c) {
                 const std::byte* rec = bc[c] + kb * rec_bytes;
-                a0[c] = q6 ? _mm512_set1_epi32(load_i32(rec + rec_ex + 4 * j)) : _mm512_setzero_si512();
+                a0[c] = has_offset<T> ? _mm512_set1_epi32(load_i32(rec + rec_ex + 4 * j)) : _mm512_setzero_si512();
                 a1[c] = a0[c];
             }
 BACKPLANE_UNROLL(8)
@@ -145,9 +157,9 @@ BACKPLANE_UNROLL(8)
                 s0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a0[c]), d0, s0[c]);
                 s1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a1[c]), d1, s1[c]);
             }
-            if constexpr (!q6) {
+            if constexpr (!has_offset<T>) {
                 const __m512 m0 = _mm512_load_ps(mn + 32 * j), m1 = _mm512_load_ps(mn + 32 * j + 16);
-                const int e = pair_sub(j);
+                const int e = T == elem_type::q2_K ? j : pair_sub(j); // b's ex[] in value order
 BACKPLANE_UNROLL(8)
                 for (int c = 0; c < W; ++c) {
                     const __m512 ex = _mm512_set1_ps(load_f32(bc[c] + kb * rec_bytes + rec_ex + 4 * e));
@@ -208,6 +220,8 @@ inline void job_kpanel_t(const plan& pl, const tensor& a, tensor& dst, const std
 inline void job_kpanel(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb,
                        std::byte* pk) noexcept {
     switch (pl.wtype) {
+    case elem_type::q2_K: return job_kpanel_t<elem_type::q2_K>(pl, a, dst, qb, jb, pk);
+    case elem_type::q3_K: return job_kpanel_t<elem_type::q3_K>(pl, a, dst, qb, jb, pk);
     case elem_type::q4_K: return job_kpanel_t<elem_type::q4_K>(pl, a, dst, qb, jb, pk);
     case elem_type::q5_K: return job_kpanel_t<elem_type::q5_K>(pl, a, dst, qb, jb, pk);
     default: return job_kpanel_t<elem_type::q6_K>(pl, a, dst, qb, jb, pk);

@@ -48,7 +48,7 @@ struct type_traits {
     int sub = 32;       ///< values per sub-block (one scale, and minimum where there is one)
     int offset = 0;     ///< c of value = d * sc * (code - c); 0 for the minimum types
     bool has_min = false; ///< value = d * sc * code - dmin * m
-    [[nodiscard]] int subs() const noexcept { return qk_k / sub; }
+    [[nodiscard]] constexpr int subs() const noexcept { return qk_k / sub; }
 };
 
 constexpr type_traits traits_of(elem_type t) noexcept {
@@ -114,13 +114,11 @@ inline bool make_plan(const tensor& dst, plan* out) noexcept {
     return true;
 }
 
-/// Whether the AVX-512 level runs the panel kernel (kquant/panel_avx512.hpp): a type it
-/// decodes and enough columns to pay for unpacking the weights.
-inline bool kpanel_candidate(const plan& p) noexcept {
-    return (p.wtype == elem_type::q4_K || p.wtype == elem_type::q5_K || p.wtype == elem_type::q6_K) && p.N >= 8;
-}
+/// Whether the AVX-512 level runs the panel kernel (kquant/panel_avx512.hpp): enough
+/// columns to pay for unpacking the weights (it decodes every K-quant type).
+inline bool kpanel_candidate(const plan& p) noexcept { return p.N >= 8; }
 /// One thread's packed weight panel (kquant/panel_avx512.hpp): 2 super-blocks of 32 rows.
-inline constexpr std::size_t kpanel_bytes = 2 * (8192 + 16 * 128 + 8 * 128);
+inline constexpr std::size_t kpanel_bytes = 2 * (8192 + 16 * 128 + 16 * 128);
 
 /// Bytes of the work buffer: the quantized b, shared, then (panel kernel candidates) a
 /// packing area per thread.
