@@ -199,6 +199,14 @@ BACKPLANE_CUDA_HD inline float e8m0_half(std::uint32_t e) {
     return from_bits(e < 2 ? std::uint32_t{0x00200000u} << e : (e - 1) << 23);
 }
 
+/// q3_K's signed scale of sub-block sj (0..15) from its 12 packed bytes sc: low 4 bits
+/// from byte sj % 8 (the high nibble from sj = 8 on), high 2 bits from byte 8 + sj % 4 at
+/// bit 2 (sj / 4), minus 32.
+BACKPLANE_CUDA_HD inline int q3_scale(const u8* sc, int sj) {
+    const int lo = sj < 8 ? sc[sj] & 15 : sc[sj - 8] >> 4;
+    return (lo | (((sc[8 + sj % 4] >> (2 * (sj / 4))) & 3) << 4)) - 32;
+}
+
 /// q4_K / q5_K's 6-bit scale and minimum of sub-block j (kquants' scale_min).
 BACKPLANE_CUDA_HD inline void scale_min(int j, const u8* q, int& sc, int& m) {
     if (j < 4) {
@@ -747,11 +755,7 @@ template <elem_type T> BACKPLANE_CUDA_HD inline float value(const u8* blk, int j
         const float ml = mul(f16_at(blk + 82), static_cast<float>(s >> 4));
         return sub(mul(dl, static_cast<float>(code_2bit(blk + 16, j))), ml);
     } else if constexpr (T == elem_type::q3_K) { // hmask[32] qs[64] scales[12] d
-        const u8* sc = blk + 96;
-        const int sj = j / 16;
-        const int lo = sj < 8 ? sc[sj] & 15 : sc[sj - 8] >> 4;
-        const int s = (lo | (((sc[8 + sj % 4] >> (2 * (sj / 4))) & 3) << 4)) - 32;
-        const float dl = mul(f16_at(blk + 108), static_cast<float>(s));
+        const float dl = mul(f16_at(blk + 108), static_cast<float>(q3_scale(blk + 96, j / 16)));
         const int high = (blk[j % 32] >> (j / 32)) & 1;
         return mul(dl, static_cast<float>(code_2bit(blk + 32, j) - (high ? 0 : 4)));
     } else if constexpr (T == elem_type::q4_K || T == elem_type::q5_K) { // d dmin scales[12] (qh[32]) qs[128]
@@ -822,14 +826,10 @@ template <elem_type T> BACKPLANE_CUDA_HD inline void values32(const u8* blk, int
                 x[jj] = sub(mul(dl, static_cast<float>((qs[jj] >> shift) & 3)), ml);
         }
     } else if constexpr (T == elem_type::q3_K) {
-        const u8* sc = blk + 96;
         const int shift = 2 * ((j0 % 128) / 32), hbit = j0 / 32;
         const u8* qs = blk + 32 + 32 * (j0 / 128);
         for (int half = 0; half < 2; ++half) {
-            const int sj = j0 / 16 + half;
-            const int lo = sj < 8 ? sc[sj] & 15 : sc[sj - 8] >> 4;
-            const int s = (lo | (((sc[8 + sj % 4] >> (2 * (sj / 4))) & 3) << 4)) - 32;
-            const float dl = mul(f16_at(blk + 108), static_cast<float>(s));
+            const float dl = mul(f16_at(blk + 108), static_cast<float>(q3_scale(blk + 96, j0 / 16 + half)));
             for (int jj = 16 * half; jj < 16 * half + 16; ++jj) {
                 const int high = (blk[jj] >> hbit) & 1;
                 x[jj] = mul(dl, static_cast<float>(((qs[jj] >> shift) & 3) - (high ? 0 : 4)));

@@ -177,6 +177,15 @@ BACKPLANE_TARGET_AVX512 inline __m512i zcodes_2bit(const std::byte* qs, int k) n
     return _mm512_and_si512(_mm512_srlv_epi16(x, halves16(sh, static_cast<short>(sh + 2))), _mm512_set1_epi8(3));
 }
 
+/// The offset types (q3_K, q6_K): a row's 16 signed scales w (words) for zscale_lanes,
+/// c * w for the offset term (traits_of(T).offset = c), and d.
+template <elem_type T>
+BACKPLANE_TARGET_AVX512 inline void zoffset_scales(zrow_scales& zs, __m256i w, float d) noexcept {
+    zs.src = _mm512_castsi256_si512(w);
+    zs.scm = _mm256_mullo_epi16(w, _mm256_set1_epi16(static_cast<short>(traits_of(T).offset)));
+    zs.d = _mm512_set1_ps(d);
+}
+
 // q2_K: scales[16] @0 (scale low nibble, minimum high), qs[64] @16, d @80, dmin @82.
 template <> struct zdec<elem_type::q2_K> {
     BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept { return zcodes_2bit(blk + 16, k); }
@@ -197,7 +206,6 @@ BACKPLANE_UNROLL(4)
 
 // q3_K: hmask[32] @0, qs[64] @32, scales[12] @96, d @108; codes offset by 4.
 template <> struct zdec<elem_type::q3_K> {
-    static constexpr int offset = 4;
     BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept {
         // the third bit: bit 2k (low 256 bits) or 2k + 1 (high) of hmask[j % 32] to bit 2;
         // left by 2 or 1 for k = 0 (leaking into bits < 2), right by 2k - 2 and 2k - 1
@@ -210,12 +218,9 @@ template <> struct zdec<elem_type::q3_K> {
     template <int R>
     BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs, zmins&) noexcept {
 BACKPLANE_UNROLL(4)
-        for (int r = 0; r < R; ++r) {
-            const __m256i w = _mm256_cvtepi8_epi16(dec<elem_type::q3_K>::scale_bytes(blk[r]));
-            zs[r].src = _mm512_castsi256_si512(w);
-            zs[r].scm = _mm256_slli_epi16(w, 2); // 4 * sc (subtracted)
-            zs[r].d = _mm512_set1_ps(f16_at(blk[r] + 108));
-        }
+        for (int r = 0; r < R; ++r)
+            zoffset_scales<elem_type::q3_K>(zs[r], _mm256_cvtepi8_epi16(dec<elem_type::q3_K>::scale_bytes(blk[r])),
+                                            f16_at(blk[r] + 108));
     }
     BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_lanes(zs, k); }
 };
@@ -224,7 +229,6 @@ BACKPLANE_UNROLL(4)
 // Step k = (h, nibble) = (k / 2, k % 2): low 4 bits from the nibble of ql[64h .. 64h + 63],
 // high 2 bits from qh[32h .. 32h + 31] at bits 2p, p = 2 (k % 2) + (upper 256 bits).
 template <> struct zdec<elem_type::q6_K> {
-    static constexpr int offset = 32;
     BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept {
         const int h = k / 2;
         const __m512i x = load64(blk + 64 * h);
@@ -238,18 +242,11 @@ template <> struct zdec<elem_type::q6_K> {
     template <int R>
     BACKPLANE_TARGET_AVX512 static void scales(const std::byte* const* blk, zrow_scales* zs, zmins&) noexcept {
 BACKPLANE_UNROLL(4)
-        for (int r = 0; r < R; ++r) {
-            const __m256i w = _mm256_cvtepi8_epi16(load16(blk[r] + 192));
-            zs[r].src = _mm512_castsi256_si512(w);
-            zs[r].scm = _mm256_slli_epi16(w, 5); // 32 * sc (subtracted)
-            zs[r].d = _mm512_set1_ps(f16_at(blk[r] + 208));
-        }
+        for (int r = 0; r < R; ++r)
+            zoffset_scales<elem_type::q6_K>(zs[r], _mm256_cvtepi8_epi16(load16(blk[r] + 192)), f16_at(blk[r] + 208));
     }
     BACKPLANE_TARGET_AVX512 static __m512i scale(const zrow_scales& zs, int k) noexcept { return zscale_lanes(zs, k); }
 };
-
-/// The types with 512-bit tiles: every K-quant type.
-template <elem_type T> constexpr bool has_zdec = is_kquant(T);
 
 /// The types whose minimum terms the tiles sum for all rows at once (zmins).
 template <elem_type T> constexpr bool has_zmins = T == elem_type::q4_K || T == elem_type::q5_K;

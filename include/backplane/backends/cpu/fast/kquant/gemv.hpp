@@ -7,10 +7,10 @@
 // Per 32 values of a row and column: vpmaddubsw (unsigned codes x b's signed q8_K codes,
 // pairs summed to 16 bits: at most 2 * 63 * 127, no saturation), then the sub-block
 // scales per word pair (vpmaddwd + vpaddd) into an int32 accumulator for the super-block
-// (the AVX-512 level has its own 512-bit tiles, gemv_avx512.hpp). Per super-block: the offset term (q3_K,
-// q6_K: -c * sc[j] * bsum[j], one more word multiply-add, still exact), one conversion and
-// an FMA with d * d_b; the minimum types subtract dmin * m[j] * (d_b * bsum[j]) with one
-// or two f32 FMAs against b's ex[].
+// (the AVX-512 level has its own 512-bit tiles, gemv_avx512.hpp). Per super-block: the
+// offset term (q3_K, q6_K: -c * sc[j] * bsum[j], one more word multiply-add, still
+// exact), one conversion and an FMA with d * d_b; the minimum types subtract dmin * m[j] *
+// (d_b * bsum[j]) with one or two f32 FMAs against b's ex[].
 //
 // Rows come from a contiguous range, R adjacent rows per tile; each super-block step
 // prefetches R blocks' bytes of the rows a tile or more further on, in address order
