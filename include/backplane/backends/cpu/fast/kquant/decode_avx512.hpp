@@ -41,14 +41,15 @@ struct zrow_scales {
     __m512i src;  ///< what scale() spreads (see the header comment)
     __m256i scm;  ///< offset types: c * sc[j] per 16 values, met with b's bsum[] (subtracted)
     __m512 mf;    ///< q2_K: dmin * m[j] per 16 values, met with b's ex[] (subtracted)
-    __m512 d;     ///< the super-block's scale in every lane
+    __m512 d;     ///< the super-block's scale in every lane (q4_K / q5_K: zmins::d)
 };
 
-/// The minimum types' dmin * m[j] of a tile's rows in f32, met with b's ex[] for all rows
-/// at once: 128-bit lane r of lo holds row r's j = 0..3, of hi its j = 4..7 (lanes past
-/// the tile's rows repeat row 0).
+/// q4_K / q5_K's per-row values of a tile in f32, row r's in 128-bit lane r (lanes past
+/// the tile's rows repeat row 0): dmin * m[j] for j = 0..3 (lo) and 4..7 (hi), met with
+/// b's ex[] for all rows at once, and d in every float of the lane.
 struct zmins {
     __m512 lo, hi;
+    __m512 d;
 };
 
 template <elem_type T> struct zdec;
@@ -112,12 +113,9 @@ BACKPLANE_TARGET_AVX512 inline void zscales_q4q5(const std::byte* const* blk, zr
         v, lanes16(_mm_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1)))));
     zm.hi = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_shuffle_epi8(
         v, lanes16(_mm_setr_epi8(12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1)))));
+    zm.d = d;
 BACKPLANE_UNROLL(4)
-    for (int r = 0; r < R; ++r) {
-        const __m512i l = lane_idx(r);
-        zs[r].src = _mm512_permutexvar_epi32(l, v);
-        zs[r].d = _mm512_permutexvar_ps(l, d);
-    }
+    for (int r = 0; r < R; ++r) zs[r].src = _mm512_permutexvar_epi32(lane_idx(r), v);
 }
 /// Step k's sub-blocks (a, a + 2), a = 4 (k / 2) + k % 2: each scale as a word.
 BACKPLANE_TARGET_AVX512 inline __m512i zscale_pairs(const zrow_scales& zs, int k) noexcept {

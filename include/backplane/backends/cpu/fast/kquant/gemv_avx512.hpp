@@ -6,16 +6,17 @@
 //
 // Per tile and super-block: the rows' scales (q4_K / q5_K: unpacked for the tile's rows
 // together, the minimums in f32), 4 decoded steps per row; per (row, column): 4
-// vpmaddubsw + 4 vpdpwssd into an int32 accumulator, then the offset term (q3_K, q6_K:
-// -c * sc[j] * bsum[j], exact), one conversion, a multiply by d and an FMA with d_b, and
-// for q2_K one FMA of its 16 minimum terms dmin * m[j] * ex[j]. q4_K / q5_K's minimum
-// terms are summed for all the tile's rows at once (zmins: row r's in 128-bit lane r;
-// two FMAs per column and super-block, where one permutation and one FMA per row cost
-// 4-6% more in cache) and subtracted at the end.
-// b's records are in the step order of the type (plan.hpp's b_order). In cache (L2) a
-// row and super-block of q4_K costs about 14 cycles at one column (4.3 GHz Zen 5: ~42
-// GB/s of weights, about the DRAM read rate of one core, so a mat-vec from DRAM is bound
-// by both), q6_K about 14 (~63 GB/s).
+// vpmaddubsw + 4 vpdpwssd into an int32 accumulator (zproducts). Then, tile_zmm (q2_K,
+// q3_K, q6_K), per (row, column): the offset term (q3_K, q6_K: -c * sc[j] * bsum[j],
+// exact), one conversion, a multiply by d and an FMA with d_b, and for q2_K one FMA of its
+// 16 minimum terms dmin * m[j] * ex[j]. tile_zmm_min (q4_K, q5_K) keeps the rows side by
+// side in the 128-bit lanes of one register per column (row r's in lane r): the
+// accumulators are summed into those lanes, and the conversion, d, d_b and the minimum
+// terms (two FMAs) serve all the tile's rows at once.
+// b's records are in the step order of the type (plan.hpp's b_order). In cache (L2), one
+// thread, 4.2 GHz Zen 5, a mat-vec reads about 49 GB/s of q4_K weights (about 12 cycles
+// per row and super-block), 44 of q5_K and 60 of q6_K; the DRAM read rate of one core is
+// 36-41 GB/s, so a mat-vec from DRAM is bound by both.
 //
 // Rows are read as 4 long streams (job_zmm_t): the hardware prefetchers follow those,
 // where they lose 4 adjacent rows of a few KiB each, and each row prefetches its block
@@ -68,75 +69,154 @@ BACKPLANE_TARGET_AVX512 inline __m512 zmin_terms(const zmins& zm, const std::byt
 template <elem_type T>
 inline constexpr std::size_t zprefetch_stride = T == elem_type::q6_K ? 16 : T == elem_type::q5_K ? 32 : 64;
 
-/// R rows x C columns over nblk super-blocks; out[r * C + c]. Each row prefetches its
-/// super-block pf bytes ahead (gemv.hpp's prefetch_lines).
+/// [x.l0 + x.l1, x.l2 + x.l3, y.l0 + y.l1, y.l2 + y.l3] (l: 128-bit lanes).
+BACKPLANE_TARGET_AVX512 inline __m512i lane_pairs(__m512i x, __m512i y) noexcept {
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, 0x88), _mm512_shuffle_i32x4(x, y, 0xdd));
+}
+
+/// R = 2 or 4 accumulators a[r] summed so that 128-bit lane r of the result holds row r's
+/// sum as 4 partial sums (R = 2: lanes 2, 3 repeat rows 0, 1).
+template <int R>
+BACKPLANE_TARGET_AVX512 inline __m512i rows_to_lanes(const __m512i* a) noexcept {
+    static_assert(R == 2 || R == 4, "rows per tile: 2 or 4");
+    const __m512i s01 = lane_pairs(a[0], a[1]);
+    return lane_pairs(s01, R == 4 ? lane_pairs(a[2], a[3]) : s01);
+}
+
+/// The 4 steps of one super-block: acc[r][c] = sum over steps of row r's codes times
+/// column c's (b's record rec[c]), each word pair times its sub-block scale.
+template <elem_type T, int R, int C>
+BACKPLANE_TARGET_AVX512 inline void zproducts(const std::byte* const* blk, const zrow_scales* zs,
+                                              const std::byte* const* rec, __m512i (&acc)[R][C]) noexcept {
+    using D = zdec<T>;
+BACKPLANE_UNROLL(8)
+    for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_si512();
+BACKPLANE_UNROLL(4)
+    for (int k = 0; k < 4; ++k) {
+        __m512i bv[C];
+BACKPLANE_UNROLL(8)
+        for (int c = 0; c < C; ++c) bv[c] = load64(rec[c] + 64 * k);
+BACKPLANE_UNROLL(8)
+        for (int r = 0; r < R; ++r) {
+            const __m512i w = D::codes(blk[r], k);
+            const __m512i s = D::scale(zs[r], k);
+BACKPLANE_UNROLL(8)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpwssd_epi32(acc[r][c], _mm512_maddubs_epi16(w, bv[c]), s);
+        }
+    }
+}
+
+/// The rows of super-block kb and, where pf != 0, their prefetches pf bytes ahead.
+template <elem_type T, int R>
+BACKPLANE_TARGET_AVX512 inline void zblocks(const std::byte* const* arow, i64 kb, std::size_t pf,
+                                            const std::byte** blk) noexcept {
+BACKPLANE_UNROLL(8)
+    for (int r = 0; r < R; ++r) {
+        blk[r] = arow[r] + static_cast<std::size_t>(kb) * type_size(T);
+        if (pf != 0) prefetch_lines(reinterpret_cast<std::uintptr_t>(blk[r]) + pf, type_size(T), zprefetch_stride<T>);
+    }
+}
+
+/// b's records of super-block kb, one per column.
+template <int C>
+BACKPLANE_TARGET_AVX512 inline void zrecords(const std::byte* const* bcol, i64 kb, const std::byte** rec) noexcept {
+BACKPLANE_UNROLL(8)
+    for (int c = 0; c < C; ++c) rec[c] = bcol[c] + kb * rec_bytes;
+}
+
+/// q2_K, q3_K, q6_K: R rows x C columns over nblk super-blocks; out[r * C + c]. Each row
+/// prefetches its super-block pf bytes ahead.
 template <elem_type T, int R, int C>
 BACKPLANE_TARGET_AVX512 inline void tile_zmm(const std::byte* const* arow, const std::byte* const* bcol, i64 nblk,
-                                             std::size_t wb, std::size_t pf, float* out) noexcept {
-    using D = zdec<T>;
+                                             std::size_t pf, float* out) noexcept {
     __m512 f[R][C];
 BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r)
 BACKPLANE_UNROLL(8)
         for (int c = 0; c < C; ++c) f[r][c] = _mm512_setzero_ps();
-    __m512 g[C]; // minimum terms, row r's in 128-bit lane r
-BACKPLANE_UNROLL(8)
-    for (int c = 0; c < C; ++c) g[c] = _mm512_setzero_ps();
     for (i64 kb = 0; kb < nblk; ++kb) {
         const std::byte* blk[R];
+        zblocks<T, R>(arow, kb, pf, blk);
         zrow_scales zs[R];
-        zmins zm;
-BACKPLANE_UNROLL(8)
-        for (int r = 0; r < R; ++r) {
-            blk[r] = arow[r] + static_cast<std::size_t>(kb) * wb;
-            if (pf != 0) prefetch_lines(reinterpret_cast<std::uintptr_t>(blk[r]) + pf, wb, zprefetch_stride<T>);
-        }
-        D::template scales<R>(blk, zs, zm);
+        zmins unused;
+        zdec<T>::template scales<R>(blk, zs, unused);
+        const std::byte* rec[C];
+        zrecords<C>(bcol, kb, rec);
         __m512i acc[R][C];
+        zproducts<T, R, C>(blk, zs, rec, acc);
 BACKPLANE_UNROLL(8)
         for (int r = 0; r < R; ++r)
 BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_si512();
+            for (int c = 0; c < C; ++c) f[r][c] = zfinish_block<T>(acc[r][c], zs[r], rec[c], f[r][c]);
+    }
+BACKPLANE_UNROLL(8)
+    for (int r = 0; r < R; ++r)
+BACKPLANE_UNROLL(8)
+        for (int c = 0; c < C; ++c) out[r * C + c] = _mm512_reduce_add_ps(f[r][c]);
+}
+
+/// q4_K, q5_K: as tile_zmm, with R = 2 or 4 rows side by side in the 128-bit lanes of one
+/// register per column: each super-block's products of column c are summed into row
+/// lanes (rows_to_lanes), converted, and scaled by the rows' d (zmins::d) at once, and
+/// the minimum terms of all rows meet the column in two FMAs (zmin_terms). The scales of
+/// super-block kb + 1 are decoded while kb's products run: their chain of shuffles
+/// otherwise stalls each block's first products (L2-resident q4_K, one thread: 43 -> 48
+/// GB/s, with the row lanes; either change alone gained nothing).
+template <elem_type T, int R, int C>
+BACKPLANE_TARGET_AVX512 inline void tile_zmm_min(const std::byte* const* arow, const std::byte* const* bcol,
+                                                 i64 nblk, std::size_t pf, float* out) noexcept {
+    __m512 f[C], g[C]; // row r's products and minimum terms in lane r
+BACKPLANE_UNROLL(8)
+    for (int c = 0; c < C; ++c) f[c] = g[c] = _mm512_setzero_ps();
+    zrow_scales zs[R];
+    zmins zm;
+    zdec<T>::template scales<R>(arow, zs, zm);
+    for (i64 kb = 0; kb < nblk; ++kb) {
+        const std::byte* blk[R];
+        zblocks<T, R>(arow, kb, pf, blk);
+        zrow_scales zs_k[R];
 BACKPLANE_UNROLL(4)
-        for (int k = 0; k < 4; ++k) {
-            __m512i bv[C];
+        for (int r = 0; r < R; ++r) zs_k[r] = zs[r];
+        const zmins zm_k = zm;
+        const std::byte* next[R];
+        zblocks<T, R>(arow, std::min(kb + 1, nblk - 1), 0, next); // the last block again at the end
+        zdec<T>::template scales<R>(next, zs, zm);
+        const std::byte* rec[C];
+        zrecords<C>(bcol, kb, rec);
+        __m512i acc[R][C];
+        zproducts<T, R, C>(blk, zs_k, rec, acc);
 BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c) bv[c] = load64(bcol[c] + kb * rec_bytes + 64 * k);
-BACKPLANE_UNROLL(8)
-            for (int r = 0; r < R; ++r) {
-                const __m512i w = D::codes(blk[r], k);
-                const __m512i s = D::scale(zs[r], k);
-BACKPLANE_UNROLL(8)
-                for (int c = 0; c < C; ++c)
-                    acc[r][c] = _mm512_dpwssd_epi32(acc[r][c], _mm512_maddubs_epi16(w, bv[c]), s);
-            }
+        for (int c = 0; c < C; ++c) {
+            __m512i a[R];
+BACKPLANE_UNROLL(4)
+            for (int r = 0; r < R; ++r) a[r] = acc[r][c];
+            const __m512 s = _mm512_mul_ps(_mm512_cvtepi32_ps(rows_to_lanes<R>(a)), zm_k.d);
+            f[c] = _mm512_fmadd_ps(s, _mm512_set1_ps(load_f32(rec[c] + rec_d)), f[c]);
+            g[c] = zmin_terms(zm_k, rec[c], g[c]);
         }
-BACKPLANE_UNROLL(8)
-        for (int r = 0; r < R; ++r)
-BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c)
-                f[r][c] = zfinish_block<T>(acc[r][c], zs[r], bcol[c] + kb * rec_bytes, f[r][c]);
-        if constexpr (has_zmins<T>)
-BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c) g[c] = zmin_terms(zm, bcol[c] + kb * rec_bytes, g[c]);
     }
-    if constexpr (!has_zmins<T>) { // no minimum terms summed across rows
+    alignas(64) float lanes[C][16];
 BACKPLANE_UNROLL(8)
-        for (int r = 0; r < R; ++r)
-BACKPLANE_UNROLL(8)
-            for (int c = 0; c < C; ++c) out[r * C + c] = _mm512_reduce_add_ps(f[r][c]);
-        return;
-    }
-    alignas(64) float gl[C][16];
-BACKPLANE_UNROLL(8)
-    for (int c = 0; c < C; ++c) _mm512_store_ps(gl[c], g[c]);
+    for (int c = 0; c < C; ++c) _mm512_store_ps(lanes[c], _mm512_sub_ps(f[c], g[c]));
 BACKPLANE_UNROLL(8)
     for (int r = 0; r < R; ++r)
 BACKPLANE_UNROLL(8)
         for (int c = 0; c < C; ++c) {
-            const float* m = &gl[c][4 * r];
-            out[r * C + c] = _mm512_reduce_add_ps(f[r][c]) - ((m[0] + m[1]) + (m[2] + m[3]));
+            const float* v = &lanes[c][4 * r];
+            out[r * C + c] = (v[0] + v[1]) + (v[2] + v[3]);
         }
+}
+
+/// One tile of either kind.
+template <elem_type T, int R, int C>
+BACKPLANE_TARGET_AVX512 inline void tile_zmm_any(const std::byte* const* arow, const std::byte* const* bcol,
+                                                 i64 nblk, std::size_t pf, float* out) noexcept {
+    if constexpr (has_zmins<T>)
+        tile_zmm_min<T, R, C>(arow, bcol, nblk, pf, out);
+    else
+        tile_zmm<T, R, C>(arow, bcol, nblk, pf, out);
 }
 
 /// One job as R = 4 row streams: its rows split into 4 contiguous quarters, tile t takes
@@ -165,13 +245,13 @@ BACKPLANE_UNROLL(4)
             int C = 1;
             if (nc == 4) {
                 C = 4;
-                tile_zmm<T, 2, 4>(arow, bcol, pl.nblk, pl.wbytes, p, out);
-                tile_zmm<T, 2, 4>(arow + 2, bcol, pl.nblk, pl.wbytes, p, out + 8);
+                tile_zmm_any<T, 2, 4>(arow, bcol, pl.nblk, p, out);
+                tile_zmm_any<T, 2, 4>(arow + 2, bcol, pl.nblk, p, out + 8);
             } else if (nc >= 2) {
                 C = 2;
-                tile_zmm<T, R, 2>(arow, bcol, pl.nblk, pl.wbytes, p, out);
+                tile_zmm_any<T, R, 2>(arow, bcol, pl.nblk, p, out);
             } else {
-                tile_zmm<T, R, 1>(arow, bcol, pl.nblk, pl.wbytes, p, out);
+                tile_zmm_any<T, R, 1>(arow, bcol, pl.nblk, p, out);
             }
             const int used = std::min(C, nc);
             for (int r = 0; r < R; ++r)
