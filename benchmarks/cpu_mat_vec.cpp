@@ -6,11 +6,16 @@
 // holding at least twice the LLC together: every compute reads its weights from DRAM.
 // Each matrix has its own mul_mat graph over the same input column. The figure is weight
 // bytes read per second, compared with ref/read_bandwidth of the same run.
+//
+// cpu/mat_vec_cached/<type>/4096: the same product over one matrix of 4096-value rows that
+// fills three quarters of one core's L2 cache, computed again and again: the kernel's rate without
+// DRAM, which tells whether cpu/mat_vec is bound by memory or by the kernel.
 
 #include "support.hpp"
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,6 +106,52 @@ void mat_vec_bench(benchmark::State& state, elem_type type) {
                    std::string(cpu::to_string(cpu::active_isa())));
 }
 
+/// One L2-resident matrix (rows: a multiple of 16) and its graph.
+struct cached_set {
+    context ctx{context_params{.no_alloc = false}};
+    std::optional<graph> g;
+    std::size_t matrix_bytes = 0;
+};
+
+std::shared_ptr<cached_set> make_cached_set(elem_type type) {
+    auto set = std::make_shared<cached_set>();
+    const std::size_t row_bytes = row_size(type, dim);
+    const auto rows = static_cast<std::int64_t>(std::max<std::size_t>(16, l2_bytes() / 4 * 3 / row_bytes / 16 * 16));
+    set->matrix_bytes = row_bytes * static_cast<std::size_t>(rows);
+    tensor* x = set->ctx.new_tensor_2d(elem_type::f32, dim, 1);
+    fill_random(*x, 7);
+    tensor* w = set->ctx.new_tensor_2d(type, dim, rows);
+    fill_random(*w, 11);
+    set->g.emplace(mul_mat(set->ctx, w, x));
+    return set;
+}
+
+void mat_vec_cached_bench(benchmark::State& state, elem_type type) {
+    cpu_backend backend;
+    if (!set_threads(backend, static_cast<int>(state.range(0)), state))
+        return;
+    cached_set& set = dataset_cache<cached_set>("cpu/mat_vec_cached/" + std::string(to_string(type)),
+                                                [type] { return make_cached_set(type); });
+    if (status s = backend.compute(*set.g); !s) {
+        state.SkipWithError(s.describe().c_str());
+        return;
+    }
+    if (const std::string bad = check_mul_mat(*set.g->back()); !bad.empty()) {
+        state.SkipWithError(bad.c_str());
+        return;
+    }
+    for (auto _ : state) {
+        if (status s = backend.compute(*set.g); !s) {
+            state.SkipWithError(s.describe().c_str());
+            break;
+        }
+        benchmark::ClobberMemory();
+    }
+    state.counters["GBps"] = rate(state, static_cast<double>(set.matrix_bytes) / 1e9);
+    state.SetLabel(std::string(to_string(type)) + ", " + mib_string(set.matrix_bytes) + " (L2 " +
+                   mib_string(l2_bytes()) + "), isa " + std::string(cpu::to_string(cpu::active_isa())));
+}
+
 [[maybe_unused]] const bool registered_mat_vec = [] {
     for (elem_type t : {elem_type::f32, elem_type::f16, elem_type::q8_0, elem_type::q4_0, elem_type::q4_1,
                         elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl, elem_type::mxfp4, elem_type::q2_K,
@@ -109,6 +160,8 @@ void mat_vec_bench(benchmark::State& state, elem_type type) {
             "cpu/mat_vec/" + std::string(to_string(t)) + "/" + std::to_string(dim);
         per_thread_count(benchmark::RegisterBenchmark(name.c_str(), mat_vec_bench, t))
             ->MinTime(1.0);
+        const std::string cached = "cpu/mat_vec_cached/" + std::string(to_string(t)) + "/" + std::to_string(dim);
+        per_thread_count(benchmark::RegisterBenchmark(cached.c_str(), mat_vec_cached_bench, t))->MinTime(0.5);
     }
     return true;
 }();

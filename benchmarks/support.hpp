@@ -67,6 +67,15 @@ inline std::size_t llc_bytes() {
     return 32 * mib;
 }
 
+/// Size of one core's L2 cache in bytes: sysconf, else a 1 MiB guess.
+inline std::size_t l2_bytes() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (const long v = ::sysconf(_SC_LEVEL2_CACHE_SIZE); v > 0)
+        return static_cast<std::size_t>(v);
+#endif
+    return mib;
+}
+
 /// Memory the kernel says is available (MemAvailable, which counts reclaimable page
 /// cache), falling back to free pages.
 inline std::size_t available_bytes() {
