@@ -74,13 +74,10 @@ BACKPLANE_TARGET_AVX512 inline __m512i lane_pairs(__m512i x, __m512i y) noexcept
     return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, 0x88), _mm512_shuffle_i32x4(x, y, 0xdd));
 }
 
-/// R = 2 or 4 accumulators a[r] summed so that 128-bit lane r of the result holds row r's
-/// sum as 4 partial sums (R = 2: lanes 2, 3 repeat rows 0, 1).
-template <int R>
+/// 4 accumulators a[r] summed so that 128-bit lane r of the result holds row r's sum as 4
+/// partial sums.
 BACKPLANE_TARGET_AVX512 inline __m512i rows_to_lanes(const __m512i* a) noexcept {
-    static_assert(R == 2 || R == 4, "rows per tile: 2 or 4");
-    const __m512i s01 = lane_pairs(a[0], a[1]);
-    return lane_pairs(s01, R == 4 ? lane_pairs(a[2], a[3]) : s01);
+    return lane_pairs(lane_pairs(a[0], a[1]), lane_pairs(a[2], a[3]));
 }
 
 /// The 4 steps of one super-block: acc[r][c] = sum over steps of row r's codes times
@@ -157,32 +154,42 @@ BACKPLANE_UNROLL(8)
         for (int c = 0; c < C; ++c) out[r * C + c] = _mm512_reduce_add_ps(f[r][c]);
 }
 
-/// q4_K, q5_K: as tile_zmm, with R = 2 or 4 rows side by side in the 128-bit lanes of one
-/// register per column: each super-block's products of column c are summed into row
+/// q4_K, q5_K: as tile_zmm, with the tile's 4 rows side by side in the 128-bit lanes of
+/// one register per column: each super-block's products of column c are summed into row
 /// lanes (rows_to_lanes), converted, and scaled by the rows' d (zmins::d) at once, and
-/// the minimum terms of all rows meet the column in two FMAs (zmin_terms). The scales of
-/// super-block kb + 1 are decoded while kb's products run: their chain of shuffles
-/// otherwise stalls each block's first products (L2-resident q4_K, one thread: 43 -> 48
-/// GB/s, with the row lanes; either change alone gained nothing).
+/// the minimum terms of all rows meet the column in two FMAs (zmin_terms). Up to 2
+/// columns, the scales of super-block kb + 1 are decoded while kb's products run: their
+/// chain of shuffles otherwise stalls each block's first products. L2-resident, one
+/// thread, GB/s of weights times columns, against the per-row finish of tile_zmm (with 2
+/// x 4 tiles at 4 columns): q4_K 1 column 43.8 -> 49.2, 2: 62.6 -> 66.9, 4: 68.4 -> 75.2;
+/// q5_K 4 columns 74.9 -> 82.8 (1 and 2 columns unchanged). Either change alone gained
+/// nothing at one column.
 template <elem_type T, int R, int C>
 BACKPLANE_TARGET_AVX512 inline void tile_zmm_min(const std::byte* const* arow, const std::byte* const* bcol,
                                                  i64 nblk, std::size_t pf, float* out) noexcept {
+    static_assert(R == 4, "rows_to_lanes takes 4 rows");
     __m512 f[C], g[C]; // row r's products and minimum terms in lane r
 BACKPLANE_UNROLL(8)
     for (int c = 0; c < C; ++c) f[c] = g[c] = _mm512_setzero_ps();
+    constexpr bool ahead = C <= 2; // the decoded scales of the next block fit in registers
     zrow_scales zs[R];
     zmins zm;
-    zdec<T>::template scales<R>(arow, zs, zm);
+    if constexpr (ahead) zdec<T>::template scales<R>(arow, zs, zm);
     for (i64 kb = 0; kb < nblk; ++kb) {
         const std::byte* blk[R];
         zblocks<T, R>(arow, kb, pf, blk);
         zrow_scales zs_k[R];
+        zmins zm_k;
+        if constexpr (ahead) {
 BACKPLANE_UNROLL(4)
-        for (int r = 0; r < R; ++r) zs_k[r] = zs[r];
-        const zmins zm_k = zm;
-        const std::byte* next[R];
-        zblocks<T, R>(arow, std::min(kb + 1, nblk - 1), 0, next); // the last block again at the end
-        zdec<T>::template scales<R>(next, zs, zm);
+            for (int r = 0; r < R; ++r) zs_k[r] = zs[r];
+            zm_k = zm;
+            const std::byte* next[R];
+            zblocks<T, R>(arow, std::min(kb + 1, nblk - 1), 0, next); // the last block again at the end
+            zdec<T>::template scales<R>(next, zs, zm);
+        } else {
+            zdec<T>::template scales<R>(blk, zs_k, zm_k);
+        }
         const std::byte* rec[C];
         zrecords<C>(bcol, kb, rec);
         __m512i acc[R][C];
@@ -192,7 +199,7 @@ BACKPLANE_UNROLL(8)
             __m512i a[R];
 BACKPLANE_UNROLL(4)
             for (int r = 0; r < R; ++r) a[r] = acc[r][c];
-            const __m512 s = _mm512_mul_ps(_mm512_cvtepi32_ps(rows_to_lanes<R>(a)), zm_k.d);
+            const __m512 s = _mm512_mul_ps(_mm512_cvtepi32_ps(rows_to_lanes(a)), zm_k.d);
             f[c] = _mm512_fmadd_ps(s, _mm512_set1_ps(load_f32(rec[c] + rec_d)), f[c]);
             g[c] = zmin_terms(zm_k, rec[c], g[c]);
         }
@@ -245,8 +252,12 @@ BACKPLANE_UNROLL(4)
             int C = 1;
             if (nc == 4) {
                 C = 4;
-                tile_zmm_any<T, 2, 4>(arow, bcol, pl.nblk, p, out);
-                tile_zmm_any<T, 2, 4>(arow + 2, bcol, pl.nblk, p, out + 8);
+                if constexpr (has_zmins<T>) {
+                    tile_zmm_min<T, R, 4>(arow, bcol, pl.nblk, p, out);
+                } else { // 4 x 4 accumulators and the offset types' scales would not fit in registers
+                    tile_zmm<T, 2, 4>(arow, bcol, pl.nblk, p, out);
+                    tile_zmm<T, 2, 4>(arow + 2, bcol, pl.nblk, p, out + 8);
+                }
             } else if (nc >= 2) {
                 C = 2;
                 tile_zmm_any<T, R, 2>(arow, bcol, pl.nblk, p, out);
