@@ -14,9 +14,9 @@
 // accumulators are summed into those lanes, and the conversion, d, d_b and the minimum
 // terms (two FMAs) serve all the tile's rows at once.
 // b's records are in the step order of the type (plan.hpp's b_order). In cache (L2), one
-// thread, 4.2 GHz Zen 5, a mat-vec reads about 49 GB/s of q4_K weights (about 12 cycles
-// per row and super-block), 44 of q5_K and 60 of q6_K; the DRAM read rate of one core is
-// 36-41 GB/s, so a mat-vec from DRAM is bound by both.
+// thread, 4.2 GHz Zen 5 (cpu/mat_vec_cached), a mat-vec reads about 49 GB/s of q4_K
+// weights (about 12 cycles per row and super-block), 42 of q5_K and 47 of q6_K; the DRAM
+// read rate of one core is 36-42 GB/s, so a mat-vec from DRAM is bound by both.
 //
 // Rows are read as 4 long streams (job_zmm_t): the hardware prefetchers follow those,
 // where they lose 4 adjacent rows of a few KiB each, and each row prefetches its block
