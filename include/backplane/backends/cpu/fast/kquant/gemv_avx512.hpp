@@ -157,13 +157,13 @@ BACKPLANE_UNROLL(8)
 /// q4_K, q5_K: as tile_zmm, with the tile's 4 rows side by side in the 128-bit lanes of
 /// one register per column: each super-block's products of column c are summed into row
 /// lanes (rows_to_lanes), converted, and scaled by the rows' d (zmins::d) at once, and
-/// the minimum terms of all rows meet the column in two FMAs (zmin_terms). Up to 2
-/// columns, the scales of super-block kb + 1 are decoded while kb's products run: their
+/// the minimum terms of all rows meet the column in two FMAs (zmin_terms). For q4_K up to
+/// 2 columns, the scales of super-block kb + 1 are decoded while kb's products run: their
 /// chain of shuffles otherwise stalls each block's first products. L2-resident, one
 /// thread, GB/s of weights times columns, against the per-row finish of tile_zmm (with 2
 /// x 4 tiles at 4 columns): q4_K 1 column 43.8 -> 49.2, 2: 62.6 -> 66.9, 4: 68.4 -> 75.2;
-/// q5_K 4 columns 74.9 -> 82.8 (1 and 2 columns unchanged). Either change alone gained
-/// nothing at one column.
+/// q5_K 1 column 44.8 -> 45.3, 2: 62.7 -> 66.0, 4: 74.9 -> 83.2. For q4_K either change
+/// alone gained nothing at one column.
 template <elem_type T, int R, int C>
 BACKPLANE_TARGET_AVX512 inline void tile_zmm_min(const std::byte* const* arow, const std::byte* const* bcol,
                                                  i64 nblk, std::size_t pf, float* out) noexcept {
@@ -171,7 +171,9 @@ BACKPLANE_TARGET_AVX512 inline void tile_zmm_min(const std::byte* const* arow, c
     __m512 f[C], g[C]; // row r's products and minimum terms in lane r
 BACKPLANE_UNROLL(8)
     for (int c = 0; c < C; ++c) f[c] = g[c] = _mm512_setzero_ps();
-    constexpr bool ahead = C <= 2; // the decoded scales of the next block fit in registers
+    // the next block's decoded scales kept in registers: for q5_K, whose codes need more
+    // registers, they spill (3% slower in L2 than decoding them in turn)
+    constexpr bool ahead = C <= 2 && T == elem_type::q4_K;
     zrow_scales zs[R];
     zmins zm;
     if constexpr (ahead) zdec<T>::template scales<R>(arow, zs, zm);
