@@ -141,12 +141,14 @@ template <> struct zdec<elem_type::q5_K> {
     BACKPLANE_TARGET_AVX512 static __m512i codes(const std::byte* blk, int k) noexcept {
         const __m512i x = load64(blk + 48 + 64 * (k / 2));
         const __m512i lo = _mm512_and_si512(k % 2 ? _mm512_srli_epi16(x, 4) : x, _mm512_set1_epi8(0x0f));
-        // bits a and a + 2 to bit 4: left by 4 - a, 2 - a for k < 2 (leaking into bits < 4),
-        // right by a - 4, a - 2 for k >= 2 (leaking into bits >= 5)
-        const int a = 4 * (k / 2) + k % 2;
-        const __m512i h = load32x2(blk + 16);
-        const __m512i hs = k < 2 ? _mm512_sllv_epi16(h, halves16(static_cast<short>(4 - a), static_cast<short>(2 - a)))
-                                 : _mm512_srlv_epi16(h, halves16(static_cast<short>(a - 4), static_cast<short>(a - 2)));
+        // bits a and a + 2 to bit 4: qh in the low 256 bits and qh >> 2 in the high ones
+        // (the same for every step), then bit a of that to bit 4, a = 0, 1, 4, 5 (16-bit
+        // shifts: the bits leaking across bytes land outside bit 4)
+        const __m512i h = _mm512_srlv_epi16(load32x2(blk + 16), halves16(0, 2));
+        const __m512i hs = k == 0 ? _mm512_slli_epi16(h, 4)
+                         : k == 1 ? _mm512_slli_epi16(h, 3)
+                         : k == 2 ? h
+                                  : _mm512_srli_epi16(h, 1);
         return _mm512_ternarylogic_epi32(lo, hs, _mm512_set1_epi8(0x10), 0xf8); // lo | (hs & 0x10)
     }
     template <int R>
