@@ -20,6 +20,9 @@
 //    of weights in L2 against this loop's 40-42, yet read DRAM slower (34 against 37.6
 //    GB/s, one thread, Zen 5) at every prefetch distance and count tried: the gathers'
 //    demand loads 16 blocks ahead draw the stream better than software prefetches alone.
+//    Written again with a demand load of each row 16 blocks ahead per pair, as the
+//    gathers make, it still read DRAM slower (32.2 against 37.2 GB/s; 63.7 against 44.2
+//    in L2; alternating runs).
 //  * The 4- and 5-bit types need two more operations per block to split the nibbles,
 //    which would leave the 256-bit loop bound by the two ports that shift, multiply-add
 //    and convert; they work on four blocks per 512-bit operation instead (see
