@@ -44,9 +44,9 @@ struct zrow_scales {
     __m512 d;     ///< the super-block's scale in every lane (q4_K / q5_K: zmins::d)
 };
 
-/// q4_K / q5_K's per-row values of a tile in f32, row r's in 128-bit lane r (lanes past
-/// the tile's rows repeat row 0): dmin * m[j] for j = 0..3 (lo) and 4..7 (hi), met with
-/// b's ex[] for all rows at once, and d in every float of the lane.
+/// q4_K / q5_K's per-row values of a 4-row tile in f32, row r's in 128-bit lane r:
+/// dmin * m[j] for j = 0..3 (lo) and 4..7 (hi), met with b's ex[] for all rows at once,
+/// and d in every float of the lane.
 struct zmins {
     __m512 lo, hi;
     __m512 d;
@@ -80,19 +80,17 @@ BACKPLANE_TARGET_AVX512 inline __m512i lane_idx(int l) noexcept {
     return _mm512_add_epi32(_mm512_set1_epi32(4 * l), lanes16(_mm_setr_epi32(0, 1, 2, 3)));
 }
 
-/// q4_K and q5_K, R = 1, 2 or 4 rows at once (super-blocks blk[r]): the 16-byte heads
-/// [d, dmin, scales[12]] side by side in the 128-bit lanes of one register, unpacked
-/// there into [sc0..7, m0..7] per lane (decode_avx2.hpp's scale_min_bytes, in vector
-/// form), the f16 scales widened together; then each row's lane is spread.
+/// q4_K and q5_K, R = 4 rows at once (super-blocks blk[r]; tile_zmm_min's tile): the
+/// 16-byte heads [d, dmin, scales[12]] side by side in the 128-bit lanes of one register,
+/// unpacked there into [sc0..7, m0..7] per lane (decode_avx2.hpp's scale_min_bytes, in
+/// vector form), the f16 scales widened together; then each row's lane is spread.
 template <int R>
 BACKPLANE_TARGET_AVX512 inline void zscales_q4q5(const std::byte* const* blk, zrow_scales* zs, zmins& zm) noexcept {
-    static_assert(R == 1 || R == 2 || R == 4, "rows per tile: 1, 2 or 4");
-    __m512i h = lanes16(load16(blk[0])); // lanes past R repeat row 0
-    if constexpr (R >= 2) h = _mm512_inserti32x4(h, load16(blk[1]), 1);
-    if constexpr (R == 4) {
-        h = _mm512_inserti32x4(h, load16(blk[2]), 2);
-        h = _mm512_inserti32x4(h, load16(blk[3]), 3);
-    }
+    static_assert(R == 4, "q4_K / q5_K tiles have 4 rows");
+    __m512i h = _mm512_castsi128_si512(load16(blk[0]));
+    h = _mm512_inserti32x4(h, load16(blk[1]), 1);
+    h = _mm512_inserti32x4(h, load16(blk[2]), 2);
+    h = _mm512_inserti32x4(h, load16(blk[3]), 3);
     // scales[i] is byte 4 + i of a lane. sc0-3 = s0-3 & 63, m0-3 = s4-7 & 63; sc4-7 = s8-11
     // & 15 | (s0-3 >> 6) << 4, m4-7 = s8-11 >> 4 | (s4-7 >> 6) << 4. The 16-bit shifts leak
     // bits of the neighbouring byte outside each mask.

@@ -218,14 +218,20 @@ BACKPLANE_UNROLL(8)
         }
 }
 
-/// One tile of either kind.
-template <elem_type T, int R, int C>
-BACKPLANE_TARGET_AVX512 inline void tile_zmm_any(const std::byte* const* arow, const std::byte* const* bcol,
-                                                 i64 nblk, std::size_t pf, float* out) noexcept {
-    if constexpr (has_zmins<T>)
-        tile_zmm_min<T, R, C>(arow, bcol, nblk, pf, out);
-    else
-        tile_zmm<T, R, C>(arow, bcol, nblk, pf, out);
+/// 4 rows x C columns (C = 1, 2 or 4) of type T; out[r * C + c]. q4_K / q5_K: one
+/// tile_zmm_min. The others: one tile_zmm, or at 4 columns two of 2 rows (4 x 4
+/// accumulators and the offset types' scales would not fit in registers).
+template <elem_type T, int C>
+BACKPLANE_TARGET_AVX512 inline void zmm_rows4(const std::byte* const* arow, const std::byte* const* bcol, i64 nblk,
+                                              std::size_t pf, float* out) noexcept {
+    if constexpr (has_zmins<T>) {
+        tile_zmm_min<T, 4, C>(arow, bcol, nblk, pf, out);
+    } else if constexpr (C == 4) {
+        tile_zmm<T, 2, 4>(arow, bcol, nblk, pf, out);
+        tile_zmm<T, 2, 4>(arow + 2, bcol, nblk, pf, out + 8);
+    } else {
+        tile_zmm<T, 4, C>(arow, bcol, nblk, pf, out);
+    }
 }
 
 /// One job as R = 4 row streams: its rows split into 4 contiguous quarters, tile t takes
@@ -254,17 +260,12 @@ BACKPLANE_UNROLL(4)
             int C = 1;
             if (nc == 4) {
                 C = 4;
-                if constexpr (has_zmins<T>) {
-                    tile_zmm_min<T, R, 4>(arow, bcol, pl.nblk, p, out);
-                } else { // 4 x 4 accumulators and the offset types' scales would not fit in registers
-                    tile_zmm<T, 2, 4>(arow, bcol, pl.nblk, p, out);
-                    tile_zmm<T, 2, 4>(arow + 2, bcol, pl.nblk, p, out + 8);
-                }
+                zmm_rows4<T, 4>(arow, bcol, pl.nblk, p, out);
             } else if (nc >= 2) {
                 C = 2;
-                tile_zmm_any<T, R, 2>(arow, bcol, pl.nblk, p, out);
+                zmm_rows4<T, 2>(arow, bcol, pl.nblk, p, out);
             } else {
-                tile_zmm_any<T, R, 1>(arow, bcol, pl.nblk, p, out);
+                zmm_rows4<T, 1>(arow, bcol, pl.nblk, p, out);
             }
             const int used = std::min(C, nc);
             for (int r = 0; r < R; ++r)
