@@ -22,7 +22,9 @@
 //    demand loads 16 blocks ahead draw the stream better than software prefetches alone.
 //    Written again with a demand load of each row 16 blocks ahead per pair, as the
 //    gathers make, it still read DRAM slower (32.2 against 37.2 GB/s; 63.7 against 44.2
-//    in L2; alternating runs).
+//    in L2; alternating runs). Scales put together without gathers (from scalar loads of
+//    the 8 blocks' words, or from 64-byte loads and vpermt2w) and a 512-bit loop over row
+//    pairs were 5-15% faster in L2 and no faster, or slower, from DRAM.
 //  * The 4- and 5-bit types need two more operations per block to split the nibbles,
 //    which would leave the 256-bit loop bound by the two ports that shift, multiply-add
 //    and convert; they work on four blocks per 512-bit operation instead (see
