@@ -74,6 +74,7 @@ struct options {
     bool check = false;
     bool quiet = false;
     bool plan = false;
+    bool profile = false;
 };
 
 constexpr const char* usage = R"(usage: llama [options]
@@ -110,6 +111,8 @@ run:
   --gen N             generated tokens (default 32)
   --check             compare the logits with a CPU-only run (NMSE <= 2e-3)
   --plan              print the scheduler's plan of the prompt step in full
+  --profile           time the generation steps: the host's work per token, and the CPU
+                      backend's node by node (op, kernel, threads' work and waits)
   --quiet             no progress line
 )";
 
@@ -241,6 +244,8 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             o.plan = true;
         else if (a == "--quiet")
             o.quiet = true;
+        else if (a == "--profile")
+            o.profile = true;
         else if (a == "--help" || a == "-h")
             return std::string();
         else
@@ -307,11 +312,22 @@ result<std::optional<any_device>> choose_device(const registry& reg, const std::
     return std::optional<any_device>();
 }
 
+/// Where the generation steps' time went on the host, summed over the steps (--profile).
+struct host_times {
+    double build_s = 0;   // the step's graph built
+    double alloc_s = 0;   // the scheduler's plan and allocation
+    double inputs_s = 0;  // the token and positions set
+    double compute_s = 0; // the scheduler's compute
+    double logits_s = 0;  // the logits read back
+};
+
 struct run_result {
     std::vector<std::int32_t> tokens;       // the prompt, then every token fed back
     std::vector<std::vector<float>> logits; // per step: the logits of its last token
     double prompt_s = 0;
     double gen_s = 0;
+    host_times gen_host;
+    cpu::profile gen_cpu; // the CPU backend's generation computes (--profile)
 };
 
 /// The plan of a step graph in one line: splits, copies and peak memory per backend.
@@ -338,8 +354,8 @@ status print_plan(Sched& sched, const graph& g, const char* what,
 /// Prompt in batches (queued without waiting), then greedy generation, on `sched`.
 template <class Sched>
 status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cache, const options& o,
-                const std::vector<any_backend>& backends, progress_line& progress,
-                run_result& out) {
+                const std::vector<any_backend>& backends, cpu_backend* profiled,
+                progress_line& progress, run_result& out) {
     const int batch = o.batch > 0 ? std::min(o.batch, o.n_prompt) : o.n_prompt;
     // buffers sized once, for the largest step
     {
@@ -395,30 +411,60 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
     steps.clear();
 
     // generation: the most likely token, fed back one at a time
+    if (profiled != nullptr)
+        profiled->set_profile(&out.gen_cpu);
     const auto t1 = clock_type::now();
+    host_times& ht = out.gen_host;
     for (int i = 0; i < o.n_gen; ++i) {
         const std::vector<float>& last = out.logits.back();
         const auto next =
             static_cast<std::int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
         out.tokens.push_back(next);
+        auto mark = clock_type::now();
+        const auto lap = [&mark](double& into) {
+            const auto t = clock_type::now();
+            into += std::chrono::duration<double>(t - mark).count();
+            mark = t;
+        };
         auto st = llama::build_step(m, cache, o.n_prompt + i, 1, false, o.kv_pad);
+        lap(ht.build_s);
         if (auto s = sched.alloc_graph(st->g); !s)
             return s;
+        lap(ht.alloc_s);
         if (auto s = st->set_inputs(std::span(&out.tokens.back(), 1)); !s)
             return s;
+        lap(ht.inputs_s);
         if (auto s = sched.compute(st->g); !s)
             return s;
+        lap(ht.compute_s);
         auto l = tensor_get_all<float>(*st->logits);
         if (!l)
             return l.error();
         out.logits.push_back(std::move(*l));
+        lap(ht.logits_s);
         const double dt = seconds_since(t1);
         progress.show("generating: " + std::to_string(i + 1) + "/" + std::to_string(o.n_gen) +
                       " tokens, " + std::to_string(static_cast<int>((i + 1) / dt)) + " tok/s");
     }
     out.gen_s = seconds_since(t1);
+    if (profiled != nullptr)
+        profiled->set_profile(nullptr);
     progress.clear();
     return {};
+}
+
+/// --profile: the generation steps' host work per token, then the CPU backend's computes.
+void print_profile(const run_result& run, int n_gen) {
+    const host_times& h = run.gen_host;
+    const double us = 1e6 / n_gen;
+    std::printf("profile: per generated token %.1f us: graph built %.1f us, scheduled and "
+                "allocated %.1f us, inputs set %.1f us, computed %.1f us, logits read %.1f us\n",
+                run.gen_s * us, h.build_s * us, h.alloc_s * us, h.inputs_s * us, h.compute_s * us,
+                h.logits_s * us);
+    std::printf("profile: the CPU backend's computes, per token (work: the node's slowest "
+                "thread in its kernel; busy: all its threads; wait: the barrier before it, all "
+                "threads)\n%s",
+                run.gen_cpu.table().c_str());
 }
 
 /// The same tokens on the CPU alone, in one batch, with flash attention or without: the
@@ -634,15 +680,16 @@ int run_main(int argc, char** argv) {
     for (const any_backend& b : backends)
         std::printf(" %.*s", static_cast<int>(b.name().size()), b.name().data());
     std::printf("\n");
+    cpu_backend* profiled = o.profile ? backends.back().get_if<cpu_backend>() : nullptr;
     status s;
     if (o.policy == "cost") {
         progress.show("calibrating the cost model (cached for the next run)");
         basic_scheduler<dynamic_backend_set, cost_policy> sched(backends, sp, cost_policy{});
         progress.clear();
-        s = generate(sched, model, **cache, o, backends, progress, run);
+        s = generate(sched, model, **cache, o, backends, profiled, progress, run);
     } else {
         dynamic_scheduler sched(backends, sp);
-        s = generate(sched, model, **cache, o, backends, progress, run);
+        s = generate(sched, model, **cache, o, backends, profiled, progress, run);
     }
     progress.clear();
     if (!s)
@@ -653,6 +700,8 @@ int run_main(int argc, char** argv) {
     if (o.n_gen > 0)
         std::printf("generation: %d tokens in %.3f s: %.1f tokens/s\n", o.n_gen, run.gen_s,
                     o.n_gen / run.gen_s);
+    if (o.profile && o.n_gen > 0)
+        print_profile(run, o.n_gen);
     std::printf("generated ids:");
     for (std::size_t i = static_cast<std::size_t>(o.n_prompt); i < run.tokens.size(); ++i)
         std::printf(" %d", run.tokens[i]);

@@ -5,6 +5,7 @@
 
 #include "cpu_test_harness.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -452,6 +453,84 @@ TEST_CASE("cpu plan: made once, computed many times on changing data, equals com
     REQUIRE(none.ok());
     CHECK(none->empty());
     CHECK(backend.compute(*none).ok());
+}
+
+TEST_CASE("cpu profile: every node of every compute timed, results unchanged, off when unset",
+          "[cpu][threads][profile]") {
+    block_graph b;
+    for (const int n_threads : {1, 2}) {
+        INFO(n_threads << " threads");
+        cpu_backend backend({.n_threads = n_threads});
+        auto plan = backend.make_plan(b.g);
+        REQUIRE(plan.ok());
+        poison_nodes(b.g);
+        REQUIRE(backend.compute(*plan).ok());
+        const auto expected = node_values(b.g);
+
+        cpu::profile prof;
+        backend.set_profile(&prof);
+        CHECK(backend.profile() == &prof);
+        constexpr int computes = 3;
+        for (int i = 0; i < computes; ++i) {
+            poison_nodes(b.g);
+            REQUIRE(backend.compute(*plan).ok());
+        }
+        const auto got = node_values(b.g);
+        for (std::size_t k = 0; k < got.size(); ++k) CHECK(bt::compare(expected[k], got[k]).mismatches == 0);
+
+        CHECK(prof.computes() == computes);
+        const auto steps = plan->steps();
+        const auto last = prof.last();
+        REQUIRE(last.size() == steps.size());
+        std::int64_t work = 0;
+        for (std::size_t k = 0; k < steps.size(); ++k) {
+            INFO("step " << k << ": " << to_string(steps[k].node->op));
+            CHECK(last[k].node == steps[k].node);
+            CHECK(last[k].kernel == steps[k].kernel);
+            CHECK(last[k].nth == steps[k].nth);
+            CHECK(last[k].work_ns > 0); // every step computes something
+            CHECK(last[k].busy_ns >= last[k].work_ns);
+            CHECK(last[k].busy_ns <= last[k].nth * last[k].work_ns);
+            CHECK(last[k].wait_ns >= 0);
+            if (!steps[k].barrier_before) CHECK(last[k].wait_ns == 0);
+            work += last[k].work_ns;
+        }
+        // nodes do not overlap: their slowest threads' times fit in the compute
+        CHECK(work <= prof.last_wall_ns());
+        CHECK(prof.work_ns() <= prof.wall_ns());
+        CHECK(prof.wall_ns() >= prof.last_wall_ns());
+
+        std::size_t counted = 0;
+        bool mul_mat_seen = false;
+        for (const cpu::op_time& t : prof.by_op()) {
+            counted += t.count;
+            mul_mat_seen = mul_mat_seen || (t.op == op_kind::mul_mat && t.kernel == cpu::kernel_kind::fast_mul_mat);
+        }
+        CHECK(counted == computes * steps.size());
+        CHECK(mul_mat_seen);
+        const std::string table = prof.table();
+        CHECK(table.find("fast_mul_mat") != std::string::npos);
+        CHECK(table.find("3 computes") != std::string::npos);
+
+        backend.set_profile(nullptr);
+        REQUIRE(backend.compute(*plan).ok());
+        CHECK(prof.computes() == computes);
+        prof.clear();
+        CHECK(prof.computes() == 0);
+        CHECK(prof.last().empty());
+        CHECK(prof.by_op().empty());
+    }
+}
+
+TEST_CASE("cpu kernel_kind: every kernel has its own name", "[cpu][profile]") {
+    std::vector<std::string_view> names;
+    for (int k = 0; k <= static_cast<int>(cpu::kernel_kind::fast_attention); ++k)
+        names.push_back(cpu::to_string(static_cast<cpu::kernel_kind>(k)));
+    CHECK(names[static_cast<std::size_t>(cpu::kernel_kind::fast_mul_mat)] == "fast_mul_mat");
+    CHECK(names[static_cast<std::size_t>(cpu::kernel_kind::fast_attention)] == "fast_attention");
+    std::sort(names.begin(), names.end());
+    CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
+    CHECK(std::find(names.begin(), names.end(), "unknown") == names.end());
 }
 
 TEST_CASE("cpu plan: make_plan reports unsupported and unallocated graphs", "[cpu][plan]") {

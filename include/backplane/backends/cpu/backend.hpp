@@ -13,7 +13,7 @@
 //
 // Threads (docs/threading.md): a backend is a stream, used by one thread at a time (any
 // thread). Its mutating members (compute, make_plan, set_n_threads, set_thread_pool,
-// set_reference, set_abort_callback) detect a call from a second thread while the first
+// set_reference, set_abort_callback, set_profile) detect a call from a second thread while the first
 // is inside, and from the abort callback into its own backend: such a call changes
 // nothing and returns errc::busy (the void setters throw backplane::error with it).
 // Several backends may share one thread pool (set_thread_pool, as ggml's
@@ -21,6 +21,7 @@
 
 #include <backplane/backends/cpu/device.hpp>
 #include <backplane/backends/cpu/plan.hpp>
+#include <backplane/backends/cpu/profile.hpp>
 #include <backplane/backends/cpu/thread_pool.hpp>
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/single_user.hpp>
@@ -128,6 +129,15 @@ public:
         abort_ = std::move(cb);
     }
 
+    /// Times every compute from now on into *prof, node by node and thread by thread
+    /// (cpu/profile.hpp); null stops timing. *prof must outlive the computes it times.
+    void set_profile(cpu::profile* prof) {
+        const auto use = enter();
+        if (!use.first()) throw error(refusal(use, "set_profile"));
+        profile_ = prof;
+    }
+    [[nodiscard]] cpu::profile* profile() const noexcept { return profile_; }
+
     /// Computes the nodes of g in order. Every node is checked first: an unsupported
     /// node is errc::not_supported, a node or source without host data (no data, or a
     /// non-host buffer) errc::invalid_argument, and then nothing is computed. A get_rows
@@ -200,7 +210,7 @@ private:
         const int n = shared_pool_ ? std::min(n_threads_, lease->n_threads()) : n_threads_;
         if (!plan.empty() && (plan.n_threads() != n || plan.reference() != reference_))
             if (auto s = cpu::detail::plan_access::schedule(plan, n, reference_); !s) return s;
-        return cpu::detail::execute(plan, *lease, abort_ ? &abort_ : nullptr);
+        return cpu::detail::execute(plan, *lease, abort_ ? &abort_ : nullptr, profile_);
     }
 
     int n_threads_;
@@ -208,6 +218,7 @@ private:
     std::shared_ptr<cpu::thread_pool> pool_; ///< private (made on first use) or shared
     bool shared_pool_;                       ///< pool_ came from set_thread_pool or the params
     abort_callback abort_;
+    cpu::profile* profile_ = nullptr; ///< set_profile
     cpu_plan last_; ///< compute(graph_view)'s schedule and work buffer, reused
     detail::single_user user_;
 };

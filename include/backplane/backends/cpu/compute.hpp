@@ -56,6 +56,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace backplane::cpu {
 
@@ -89,6 +90,17 @@ enum class kernel_kind : std::uint8_t {
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
     fast_attention, ///< fast::attention: flash_attn_ext with f32 or f16 k and v
 };
+
+/// The kernel's name, as the enumerator reads.
+constexpr std::string_view to_string(kernel_kind k) noexcept {
+    constexpr std::array<std::string_view, static_cast<std::size_t>(kernel_kind::fast_attention) + 1> names = {
+        "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
+        "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
+        "mul_mat_id", "add_id", "flash_attn_ext", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
+        "fast_attention"};
+    const auto i = static_cast<std::size_t>(k);
+    return i < names.size() ? names[i] : "unknown";
+}
 
 namespace detail {
 /// The reference kernel of op (nothing for view ops and leafs). Element-wise ops go by the

@@ -19,6 +19,8 @@
 
 #include <backplane/backends/cpu/compute.hpp>
 #include <backplane/backends/cpu/detail/work_buffer.hpp>
+#include <backplane/backends/cpu/profile.hpp>
+
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/supports.hpp>
 #include <backplane/backends/cpu/thread_pool.hpp>
@@ -31,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <new>
 #include <span>
 #include <string>
 #include <utility>
@@ -209,6 +212,10 @@ struct exec_state {
     thread_pool* pool = nullptr;                      ///< null: thread 0 alone
     const std::function<bool()>* abort = nullptr;     ///< asked by thread 0 only
     bool aborted = false;                             ///< thread 0 only
+    /// Timed runs: thread ith's kernel and barrier times of step k at
+    /// times[ith * stride + 2k] and [... + 1] (basic_profile::slots).
+    std::int64_t* times = nullptr;
+    std::size_t stride = 0;
 
     /// The step before which every thread stops (none: SIZE_MAX). It names a step, not
     /// just "stop", because threads read it after different barriers: a thread still
@@ -250,8 +257,9 @@ inline bool ask_abort(const std::function<bool()>& f) noexcept {
     }
 }
 
-/// Thread ith's walk over the steps (see the header comment).
-template <class = void>
+/// Thread ith's walk over the steps (see the header comment); Timed: each kernel and
+/// barrier timed into st.times (the profile's slots).
+template <bool Timed, class = void>
 inline void run_steps(exec_state& st, int ith) noexcept {
     node_sync sync{st.pool, 1};
     compute_params p;
@@ -264,6 +272,8 @@ inline void run_steps(exec_state& st, int ith) noexcept {
         p.barrier_ctx = &sync;
     }
     bool halted = false; // this thread computes nothing more
+    std::int64_t* times = nullptr;
+    if constexpr (Timed) times = st.times + st.stride * static_cast<std::size_t>(ith);
     for (std::size_t k = 0; k < st.n; ++k) {
         const plan_step& s = st.steps[k];
         if (ith == 0 && k != 0 && st.abort != nullptr && !halted && ask_abort(*st.abort)) {
@@ -272,22 +282,39 @@ inline void run_steps(exec_state& st, int ith) noexcept {
             st.stop_before(k);
         }
         if (s.barrier_before) {
+            std::int64_t t0 = 0;
+            if constexpr (Timed) t0 = profile_clock_ns();
             st.pool->barrier();
+            if constexpr (Timed) times[2 * k + 1] = profile_clock_ns() - t0;
             if (st.stop_at.load(std::memory_order_relaxed) <= k) return;
         }
         if (halted || ith >= s.nth) continue;
         p.nth = s.nth;
         p.wsize = s.wsize;
         sync.n = s.nth;
-        if (const errc e = run_kernel(p, *s.node, s.kernel); e != errc::ok) {
+        std::int64_t t0 = 0;
+        if constexpr (Timed) t0 = profile_clock_ns();
+        const errc e = run_kernel(p, *s.node, s.kernel);
+        if constexpr (Timed) times[2 * k] = profile_clock_ns() - t0;
+        if (e != errc::ok) {
             st.fail(k, e);
             halted = true;
         }
     }
 }
 
-template <class = void>
-inline void run_steps_job(void* ctx, int ith) noexcept { run_steps(*static_cast<exec_state*>(ctx), ith); }
+template <bool Timed, class T = void>
+inline void run_steps_job(void* ctx, int ith) noexcept { run_steps<Timed, T>(*static_cast<exec_state*>(ctx), ith); }
+
+/// Runs every thread's walk: on the calling thread alone, or on the pool.
+template <bool Timed, class T = void>
+inline status run_all(exec_state& st, thread_pool::lease& pool, int n_threads) {
+    if (st.pool == nullptr) {
+        run_steps<Timed, T>(st, 0);
+        return {};
+    }
+    return pool.run(&run_steps_job<Timed, T>, &st, n_threads);
+}
 
 inline status failure(const tensor& node, errc e) {
     if (e == errc::out_of_range && node.op == op_kind::get_rows)
@@ -311,9 +338,11 @@ inline status failure(const tensor& node, errc e) {
 }
 
 /// Computes a scheduled plan with the pool that `pool` holds (which must have at least
-/// plan.n_threads() threads), or on the calling thread alone when no step needs more.
-template <class = void>
-inline status execute(cpu_plan& plan, thread_pool::lease& pool, const std::function<bool()>* abort) {
+/// plan.n_threads() threads), or on the calling thread alone when no step needs more;
+/// with `prof`, timed into it.
+template <class T = void>
+inline status execute(cpu_plan& plan, thread_pool::lease& pool, const std::function<bool()>* abort,
+                      basic_profile<T>* prof = nullptr) {
     const auto& steps = plan_access::steps(plan);
     if (steps.empty()) return {};
     if (abort != nullptr && ask_abort(*abort)) return {errc::aborted, "cpu: compute aborted by the abort callback"};
@@ -324,14 +353,30 @@ inline status execute(cpu_plan& plan, thread_pool::lease& pool, const std::funct
     st.reference = plan.reference();
     st.level = plan.reference() ? isa::portable : active_isa();
     st.abort = abort;
-    if (plan.max_nth() <= 1) {
-        run_steps(st, 0);
-    } else {
+    if (plan.max_nth() > 1) {
         if (plan.n_threads() > pool.n_threads()) // its barriers would wait for threads that never come
             return {errc::invalid_argument, "cpu: a plan for " + std::to_string(plan.n_threads()) +
                                                 " threads cannot run on a pool of " + std::to_string(pool.n_threads())};
         st.pool = &pool.pool();
-        if (auto s = pool.run(&run_steps_job<>, &st, plan.n_threads()); !s) return s;
+    }
+    if (prof == nullptr) {
+        if (auto s = run_all<false, T>(st, pool, plan.n_threads()); !s) return s;
+    } else {
+        try {
+            prof->begin(steps.size(), st.pool != nullptr ? plan.n_threads() : 1);
+        } catch (const std::bad_alloc&) {
+            return {errc::alloc_failed, "cpu: out of memory for the profile's timings"};
+        }
+        st.times = prof->slots(0);
+        st.stride = prof->stride();
+        const std::int64_t t0 = profile_clock_ns();
+        if (auto s = run_all<true, T>(st, pool, plan.n_threads()); !s) return s;
+        const std::int64_t wall = profile_clock_ns() - t0;
+        try {
+            prof->end(std::span<const plan_step>(steps), wall);
+        } catch (const std::bad_alloc&) {
+            return {errc::alloc_failed, "cpu: out of memory for the profile's timings"};
+        }
     }
     if (const std::uint64_t e = st.first_error.load(std::memory_order_relaxed); e != ~std::uint64_t{0})
         return failure(*steps[static_cast<std::size_t>(e >> 8)].node, static_cast<errc>(e & 0xff));
