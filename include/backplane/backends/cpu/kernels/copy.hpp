@@ -84,6 +84,42 @@ inline void gather_f32(const tensor& t, i64 first, i64 n, float* out) noexcept {
         visit_float(t.type, [&]<class T>() { gather_f32<T>(t, first, n, out); });
 }
 
+/// One storage unit of ts bytes: the common sizes as fixed-size copies (inlined).
+inline void copy_unit(std::byte* d, const std::byte* s, std::size_t ts) noexcept {
+    switch (ts) {
+    case 1: std::memcpy(d, s, 1); return;
+    case 2: std::memcpy(d, s, 2); return;
+    case 4: std::memcpy(d, s, 4); return;
+    case 8: std::memcpy(d, s, 8); return;
+    default: std::memmove(d, s, ts);
+    }
+}
+
+/// Same type and shape: rows [r0, r1) of src into the same rows of dst, walking the row
+/// coordinates without a division per row (a KV-cache write of a transposed value is
+/// one element per row).
+inline void copy_rows_same_shape(const tensor& src, tensor& dst, i64 r0, i64 r1) noexcept {
+    const std::size_t ts = type_size(dst.type);
+    const i64 units = dst.ne[0] / block_size(dst.type);
+    auto [i1, i2, i3] = row_of(r0, dst.ne);
+    for (i64 r = r0; r < r1; ++r) {
+        const std::byte* s = row_ptr(src, i1, i2, i3);
+        std::byte* d = row_ptr(dst, i1, i2, i3);
+        if (src.nb[0] == ts && dst.nb[0] == ts)
+            std::memmove(d, s, static_cast<std::size_t>(units) * ts);
+        else
+            for (i64 k = 0; k < units; ++k)
+                copy_unit(d + static_cast<std::size_t>(k) * dst.nb[0], s + static_cast<std::size_t>(k) * src.nb[0], ts);
+        if (++i1 == dst.ne[1]) {
+            i1 = 0;
+            if (++i2 == dst.ne[2]) {
+                i2 = 0;
+                ++i3;
+            }
+        }
+    }
+}
+
 } // namespace detail
 
 /// dup / cont / cpy of dst.src[0] into dst.
@@ -95,6 +131,10 @@ inline void copy(const compute_params& p, tensor& dst) noexcept {
     const auto [r0, r1] = split_work(dst.nrows(), p);
     const i64 ne0 = dst.ne[0];
 
+    if (src.type == dst.type && src.ne == dst.ne) {
+        detail::copy_rows_same_shape(src, dst, r0, r1);
+        return;
+    }
     if (src.type == dst.type) {
         const i64 units = ne0 / block_size(dst.type); // per destination row
         for (i64 r = r0; r < r1; ++r) {

@@ -7,6 +7,8 @@
 // The angle and its sine and cosine are computed in double: positions reach tens of
 // thousands of radians, where an f32 angle (ggml's) is already off by ~1e-3.
 // In place: dst may share a's memory with a's layout; each pair is read before written.
+// The angles depend on the token alone, so a thread computes them once per token for all
+// its heads (rows of one token are consecutive in the split).
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/rope_functions.hpp>
@@ -29,19 +31,39 @@ template <class T> void rope_rows(const compute_params& p, tensor& dst) noexcept
         return static_cast<double>(load_i32(static_cast<const std::byte*>(pos.data) + static_cast<std::size_t>(i) * pos.nb[0]));
     };
 
+    // pair k's cosine and sine for token i2 (they depend on nothing else): computed once
+    // per token for all its heads, where the pairs fit
+    const auto angle = [&](i64 i2, int k, float& cs, float& sn) {
+        int exponent = 0;
+        const int stream = rope_fn::stream_of(c, k, exponent);
+        const double f = ff ? load<float>(static_cast<const std::byte*>(ff->data) + static_cast<std::size_t>(k) * ff->nb[0]) : 1.0;
+        double cd = 0.0, sd = 0.0;
+        rope_fn::cos_sin(c, position(i2, stream), k, exponent, f, cd, sd);
+        cs = static_cast<float>(cd);
+        sn = static_cast<float>(sd);
+    };
+    constexpr int cached_pairs = 256;
+    float cache[2 * cached_pairs];
+    const bool cached = pairs <= cached_pairs;
+    i64 cached_i2 = -1;
+
     const auto [r0, r1] = split_work(a.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, a.ne);
         const std::byte* pa = row_ptr(a, i1, i2, i3);
         std::byte* pd = row_ptr(dst, i1, i2, i3);
+        if (cached && i2 != cached_i2) {
+            for (int k = 0; k < pairs; ++k) angle(i2, k, cache[2 * k], cache[2 * k + 1]);
+            cached_i2 = i2;
+        }
         for (int k = 0; k < pairs; ++k) {
-            int exponent = 0;
-            const int stream = rope_fn::stream_of(c, k, exponent);
-            const double f = ff ? load<float>(static_cast<const std::byte*>(ff->data) + static_cast<std::size_t>(k) * ff->nb[0]) : 1.0;
-            double cd = 0.0, sd = 0.0;
-            rope_fn::cos_sin(c, position(i2, stream), k, exponent, f, cd, sd);
-            const auto cs = static_cast<float>(cd);
-            const auto sn = static_cast<float>(sd);
+            float cs = 0.0f, sn = 0.0f;
+            if (cached) {
+                cs = cache[2 * k];
+                sn = cache[2 * k + 1];
+            } else {
+                angle(i2, k, cs, sn);
+            }
             int j0 = 0, j1 = 0;
             rope_fn::pair_of(c, k, j0, j1);
             const float x0 = load<T>(pa + static_cast<std::size_t>(j0) * a.nb[0]);
