@@ -34,6 +34,7 @@ AREAS = {
     "cpu_dispatch": ("CPU dispatch", "backplane_bench"),
     "scheduler": ("Scheduler", "backplane_bench"),
     "copies": ("Copies", "backplane_bench"),
+    "llama": ("The llama example's steps", "backplane_bench"),
     "plan": ("Placement policies", "backplane_bench_plan"),
     "vulkan": ("Vulkan backend", "backplane_bench_vulkan"),
     "cuda": ("CUDA backend", "backplane_bench_cuda"),
@@ -43,7 +44,7 @@ AREAS = {
 PREFIXES = [("ref/", "references"), ("cpu/mul_mat/", "cpu_mul_mat"), ("cpu/mat_vec/", "cpu_mat_vec"),
             ("cpu/mat_vec_cached/", "cpu_mat_vec"),
             ("cpu/dispatch/", "cpu_dispatch"), ("sched/", "scheduler"), ("copy/", "copies"),
-            ("plan/", "plan"), ("vulkan/", "vulkan"), ("cuda/", "cuda"), ("meta/", "meta")]
+            ("llama/", "llama"), ("plan/", "plan"), ("vulkan/", "vulkan"), ("cuda/", "cuda"), ("meta/", "meta")]
 
 
 def area_of(base):
@@ -66,6 +67,10 @@ SCHED_TARGETS = {"sched/split/cpu": 25.0, "sched/split_alloc/cpu": 70.0,
 # CUDA: own kernels and the cuBLAS path against cuBLAS alone (f16), mat-vec against the copy
 CUDA_MUL_MAT_TARGETS = {"cuda/mul_mat/f16/own/4096": 0.70, "cuda/mul_mat/f16/cublas/4096": 0.95}
 CUDA_MAT_VEC_TARGET = {"q8_0": 0.80, "q4_0": 0.80}
+# the llama example's decode step: the default model's scaling from 1 to 2 threads, and a
+# model far larger than the last-level cache against the read bandwidth
+LLAMA_SCALING_TARGET = ("llama/decode/llama-8x512-q8_0", 1.6)
+LLAMA_STREAM_TARGET = ("llama/decode/llama-16x2048-q4_0", 0.85)
 
 
 # -- loading ---------------------------------------------------------------------------------
@@ -647,9 +652,40 @@ def area_other(a):
     return cols
 
 
+def area_llama(a):
+    cols = ["benchmark", "threads", "figure", "reference (same run)", "ratio", "target"]
+    for r in a.items:
+        if r.error:
+            a.rows.append([r.base, threads_cell(r)] + a.skipped(r, 4))
+            continue
+        tps = r.get("items_per_second")
+        figure = a.fig(r, "items_per_second", "tokens/s")
+        if r.get("GBps") is not None:
+            figure += f"; {a.fig(r, 'GBps', 'GB/s')} of weights"
+        ref, rat, target = "-", "-", "-"
+        if r.base == LLAMA_STREAM_TARGET[0]:
+            bw = a.val("ref/read_bandwidth", "GBps", r.threads)
+            share = div(r.get("GBps"), bw)
+            ref = f"read bandwidth {num(bw)} GB/s" if bw else "read bandwidth -"
+            rat = f"{pct(share)} of read"
+            t = LLAMA_STREAM_TARGET[1]
+            target = f">= {100 * t:.0f}% of read" + ("" if share is None else ": met" if share >= t else ": not met")
+        elif r.threads and r.threads != 1:
+            one = a.val(r.base, "items_per_second", 1)
+            if one:
+                ref = f"1 thread: {num(one)} tokens/s"
+                rat = f"{ratio(div(tps, one))} (scaling)"
+            if r.base == LLAMA_SCALING_TARGET[0] and r.threads == 2:
+                t = LLAMA_SCALING_TARGET[1]
+                got = div(tps, one)
+                target = f">= {t:.1f}x 1 thread" + ("" if got is None else ": met" if got >= t else ": not met")
+        a.rows.append([r.base, threads_cell(r), figure, ref, rat, target])
+    return cols
+
+
 BUILDERS = {"references": area_references, "cpu_mul_mat": area_cpu_mul_mat,
             "cpu_mat_vec": area_cpu_mat_vec, "cpu_dispatch": area_cpu_dispatch,
-            "scheduler": area_scheduler, "copies": area_copies, "plan": area_plan,
+            "scheduler": area_scheduler, "copies": area_copies, "llama": area_llama, "plan": area_plan,
             "vulkan": area_vulkan, "cuda": area_cuda, "meta": area_meta, "other": area_other}
 
 

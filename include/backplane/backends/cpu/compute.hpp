@@ -204,7 +204,8 @@ inline bool involves_f16(const tensor& node) noexcept {
 /// The node's work in units of about 0.1 ns on one core, computed by kernel k: one
 /// element of a fast f32 add. Per element, measured with the kernels of the default
 /// (fast) mode: a fast f32 kernel 1-4 units, a reference kernel about 10 times its fast
-/// counterpart, f16 conversions (no fast path yet) 8 times more, rope's pow/cos/sin ~160;
+/// counterpart, f16 conversions (no fast path yet) 8 times more, rope's pow/cos/sin ~160
+/// (once per pair and token: kernels/rope.hpp);
 /// mul_mat per multiply-add: 1/4 with a fast kernel, 8 with the reference one. Only
 /// ratios matter: n_tasks compares this with min_work_per_thread().
 inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
@@ -233,8 +234,8 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return 10 * conv * a->nelements();
     case kernel_kind::sort_rows: // n log2(n) comparisons per row of n
         return 20 * conv * a->nelements() * std::max<std::int64_t>(std::bit_width(static_cast<std::uint64_t>(a->ne[0])), 1);
-    case kernel_kind::rope:
-        return 160 * conv * n; // a pow, a cos and a sin per pair
+    case kernel_kind::rope: // a pow, a cos and a sin per pair and token (shared by its heads), a rotation per pair
+        return (160 * a->ne[0] / 2 * a->ne[2] * a->ne[3] + 4 * n) * conv;
     case kernel_kind::get_rows:
     case kernel_kind::concat:
         return 10 * conv * n;
