@@ -11,6 +11,9 @@ BACKPLANE_PACKAGES="cmake ninja-build g++ pkg-config catch2 libfmt-dev libbenchm
 BACKPLANE_PACKAGES+=" libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers"
 # clang (with its libFuzzer runtime): the GGUF reader's fuzz test
 BACKPLANE_PACKAGES+=" clang"
+# libnuma and libmemkind, loaded at run time by the NUMA and high-bandwidth memory buffer
+# types (memory/host_memory.hpp): their tests take the library's path, not only "missing"
+BACKPLANE_PACKAGES+=" libnuma1 libmemkind0"
 
 backplane_deps() {
     if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -24,21 +24,36 @@ namespace backplane {
 /// Alignment of tensor data in host buffers.
 inline constexpr std::size_t host_alignment = 64;
 
-/// A block of host memory, owned (allocated by host_buffer_type) or borrowed (wrapping a
-/// user pointer; the user keeps it alive).
+/// A block of host memory, owned (allocated by a host buffer type) or borrowed (wrapping
+/// a user pointer; the user keeps it alive).
 class host_buffer {
 public:
+    /// Gives back an owned block of `bytes` bytes that did not come from the CPU buffer
+    /// type (memory/host_memory.hpp: huge pages, a NUMA node, high-bandwidth memory).
+    using release_fn = void (*)(void* mem, std::size_t bytes) noexcept;
+
     /// Borrows [ptr, ptr + size).
     static host_buffer from_ptr(void* ptr, std::size_t size) noexcept { return host_buffer(ptr, size, false); }
+    /// Owns [mem, mem + size), a block of `bytes` >= size bytes that release(mem, bytes)
+    /// gives back.
+    static host_buffer adopt(void* mem, std::size_t size, std::size_t bytes, release_fn release) noexcept {
+        host_buffer b(mem, size, true);
+        b.bytes_ = bytes;
+        b.release_ = release;
+        return b;
+    }
 
     host_buffer(host_buffer&& o) noexcept
-        : mem_(std::exchange(o.mem_, nullptr)), size_(std::exchange(o.size_, 0)), owned_(o.owned_) {}
+        : mem_(std::exchange(o.mem_, nullptr)), size_(std::exchange(o.size_, 0)), owned_(o.owned_),
+          bytes_(o.bytes_), release_(o.release_) {}
     host_buffer& operator=(host_buffer&& o) noexcept {
         if (this != &o) {
             release();
             mem_ = std::exchange(o.mem_, nullptr);
             size_ = std::exchange(o.size_, 0);
             owned_ = o.owned_;
+            bytes_ = o.bytes_;
+            release_ = o.release_;
         }
         return *this;
     }
@@ -73,13 +88,20 @@ private:
     friend class cpu_buffer_type;
     host_buffer(void* mem, std::size_t size, bool owned) noexcept : mem_(mem), size_(size), owned_(owned) {}
     void release() noexcept {
-        if (owned_ && mem_) ::operator delete[](mem_, std::align_val_t{host_alignment});
+        if (owned_ && mem_) {
+            if (release_ != nullptr)
+                release_(mem_, bytes_);
+            else
+                ::operator delete[](mem_, std::align_val_t{host_alignment});
+        }
         mem_ = nullptr;
     }
 
     void* mem_ = nullptr;
     std::size_t size_ = 0;
     bool owned_ = false;
+    std::size_t bytes_ = 0;          ///< the block's size, for release_
+    release_fn release_ = nullptr;   ///< null: the CPU buffer type's operator new[]
 };
 
 /// The CPU (host) buffer type: aligned host memory, allocation failure reported as a status.
