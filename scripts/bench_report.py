@@ -316,6 +316,20 @@ def rate_counter(base):
     return "GBps" if "read_bandwidth" in base else "GFLOPS"
 
 
+def scaling(a, r, field, unit):
+    """The 1-thread figure of r's benchmark and the reference and ratio cells comparing r
+    with it, for a run at several threads (None and dashes otherwise)."""
+    one = a.val(r.base, field, 1) if r.threads and r.threads != 1 else None
+    if not one:
+        return None, "-", "-"
+    return one, f"1 thread: {num(one)} {unit}", f"{ratio(div(r.get(field), one))} (scaling)"
+
+
+def verdict(got, target):
+    """': met' or ': not met' after a target's text, nothing without a figure."""
+    return "" if got is None else ": met" if got >= target else ": not met"
+
+
 def area_references(a):
     cols = ["benchmark", "threads", "figure", "reference (same run)", "ratio"]
     for r in a.items:
@@ -324,13 +338,7 @@ def area_references(a):
         if r.error:
             a.rows.append([r.base, threads_cell(r)] + a.skipped(r, 3))
             continue
-        v = r.get(counter)
-        ref, rat = "-", "-"
-        if r.threads and r.threads != 1:
-            one = a.val(r.base, counter, 1)
-            if one:
-                ref = f"1 thread: {num(one)} {unit}"
-                rat = f"{ratio(div(v, one))} (scaling)"
+        _, ref, rat = scaling(a, r, counter, unit)
         a.rows.append([r.base, threads_cell(r), a.fig(r, counter, unit), ref, rat])
     return cols
 
@@ -355,7 +363,7 @@ def area_cpu_mul_mat(a):
             kind, t = MUL_MAT_TARGETS[wtype]
             got = r_sgemm if kind == "sgemm" else r_peak
             target = f">= {t:.1f}x sgemm" if kind == "sgemm" else f">= {100 * t:.0f}% of peak"
-            target += "" if got is None else ": met" if got >= t else ": not met"
+            target += verdict(got, t)
         a.rows.append([r.base, threads_cell(r), a.fig(r, "GFLOPS", "GFLOP/s"), ref, rat, target])
     return cols
 
@@ -373,7 +381,7 @@ def area_cpu_mat_vec(a):
             target = "none: the kernel without DRAM"
         else:
             target = f">= {100 * MAT_VEC_TARGET:.0f}% of read"
-            target += "" if share is None else ": met" if share >= MAT_VEC_TARGET else ": not met"
+            target += verdict(share, MAT_VEC_TARGET)
         a.rows.append([r.base, threads_cell(r), a.fig(r, "GBps", "GB/s"),
                        f"read bandwidth {num(bw)} GB/s" if bw else "read bandwidth -",
                        f"{pct(share)} of read", target])
@@ -586,7 +594,7 @@ def area_cuda(a):
             if r.base in CUDA_MUL_MAT_TARGETS:
                 t = CUDA_MUL_MAT_TARGETS[r.base]
                 got = div(gflops, rv)
-                target = f">= {t:.2f}x cuBLAS f16" + ("" if got is None else ": met" if got >= t else ": not met")
+                target = f">= {t:.2f}x cuBLAS f16" + verdict(got, t)
         elif parts[1] == "mat_vec" and len(parts) == 4:
             rv = a.val(f"cuda/ref/d2d_copy/{parts[3]}", "GB/s")
             share = div(gbs, rv)
@@ -595,7 +603,7 @@ def area_cuda(a):
                 rat = f"{pct(share)} of copy"
             if parts[2] in CUDA_MAT_VEC_TARGET:
                 t = CUDA_MAT_VEC_TARGET[parts[2]]
-                target = f">= {100 * t:.0f}% of copy" + ("" if share is None else ": met" if share >= t else ": not met")
+                target = f">= {100 * t:.0f}% of copy" + verdict(share, t)
         elif r.base == "cuda/llama":
             splits, replays = r.get("splits"), r.get("graph_replays")
             if splits is not None:
@@ -658,7 +666,6 @@ def area_llama(a):
         if r.error:
             a.rows.append([r.base, threads_cell(r)] + a.skipped(r, 4))
             continue
-        tps = r.get("items_per_second")
         figure = a.fig(r, "items_per_second", "tokens/s")
         if r.get("GBps") is not None:
             figure += f"; {a.fig(r, 'GBps', 'GB/s')} of weights"
@@ -669,16 +676,12 @@ def area_llama(a):
             ref = f"read bandwidth {num(bw)} GB/s" if bw else "read bandwidth -"
             rat = f"{pct(share)} of read"
             t = LLAMA_STREAM_TARGET[1]
-            target = f">= {100 * t:.0f}% of read" + ("" if share is None else ": met" if share >= t else ": not met")
-        elif r.threads and r.threads != 1:
-            one = a.val(r.base, "items_per_second", 1)
-            if one:
-                ref = f"1 thread: {num(one)} tokens/s"
-                rat = f"{ratio(div(tps, one))} (scaling)"
+            target = f">= {100 * t:.0f}% of read" + verdict(share, t)
+        else:
+            one, ref, rat = scaling(a, r, "items_per_second", "tokens/s")
             if r.base == LLAMA_SCALING_TARGET[0] and r.threads == 2:
                 t = LLAMA_SCALING_TARGET[1]
-                got = div(tps, one)
-                target = f">= {t:.1f}x 1 thread" + ("" if got is None else ": met" if got >= t else ": not met")
+                target = f">= {t:.1f}x 1 thread" + verdict(div(r.get("items_per_second"), one), t)
         a.rows.append([r.base, threads_cell(r), figure, ref, rat, target])
     return cols
 
