@@ -32,6 +32,7 @@
 #include "graph.hpp"
 #include "writer.hpp"
 
+#include <backplane/backends/cpu/profile.hpp>
 #include <backplane/runtime.hpp>
 #include <backplane/sched.hpp>
 #include <backplane/sched/cost_policy.hpp>

@@ -5,6 +5,8 @@
 
 #include "cpu_test_harness.hpp"
 
+#include <backplane/backends/cpu/profile.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>

@@ -21,7 +21,6 @@
 
 #include <backplane/backends/cpu/device.hpp>
 #include <backplane/backends/cpu/plan.hpp>
-#include <backplane/backends/cpu/profile.hpp>
 #include <backplane/backends/cpu/thread_pool.hpp>
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/single_user.hpp>
@@ -130,13 +129,14 @@ public:
     }
 
     /// Times every compute from now on into *prof, node by node and thread by thread
-    /// (cpu/profile.hpp); null stops timing. *prof must outlive the computes it times.
-    void set_profile(cpu::profile* prof) {
+    /// (a cpu::profile of backends/cpu/profile.hpp); null stops timing. *prof must
+    /// outlive the computes it times.
+    void set_profile(cpu::profile_sink* prof) {
         const auto use = enter();
         if (!use.first()) throw error(refusal(use, "set_profile"));
         profile_ = prof;
     }
-    [[nodiscard]] cpu::profile* profile() const noexcept { return profile_; }
+    [[nodiscard]] cpu::profile_sink* profile() const noexcept { return profile_; }
 
     /// Computes the nodes of g in order. Every node is checked first: an unsupported
     /// node is errc::not_supported, a node or source without host data (no data, or a
@@ -218,7 +218,7 @@ private:
     std::shared_ptr<cpu::thread_pool> pool_; ///< private (made on first use) or shared
     bool shared_pool_;                       ///< pool_ came from set_thread_pool or the params
     abort_callback abort_;
-    cpu::profile* profile_ = nullptr; ///< set_profile
+    cpu::profile_sink* profile_ = nullptr; ///< set_profile
     cpu_plan last_; ///< compute(graph_view)'s schedule and work buffer, reused
     detail::single_user user_;
 };

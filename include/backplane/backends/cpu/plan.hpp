@@ -19,8 +19,6 @@
 
 #include <backplane/backends/cpu/compute.hpp>
 #include <backplane/backends/cpu/detail/work_buffer.hpp>
-#include <backplane/backends/cpu/profile.hpp>
-
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/supports.hpp>
 #include <backplane/backends/cpu/thread_pool.hpp>
@@ -32,6 +30,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <new>
 #include <span>
@@ -54,6 +53,25 @@ struct plan_step {
     int nth = 1;                 ///< threads that compute it (n_tasks), 0..nth-1
     bool barrier_before = false; ///< all threads meet before it
     kernel_kind kernel = kernel_kind::nothing; ///< what computes it (choose_kernel in the plan's mode)
+};
+
+/// The clock of profiles, in ns.
+[[nodiscard]] inline std::int64_t profile_clock_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+/// Where a timed compute reports its times (cpu::profile, backends/cpu/profile.hpp,
+/// implements it; basic_cpu_backend::set_profile).
+class profile_sink {
+public:
+    virtual ~profile_sink() = default;
+    /// Zeroed slots for a compute of n steps on n_threads threads: thread ith writes
+    /// (first + ith * stride)[2k], its kernel time of step k, and [2k + 1], its wait at
+    /// the barrier before it. May throw std::bad_alloc.
+    virtual std::int64_t* begin(std::size_t n, int n_threads, std::size_t& stride) = 0;
+    /// The compute of `steps` is over, `wall_ns` after it started. May throw std::bad_alloc.
+    virtual void end(std::span<const plan_step> steps, std::int64_t wall_ns) = 0;
 };
 
 } // namespace cpu
@@ -213,7 +231,7 @@ struct exec_state {
     const std::function<bool()>* abort = nullptr;     ///< asked by thread 0 only
     bool aborted = false;                             ///< thread 0 only
     /// Timed runs: thread ith's kernel and barrier times of step k at
-    /// times[ith * stride + 2k] and [... + 1] (basic_profile::slots).
+    /// times[ith * stride + 2k] and [... + 1] (profile_sink::begin).
     std::int64_t* times = nullptr;
     std::size_t stride = 0;
 
@@ -259,7 +277,7 @@ inline bool ask_abort(const std::function<bool()>& f) noexcept {
 
 /// Thread ith's walk over the steps (see the header comment); Timed: each kernel and
 /// barrier timed into st.times (the profile's slots).
-template <bool Timed, class = void>
+template <bool Timed>
 inline void run_steps(exec_state& st, int ith) noexcept {
     node_sync sync{st.pool, 1};
     compute_params p;
@@ -303,17 +321,17 @@ inline void run_steps(exec_state& st, int ith) noexcept {
     }
 }
 
-template <bool Timed, class T = void>
-inline void run_steps_job(void* ctx, int ith) noexcept { run_steps<Timed, T>(*static_cast<exec_state*>(ctx), ith); }
+template <bool Timed>
+inline void run_steps_job(void* ctx, int ith) noexcept { run_steps<Timed>(*static_cast<exec_state*>(ctx), ith); }
 
 /// Runs every thread's walk: on the calling thread alone, or on the pool.
-template <bool Timed, class T = void>
+template <bool Timed>
 inline status run_all(exec_state& st, thread_pool::lease& pool, int n_threads) {
     if (st.pool == nullptr) {
-        run_steps<Timed, T>(st, 0);
+        run_steps<Timed>(st, 0);
         return {};
     }
-    return pool.run(&run_steps_job<Timed, T>, &st, n_threads);
+    return pool.run(&run_steps_job<Timed>, &st, n_threads);
 }
 
 inline status failure(const tensor& node, errc e) {
@@ -340,9 +358,9 @@ inline status failure(const tensor& node, errc e) {
 /// Computes a scheduled plan with the pool that `pool` holds (which must have at least
 /// plan.n_threads() threads), or on the calling thread alone when no step needs more;
 /// with `prof`, timed into it.
-template <class T = void>
+template <class = void>
 inline status execute(cpu_plan& plan, thread_pool::lease& pool, const std::function<bool()>* abort,
-                      basic_profile<T>* prof = nullptr) {
+                      profile_sink* prof = nullptr) {
     const auto& steps = plan_access::steps(plan);
     if (steps.empty()) return {};
     if (abort != nullptr && ask_abort(*abort)) return {errc::aborted, "cpu: compute aborted by the abort callback"};
@@ -360,17 +378,15 @@ inline status execute(cpu_plan& plan, thread_pool::lease& pool, const std::funct
         st.pool = &pool.pool();
     }
     if (prof == nullptr) {
-        if (auto s = run_all<false, T>(st, pool, plan.n_threads()); !s) return s;
+        if (auto s = run_all<false>(st, pool, plan.n_threads()); !s) return s;
     } else {
         try {
-            prof->begin(steps.size(), st.pool != nullptr ? plan.n_threads() : 1);
+            st.times = prof->begin(steps.size(), st.pool != nullptr ? plan.n_threads() : 1, st.stride);
         } catch (const std::bad_alloc&) {
             return {errc::alloc_failed, "cpu: out of memory for the profile's timings"};
         }
-        st.times = prof->slots(0);
-        st.stride = prof->stride();
         const std::int64_t t0 = profile_clock_ns();
-        if (auto s = run_all<true, T>(st, pool, plan.n_threads()); !s) return s;
+        if (auto s = run_all<true>(st, pool, plan.n_threads()); !s) return s;
         const std::int64_t wall = profile_clock_ns() - t0;
         try {
             prof->end(std::span<const plan_step>(steps), wall);

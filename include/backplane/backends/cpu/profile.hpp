@@ -7,15 +7,19 @@
 //   for (...) cpu.compute(g);        // each compute adds to prof
 //   std::printf("%s", prof.table().c_str());
 //
+// Not part of <backplane/backplane.hpp> (the backend knows only its interface,
+// cpu::profile_sink of plan.hpp): include this header where a profile is made.
+//
 // Each thread times its share of each node (the kernel) and its wait at the barrier
 // before it; the executor reports the compute's wall time, from the start of its work to
 // the end of its last node. A node's `work` is its slowest thread's kernel time, the time
 // it holds up the graph; the sum over a compute's nodes is what the compute would cost if
 // nothing happened between kernels, and wall / work is the overhead of everything else
-// (waking threads, barriers, loads of imbalance). Timing costs two clock reads per node
+// (waking threads, barriers, threads that finish a node unevenly). Timing costs two clock reads per node
 // and thread (~40 ns); a backend without a profile takes none.
 
 #include <backplane/backends/cpu/compute.hpp>
+#include <backplane/backends/cpu/plan.hpp>
 #include <backplane/core/op_traits.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -30,12 +34,6 @@
 #include <vector>
 
 namespace backplane::cpu {
-
-/// The clock of profiles, in ns.
-[[nodiscard]] inline std::int64_t profile_clock_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 /// A node of the last profiled compute.
 struct node_time {
@@ -55,12 +53,9 @@ struct op_time {
     std::int64_t work_ns = 0, busy_ns = 0, wait_ns = 0; ///< sums of node_time's
 };
 
-/// Times of a CPU backend's computes (see the header comment); use it as `cpu::profile`.
-/// Not thread-safe: one backend at a time writes it, and it is read between computes. A
-/// class template only so that a translation unit that does not use it compiles none of
-/// it (backend.hpp's reasons).
-template <class Tag>
-class basic_profile {
+/// Times of a CPU backend's computes (see the header comment). Not thread-safe: one
+/// backend at a time writes it, and it is read between computes.
+class profile final : public profile_sink {
 public:
     /// Forgets every compute.
     void clear() noexcept {
@@ -109,22 +104,17 @@ public:
         return out;
     }
 
-    // -- the executor's side (plan.hpp) --
+    // -- profile_sink: the executor's side (plan.hpp) --
 
-    /// Zeroed slots for a compute of n steps on n_threads threads: thread ith writes
-    /// slots(ith)[2k] (kernel time of step k) and [2k + 1] (wait before it). Rows are
-    /// padded apart so that threads never share a cache line.
-    void begin(std::size_t n, int n_threads) {
+    /// Rows are padded apart so that threads never share a cache line.
+    std::int64_t* begin(std::size_t n, int n_threads, std::size_t& stride) override {
         stride_ = (2 * n + 15) / 16 * 16 + 16;
         slots_.assign(stride_ * static_cast<std::size_t>(n_threads), 0);
         threads_ = n_threads;
+        stride = stride_;
+        return slots_.data();
     }
-    [[nodiscard]] std::int64_t* slots(int ith) noexcept { return slots_.data() + stride_ * static_cast<std::size_t>(ith); }
-    [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
-    /// Folds the slots of a compute of `steps` (each node with its kernel and threads)
-    /// into the totals.
-    template <class Step>
-    void end(std::span<const Step> steps, std::int64_t wall_ns) {
+    void end(std::span<const plan_step> steps, std::int64_t wall_ns) override {
         last_.clear();
         for (std::size_t k = 0; k < steps.size(); ++k) add(k, steps[k].node, steps[k].kernel, steps[k].nth);
         ++computes_;
@@ -133,6 +123,10 @@ public:
     }
 
 private:
+    [[nodiscard]] const std::int64_t* slots(int ith) const noexcept {
+        return slots_.data() + stride_ * static_cast<std::size_t>(ith);
+    }
+
     static constexpr std::size_t n_kernels = static_cast<std::size_t>(kernel_kind::fast_attention) + 1;
 
     template <class... A>
@@ -175,8 +169,5 @@ private:
     std::size_t stride_ = 0;
     int threads_ = 0;
 };
-
-/// The profile of CPU backend computes.
-using profile = basic_profile<void>;
 
 } // namespace backplane::cpu
