@@ -119,7 +119,7 @@ struct session {
     std::vector<any_backend> backends;
     std::optional<dynamic_scheduler> sched;
 
-    bool open(benchmark::State& state, const model_spec& spec) {
+    bool open(benchmark::State& state, const model_spec& spec, fusion_set fusions = {}) {
         model = &dataset_cache<loaded>("llama/" + std::string(spec.name), [&] { return load(spec); });
         if (model->m == nullptr) {
             state.SkipWithError(model->error.describe().c_str());
@@ -130,7 +130,7 @@ struct session {
             state.SkipWithError(cpu.error().describe().c_str());
             return false;
         }
-        auto b = cpu->make_backend({.n_threads = static_cast<int>(state.range(0))});
+        auto b = cpu->make_backend({.n_threads = static_cast<int>(state.range(0)), .fusions = fusions});
         if (!b) {
             state.SkipWithError(b.error().describe().c_str());
             return false;
@@ -147,9 +147,9 @@ std::vector<std::int32_t> prompt(int n_vocab) {
     return ids;
 }
 
-void decode_bench(benchmark::State& state, const model_spec& spec) {
+void decode_bench(benchmark::State& state, const model_spec& spec, fusion_set fusions) {
     session s;
-    if (!s.open(state, spec)) return;
+    if (!s.open(state, spec, fusions)) return;
     const loaded& l = *s.model;
     auto next = run_step(*s.sched, l, 0, prompt(l.m->hp.n_vocab));
     int n_past = prompt_tokens;
@@ -191,12 +191,16 @@ void prompt_bench(benchmark::State& state, const model_spec& spec) {
     static const std::vector<model_spec> all = specs();
     for (const model_spec& spec : all) {
         per_thread_count(benchmark::RegisterBenchmark(("llama/decode/" + std::string(spec.name)).c_str(),
-                                                      decode_bench, spec))
+                                                      decode_bench, spec, fusion_set{}))
             ->MinTime(1.0);
         per_thread_count(benchmark::RegisterBenchmark(("llama/prompt/" + std::string(spec.name)).c_str(),
                                                       prompt_bench, spec))
             ->MinTime(0.5);
     }
+    // the default model node by node: what the fused groups (docs/fusion.md) save
+    per_thread_count(benchmark::RegisterBenchmark(("llama/decode_unfused/" + std::string(all.front().name)).c_str(),
+                                                  decode_bench, all.front(), fusion_set::none()))
+        ->MinTime(1.0);
     return true;
 }();
 

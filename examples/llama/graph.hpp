@@ -212,16 +212,16 @@ class step_builder {
     }
 
     /// This step's keys and values into the cache; the nodes are added now, so they run
-    /// before the attention reads the cache.
+    /// before the attention reads the cache. A token's row of K (and of V for flash
+    /// attention) is the cache's row at its position: set_rows with the positions as row
+    /// numbers (one sequence, so position = row), which a backend fuses with the rope.
     void store_kv(tensor* k, tensor* v, int il) {
         const std::size_t es = type_size(c_.type);
         const std::int64_t T = st_.n_tokens, Ek = hp_.n_embd_k(), Ev = hp_.n_embd_v();
         const std::size_t past = S(st_.n_past);
-        tensor* k_dst = view_1d(ctx_, c_.k[S(il)], Ek * T, past * S(Ek) * es);
-        st_.g.build_forward(named(cpy(ctx_, k, k_dst), "k_store"));
+        st_.g.build_forward(named(set_rows(ctx_, c_.k[S(il)], reshape(ctx_, k, {Ek, T}), st_.pos), "k_store"));
         if (c_.flash_attn) {
-            tensor* v_dst = view_1d(ctx_, c_.v[S(il)], Ev * T, past * S(Ev) * es);
-            st_.g.build_forward(named(cpy(ctx_, v, v_dst), "v_store"));
+            st_.g.build_forward(named(set_rows(ctx_, c_.v[S(il)], v, st_.pos), "v_store"));
         } else {
             tensor* v_dst = view_2d(ctx_, c_.v[S(il)], T, Ev, S(c_.n_ctx) * es, past * es);
             st_.g.build_forward(named(cpy(ctx_, transpose(ctx_, v), v_dst), "v_store"));

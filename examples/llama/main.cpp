@@ -76,6 +76,7 @@ struct options {
     bool quiet = false;
     bool plan = false;
     bool profile = false;
+    bool fusion = true;
 };
 
 constexpr const char* usage = R"(usage: llama [options]
@@ -108,6 +109,7 @@ run:
   --threads N         CPU threads (default: the backend's)
   --cache-type T      KV cache f32 (default) or f16
   --flash-attn on|off attention as one flash_attn_ext node (default off)
+  --no-fusion         every node computed on its own (no fused groups of nodes)
   --prompt N          prompt tokens (default 64)
   --gen N             generated tokens (default 32)
   --check             compare the logits with a CPU-only run (NMSE <= 2e-3)
@@ -247,6 +249,8 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             o.quiet = true;
         else if (a == "--profile")
             o.profile = true;
+        else if (a == "--no-fusion")
+            o.fusion = false;
         else if (a == "--help" || a == "-h")
             return std::string();
         else
@@ -588,6 +592,7 @@ int run_main(int argc, char** argv) {
     }
     backend_options bopts;
     bopts.n_threads = o.threads;
+    if (!o.fusion) bopts.fusions = fusion_set::none();
     std::vector<any_backend> backends;
     if (*dev) {
         auto b = (*dev)->make_backend(bopts);

@@ -14,6 +14,7 @@
 // 'b.compute(g)' is invalid").
 
 #include <backplane/core/error.hpp>
+#include <backplane/core/fusion_set.hpp>
 #include <backplane/core/graph.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -350,6 +351,11 @@ template <class B>
 concept abortable_backend = backend<B> && requires(B& b, typename B::abort_callback cb) {
     b.set_abort_callback(std::move(cb));
 };
+
+/// A backend that fuses groups of nodes (core/fusion.hpp) and can be told which:
+/// `b.set_fusions(f)` with a fusion_set.
+template <class B>
+concept fusing_backend = backend<B> && requires(B& b, fusion_set f) { b.set_fusions(f); };
 
 /// A name and a value describing what a device or a backend registry offers
 /// ("AVX2" = "1", "subgroup_size" = "32").

@@ -18,11 +18,17 @@
 
 namespace backplane {
 
-/// A range of a graph's nodes, in topological order. Non-owning.
+/// A range of a graph's nodes, in topological order. Non-owning. A view that is part of
+/// a larger computation (a scheduler's split) says which of its nodes are read outside
+/// it (kept): a backend computes those whatever it fuses (core/fusion.hpp).
 class graph_view {
 public:
     constexpr graph_view() noexcept = default;
     constexpr explicit graph_view(std::span<tensor* const> nodes) noexcept : nodes_(nodes) {}
+    /// kept[i] != 0: node i is read outside the view (kept empty: none is; else one
+    /// entry per node).
+    constexpr graph_view(std::span<tensor* const> nodes, std::span<const std::uint8_t> kept) noexcept
+        : nodes_(nodes), kept_(kept) {}
 
     [[nodiscard]] constexpr std::span<tensor* const> nodes() const noexcept { return nodes_; }
     [[nodiscard]] constexpr std::size_t size() const noexcept { return nodes_.size(); }
@@ -36,11 +42,27 @@ public:
             throw error("graph_view: range [" + std::to_string(i0) + ", " + std::to_string(i1) +
                             ") outside a view of " + std::to_string(nodes_.size()) + " nodes",
                         errc::out_of_range);
-        return graph_view(nodes_.subspan(i0, i1 - i0));
+        graph_view v(nodes_.subspan(i0, i1 - i0), kept_.empty() ? kept_ : kept_.subspan(i0, i1 - i0));
+        v.all_kept_ = all_kept_;
+        return v;
+    }
+
+    /// Node i's value must be computed: something outside the view reads it.
+    [[nodiscard]] constexpr bool kept(std::size_t i) const noexcept {
+        return all_kept_ || (i < kept_.size() && kept_[i] != 0);
+    }
+    /// Every node's value must be computed (an eval callback reads each): no fusion.
+    [[nodiscard]] constexpr bool all_kept() const noexcept { return all_kept_; }
+    [[nodiscard]] constexpr graph_view keep_all() const noexcept {
+        graph_view v = *this;
+        v.all_kept_ = true;
+        return v;
     }
 
 private:
     std::span<tensor* const> nodes_;
+    std::span<const std::uint8_t> kept_;
+    bool all_kept_ = false;
 };
 
 class graph {

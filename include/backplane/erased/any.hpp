@@ -302,7 +302,15 @@ public:
                 .timing = vt_->has_timing,
                 .offload = vt_->has_offload,
                 .n_threads = vt_->set_n_threads != nullptr,
-                .abort_callback = vt_->set_abort_callback != nullptr};
+                .abort_callback = vt_->set_abort_callback != nullptr,
+                .fusions = vt_->set_fusions != nullptr};
+    }
+    /// The fused groups it may make (fusing_backend); errc::not_supported without.
+    status set_fusions(fusion_set f) {
+        if (vt_->set_fusions == nullptr)
+            return {errc::not_supported, std::string(name()) + ": this backend fuses nothing"};
+        vt_->set_fusions(self(), f);
+        return {};
     }
     /// Threads of the next computes (threaded_backend); errc::not_supported without.
     status set_n_threads(int n) {
@@ -352,6 +360,7 @@ private:
         if (o.n_threads > 0 && vt_->set_n_threads != nullptr)
             if (auto s = vt_->set_n_threads(self(), o.n_threads); !s) return s;
         if (o.abort_callback && vt_->set_abort_callback != nullptr) vt_->set_abort_callback(self(), o.abort_callback);
+        if (vt_->set_fusions != nullptr) vt_->set_fusions(self(), o.fusions);
         return {};
     }
 

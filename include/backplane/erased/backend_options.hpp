@@ -4,6 +4,8 @@
 // says it can do (any_backend::caps()): plain values in a header of their own, light
 // enough for the backend table (erased/backend_ref.hpp) to take abort_function from here.
 
+#include <backplane/core/fusion_set.hpp>
+
 #include <functional>
 
 namespace backplane {
@@ -19,6 +21,9 @@ struct backend_options {
     int n_threads = 0;
     /// Abort callback of backends that take one (CPU); empty: none.
     abort_function abort_callback = {};
+    /// The fused groups of backends that fuse (CPU, Vulkan; core/fusion.hpp): all by
+    /// default, fusion_set::none() for every node on its own.
+    fusion_set fusions = {};
 };
 
 /// What a backend can do beyond the required minimum, known from its concept model.
@@ -30,6 +35,7 @@ struct backend_caps {
     bool offload = false;        ///< asks for ops on weights held elsewhere
     bool n_threads = false;      ///< a thread count (set_n_threads)
     bool abort_callback = false; ///< an abort callback (set_abort_callback)
+    bool fusions = false;        ///< fused groups it can turn off (set_fusions)
 };
 
 } // namespace backplane

@@ -68,6 +68,7 @@ struct backend_vtable {
     status (*set_n_threads)(void*, int);
     int (*n_threads)(void*);
     void (*set_abort_callback)(void*, abort_function);
+    void (*set_fusions)(void*, fusion_set);
     bool has_events;
     bool has_plans;
     bool has_timing;
@@ -157,6 +158,12 @@ inline constexpr backend_vtable backend_vtable_for{
     []() -> void (*)(void*, abort_function) {
         if constexpr (abortable_backend<B>)
             return [](void* p, abort_function f) { backend_self<B>(p).set_abort_callback(std::move(f)); };
+        else
+            return nullptr;
+    }(),
+    []() -> void (*)(void*, fusion_set) {
+        if constexpr (fusing_backend<B>)
+            return [](void* p, fusion_set f) { backend_self<B>(p).set_fusions(f); };
         else
             return nullptr;
     }(),

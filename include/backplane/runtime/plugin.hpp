@@ -40,7 +40,7 @@ namespace backplane {
 
 /// The plugin interface version these headers speak. A plugin built for another version
 /// is refused with errc::not_supported naming both.
-inline constexpr std::uint32_t plugin_api_version = 2; // 2: attach hands over the live buffer set
+inline constexpr std::uint32_t plugin_api_version = 3; // 3: backend_options::fusions, the table's set_fusions
 
 /// What `backplane_plugin_entry()` returns. The first two members keep their place in
 /// every version, so any host can read them; the rest is used only once api_version and

@@ -171,14 +171,15 @@ private:
 
     status compute_split(Set& set, const run_input& in, const split_rec& sp) {
         const auto b = static_cast<std::size_t>(sp.backend);
-        const graph_view exec = slots_.nodes_of(sp, in.g.nodes(), in.slot);
+        const graph_view exec = slots_.nodes_of(sp, in.g.nodes(), in.plan.kept, in.slot);
         if (!in.eval) return set.compute(b, exec);
+        // the callback may read every node it is told of: each is computed (no fusion)
         const graph_view all = in.g.view(); // the callback sees the user's nodes
         for (std::size_t j0 = sp.first; j0 < sp.last;) {
             std::size_t j1 = j0;
             bool need = in.eval(*all[j1], true);
             while (!need && j1 + 1 < sp.last) need = in.eval(*all[++j1], true);
-            if (status s = set.compute(b, exec.subview(j0 - sp.first, j1 + 1 - sp.first)); !s) return s;
+            if (status s = set.compute(b, exec.subview(j0 - sp.first, j1 + 1 - sp.first).keep_all()); !s) return s;
             if (status s = set.synchronize(b); !s) return s;
             if (need && !in.eval(*all[j1], false))
                 return {errc::aborted,

@@ -170,6 +170,9 @@ struct split_plan {
     std::vector<std::int32_t> graph_inputs; ///< input tensors given pipeline slots
     std::vector<rewrite> rewrites;          ///< by node, in node order
     bool cross_inplace = false;             ///< a split reads another backend's compute memory in place
+    /// By node: read by a later split (graph_view::kept: its backend must not fuse it
+    /// away); empty with one split.
+    std::vector<std::uint8_t> kept;
     /// Storage of the copies (the allocator request keeps its own helper tensors).
     std::deque<tensor> pool;
     std::size_t pool_used = 0;

@@ -329,7 +329,7 @@ public:
                         errc::out_of_range);
         const split_rec& s = plan_.splits[k];
         return {static_cast<std::size_t>(s.backend), s.first, s.last,
-                std::span<tensor* const>(plan_.input_ptrs).subspan(s.in0, s.in1 - s.in0), exec_.slots().nodes_of(s, {graph_nodes_, num_.n_nodes()}, cur_copy_)};
+                std::span<tensor* const>(plan_.input_ptrs).subspan(s.in0, s.in1 - s.in0), exec_.slots().nodes_of(s, {graph_nodes_, num_.n_nodes()}, plan_.kept, cur_copy_)};
     }
     /// How many alloc_graph calls planned the memory anew. Allocating a graph of the same
     /// structure again replays the plan: nothing moves but the rotated inputs (pipeline

@@ -95,11 +95,14 @@ public:
     void forget() noexcept { made_ = false; }
 
     /// What split sp's backend computes in slot c: its nodes, shadows included.
-    [[nodiscard]] graph_view nodes_of(const split_rec& sp, std::span<tensor* const> graph_nodes, int c) const {
+    /// `kept`: split_plan::kept.
+    [[nodiscard]] graph_view nodes_of(const split_rec& sp, std::span<tensor* const> graph_nodes,
+                                      std::span<const std::uint8_t> kept, int c) const {
         const auto cu = static_cast<std::size_t>(c);
         const bool own = made_ && cu < slots_.size() && !slots_[cu].exec.empty();
         const std::span<tensor* const> all = own ? std::span<tensor* const>(slots_[cu].exec) : graph_nodes;
-        return graph_view(all.subspan(sp.first, sp.last - sp.first));
+        return graph_view(all.subspan(sp.first, sp.last - sp.first),
+                          kept.empty() ? kept : kept.subspan(sp.first, sp.last - sp.first));
     }
 
     /// Copy q of the plan as slot c uses it: the slot's own, else the plan's.

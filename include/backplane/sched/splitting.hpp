@@ -56,12 +56,24 @@ public:
             add_sources(i);
         }
         plan_.splits.back().last = static_cast<std::uint32_t>(num_.n_nodes());
+        mark_kept();
     }
 
 private:
     [[nodiscard]] bool has(std::size_t i, std::uint8_t bit) const noexcept { return (info_[i].bits & bit) != 0; }
 
+    // The nodes that a later split reads (view ops' reads included).
+    void mark_kept() {
+        plan_.kept.assign(plan_.splits.size() > 1 ? num_.n_nodes() : 0, 0);
+        if (plan_.kept.empty()) return;
+        for (const split_rec& sp : plan_.splits)
+            for (std::size_t i = sp.first; i < sp.last; ++i)
+                for (std::int32_t s : num_.srcs_of(i))
+                    if (s >= 0 && static_cast<std::uint32_t>(s) < sp.first) plan_.kept[static_cast<std::size_t>(s)] = 1;
+    }
+
     void clear() {
+        plan_.kept.clear();
         plan_.splits.clear();
         plan_.inputs.clear();
         plan_.input_ptrs.clear();

@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "split_everything.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -27,13 +29,7 @@ namespace {
 
 using i64 = std::int64_t;
 
-/// Splits every node over all threads for one scope.
-struct split_everything {
-    split_everything() { cpu::set_min_work_per_thread(1); }
-    ~split_everything() { cpu::reset_min_work_per_thread(); }
-    split_everything(const split_everything&) = delete;
-    split_everything& operator=(const split_everything&) = delete;
-};
+using backplane::test::split_everything;
 
 /// Caps the instruction set for one scope, and lifts the cap after (even on a failure).
 struct isa_cap {

@@ -8,6 +8,7 @@
 // day it lands. The CPU claims every combination the op table's rules define.
 
 #include "../../support/parity_targets.hpp"
+#include "split_everything.hpp"
 
 #include <backplane/backends/cpu.hpp>
 
@@ -28,13 +29,7 @@ struct isa_cap {
     isa_cap& operator=(const isa_cap&) = delete;
 };
 
-/// Splits every node over all threads for one scope.
-struct split_everything {
-    split_everything() { cpu::set_min_work_per_thread(1); }
-    ~split_everything() { cpu::reset_min_work_per_thread(); }
-    split_everything(const split_everything&) = delete;
-    split_everything& operator=(const split_everything&) = delete;
-};
+using backplane::test::split_everything;
 
 } // namespace cpu_parity
 

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "split_everything.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -26,13 +28,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Sets the split threshold for one scope (process-wide): every node uses every thread.
-struct split_everything {
-    split_everything() { cpu::set_min_work_per_thread(1); }
-    ~split_everything() { cpu::reset_min_work_per_thread(); }
-    split_everything(const split_everything&) = delete;
-    split_everything& operator=(const split_everything&) = delete;
-};
+using backplane::test::split_everything;
 
 /// out = soft_max(w x) * 0.5 + x': a few nodes, each split over every thread.
 struct small_graph {

@@ -526,7 +526,7 @@ TEST_CASE("cpu profile: every node of every compute timed, results unchanged, of
 
 TEST_CASE("cpu kernel_kind: every kernel has its own name", "[cpu][profile]") {
     std::vector<std::string_view> names;
-    for (int k = 0; k <= static_cast<int>(cpu::kernel_kind::fast_attention); ++k)
+    for (std::size_t k = 0; k < cpu::kernel_kind_count; ++k)
         names.push_back(cpu::to_string(static_cast<cpu::kernel_kind>(k)));
     CHECK(names[static_cast<std::size_t>(cpu::kernel_kind::fast_mul_mat)] == "fast_mul_mat");
     CHECK(names[static_cast<std::size_t>(cpu::kernel_kind::fast_attention)] == "fast_attention");

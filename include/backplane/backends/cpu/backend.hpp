@@ -60,6 +60,7 @@ public:
                      : params.pool        ? params.pool->n_threads()
                                           : cpu::hardware_threads()),
           reference_(params.reference),
+          fusions_(params.fusions),
           pool_(params.pool ? params.pool : std::make_shared<cpu::thread_pool>(n_threads_)),
           shared_pool_(params.pool != nullptr) {}
 
@@ -121,6 +122,14 @@ public:
     }
     [[nodiscard]] bool reference() const noexcept { return reference_; }
 
+    /// The fused groups the next plans may make (cpu_backend_params::fusions).
+    void set_fusions(fusion_set f) {
+        const auto use = enter();
+        if (!use.first()) throw error(refusal(use, "set_fusions"));
+        fusions_ = f;
+    }
+    [[nodiscard]] fusion_set fusions() const noexcept { return fusions_; }
+
     /// See abort_callback; an empty function removes it.
     void set_abort_callback(abort_callback cb) {
         const auto use = enter();
@@ -148,7 +157,7 @@ public:
         const auto use = enter();
         if (!use.first()) return refusal(use, "compute");
         try {
-            if (auto s = cpu::detail::build_plan(last_, g, threads_now(), reference_); !s) return s;
+            if (auto s = cpu::detail::build_plan(last_, g, threads_now(), reference_, fusions_); !s) return s;
         } catch (const std::bad_alloc&) {
             return {errc::alloc_failed, "cpu: out of memory scheduling a graph"};
         }
@@ -162,7 +171,7 @@ public:
         if (!use.first()) return refusal(use, "make_plan");
         cpu_plan plan;
         try {
-            if (auto s = cpu::detail::build_plan(plan, g, threads_now(), reference_); !s) return s;
+            if (auto s = cpu::detail::build_plan(plan, g, threads_now(), reference_, fusions_); !s) return s;
         } catch (const std::bad_alloc&) {
             return status(errc::alloc_failed, "cpu: out of memory making a plan");
         }
@@ -215,6 +224,7 @@ private:
 
     int n_threads_;
     bool reference_;
+    fusion_set fusions_;
     std::shared_ptr<cpu::thread_pool> pool_; ///< private (made on first use) or shared
     bool shared_pool_;                       ///< pool_ came from set_thread_pool or the params
     abort_callback abort_;

@@ -89,15 +89,18 @@ enum class kernel_kind : std::uint8_t {
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
     fast_attention, ///< fast::attention: flash_attn_ext with f32 or f16 k and v
+    fused,        ///< a fused group of nodes (fused.hpp; plan_step::group says which)
 };
+
+inline constexpr std::size_t kernel_kind_count = static_cast<std::size_t>(kernel_kind::fused) + 1;
 
 /// The kernel's name, as the enumerator reads.
 constexpr std::string_view to_string(kernel_kind k) noexcept {
-    constexpr std::array<std::string_view, static_cast<std::size_t>(kernel_kind::fast_attention) + 1> names = {
+    constexpr std::array<std::string_view, kernel_kind_count> names = {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
-        "fast_attention"};
+        "fast_attention", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
 }
@@ -389,6 +392,7 @@ template <class = void>
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);
     case kernel_kind::fast_attention: return fast::attention(p, node);
+    case kernel_kind::fused: return errc::not_supported; // a group's step runs run_fused (fused.hpp)
     }
     return errc::ok;
 }

@@ -14,6 +14,16 @@
 
 namespace backplane::cpu {
 
+/// What a fused group does with each block of a quantized mul_mat's results once the
+/// thread that computed it has written it (backends/cpu/fused.hpp): fn(*this, bi, m0, m1,
+/// n0, n1) for elements [m0, m1) of columns [n0, n1) of matrix bi (dst's dims 2 and 3,
+/// dim 2 fastest).
+struct mul_mat_epilogue {
+    void (*fn)(const mul_mat_epilogue& e, long long bi, long long m0, long long m1, long long n0,
+               long long n1) noexcept = nullptr;
+    const void* ctx = nullptr;
+};
+
 struct compute_params {
     int ith = 0;                 ///< this thread's index
     int nth = 1;                 ///< number of threads working on the node
@@ -23,6 +33,12 @@ struct compute_params {
     void (*barrier_fn)(void*) noexcept = nullptr; ///< waits for the node's nth threads
     void* barrier_ctx = nullptr;
     bool reference = false;      ///< run the reference kernels only (no fast paths)
+    /// The quantized mul_mat kernels (fast/quant.hpp, fast/kquant.hpp) call it after each
+    /// block of results (null: none), and with b_ready take b as already quantized in
+    /// wdata by a product of the same b, plan and threads just before (a fused pair's
+    /// second product: no quantizing, no barrier).
+    const mul_mat_epilogue* epilogue = nullptr;
+    bool b_ready = false;
 
     /// Waits until every thread of the node has reached this point (no-op for nth == 1).
     void barrier() const noexcept {

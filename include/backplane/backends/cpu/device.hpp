@@ -4,6 +4,7 @@
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/supports.hpp>
 #include <backplane/core/concepts.hpp>
+#include <backplane/core/fusion.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/host_buffer.hpp>
 
@@ -37,6 +38,9 @@ struct cpu_backend_params {
     /// A thread pool shared with other backends (basic_cpu_backend::set_thread_pool);
     /// null: a private pool of n_threads threads.
     std::shared_ptr<cpu::thread_pool> pool = nullptr;
+    /// The groups of nodes it may compute as one (core/fusion.hpp; reference mode fuses
+    /// none): all by default, fusion_set::none() for every node on its own.
+    fusion_set fusions = {};
 };
 
 class cpu_device {

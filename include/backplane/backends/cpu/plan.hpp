@@ -18,6 +18,7 @@
 // left waiting; the thread that stopped computes nothing more meanwhile.
 
 #include <backplane/backends/cpu/compute.hpp>
+#include <backplane/backends/cpu/fused.hpp>
 #include <backplane/backends/cpu/detail/work_buffer.hpp>
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/supports.hpp>
@@ -53,6 +54,8 @@ struct plan_step {
     int nth = 1;                 ///< threads that compute it (n_tasks), 0..nth-1
     bool barrier_before = false; ///< all threads meet before it
     kernel_kind kernel = kernel_kind::nothing; ///< what computes it (choose_kernel in the plan's mode)
+    /// kernel fused: the group whose result `node` is (held by the plan).
+    const fused_group* group = nullptr;
 };
 
 /// The clock of profiles, in ns.
@@ -103,11 +106,14 @@ public:
     [[nodiscard]] std::size_t n_barriers() const noexcept { return n_barriers_; }
     /// Bytes of work buffer it holds.
     [[nodiscard]] std::size_t work_size() const noexcept { return work_.size(); }
+    /// The fused groups it computes as one step each (core/fusion.hpp).
+    [[nodiscard]] std::span<const fused_group> groups() const noexcept { return groups_; }
 
 private:
     friend struct cpu::detail::plan_access;
 
     std::vector<cpu::plan_step> steps_;
+    std::vector<fused_group> groups_; ///< the steps' groups point here
     int n_threads_ = 0; ///< 0: not scheduled yet
     bool reference_ = false;
     int max_nth_ = 0;
@@ -127,11 +133,17 @@ struct scheduler {
     std::size_t wmax = 0;
 
     void place(plan_step& s) noexcept {
-        // threads are counted with the default mode's kernel in either mode (n_tasks)
-        const kernel_kind fast = choose_kernel(*s.node, false);
-        s.kernel = reference ? reference_kernel(s.node->op) : fast;
-        s.nth = n_tasks(*s.node, n_threads, fast);
-        s.wsize = work_size(*s.node, s.nth, s.kernel);
+        if (s.group != nullptr) {
+            s.kernel = kernel_kind::fused;
+            s.nth = n_tasks(*s.group, n_threads);
+            s.wsize = work_size(*s.group, s.nth, reference);
+        } else {
+            // threads are counted with the default mode's kernel in either mode (n_tasks)
+            const kernel_kind fast = choose_kernel(*s.node, false);
+            s.kernel = reference ? reference_kernel(s.node->op) : fast;
+            s.nth = n_tasks(*s.node, n_threads, fast);
+            s.wsize = work_size(*s.node, s.nth, s.kernel);
+        }
         s.barrier_before = prev != 0 && !(prev == 1 && s.nth == 1);
         barriers += s.barrier_before ? 1 : 0;
         max_nth = std::max(max_nth, s.nth);
@@ -144,6 +156,7 @@ struct scheduler {
 struct plan_access {
     static std::vector<plan_step>& steps(cpu_plan& p) noexcept { return p.steps_; }
     static detail::work_buffer& work(cpu_plan& p) noexcept { return p.work_; }
+    static std::vector<fused_group>& groups(cpu_plan& p) noexcept { return p.groups_; }
 
     /// Takes the schedule of p's steps placed by `s`, with a work buffer big enough.
     /// Out of memory is a status.
@@ -195,21 +208,36 @@ inline status check_node(const tensor& node) {
     return {};
 }
 
-/// Checks every node of g and fills p with its steps, scheduled for n_threads. On
-/// failure p holds no steps.
-inline status build_plan(cpu_plan& p, graph_view g, int n_threads, bool reference) {
+/// Checks every node of g and fills p with its steps, scheduled for n_threads, the
+/// groups of `fusions` that the CPU takes (accepts) as one step each (none in reference
+/// mode). On failure p holds no steps.
+inline status build_plan(cpu_plan& p, graph_view g, int n_threads, bool reference, fusion_set fusions = {}) {
     auto& steps = plan_access::steps(p);
+    auto& groups = plan_access::groups(p);
     steps.clear();
+    groups.clear();
+    for (const tensor* node : g)
+        if (node == nullptr) return {errc::invalid_argument, "cpu: a graph node is null"};
+    if (!reference) groups = find_fusions(g, fusions, [](const fused_group& grp) { return accepts(grp); });
     scheduler sched{n_threads, reference};
-    for (tensor* node : g) {
-        if (node == nullptr) {
-            steps.clear();
-            return {errc::invalid_argument, "cpu: a graph node is null"};
-        }
+    std::size_t next = 0; // the next group
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        tensor* node = g[i];
         if (node->op == op_kind::none || is_view_op(node->op)) continue;
         if (auto s = check_node(*node); !s) {
             steps.clear();
             return s;
+        }
+        if (next < groups.size() && groups[next].first == i) {
+            const fused_group& grp = groups[next++];
+            for (std::size_t k = i + 1; k <= grp.last; ++k)
+                if (auto s = is_view_op(g[k]->op) ? status{} : check_node(*g[k]); !s) {
+                    steps.clear();
+                    return s;
+                }
+            sched.place(steps.emplace_back(plan_step{&result_of(grp), 0, 1, false, kernel_kind::fused, &grp}));
+            i = grp.last;
+            continue;
         }
         sched.place(steps.emplace_back(plan_step{node}));
     }
@@ -312,7 +340,7 @@ inline void run_steps(exec_state& st, int ith) noexcept {
         sync.n = s.nth;
         std::int64_t t0 = 0;
         if constexpr (Timed) t0 = profile_clock_ns();
-        const errc e = run_kernel(p, *s.node, s.kernel);
+        const errc e = s.group != nullptr ? run_fused(p, *s.group) : run_kernel(p, *s.node, s.kernel);
         if constexpr (Timed) times[2 * k] = profile_clock_ns() - t0;
         if (e != errc::ok) {
             st.fail(k, e);

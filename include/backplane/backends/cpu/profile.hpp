@@ -127,7 +127,7 @@ private:
         return slots_.data() + stride_ * static_cast<std::size_t>(ith);
     }
 
-    static constexpr std::size_t n_kernels = static_cast<std::size_t>(kernel_kind::fast_attention) + 1;
+    static constexpr std::size_t n_kernels = kernel_kind_count;
 
     template <class... A>
     static std::string line(const char* format, A... a) {

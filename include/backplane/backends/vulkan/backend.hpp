@@ -28,6 +28,7 @@
 #include <backplane/backends/detail/index_errors.hpp>
 #include <backplane/backends/vulkan/device.hpp>
 #include <backplane/backends/vulkan/ops.hpp>
+#include <backplane/backends/vulkan/ops/fused.hpp>
 #include <backplane/backends/vulkan/spirv.hpp>
 #include <backplane/core/detail/describe.hpp>
 
@@ -36,6 +37,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -637,6 +639,10 @@ public:
         return s_->last_compute_time();
     }
 
+    /// The fused groups the next computes may make (core/fusion.hpp; all by default).
+    void set_fusions(fusion_set f) noexcept { fusions_ = f; }
+    [[nodiscard]] fusion_set fusions() const noexcept { return fusions_; }
+
     [[nodiscard]] vulkan_stream_stats stats() const noexcept {
         if (!s_) return {};
         return {s_->n_computes, s_->n_recorded, s_->n_dispatches, s_->n_barriers, s_->n_timed};
@@ -703,46 +709,92 @@ private:
         std::vector<vulkan::detail::launch> launches;
         vulkan::detail::stream_state::memory_list memory;
         std::vector<const tensor*> index_nodes;
+        std::deque<tensor> stand_ins; // the fused groups' (ops/fused.hpp), while planning
     };
 
-    /// The dispatches of g, or the first node that cannot run.
+    /// The dispatches of g, or the first node that cannot run. A fused group the device
+    /// takes is one dispatch of its stand-in (two for glu_pair), else its nodes one by one.
     status plan(graph_view g, planned& out) const {
-        const auto& dev = *s_->dev;
-        auto& launches = out.launches;
-        launches.reserve(g.size());
-        for (tensor* node : g) {
+        const auto& feats = s_->dev->feats;
+        out.launches.reserve(g.size());
+        for (const tensor* node : g)
             if (node == nullptr) return {errc::invalid_argument, prefix() + "a graph node is null"};
+        const std::vector<fused_group> groups =
+            find_fusions(g, fusions_, [&](const fused_group& grp) { return vulkan::detail::accepts(grp, feats); });
+        std::size_t next = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) {
+            tensor* node = g[i];
             if (node->op == op_kind::none || is_view_op(node->op)) continue;
-            vulkan::detail::dispatch d;
-            switch (vulkan::detail::check(*node, dev.feats, d)) {
-            case vulkan::detail::refusal::none: break;
-            case vulkan::detail::refusal::op:
-                return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) + " (op " +
-                                                 std::string(to_string(node->op)) + ", " +
-                                                 std::string(to_string(node->type)) + ") is not supported"};
-            case vulkan::detail::refusal::binding:
-                return {errc::not_supported, prefix() + "node " + backplane::detail::describe(node) +
-                                                 ": a tensor does not fit one storage-buffer binding (" +
-                                                 std::to_string(dev.max_storage_range()) +
-                                                 " bytes) or 32-bit indices"};
+            if (next < groups.size() && groups[next].first == i) {
+                const fused_group& grp = groups[next++];
+                i = grp.last;
+                if (status s = add_group(grp, out); !s) return s;
+                continue;
             }
-            const auto* blob = vulkan::spirv::find(d.shader);
-            if (blob == nullptr) return {errc::not_supported, prefix() + "no shader '" + std::string(d.shader) + "'"};
-            auto& l = launches.emplace_back();
-            l.shader = blob;
-            l.pc = d.pc;
-            l.groups = d.groups;
-            if (status s = bind(*node, *node, l, 2, out.memory); !s) return s;
-            for (std::size_t j = 0; j < static_cast<std::size_t>(max_srcs); ++j) {
-                const std::size_t slot = vulkan::detail::slot_of_source(j);
-                if (const tensor* src = node->src[j]) {
-                    if (status s = bind(*src, *node, l, slot, out.memory); !s) return s;
-                } else { // an unused binding still needs a buffer: the node's
-                    l.bind[slot] = l.bind[2];
-                    l.ids[slot] = l.ids[2];
-                }
+            if (status s = add_node(*node, out); !s) return s;
+        }
+        return {};
+    }
+
+    /// Group grp's dispatches: its stand-in's when it can be planned and bound, else its
+    /// nodes'.
+    status add_group(const fused_group& grp, planned& out) const {
+        const auto& feats = s_->dev->feats;
+        tensor& t = out.stand_ins.emplace_back();
+        vulkan::detail::stand_in(grp, t);
+        vulkan::detail::dispatch d;
+        bool fits = vulkan::detail::plan_fused(grp, t, feats, d) && vulkan::detail::bindable(t, feats);
+        for (const tensor* src : t.src) fits = fits && (src == nullptr || vulkan::detail::bindable(*src, feats));
+        if (!fits) {
+            for (tensor* part : grp.parts)
+                if (part != nullptr)
+                    if (status s = add_node(*part, out); !s) return s;
+            return {};
+        }
+        if (grp.kind == fusion::glu_pair) // the gate product, which the stand-in reads
+            if (status s = add_node(*grp.parts[0], out); !s) return s;
+        if (status s = add_launch(t, d, out); !s) return s;
+        if (grp.kind == fusion::rope_set_rows) out.index_nodes.push_back(grp.parts[1]);
+        return {};
+    }
+
+    /// The dispatch of one node.
+    status add_node(tensor& node, planned& out) const {
+        const auto& dev = *s_->dev;
+        vulkan::detail::dispatch d;
+        switch (vulkan::detail::check(node, dev.feats, d)) {
+        case vulkan::detail::refusal::none: break;
+        case vulkan::detail::refusal::op:
+            return {errc::not_supported, prefix() + "node " + backplane::detail::describe(&node) + " (op " +
+                                             std::string(to_string(node.op)) + ", " +
+                                             std::string(to_string(node.type)) + ") is not supported"};
+        case vulkan::detail::refusal::binding:
+            return {errc::not_supported, prefix() + "node " + backplane::detail::describe(&node) +
+                                             ": a tensor does not fit one storage-buffer binding (" +
+                                             std::to_string(dev.max_storage_range()) + " bytes) or 32-bit indices"};
+        }
+        if (status s = add_launch(node, d, out); !s) return s;
+        if (backplane::detail::reads_by_index(node.op)) out.index_nodes.push_back(&node);
+        return {};
+    }
+
+    /// Dispatch d of node (planned), its tensors bound.
+    status add_launch(const tensor& node, const vulkan::detail::dispatch& d, planned& out) const {
+        const auto* blob = vulkan::spirv::find(d.shader);
+        if (blob == nullptr) return {errc::not_supported, prefix() + "no shader '" + std::string(d.shader) + "'"};
+        auto& l = out.launches.emplace_back();
+        l.shader = blob;
+        l.pc = d.pc;
+        l.groups = d.groups;
+        if (status s = bind(node, node, l, 2, out.memory); !s) return s;
+        for (std::size_t j = 0; j < static_cast<std::size_t>(max_srcs); ++j) {
+            const std::size_t slot = vulkan::detail::slot_of_source(j);
+            if (const tensor* src = node.src[j]) {
+                if (status s = bind(*src, node, l, slot, out.memory); !s) return s;
+            } else { // an unused binding still needs a buffer: the node's
+                l.bind[slot] = l.bind[2];
+                l.ids[slot] = l.ids[2];
             }
-            if (backplane::detail::reads_by_index(node->op)) out.index_nodes.push_back(node);
         }
         return {};
     }
@@ -884,6 +936,7 @@ private:
 
     vulkan_device dev_;
     std::shared_ptr<vulkan::detail::stream_state> s_;
+    fusion_set fusions_;
 };
 static_assert(backend<vulkan_backend>);
 static_assert(async_backend<vulkan_backend>);

@@ -76,22 +76,20 @@ inline void run_jobs(const compute_params& p, const plan& pl, const tensor& a, t
             if (next.bi != jb.bi || next.n0 != jb.n0) break;
             jb.m1 = next.m1;
         }
+        [&] {
 #if BACKPLANE_HAS_X86_KERNELS
-        if (level == isa::avx512) {
-            if (kpanel_candidate(pl))
-                job_kpanel(pl, a, dst, qb, jb, panels + static_cast<std::size_t>(p.ith) * kpanel_bytes);
-            else
-                job_avx512(pl, a, dst, qb, jb);
-            continue;
-        }
-        if (level == isa::avx2) {
-            job_gemv(pl, a, dst, qb, jb);
-            continue;
-        }
+            if (level == isa::avx512) {
+                if (kpanel_candidate(pl))
+                    return job_kpanel(pl, a, dst, qb, jb, panels + static_cast<std::size_t>(p.ith) * kpanel_bytes);
+                return job_avx512(pl, a, dst, qb, jb);
+            }
+            if (level == isa::avx2) return job_gemv(pl, a, dst, qb, jb);
 #endif
-        (void)level;
-        (void)panels;
-        job_portable(pl, a, dst, qb, jb);
+            (void)level;
+            (void)panels;
+            job_portable(pl, a, dst, qb, jb);
+        }();
+        if (p.epilogue != nullptr) p.epilogue->fn(*p.epilogue, jb.bi, jb.m0, jb.m1, jb.n0, jb.n1);
     }
 }
 
@@ -112,8 +110,10 @@ inline errc kquant_mul_mat(const compute_params& p, tensor& dst) noexcept {
     pl.order = kquant::b_order_for(pl.wtype, level);
     auto* qb = static_cast<std::byte*>(p.wdata);
 
-    kquant::quantize_b(p, pl, *dst.src[1], qb, level);
-    p.barrier();
+    if (!p.b_ready) {
+        kquant::quantize_b(p, pl, *dst.src[1], qb, level);
+        p.barrier();
+    }
     kquant::run_jobs(p, pl, *dst.src[0], dst, qb, qb + pl.b_bytes, level);
     return errc::ok;
 }

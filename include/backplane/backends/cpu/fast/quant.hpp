@@ -74,24 +74,23 @@ inline void quant_type_jobs(const compute_params& p, const quant::plan& pl, cons
                 run.m1 = next.m1;
             }
             quant::gemv_job_avx512<T>(pl, a, dst, qb, run);
+            if (p.epilogue != nullptr) p.epilogue->fn(*p.epilogue, run.bi, run.m0, run.m1, run.n0, run.n1);
         }
         return;
     }
 #endif
     for (auto j = j0; j < j1; ++j) {
         const quant::job jb = quant::job_at(pl, grid, j);
+        [&] {
 #if BACKPLANE_HAS_X86_KERNELS
-        if (level == isa::avx512) {
-            quant::job_avx512<T>(pl, a, dst, qb, panels + static_cast<std::size_t>(p.ith) * pl.panel_bytes, jb);
-            continue;
-        }
-        if (level == isa::avx2) {
-            quant::job_avx2<T>(pl, a, dst, qb, jb);
-            continue;
-        }
+            if (level == isa::avx512)
+                return quant::job_avx512<T>(pl, a, dst, qb, panels + static_cast<std::size_t>(p.ith) * pl.panel_bytes, jb);
+            if (level == isa::avx2) return quant::job_avx2<T>(pl, a, dst, qb, jb);
 #endif
-        (void)panels;
-        quant::job_portable(pl, a, dst, qb, jb);
+            (void)panels;
+            quant::job_portable(pl, a, dst, qb, jb);
+        }();
+        if (p.epilogue != nullptr) p.epilogue->fn(*p.epilogue, jb.bi, jb.m0, jb.m1, jb.n0, jb.n1);
     }
 }
 
@@ -139,8 +138,10 @@ inline errc quant_mul_mat(const compute_params& p, tensor& dst) noexcept {
     const isa level = quant::effective_level(p.level);
     auto* qb = static_cast<std::byte*>(p.wdata);
 
-    quant::quantize_b(p, pl, *dst.src[1], qb, level);
-    p.barrier();
+    if (!p.b_ready) {
+        quant::quantize_b(p, pl, *dst.src[1], qb, level);
+        p.barrier();
+    }
     quant_jobs(p, pl, *dst.src[0], dst, qb, qb + pl.b_bytes, level);
     return errc::ok;
 }

@@ -633,49 +633,51 @@ void run_unary(const compute_params& p, tensor& dst, bool has_un, un_op op) noex
 /// swiglu: silu of a piece of x into a buffer, times the same piece of g, so that dst may
 /// share x's or g's memory (each element is read before the same one is written).
 template <class V>
-void run_swiglu(const compute_params& p, tensor& dst) noexcept {
-    const tensor& a = *dst.src[0];
-    const tensor& b = dst.src[1] != nullptr ? *dst.src[1] : a;
-    const i64 nc = dst.ne[0];
-    const auto [x0, g0] = glu_fn::halves_of(dst);
+void swiglu_span(const float* x, const float* g, float* d, i64 nc) noexcept {
     constexpr i64 piece = 256;
     float act[piece];
-    const auto [r0, r1] = split_work(dst.nrows(), p);
-    for (i64 r = r0; r < r1; ++r) {
-        const auto [i1, i2, i3] = row_of(r, dst.ne);
-        const float* px = frow(a, i1, i2, i3) + x0;
-        const float* pg = frow(b, i1, i2, i3) + g0;
-        float* pd = frow_mut(dst, i1, i2, i3);
-        for (i64 i = 0; i < nc; i += piece) {
-            const i64 n = nc - i < piece ? nc - i : piece;
-            V::un_row(un_op::silu, px + i, act, n, 0, 0);
-            V::bin_row(bin_op::mul, act, pg + i, pd + i, n);
-        }
+    for (i64 i = 0; i < nc; i += piece) {
+        const i64 n = nc - i < piece ? nc - i : piece;
+        V::un_row(un_op::silu, x + i, act, n, 0, 0);
+        V::bin_row(bin_op::mul, act, g + i, d + i, n);
     }
 }
 
 template <class V>
-void run_norm(const compute_params& p, tensor& dst, bool rms) noexcept {
+void run_swiglu(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
+    const tensor& b = dst.src[1] != nullptr ? *dst.src[1] : a;
+    const auto [x0, g0] = glu_fn::halves_of(dst);
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, dst.ne);
+        swiglu_span<V>(frow(a, i1, i2, i3) + x0, frow(b, i1, i2, i3) + g0, frow_mut(dst, i1, i2, i3), dst.ne[0]);
+    }
+}
+
+/// norm or rms_norm of a's rows (eps) into dst; with w (the fused rms_norm_mul), times
+/// w's row (broadcast over dst's rows).
+template <class V>
+void run_norm(const compute_params& p, tensor& dst, const tensor& a, const tensor* w, float eps, bool rms) noexcept {
     const i64 n = a.ne[0];
-    const float eps = dst.param<float>(0);
     const auto [r0, r1] = split_work(dst.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);
         const float* pa = frow(a, i1, i2, i3);
         const float mean = rms ? 0.0f : V::sum(pa, n) / static_cast<float>(n);
         const float var = V::sum_sq_dev(pa, n, mean) / static_cast<float>(n);
-        V::shift_scale(pa, frow_mut(dst, i1, i2, i3), n, mean, 1.0f / std::sqrt(var + eps));
+        float* pd = frow_mut(dst, i1, i2, i3);
+        V::shift_scale(pa, pd, n, mean, 1.0f / std::sqrt(var + eps));
+        if (w != nullptr) V::bin_row(bin_op::mul, pd, frow(*w, i1 % w->ne[1], i2 % w->ne[2], i3 % w->ne[3]), pd, n);
     }
 }
 
+/// soft_max of a's rows into dst with this scale, mask and the node's other parameters
+/// (soft_max_ext; the fused soft_max_scale_mask passes its scale and mask).
 template <class V>
-void run_soft_max(const compute_params& p, tensor& dst) noexcept {
-    const tensor& a = *dst.src[0];
-    const tensor* mask = dst.src[1];
+void run_soft_max(const compute_params& p, tensor& dst, const tensor& a, const tensor* mask, float scale) noexcept {
     const tensor* sinks = dst.src[2];
     const i64 n = a.ne[0];
-    const float scale = dst.param<float>(0);
     const float max_bias = dst.param<float>(1);
     constexpr float ninf = -std::numeric_limits<float>::infinity();
     const auto [r0, r1] = split_work(dst.nrows(), p);
@@ -746,9 +748,9 @@ errc run(const compute_params& p, tensor& dst) noexcept {
         return errc::ok;
     }
     switch (dst.op) {
-    case op_kind::rms_norm: run_norm<V>(p, dst, true); break;
-    case op_kind::norm: run_norm<V>(p, dst, false); break;
-    case op_kind::soft_max: run_soft_max<V>(p, dst); break;
+    case op_kind::rms_norm: run_norm<V>(p, dst, *dst.src[0], nullptr, dst.param<float>(0), true); break;
+    case op_kind::norm: run_norm<V>(p, dst, *dst.src[0], nullptr, dst.param<float>(0), false); break;
+    case op_kind::soft_max: run_soft_max<V>(p, dst, *dst.src[0], dst.src[1], dst.param<float>(0)); break;
     default: return errc::not_supported;
     }
     return errc::ok;
@@ -793,15 +795,52 @@ inline bool rowwise_applies(const tensor& dst) noexcept {
     }
 }
 
+namespace rowwise_detail {
+/// f(V{}) with the row kernels of instruction-set level `level`.
+template <class F> decltype(auto) at_level(isa level, F&& f) noexcept {
+#if BACKPLANE_HAS_X86_KERNELS
+    if (level == isa::avx512) return f(avx512{});
+    if (level == isa::avx2) return f(avx2{});
+#endif
+    (void)level;
+    return f(portable{});
+}
+} // namespace rowwise_detail
+
 /// Thread p.ith's share of the node at instruction-set level p.level. Call only when
 /// rowwise_applies(dst).
 template <class = void>
 inline errc rowwise(const compute_params& p, tensor& dst) noexcept {
-#if BACKPLANE_HAS_X86_KERNELS
-    if (p.level == isa::avx512) return rowwise_detail::run<rowwise_detail::avx512>(p, dst);
-    if (p.level == isa::avx2) return rowwise_detail::run<rowwise_detail::avx2>(p, dst);
-#endif
-    return rowwise_detail::run<rowwise_detail::portable>(p, dst);
+    return rowwise_detail::at_level(p.level, [&](auto v) { return rowwise_detail::run<decltype(v)>(p, dst); });
 }
+
+/// The fused rms_norm_mul (core/fusion.hpp): thread p.ith's rows of mul = rms_norm(x) * w,
+/// where rowwise_applies holds for both nodes.
+template <class = void>
+inline void rms_norm_mul(const compute_params& p, const tensor& norm, tensor& mul) noexcept {
+    const tensor* w = mul.src[0] == &norm ? mul.src[1] : mul.src[0];
+    rowwise_detail::at_level(p.level, [&](auto v) {
+        rowwise_detail::run_norm<decltype(v)>(p, mul, *norm.src[0], w, norm.param<float>(0), true);
+    });
+}
+
+/// The fused soft_max_scale_mask: thread p.ith's rows of soft_max, which reads
+/// x * scale + mask (mask may be null), as soft_max_ext would. x, mask and soft_max are
+/// f32 rows.
+template <class = void>
+inline void soft_max_of(const compute_params& p, tensor& soft_max, const tensor& x, const tensor* mask,
+                        float scale) noexcept {
+    rowwise_detail::at_level(p.level,
+                             [&](auto v) { rowwise_detail::run_soft_max<decltype(v)>(p, soft_max, x, mask, scale); });
+}
+
+/// silu(x[i]) * g[i] for i < n (the fused glu_pair's rows of results) at level `level`.
+template <class = void>
+inline void swiglu_span(isa level, const float* x, const float* g, float* d, std::int64_t n) noexcept {
+    rowwise_detail::at_level(level, [&](auto v) { rowwise_detail::swiglu_span<decltype(v)>(x, g, d, n); });
+}
+
+/// The row kernels can read t as f32 rows (f32, unit stride, float-aligned).
+inline bool f32_rows(const tensor* t) noexcept { return rowwise_detail::f32_rows(t); }
 
 } // namespace backplane::cpu::fast

@@ -19,7 +19,8 @@ namespace backplane::cpu::kernels {
 
 namespace detail {
 
-template <class T> void rope_rows(const compute_params& p, tensor& dst) noexcept {
+/// Rows [r0, r1) of a (dims 1-3 flattened, dim 1 fastest).
+template <class T> void rope_rows(tensor& dst, i64 r0, i64 r1) noexcept {
     const tensor& a = *dst.src[0];
     const tensor& pos = *dst.src[1];
     const tensor* ff = dst.src[2];
@@ -47,7 +48,6 @@ template <class T> void rope_rows(const compute_params& p, tensor& dst) noexcept
     const bool cached = pairs <= cached_pairs;
     i64 cached_i2 = -1;
 
-    const auto [r0, r1] = split_work(a.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, a.ne);
         const std::byte* pa = row_ptr(a, i1, i2, i3);
@@ -79,14 +79,21 @@ template <class T> void rope_rows(const compute_params& p, tensor& dst) noexcept
 
 } // namespace detail
 
+/// Rows [r0, r1) of the node (its source's rows: dims 1-3 flattened, dim 1 fastest).
 template <class = void>
-inline void rope(const compute_params& p, tensor& dst) noexcept {
+inline void rope_range(tensor& dst, i64 r0, i64 r1) noexcept {
     if (dst.nelements() == 0)
         return;
     if (dst.src[0]->type == elem_type::f16)
-        detail::rope_rows<f16_t>(p, dst);
+        detail::rope_rows<f16_t>(dst, r0, r1);
     else
-        detail::rope_rows<float>(p, dst);
+        detail::rope_rows<float>(dst, r0, r1);
+}
+
+template <class = void>
+inline void rope(const compute_params& p, tensor& dst) noexcept {
+    const auto [r0, r1] = split_work(dst.src[0]->nrows(), p);
+    rope_range(dst, r0, r1);
 }
 
 } // namespace backplane::cpu::kernels

@@ -47,12 +47,13 @@ inline void write_converted_row(const tensor& b, const std::byte* src, tensor& d
 
 } // namespace detail
 
+/// Rows [q0, q1) of b (dims 1-3 flattened, dim 1 fastest); false when an index of them
+/// is out of range (that row is not written).
 template <class = void>
-inline bool set_rows(const compute_params& p, tensor& dst) noexcept {
+inline bool set_rows_range(tensor& dst, i64 q0, i64 q1) noexcept {
     const tensor& b = *dst.src[0];
     const tensor& idx = *dst.src[1];
     bool all_valid = true;
-    const auto [q0, q1] = split_work(b.nrows(), p);
     for (i64 q = q0; q < q1; ++q) {
         const auto [n, j, k] = row_of(q, b.ne);
         const i64 r = detail::load_index(idx.type, static_cast<const std::byte*>(idx.data) +
@@ -66,6 +67,12 @@ inline bool set_rows(const compute_params& p, tensor& dst) noexcept {
         detail::write_converted_row(b, row_ptr(b, n, j, k), dst, row_ptr(dst, r, j, k));
     }
     return all_valid;
+}
+
+template <class = void>
+inline bool set_rows(const compute_params& p, tensor& dst) noexcept {
+    const auto [q0, q1] = split_work(dst.src[0]->nrows(), p);
+    return set_rows_range(dst, q0, q1);
 }
 
 } // namespace backplane::cpu::kernels

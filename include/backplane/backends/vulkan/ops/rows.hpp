@@ -9,7 +9,7 @@
 //   sum_rows, mean     f32      f32, f16*, bf16*
 //   sum                = a      f32, f16*, bf16*
 //   argmax             i32      f32, f16*, bf16*
-//   norm, rms_norm     f32      f32
+//   norm, rms_norm     f32      f32                 (rms_norm_mul's stand-in: f32 w)
 //   soft_max           f32      f32                 none, f32, f16*  (ALiBi; f32 sinks, source 2)
 //   (*: needs 16-bit storage)
 //
@@ -108,9 +108,10 @@ inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept 
     case op_kind::norm:
         if (t.type == elem_type::f32 && a->type == elem_type::f32) d.shader = w ? "norm_f32_256" : "norm_f32_64";
         break;
-    case op_kind::rms_norm:
-        if (t.type == elem_type::f32 && a->type == elem_type::f32)
-            d.shader = w ? "rms_norm_f32_256" : "rms_norm_f32_64";
+    case op_kind::rms_norm: // with source 1: the fused rms_norm_mul's stand-in (ops/fused.hpp)
+        if (t.type != elem_type::f32 || a->type != elem_type::f32) break;
+        if (t.src[1] == nullptr) d.shader = w ? "rms_norm_f32_256" : "rms_norm_f32_64";
+        else if (t.src[1]->type == elem_type::f32) d.shader = w ? "rms_norm_mul_f32_256" : "rms_norm_mul_f32_64";
         break;
     case op_kind::soft_max: {
         if (t.type != elem_type::f32 || a->type != elem_type::f32) break;

@@ -253,6 +253,20 @@ layout(binding = 2, std430) writeonly buffer D { float d[]; };
 // and prm.w in 4-byte units)
 layout(binding = 3, std430) buffer E { uint error_word; };
 layout(binding = 4, std430) readonly buffer I { int ids[]; };
+float epilogue(float v, uint m, uint at_) { return v; }
+#else
+#include "activation.glsl"
+// The fused groups (core/fusion.hpp) finish each result as it is stored; prm.z says how:
+//   0  as it is
+//   1  mul_mat_add: plus the bias e[offs.w + m] (source 2, one contiguous f32 row)
+//   2  glu_pair: silu(g) * the result, g the gate product (source 2) at the same place in
+//      its tensor as the result in dst (both laid out alike), at offs.w
+layout(binding = 4, std430) readonly buffer X { float e[]; };
+float epilogue(float v, uint m, uint at_) {
+    if (p.prm.z == 1u) return v + e[p.offs.w + m];
+    if (p.prm.z == 2u) return act_silu(e[at_ - p.offs.z + p.offs.w]) * v;
+    return v;
+}
 #endif
 
 // Whether rows are read in vectors (see the file comment): the planner vouches for the
@@ -457,7 +471,8 @@ void main() {
         const uint n = n0 + tn * TN + j;
         for (uint i = 0; i < TM; ++i) {
             const uint m = m0 + tm * TM + i;
-            if (n < N && m < M) d[o + n * p.nb.y + m * p.nb.x] = acc[j][i / 4][i % 4];
+            const uint at_ = o + n * p.nb.y + m * p.nb.x;
+            if (n < N && m < M) d[at_] = epilogue(acc[j][i / 4][i % 4], m, at_);
         }
     }
 }
@@ -569,8 +584,10 @@ void main() {
             [[unroll]] for (uint q = 0; q < NQ; ++q) red[q][tid] += red[q][tid + s];
         barrier();
     }
-    if (tid < NR && m0 + tid < M)
-        d[p.offs.z + (m0 + tid) * p.nb.x + n * p.nb.y + i2 * p.nb.z + i3 * p.nb.w] = red[tid / 4][0][tid % 4];
+    if (tid < NR && m0 + tid < M) {
+        const uint at_ = p.offs.z + (m0 + tid) * p.nb.x + n * p.nb.y + i2 * p.nb.z + i3 * p.nb.w;
+        d[at_] = epilogue(red[tid / 4][0][tid % 4], m0 + tid, at_);
+    }
 }
 
 #endif

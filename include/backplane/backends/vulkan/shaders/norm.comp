@@ -12,11 +12,18 @@
 // variant: norm_f32_256 -DOP_NORM -DWG=256
 // variant: rms_norm_f32_64 -DWG=64
 // variant: rms_norm_f32_256 -DWG=256
+// MUL (the fused rms_norm_mul of core/fusion.hpp): each result times w (source 1, f32,
+// broadcast over the rows: w's row i1 % b_ne.y, i2 % b_ne.z, i3 % b_ne.w), as mul would.
+// variant: rms_norm_mul_f32_64 -DWG=64 -DMUL
+// variant: rms_norm_mul_f32_256 -DWG=256 -DMUL
 #include "common.glsl"
 
 layout(local_size_x = WG) in;
 layout(binding = 0, std430) readonly buffer A { float a[]; };
 layout(binding = 2, std430) writeonly buffer D { float d[]; };
+#if defined(MUL)
+layout(binding = 1, std430) readonly buffer W { float w[]; };
+#endif
 
 shared float s_sum[WG];
 
@@ -58,5 +65,13 @@ void main() {
         sum2 += v * v;
     }
     const float inv = 1.0 / sqrt(workgroup_sum(sum2) / float(ne0) + eps);
+#if defined(MUL)
+    const uint wr = p.offs.y + (i1 % p.b_ne.y) * p.b_nb.y + (i2 % p.b_ne.z) * p.b_nb.z + (i3 % p.b_ne.w) * p.b_nb.w;
+    for (uint i = tid; i < ne0; i += WG) {
+        precise float v = (a[src + i * p.a_nb.x] - mean) * inv; // rounded as rms_norm's result
+        d[dst + i * p.nb.x] = v * w[wr + i * p.b_nb.x];
+    }
+#else
     for (uint i = tid; i < ne0; i += WG) d[dst + i * p.nb.x] = (a[src + i * p.a_nb.x] - mean) * inv;
+#endif
 }

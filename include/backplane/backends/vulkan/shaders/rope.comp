@@ -30,33 +30,63 @@
 // The rotation itself is the CPU's: x0 * c - x1 * s and x0 * s + x1 * c in f32, without
 // contraction (c and s scaled by mscale in f32, where the CPU scales them in double); f16 values are widened exactly and the results rounded to nearest even.
 //
-//   variant    a, dst   needs
-//   rope_f32   f32      -
-//   rope_f16   f16      16-bit storage (no 16-bit arithmetic)
+//   variant           a     dst   needs
+//   rope_f32          f32   f32   -
+//   rope_f16          f16   f16   16-bit storage (no 16-bit arithmetic)
+//   rope_set_rows_f32 f32   f32   -
+//   rope_set_rows_f16 f32   f16   16-bit storage
+//
+// SET_ROWS: the fused rope_set_rows of core/fusion.hpp (normal and neox modes; a with unit
+// element stride): token t's rows go to row idx[t] of the destination (a cache with rows
+// of unit stride), head i1 at i1 * ne.x in it, as set_rows writes the rope's rows
+// reshaped to one row per token. idx: i32, source 3 (binding 5) at the offset the backend
+// keeps in a_nb.x, element stride b_nb.y; the destination's row stride b_nb.z and rows
+// b_nb.w (the M-RoPE sections' words, unused in these modes). An index outside [0, rows)
+// writes nothing and raises ERROR_INDEX in the stream's error word (binding 3).
 //
 // variant: rope_f32 -DA_F32
 // variant: rope_f16 -DA_F16
+// variant: rope_set_rows_f32 -DA_F32 -DSET_ROWS
+// variant: rope_set_rows_f16 -DA_F32 -DD_F16 -DSET_ROWS
 #include "common.glsl"
 #include "convert.glsl"
 
-#if defined(A_F16)
+#if defined(A_F16) || defined(D_F16)
 #extension GL_EXT_shader_16bit_storage : require
-#define UNIT uint16_t
+#endif
+#if defined(A_F16)
+#define A_UNIT uint16_t
+#define D_F16
 #else
-#define UNIT uint
+#define A_UNIT uint
+#endif
+#if defined(D_F16)
+#define D_UNIT uint16_t
+#else
+#define D_UNIT uint
 #endif
 
 layout(local_size_x = 128) in;
-layout(binding = 0, std430) readonly buffer A { UNIT a[]; };
+layout(binding = 0, std430) readonly buffer A { A_UNIT a[]; };
 layout(binding = 1, std430) readonly buffer P { int pos[]; };
-layout(binding = 2, std430) writeonly buffer D { UNIT d[]; };
+layout(binding = 2, std430) writeonly buffer D { D_UNIT d[]; };
 layout(binding = 4, std430) readonly buffer F { float ff[]; };
+#if defined(SET_ROWS)
+layout(binding = 3, std430) buffer E { uint error_word; };
+layout(binding = 5, std430) readonly buffer I { int idx[]; };
+#define A_NB_X 1u
+#else
+#define A_NB_X p.a_nb.x
+#endif
 
 #if defined(A_F16)
 float load_value(uint at_) { return uintBitsToFloat(f16_bits_to_f32(uint(a[at_]))); }
-void store_value(uint at_, float v) { d[at_] = uint16_t(f32_bits_to_f16(floatBitsToUint(v))); }
 #else
 float load_value(uint at_) { return uintBitsToFloat(a[at_]); }
+#endif
+#if defined(D_F16)
+void store_value(uint at_, float v) { d[at_] = uint16_t(f32_bits_to_f16(floatBitsToUint(v))); }
+#else
 void store_value(uint at_, float v) { d[at_] = floatBitsToUint(v); }
 #endif
 
@@ -183,11 +213,24 @@ void main() {
     const uint k = item % per_row;
     const uvec4 rc = coords(item / per_row, uvec4(p.ne.y, p.ne.z, p.ne.w, 1u)); // i1, i2, i3
     const uint src = p.offs.x + rc.x * p.a_nb.y + rc.y * p.a_nb.z + rc.z * p.a_nb.w;
+#if defined(SET_ROWS)
+    const int row = idx[p.a_nb.x + rc.y * p.b_nb.y];
+    if (row < 0 || uint(row) >= p.b_nb.w) {
+        if (k == 0u && rc.x == 0u) atomicOr(error_word, ERROR_INDEX);
+        return;
+    }
+    const uint dst = p.offs.z + uint(row) * p.b_nb.z + rc.x * p.ne.x;
+#else
     const uint dst = p.offs.z + rc.x * p.nb.y + rc.y * p.nb.z + rc.z * p.nb.w;
+#endif
 
     if (k >= pairs) { // past the rotated values: copied
         const uint j = 2u * pairs + (k - pairs);
-        d[dst + j * p.nb.x] = a[src + j * p.a_nb.x];
+#if defined(D_F16) && !defined(A_F16)
+        store_value(dst + j * p.nb.x, load_value(src + j * A_NB_X));
+#else
+        d[dst + j * p.nb.x] = a[src + j * A_NB_X];
+#endif
         return;
     }
 
@@ -211,8 +254,8 @@ void main() {
 
     const uint j0 = mode == 0u ? 2u * k : k;
     const uint j1 = mode == 0u ? 2u * k + 1u : k + (mode == 24u ? n_dims : n_dims / 2u);
-    const float x0 = load_value(src + j0 * p.a_nb.x);
-    const float x1 = load_value(src + j1 * p.a_nb.x);
+    const float x0 = load_value(src + j0 * A_NB_X);
+    const float x1 = load_value(src + j1 * A_NB_X);
     precise float y0 = x0 * c - x1 * sn;
     precise float y1 = x0 * sn + x1 * c;
     store_value(dst + j0 * p.nb.x, y0);
