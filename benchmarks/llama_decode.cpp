@@ -103,9 +103,14 @@ std::shared_ptr<loaded> load(const model_spec& spec) {
 }
 
 /// One step of n tokens at n_past through the scheduler; the most likely last token.
-result<std::int32_t> run_step(dynamic_scheduler& sched, const loaded& l, int n_past, std::span<const std::int32_t> ids) {
-    auto st = llama::build_step(*l.m, *l.cache, n_past, static_cast<int>(ids.size()), false);
-    if (auto s = sched.alloc_graph(st->g); !s) return s;
+/// The step at n_past for ids, computed: `st` when it serves those positions (moved
+/// there), else a new one built and allocated into it; the greedy next token.
+result<std::int32_t> run_step(dynamic_scheduler& sched, const loaded& l, int n_past, std::span<const std::int32_t> ids,
+                              std::unique_ptr<llama::step>& st) {
+    if (!st || st->n_tokens != static_cast<int>(ids.size()) || !st->move_to(n_past)) {
+        st = llama::build_step(*l.m, *l.cache, n_past, static_cast<int>(ids.size()), false);
+        if (auto s = sched.alloc_graph(st->g); !s) return s;
+    }
     if (auto s = st->set_inputs(ids); !s) return s;
     if (auto s = sched.compute(st->g); !s) return s;
     auto logits = tensor_get_all<float>(*st->logits);
@@ -151,7 +156,8 @@ void decode_bench(benchmark::State& state, const model_spec& spec, fusion_set fu
     session s;
     if (!s.open(state, spec, fusions)) return;
     const loaded& l = *s.model;
-    auto next = run_step(*s.sched, l, 0, prompt(l.m->hp.n_vocab));
+    std::unique_ptr<llama::step> prompt_step, step; // the decode step is reused (step::move_to)
+    auto next = run_step(*s.sched, l, 0, prompt(l.m->hp.n_vocab), prompt_step);
     int n_past = prompt_tokens;
     for (auto _ : state) {
         if (!next) {
@@ -159,7 +165,7 @@ void decode_bench(benchmark::State& state, const model_spec& spec, fusion_set fu
             break;
         }
         const std::int32_t id = *next;
-        next = run_step(*s.sched, l, n_past, std::span(&id, 1));
+        next = run_step(*s.sched, l, n_past, std::span(&id, 1), step);
         n_past = n_past + 1 == n_ctx ? prompt_tokens : n_past + 1;
     }
     state.SetItemsProcessed(state.iterations());
@@ -178,11 +184,13 @@ void prompt_bench(benchmark::State& state, const model_spec& spec) {
     if (!s.open(state, spec)) return;
     const loaded& l = *s.model;
     const auto ids = prompt(l.m->hp.n_vocab);
-    for (auto _ : state)
-        if (auto r = run_step(*s.sched, l, 0, ids); !r) {
+    for (auto _ : state) {
+        std::unique_ptr<llama::step> st; // built every time
+        if (auto r = run_step(*s.sched, l, 0, ids, st); !r) {
             state.SkipWithError(r.error().describe().c_str());
             break;
         }
+    }
     state.SetItemsProcessed(state.iterations() * prompt_tokens);
     state.SetLabel(mib_string(l.m->host_bytes) + " of weights, " + std::to_string(prompt_tokens) + " tokens");
 }

@@ -41,9 +41,11 @@ namespace llama {
 
 /// One forward step: n_tokens new tokens at positions [n_past, n_past + n_tokens), their
 /// keys and values written into the cache, attention over positions [0, n_kv) (n_kv
-/// padded up to a multiple of kv_pad, the padding masked out, so the graph keeps its shape
-/// for kv_pad steps and the scheduler replays its allocation). The logits are those of
-/// the last token, or of every token with all_logits.
+/// padded up to a multiple of kv_pad, the padding masked out). The logits are those of
+/// the last token, or of every token with all_logits. The graph depends on the positions
+/// only through its inputs (positions, masks, the cache rows written): move_to() makes it
+/// the step of later positions with the same n_kv, so a generation builds and allocates
+/// one graph per kv_pad tokens.
 struct step {
     context ctx{context_params{.no_alloc = true}};
     graph g;
@@ -52,11 +54,29 @@ struct step {
     tensor* mask = nullptr;     ///< [n_kv, n_tokens], input: causal (null: no layer uses it);
                                 ///< f32, f16 for flash attention (as llama.cpp)
     tensor* mask_swa = nullptr; ///< likewise, causal and within the sliding window
+    /// i32 [n_embd_v * n_tokens], input, with V transposed in the cache (no flash
+    /// attention): value e of token t goes to element e * n_ctx + n_past + t of V
+    tensor* v_rows = nullptr;
     tensor* logits = nullptr;   ///< f32 [n_vocab, 1 or n_tokens], output
     int n_past = 0;
     int n_tokens = 0;
     int n_kv = 0;
     int n_swa = 0; ///< the window of mask_swa
+    int n_ctx = 0; ///< the cache's positions
+    int kv_pad = 1;
+
+    /// Makes this the step of positions [n_past, n_past + n_tokens) when they need the same
+    /// n_kv (the graph is then the same); false, and nothing changes, when they do not.
+    [[nodiscard]] bool move_to(int new_n_past) noexcept {
+        if (new_n_past < 0 || new_n_past + n_tokens > n_ctx || n_kv_for(new_n_past) != n_kv) return false;
+        n_past = new_n_past;
+        return true;
+    }
+    /// The positions attended to by a step at n_past: n_past + n_tokens rounded up to
+    /// kv_pad, at most n_ctx.
+    [[nodiscard]] int n_kv_for(int at) const noexcept {
+        return std::min(n_ctx, (at + n_tokens + kv_pad - 1) / kv_pad * kv_pad);
+    }
 
     /// The inputs' values for `ids`.
     [[nodiscard]] status set_inputs(std::span<const std::int32_t> ids) const {
@@ -72,10 +92,22 @@ struct step {
         if (mask != nullptr)
             if (auto s = set_mask(*mask, std::numeric_limits<int>::max()); !s)
                 return s;
+        if (v_rows != nullptr)
+            if (auto s = set_v_rows(); !s)
+                return s;
         return mask_swa != nullptr ? set_mask(*mask_swa, n_swa) : status{};
     }
 
   private:
+    [[nodiscard]] status set_v_rows() const {
+        const std::int64_t Ev = v_rows->ne[0] / n_tokens;
+        std::vector<std::int32_t> r(static_cast<std::size_t>(v_rows->ne[0]));
+        for (int t = 0; t < n_tokens; ++t)
+            for (std::int64_t e = 0; e < Ev; ++e)
+                r[static_cast<std::size_t>(e + Ev * t)] = static_cast<std::int32_t>(e * n_ctx + n_past + t);
+        return tensor_set(*v_rows, r);
+    }
+
     /// Query q (at position n_past + q) sees cached position j when j <= n_past + q and
     /// n_past + q - j < window (llama.cpp's standard sliding window).
     [[nodiscard]] status set_mask(tensor& t, int window) const {
@@ -215,16 +247,16 @@ class step_builder {
     /// before the attention reads the cache. A token's row of K (and of V for flash
     /// attention) is the cache's row at its position: set_rows with the positions as row
     /// numbers (one sequence, so position = row), which a backend fuses with the rope.
+    /// V transposed (no flash attention): each value a row of one element of the cache seen
+    /// as [1, n_ctx * n_embd_v], at the element st_.v_rows names.
     void store_kv(tensor* k, tensor* v, int il) {
-        const std::size_t es = type_size(c_.type);
         const std::int64_t T = st_.n_tokens, Ek = hp_.n_embd_k(), Ev = hp_.n_embd_v();
-        const std::size_t past = S(st_.n_past);
         st_.g.build_forward(named(set_rows(ctx_, c_.k[S(il)], reshape(ctx_, k, {Ek, T}), st_.pos), "k_store"));
         if (c_.flash_attn) {
             st_.g.build_forward(named(set_rows(ctx_, c_.v[S(il)], v, st_.pos), "v_store"));
         } else {
-            tensor* v_dst = view_2d(ctx_, c_.v[S(il)], T, Ev, S(c_.n_ctx) * es, past * es);
-            st_.g.build_forward(named(cpy(ctx_, transpose(ctx_, v), v_dst), "v_store"));
+            tensor* cells = reshape(ctx_, c_.v[S(il)], {1, c_.n_ctx * Ev});
+            st_.g.build_forward(named(set_rows(ctx_, cells, reshape(ctx_, v, {1, Ev * T}), st_.v_rows), "v_store"));
         }
     }
 
@@ -286,7 +318,9 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     const int pad = std::max(1, kv_pad);
     st->n_past = n_past;
     st->n_tokens = n_tokens;
-    st->n_kv = std::min(c.n_ctx, (n_past + n_tokens + pad - 1) / pad * pad);
+    st->n_ctx = c.n_ctx;
+    st->kv_pad = pad;
+    st->n_kv = st->n_kv_for(n_past);
     st->n_swa = hp.n_swa;
 
     const auto input = [&](elem_type type, std::initializer_list<std::int64_t> ne,
@@ -298,6 +332,8 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     };
     st->tokens = input(elem_type::i32, {T}, "inp_tokens");
     st->pos = input(elem_type::i32, {T}, "inp_pos");
+    if (!c.flash_attn)
+        st->v_rows = input(elem_type::i32, {hp.n_embd_v() * T}, "inp_v_rows");
     for (int il = 0; il < hp.n_layer; ++il) { // each mask some layer reads
         tensor*& mask = hp.sliding(il) ? st->mask_swa : st->mask;
         if (mask == nullptr)

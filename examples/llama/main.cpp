@@ -420,6 +420,7 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
         profiled->set_profile(&out.gen_cpu);
     const auto t1 = clock_type::now();
     host_times& ht = out.gen_host;
+    std::unique_ptr<llama::step> st; // reused while the positions keep its n_kv (step::move_to)
     for (int i = 0; i < o.n_gen; ++i) {
         const std::vector<float>& last = out.logits.back();
         const auto next =
@@ -431,11 +432,13 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
             into += std::chrono::duration<double>(t - mark).count();
             mark = t;
         };
-        auto st = llama::build_step(m, cache, o.n_prompt + i, 1, false, o.kv_pad);
-        lap(ht.build_s);
-        if (auto s = sched.alloc_graph(st->g); !s)
-            return s;
-        lap(ht.alloc_s);
+        if (!st || !st->move_to(o.n_prompt + i)) {
+            st = llama::build_step(m, cache, o.n_prompt + i, 1, false, o.kv_pad);
+            lap(ht.build_s);
+            if (auto s = sched.alloc_graph(st->g); !s)
+                return s;
+            lap(ht.alloc_s);
+        }
         if (auto s = st->set_inputs(std::span(&out.tokens.back(), 1)); !s)
             return s;
         lap(ht.inputs_s);

@@ -156,6 +156,46 @@ TEST_CASE("user assignments are kept, set_backend refuses a backend the schedule
     REQUIRE(sched.plan(g));
 }
 
+TEST_CASE("a node that a later split reads is kept in its split's view, and not fused away", "[sched][rules][fusion]") {
+    test_device dev({.name = "TEST0"});
+    test_backend tb = dev.make_backend();
+    cpu_backend cpu;
+    context ctx(context_params{.no_alloc = true});
+    tensor* x = new_input(ctx, 16, 3);
+    tensor* w = new_input(ctx, 16, 1, "w");
+    tensor* n = rms_norm(ctx, x, 1e-5f); // mul(n, w) is an rms_norm_mul group on the CPU
+    tensor* y = mul(ctx, n, w);
+    tensor* z = sqr(ctx, n); // on the test device: a later split reads n
+    tensor* out = add(ctx, y, z);
+    out->set_output();
+    graph g(out);
+
+    scheduler sched(tb, cpu);
+    for (tensor* t : {n, y, out}) REQUIRE(sched.set_backend(*t, cpu));
+    REQUIRE(sched.set_backend(*z, tb));
+    REQUIRE(sched.plan(g));
+    REQUIRE(sched.n_splits() == 3);
+    const split_info first = sched.split_at(0);
+    REQUIRE(first.nodes.size() == 2);
+    CHECK(first.nodes.kept(0)); // n: read by the test device's split
+    CHECK(first.nodes.kept(1)); // y: read by the third split
+    CHECK(sched.split_at(1).nodes.kept(0));       // z: read by the third split
+    CHECK_FALSE(sched.split_at(2).nodes.kept(0)); // out: no split after it
+    CHECK(find_fusions(first.nodes).empty());
+    CHECK(find_fusions(graph_view(first.nodes.nodes())).size() == 1); // the split's nodes alone would fuse
+
+    REQUIRE(sched.alloc_graph(g));
+    fill_seeded(*x, 3);
+    fill_seeded(*w, 4);
+    REQUIRE(sched.compute(g));
+    const auto got = read_f32(*out);
+    context host(context_params{.no_alloc = false});
+    tensor* hx = host_filled(host, 16, 3, 3);
+    tensor* hw = host_filled(host, 16, 1, 4);
+    tensor* hn = rms_norm(host, hx, 1e-5f);
+    CHECK(nmse_of(reference_values(add(host, mul(host, hn, hw), sqr(host, hn))), got) < 1e-10);
+}
+
 TEST_CASE("expansion passes over an op the backend does not support, that node goes to the best backend",
           "[sched][rules]") {
     test_device dev({.name = "TEST0", .supports = [](const tensor& t) { return supports_all_but(t, op_kind::soft_max); }});

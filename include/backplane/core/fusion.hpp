@@ -175,12 +175,54 @@ struct matcher {
     }
 };
 
+/// a and b share bytes (each from its first element to its last).
+inline bool overlap(const tensor& a, const tensor& b) noexcept {
+    if (a.data == nullptr || b.data == nullptr) return false;
+    const auto* a0 = static_cast<const std::byte*>(a.data);
+    const auto* b0 = static_cast<const std::byte*>(b.data);
+    return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+inline bool same_place(const tensor& a, const tensor& b) noexcept {
+    return a.data == b.data && a.type == b.type && a.ne == b.ne && a.nb == b.nb;
+}
+/// t is one of the group's nodes, or a view of one.
+inline bool inside(const fused_group& g, const tensor* t) noexcept {
+    for (; t != nullptr; t = is_view_op(t->op) ? t->src[0] : nullptr)
+        for (const tensor* p : g.parts)
+            if (p == t) return true;
+    return false;
+}
+
+/// The group's memory allows computing it as one: no node of it writes memory that a
+/// read from outside it also uses, unless it is that very tensor (the same element in
+/// the same place: read, then written), and never a mul_mat's weights (other threads or
+/// invocations read them while results are written). Unfused, the graph allocator may
+/// give a node the memory of a tensor that died at an earlier node of the group; fused,
+/// that tensor is still being read.
+inline bool memory_safe(const fused_group& g) noexcept {
+    for (const tensor* w : g.parts) {
+        if (w == nullptr) break;
+        for (const tensor* q : g.parts) {
+            if (q == nullptr) break;
+            for (std::size_t j = 0; j < q->src.size(); ++j) {
+                const tensor* r = q->src[j];
+                if (r == nullptr || inside(g, r) || !overlap(*w, *r)) continue;
+                const bool weights = q->op == op_kind::mul_mat && j == 0;
+                if (weights || !same_place(*w, *r)) return false;
+            }
+        }
+    }
+    return true;
+}
+
 } // namespace fusion_detail
 
 /// The groups of g that `accept` takes (a backend's predicate: bool(const fused_group&)),
 /// in node order and disjoint. A group's intermediates (every node of it but the last,
 /// views included) must be read by nothing outside it: no node of g after it, no
-/// output flag, not kept by the view.
+/// output flag, not kept by the view; and its memory must allow it (memory_safe: the
+/// tensors' places are read where they have them, so a backend finds its groups once
+/// the graph is allocated).
 template <class Accept>
 std::vector<fused_group> find_fusions(graph_view g, fusion_set on, Accept&& accept) {
     std::vector<fused_group> out;
@@ -193,7 +235,7 @@ std::vector<fused_group> find_fusions(graph_view g, fusion_set on, Accept&& acce
         bool sealed = true;
         for (std::uint32_t k = grp.first; k < grp.last && sealed; ++k)
             sealed = !g[k]->has_flag(tensor_flag::output) && !g.kept(k);
-        if (sealed && accept(static_cast<const fused_group&>(grp))) {
+        if (sealed && fusion_detail::memory_safe(grp) && accept(static_cast<const fused_group&>(grp))) {
             out.push_back(grp);
             i = grp.last;
         }

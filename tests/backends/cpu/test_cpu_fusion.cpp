@@ -145,6 +145,42 @@ TEST_CASE("fusion: a group whose intermediate is read elsewhere is not fused", "
     }
 }
 
+TEST_CASE("fusion: a group computed in its operands' memory, and not fused where that would overlap them",
+          "[cpu][fusion]") {
+    // y = rms_norm(x) * w with x rows 0..2 of a [64, 4] buffer; y in x's place, in w's, or
+    // in rows 1..3 of the buffer (overlapping x shifted by a row: fused, row 1 of x would
+    // be overwritten before it is read)
+    enum class place { own, x, w, shifted };
+    for (const place where : {place::own, place::x, place::w, place::shifted}) {
+        INFO("result placed " << static_cast<int>(where));
+        context ctx;
+        std::mt19937 rng(11);
+        tensor* buf = ctx.new_tensor_2d(elem_type::f32, 64, 4);
+        tensor* w = ctx.new_tensor_2d(elem_type::f32, 64, 3);
+        fill(buf, rng, -2.0, 2.0);
+        fill(w, rng);
+        tensor* x = view_2d(ctx, buf, 64, 3, buf->nb[1], 0);
+        tensor* y = mul(ctx, rms_norm(ctx, x, 1e-5f), w);
+        context ref_ctx;
+        tensor* rx = ref_ctx.new_tensor_2d(elem_type::f32, 64, 3);
+        tensor* rw = ref_ctx.new_tensor_2d(elem_type::f32, 64, 3);
+        std::memcpy(rx->data, x->data, rx->nbytes());
+        std::memcpy(rw->data, w->data, rw->nbytes());
+        tensor* ry = mul(ref_ctx, rms_norm(ref_ctx, rx, 1e-5f), rw);
+        cpu_backend ref({.n_threads = 1, .reference = true});
+        REQUIRE(ref.compute(graph(ry)).ok());
+
+        if (where == place::x) y->data = x->data;
+        if (where == place::w) y->data = w->data;
+        if (where == place::shifted) y->data = static_cast<std::byte*>(buf->data) + buf->nb[1];
+        const graph g(y);
+        CHECK(find_fusions(g).size() == (where == place::shifted ? 0u : 1u));
+        cpu_backend backend({.n_threads = 2});
+        REQUIRE(backend.compute(g).ok());
+        CHECK(nmse(values(*ry), values(*y)) <= 1e-10);
+    }
+}
+
 TEST_CASE("fusion: a fused plan computed in reference mode runs the group's nodes in turn", "[cpu][fusion]") {
     const split_everything split;
     context ctx;

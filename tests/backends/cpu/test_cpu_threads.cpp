@@ -105,6 +105,7 @@ struct block_graph {
         tensor* z = add(c, mul_mat(c, wo, mul(c, gate, lin)), y);
         out = argmax(c, scale(c, z, 0.5f, 0.25f));
         g = graph(out);
+        for (tensor* t : g.nodes()) t->set_output(); // every node is compared: none fused away
     }
 };
 

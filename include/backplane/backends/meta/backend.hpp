@@ -80,6 +80,9 @@ struct device_graph {
     std::vector<tensor*> nodes;
     std::vector<tensor*> leafs;
     std::vector<std::size_t> cuts; ///< segment i is nodes [cuts[i - 1], cuts[i]) (cuts[-1] = 0)
+    /// By node: read outside its segment (a later segment, the collective, the output's
+    /// publication), so that its backend computes it whatever it fuses (graph_view::kept)
+    std::vector<std::uint8_t> kept;
     tensor* scratch = nullptr;     ///< the collective's receive buffer
     buffer_ptr scratch_buffer;
 };
@@ -318,7 +321,34 @@ private:
             if (status s = make_pieces(pl, p, i); !s) return s;
         for (auto& dg : p.dev) dg.cuts.push_back(dg.nodes.size());
         p.summary.segments = p.reductions.size() + 1;
+        for (std::size_t d = 0; d < p.dev.size(); ++d) mark_kept(p, d);
         return make_receive_buffers(p, pl.max_reduce);
+    }
+
+    // Device d's nodes read outside their segment (device_graph::kept).
+    static void mark_kept(meta::detail::plan& p, std::size_t d) {
+        auto& dg = p.dev[d];
+        std::vector<std::pair<const tensor*, std::size_t>> at; // node, its position
+        at.reserve(dg.nodes.size());
+        for (std::size_t i = 0; i < dg.nodes.size(); ++i) at.emplace_back(dg.nodes[i], i);
+        std::sort(at.begin(), at.end());
+        dg.kept.assign(dg.nodes.size(), 0);
+        const auto position = [&](const tensor* t) -> std::size_t {
+            const auto it = std::lower_bound(at.begin(), at.end(), std::pair<const tensor*, std::size_t>(t, 0));
+            return it != at.end() && it->first == t ? it->second : dg.nodes.size();
+        };
+        const auto segment = [&](std::size_t i) {
+            return static_cast<std::size_t>(std::upper_bound(dg.cuts.begin(), dg.cuts.end(), i) - dg.cuts.begin());
+        };
+        for (std::size_t j = 0; j < dg.nodes.size(); ++j)
+            for (const tensor* s : dg.nodes[j]->src)
+                if (const std::size_t i = s != nullptr ? position(s) : dg.nodes.size(); i < j && segment(i) != segment(j))
+                    dg.kept[i] = 1;
+        const auto keep = [&](const tensor* t) {
+            if (const std::size_t i = position(t); i < dg.nodes.size()) dg.kept[i] = 1;
+        };
+        for (const auto& r : p.reductions) keep(r[d]);
+        for (const auto& o : p.output_locals) keep(o[d]);
     }
 
     // The leaves: every tensor the graph reads and does not compute, each with its
@@ -601,7 +631,8 @@ private:
                 const std::size_t first = seg == 0 ? 0 : dg.cuts[seg - 1];
                 any_backend& b = s_->parts[static_cast<std::size_t>(d)];
                 if (first < dg.cuts[seg])
-                    if (status st = b.compute(graph_view(dg.nodes).subview(first, dg.cuts[seg])); !st) return st;
+                    if (status st = b.compute(graph_view(dg.nodes, dg.kept).subview(first, dg.cuts[seg])); !st)
+                        return st;
                 return reduce ? b.synchronize() : status{};
             });
             if (!s) return s;

@@ -656,19 +656,31 @@ void run_swiglu(const compute_params& p, tensor& dst) noexcept {
 }
 
 /// norm or rms_norm of a's rows (eps) into dst; with w (the fused rms_norm_mul), times
-/// w's row (broadcast over dst's rows).
+/// w's row (broadcast over dst's rows), a piece at a time through a buffer, so that dst
+/// may be a's or w's own memory (each element is read before the same one is written).
 template <class V>
 void run_norm(const compute_params& p, tensor& dst, const tensor& a, const tensor* w, float eps, bool rms) noexcept {
     const i64 n = a.ne[0];
+    constexpr i64 piece = 256;
+    float normed[piece];
     const auto [r0, r1] = split_work(dst.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);
         const float* pa = frow(a, i1, i2, i3);
         const float mean = rms ? 0.0f : V::sum(pa, n) / static_cast<float>(n);
         const float var = V::sum_sq_dev(pa, n, mean) / static_cast<float>(n);
+        const float scale = 1.0f / std::sqrt(var + eps);
         float* pd = frow_mut(dst, i1, i2, i3);
-        V::shift_scale(pa, pd, n, mean, 1.0f / std::sqrt(var + eps));
-        if (w != nullptr) V::bin_row(bin_op::mul, pd, frow(*w, i1 % w->ne[1], i2 % w->ne[2], i3 % w->ne[3]), pd, n);
+        if (w == nullptr) {
+            V::shift_scale(pa, pd, n, mean, scale);
+            continue;
+        }
+        const float* pw = frow(*w, i1 % w->ne[1], i2 % w->ne[2], i3 % w->ne[3]);
+        for (i64 i = 0; i < n; i += piece) {
+            const i64 m = n - i < piece ? n - i : piece;
+            V::shift_scale(pa + i, normed, m, mean, scale);
+            V::bin_row(bin_op::mul, normed, pw + i, pd + i, m);
+        }
     }
 }
 
