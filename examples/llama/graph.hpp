@@ -13,7 +13,7 @@
 // attention: Q, K, V products (qwen2: plus biases); per head RMSNorm of Q and K (qwen3,
 // qwen3moe); RoPE on Q and K (llama: "normal" pairs, with rope_freqs.weight's frequency
 // factors when the file has them; the others: "neox"); the new keys and values written
-// into the cache; softmax(K^T Q * scale + mask) over every cached position, grouped-query
+// into the cache (set_rows at the tokens' positions); softmax(K^T Q * scale + mask) over every cached position, grouped-query
 // (query head h reads key/value head h / (n_head / n_head_kv), which mul_mat's broadcast
 // over dimension 2 gives without repeating K and V); V times it; the output product.
 // gemma2 scales Q before (scale 1 in the softmax), soft-caps the products (c tanh(x / c)

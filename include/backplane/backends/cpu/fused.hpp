@@ -60,6 +60,7 @@ struct bias_ctx {
     const tensor* mm;
     const tensor* bias;
     tensor* out;
+    isa level;
 };
 inline void add_bias(const mul_mat_epilogue& e, long long bi, long long m0, long long m1, long long n0,
                      long long n1) noexcept {
@@ -69,8 +70,7 @@ inline void add_bias(const mul_mat_epilogue& e, long long bi, long long m0, long
     for (i64 n = n0; n < n1; ++n) {
         const float* y = frow(*c.mm, n, i2, i3);
         const float* pb = frow(b, n % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
-        float* d = frow(*c.out, n, i2, i3);
-        for (i64 m = m0; m < m1; ++m) d[m] = y[m] + pb[m];
+        fast::add_span(c.level, y + m0, pb + m0, frow(*c.out, n, i2, i3) + m0, m1 - m0);
     }
 }
 
@@ -158,7 +158,7 @@ template <class = void>
     switch (g.kind) {
     case fusion::rms_norm_mul: fast::rms_norm_mul(p, *t[0], *t[1]); return errc::ok;
     case fusion::mul_mat_add: {
-        const bias_ctx c{t[0], t[1]->src[0] == t[0] ? t[1]->src[1] : t[1]->src[0], t[1]};
+        const bias_ctx c{t[0], t[1]->src[0] == t[0] ? t[1]->src[1] : t[1]->src[0], t[1], p.level};
         const mul_mat_epilogue e{&add_bias, &c};
         compute_params q = p;
         q.epilogue = &e;

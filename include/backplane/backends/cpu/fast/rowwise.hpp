@@ -852,6 +852,12 @@ inline void swiglu_span(isa level, const float* x, const float* g, float* d, std
     rowwise_detail::at_level(level, [&](auto v) { rowwise_detail::swiglu_span<decltype(v)>(x, g, d, n); });
 }
 
+/// d[i] = a[i] + b[i] for i < n at level `level` (the fused mul_mat_add's blocks).
+template <class = void>
+inline void add_span(isa level, const float* a, const float* b, float* d, std::int64_t n) noexcept {
+    rowwise_detail::at_level(level, [&](auto v) { decltype(v)::bin_row(rowwise_detail::bin_op::add, a, b, d, n); });
+}
+
 /// The row kernels can read t as f32 rows (f32, unit stride, float-aligned).
 inline bool f32_rows(const tensor* t) noexcept { return rowwise_detail::f32_rows(t); }
 
