@@ -50,12 +50,14 @@ struct fused_group {
 
 namespace fusion_detail {
 
+template <class = void>
 inline bool f32_row_vector_of(const tensor* w, const tensor& x) noexcept {
     return w != nullptr && w->type == elem_type::f32 && w->ne[0] == x.ne[0] && w->nb[0] == sizeof(float) &&
            x.ne[1] % w->ne[1] == 0 && x.ne[2] % w->ne[2] == 0 && x.ne[3] % w->ne[3] == 0;
 }
 
 /// The other operand of a binary node that reads `t` (null when it does not read t once).
+template <class = void>
 inline tensor* other_operand(const tensor& bin, const tensor* t) noexcept {
     if (bin.src[0] == t && bin.src[1] != t) return bin.src[1];
     if (bin.src[1] == t && bin.src[0] != t) return bin.src[0];
@@ -63,11 +65,13 @@ inline tensor* other_operand(const tensor& bin, const tensor* t) noexcept {
 }
 
 /// The next node from i on that is not a view op (n: none).
+template <class = void>
 inline std::size_t next_compute(graph_view g, std::size_t i) noexcept {
     while (i < g.size() && g[i] != nullptr && is_view_op(g[i]->op)) ++i;
     return i < g.size() && g[i] != nullptr ? i : g.size();
 }
 
+template <class = void>
 struct matcher {
     graph_view g;
 
@@ -176,16 +180,19 @@ struct matcher {
 };
 
 /// a and b share bytes (each from its first element to its last).
+template <class = void>
 inline bool overlap(const tensor& a, const tensor& b) noexcept {
     if (a.data == nullptr || b.data == nullptr) return false;
     const auto* a0 = static_cast<const std::byte*>(a.data);
     const auto* b0 = static_cast<const std::byte*>(b.data);
     return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
 }
+template <class = void>
 inline bool same_place(const tensor& a, const tensor& b) noexcept {
     return a.data == b.data && a.type == b.type && a.ne == b.ne && a.nb == b.nb;
 }
 /// t is one of the group's nodes, or a view of one.
+template <class = void>
 inline bool inside(const fused_group& g, const tensor* t) noexcept {
     for (; t != nullptr; t = is_view_op(t->op) ? t->src[0] : nullptr)
         for (const tensor* p : g.parts)
@@ -199,6 +206,7 @@ inline bool inside(const fused_group& g, const tensor* t) noexcept {
 /// invocations read them while results are written). Unfused, the graph allocator may
 /// give a node the memory of a tensor that died at an earlier node of the group; fused,
 /// that tensor is still being read.
+template <class = void>
 inline bool memory_safe(const fused_group& g) noexcept {
     for (const tensor* w : g.parts) {
         if (w == nullptr) break;
@@ -227,7 +235,7 @@ template <class Accept>
 std::vector<fused_group> find_fusions(graph_view g, fusion_set on, Accept&& accept) {
     std::vector<fused_group> out;
     if (on.empty() || g.all_kept()) return out;
-    const fusion_detail::matcher m{g};
+    const fusion_detail::matcher<> m{g};
     for (std::size_t i = 0; i < g.size(); ++i) {
         if (g[i] == nullptr) return {};
         fused_group grp;
@@ -235,7 +243,7 @@ std::vector<fused_group> find_fusions(graph_view g, fusion_set on, Accept&& acce
         bool sealed = true;
         for (std::uint32_t k = grp.first; k < grp.last && sealed; ++k)
             sealed = !g[k]->has_flag(tensor_flag::output) && !g.kept(k);
-        if (sealed && fusion_detail::memory_safe(grp) && accept(static_cast<const fused_group&>(grp))) {
+        if (sealed && fusion_detail::memory_safe<>(grp) && accept(static_cast<const fused_group&>(grp))) {
             out.push_back(grp);
             i = grp.last;
         }
@@ -266,6 +274,7 @@ std::vector<fused_group> find_fusions(graph_view g, fusion_set on, Accept&& acce
 }
 
 /// Every group of g, as no backend restricts them.
+template <class = void>
 inline std::vector<fused_group> find_fusions(graph_view g, fusion_set on = {}) {
     return find_fusions(g, on, [](const fused_group&) { return true; });
 }

@@ -3,7 +3,6 @@
 // backend may make (cpu_backend_params::fusions, backend_options::fusions). Light: the
 // erased backend options take it.
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -14,10 +13,14 @@ enum class fusion : std::uint8_t { rms_norm_mul, mul_mat_add, glu_pair, rope_set
 inline constexpr std::size_t fusion_count = 5;
 
 constexpr std::string_view to_string(fusion f) noexcept {
-    constexpr std::array<std::string_view, fusion_count> names = {"rms_norm_mul", "mul_mat_add", "glu_pair",
-                                                                  "rope_set_rows", "soft_max_scale_mask"};
-    const auto i = static_cast<std::size_t>(f);
-    return i < names.size() ? names[i] : "unknown";
+    switch (f) {
+    case fusion::rms_norm_mul: return "rms_norm_mul";
+    case fusion::mul_mat_add: return "mul_mat_add";
+    case fusion::glu_pair: return "glu_pair";
+    case fusion::rope_set_rows: return "rope_set_rows";
+    case fusion::soft_max_scale_mask: return "soft_max_scale_mask";
+    }
+    return "unknown";
 }
 
 /// Which fusions a backend may make (all by default).

@@ -25,9 +25,9 @@ class graph_view {
 public:
     constexpr graph_view() noexcept = default;
     constexpr explicit graph_view(std::span<tensor* const> nodes) noexcept : nodes_(nodes) {}
-    /// kept[i] != 0: node i is read outside the view (kept empty: none is; else one
-    /// entry per node).
-    constexpr graph_view(std::span<tensor* const> nodes, std::span<const std::uint8_t> kept) noexcept
+    /// kept[i] != 0: node i is read outside the view (kept null: none is; else one entry
+    /// per node).
+    constexpr graph_view(std::span<tensor* const> nodes, const std::uint8_t* kept) noexcept
         : nodes_(nodes), kept_(kept) {}
 
     [[nodiscard]] constexpr std::span<tensor* const> nodes() const noexcept { return nodes_; }
@@ -42,14 +42,14 @@ public:
             throw error("graph_view: range [" + std::to_string(i0) + ", " + std::to_string(i1) +
                             ") outside a view of " + std::to_string(nodes_.size()) + " nodes",
                         errc::out_of_range);
-        graph_view v(nodes_.subspan(i0, i1 - i0), kept_.empty() ? kept_ : kept_.subspan(i0, i1 - i0));
+        graph_view v(nodes_.subspan(i0, i1 - i0), kept_ == nullptr ? nullptr : kept_ + i0);
         v.all_kept_ = all_kept_;
         return v;
     }
 
     /// Node i's value must be computed: something outside the view reads it.
     [[nodiscard]] constexpr bool kept(std::size_t i) const noexcept {
-        return all_kept_ || (i < kept_.size() && kept_[i] != 0);
+        return all_kept_ || (kept_ != nullptr && i < nodes_.size() && kept_[i] != 0);
     }
     /// Every node's value must be computed (an eval callback reads each): no fusion.
     [[nodiscard]] constexpr bool all_kept() const noexcept { return all_kept_; }
@@ -61,7 +61,7 @@ public:
 
 private:
     std::span<tensor* const> nodes_;
-    std::span<const std::uint8_t> kept_;
+    const std::uint8_t* kept_ = nullptr;
     bool all_kept_ = false;
 };
 

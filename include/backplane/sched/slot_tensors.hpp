@@ -101,8 +101,7 @@ public:
         const auto cu = static_cast<std::size_t>(c);
         const bool own = made_ && cu < slots_.size() && !slots_[cu].exec.empty();
         const std::span<tensor* const> all = own ? std::span<tensor* const>(slots_[cu].exec) : graph_nodes;
-        return graph_view(all.subspan(sp.first, sp.last - sp.first),
-                          kept.empty() ? kept : kept.subspan(sp.first, sp.last - sp.first));
+        return graph_view(all.subspan(sp.first, sp.last - sp.first), kept.empty() ? nullptr : kept.data() + sp.first);
     }
 
     /// Copy q of the plan as slot c uses it: the slot's own, else the plan's.

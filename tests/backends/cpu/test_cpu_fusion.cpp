@@ -127,9 +127,9 @@ TEST_CASE("fusion: a group whose intermediate is read elsewhere is not fused", "
         REQUIRE(find_fusions(g).size() == 1);
         std::vector<std::uint8_t> kept(g.nodes().size(), 0);
         kept[0] = 1;
-        CHECK(find_fusions(graph_view(g.nodes(), kept)).empty());
+        CHECK(find_fusions(graph_view(g.nodes(), kept.data())).empty());
         kept[0] = 0;
-        CHECK(find_fusions(graph_view(g.nodes(), kept)).size() == 1);
+        CHECK(find_fusions(graph_view(g.nodes(), kept.data())).size() == 1);
         CHECK(find_fusions(g.view().keep_all()).empty());
     }
     SECTION("a kind left out") {

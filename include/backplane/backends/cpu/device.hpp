@@ -4,7 +4,7 @@
 #include <backplane/backends/cpu/isa.hpp>
 #include <backplane/backends/cpu/supports.hpp>
 #include <backplane/core/concepts.hpp>
-#include <backplane/core/fusion.hpp>
+#include <backplane/core/fusion_set.hpp>
 #include <backplane/memory/buffer.hpp>
 #include <backplane/memory/host_buffer.hpp>
 

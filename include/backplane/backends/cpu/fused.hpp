@@ -32,6 +32,7 @@ namespace fused_detail {
 
 using i64 = std::int64_t;
 
+template <class = void>
 inline bool quantized_fast(const tensor& mm) noexcept {
     return is_quantized(mm.src[0]->type) && fast::mul_mat_applies(mm);
 }
@@ -42,6 +43,7 @@ struct soft_max_operands {
     const tensor* mask;
     float scale;
 };
+template <class = void>
 inline soft_max_operands soft_max_of(const fused_group& g) noexcept {
     soft_max_operands o{g.parts[0]->src[0], nullptr, 1.0f};
     for (const tensor* t : g.parts) {
@@ -52,6 +54,7 @@ inline soft_max_operands soft_max_of(const fused_group& g) noexcept {
     return o;
 }
 
+template <class = void>
 inline float* frow(const tensor& t, i64 i1, i64 i2, i64 i3) noexcept {
     return reinterpret_cast<float*>(const_cast<std::byte*>(kernels::row_ptr(t, i1, i2, i3)));
 }
@@ -62,6 +65,7 @@ struct bias_ctx {
     tensor* out;
     isa level;
 };
+template <class = void>
 inline void add_bias(const mul_mat_epilogue& e, long long bi, long long m0, long long m1, long long n0,
                      long long n1) noexcept {
     const auto& c = *static_cast<const bias_ctx*>(e.ctx);
@@ -80,6 +84,7 @@ struct swiglu_ctx {
     tensor* out;
     isa level;
 };
+template <class = void>
 inline void swiglu_block(const mul_mat_epilogue& e, long long bi, long long m0, long long m1, long long n0,
                          long long n1) noexcept {
     const auto& c = *static_cast<const swiglu_ctx*>(e.ctx);
@@ -92,6 +97,7 @@ inline void swiglu_block(const mul_mat_epilogue& e, long long bi, long long m0, 
 } // namespace fused_detail
 
 /// The groups the CPU computes fused (in the default mode).
+template <class = void>
 inline bool accepts(const fused_group& g) noexcept {
     using fused_detail::quantized_fast;
     const auto& p = g.parts;
@@ -112,6 +118,7 @@ inline bool accepts(const fused_group& g) noexcept {
 }
 
 /// The group's last node (its result).
+template <class = void>
 inline tensor& result_of(const fused_group& g) noexcept {
     std::size_t k = 0;
     while (k + 1 < g.parts.size() && g.parts[k + 1] != nullptr) ++k;
@@ -120,6 +127,7 @@ inline tensor& result_of(const fused_group& g) noexcept {
 
 /// Threads worth giving the group out of n_threads: the most any of its nodes is worth,
 /// at most one per token for rope_set_rows.
+template <class = void>
 inline int n_tasks(const fused_group& g, int n_threads) noexcept {
     int nth = 1;
     for (const tensor* t : g.parts)
@@ -129,6 +137,7 @@ inline int n_tasks(const fused_group& g, int n_threads) noexcept {
 }
 
 /// Work buffer bytes for the group with nth threads: the most any of its nodes needs.
+template <class = void>
 inline std::size_t work_size(const fused_group& g, int nth, bool reference) noexcept {
     std::size_t w = 0;
     for (const tensor* t : g.parts)
@@ -159,7 +168,7 @@ template <class = void>
     case fusion::rms_norm_mul: fast::rms_norm_mul(p, *t[0], *t[1]); return errc::ok;
     case fusion::mul_mat_add: {
         const bias_ctx c{t[0], t[1]->src[0] == t[0] ? t[1]->src[1] : t[1]->src[0], t[1], p.level};
-        const mul_mat_epilogue e{&add_bias, &c};
+        const mul_mat_epilogue e{&add_bias<>, &c};
         compute_params q = p;
         q.epilogue = &e;
         return fast::mul_mat(q, *t[0]);
@@ -167,7 +176,7 @@ template <class = void>
     case fusion::glu_pair: {
         if (const errc e = fast::mul_mat(p, *t[0]); e != errc::ok) return e;
         const swiglu_ctx c{t[0], t[1], t[2], p.level};
-        const mul_mat_epilogue e{&swiglu_block, &c};
+        const mul_mat_epilogue e{&swiglu_block<>, &c};
         compute_params q = p;
         q.epilogue = &e;
         q.b_ready = true;

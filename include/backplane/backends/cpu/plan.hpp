@@ -132,6 +132,7 @@ struct scheduler {
     std::size_t barriers = 0;
     std::size_t wmax = 0;
 
+    template <class = void>
     void place(plan_step& s) noexcept {
         if (s.group != nullptr) {
             s.kernel = kernel_kind::fused;
@@ -211,6 +212,7 @@ inline status check_node(const tensor& node) {
 /// Checks every node of g and fills p with its steps, scheduled for n_threads, the
 /// groups of `fusions` that the CPU takes (accepts) as one step each (none in reference
 /// mode). On failure p holds no steps.
+template <class = void>
 inline status build_plan(cpu_plan& p, graph_view g, int n_threads, bool reference, fusion_set fusions = {}) {
     auto& steps = plan_access::steps(p);
     auto& groups = plan_access::groups(p);

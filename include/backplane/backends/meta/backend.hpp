@@ -631,7 +631,7 @@ private:
                 const std::size_t first = seg == 0 ? 0 : dg.cuts[seg - 1];
                 any_backend& b = s_->parts[static_cast<std::size_t>(d)];
                 if (first < dg.cuts[seg])
-                    if (status st = b.compute(graph_view(dg.nodes, dg.kept).subview(first, dg.cuts[seg])); !st)
+                    if (status st = b.compute(graph_view(dg.nodes, dg.kept.data()).subview(first, dg.cuts[seg])); !st)
                         return st;
                 return reduce ? b.synchronize() : status{};
             });
