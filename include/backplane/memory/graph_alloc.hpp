@@ -140,14 +140,20 @@ struct alloc_replan_hook {
 ///     max_size caps each chunk: a block that fits in no chunk opens a new one, and a
 ///     tensor larger than max_size is an error. There are no fixed limits on blocks or
 ///     chunks.
-class graph_allocator {
+///
+/// A class template only so that its members are analysed where a graph is allocated
+/// and nowhere else: `graph_allocator` is basic_graph_allocator<>, and a translation unit
+/// that includes <backplane/backplane.hpp> without allocating a graph pays little for it
+/// (docs/benchmarks.md, compile time).
+template <class Tag = void>
+class basic_graph_allocator {
 public:
     /// One buffer type (buffer id 0).
-    explicit graph_allocator(buffer_type_ref bt) : graph_allocator(std::vector<buffer_type_ref>{bt}) {}
+    explicit basic_graph_allocator(buffer_type_ref bt) : basic_graph_allocator(std::vector<buffer_type_ref>{bt}) {}
 
     /// Buffer id i uses buffer_types[i]. Ids naming the same buffer type object share their
     /// buffers. Throws backplane::error (invalid_argument) for an empty list.
-    explicit graph_allocator(std::vector<buffer_type_ref> buffer_types) {
+    explicit basic_graph_allocator(std::vector<buffer_type_ref> buffer_types) {
         if (buffer_types.empty()) throw error("graph_allocator: needs at least one buffer type");
         pool_of_id_.reserve(buffer_types.size());
         for (std::size_t id = 0; id < buffer_types.size(); ++id) {
@@ -165,11 +171,11 @@ public:
         }
     }
 
-    graph_allocator(graph_allocator&&) noexcept = default;
-    graph_allocator& operator=(graph_allocator&&) noexcept = default;
-    graph_allocator(const graph_allocator&) = delete;
-    graph_allocator& operator=(const graph_allocator&) = delete;
-    ~graph_allocator() = default;
+    basic_graph_allocator(basic_graph_allocator&&) noexcept = default;
+    basic_graph_allocator& operator=(basic_graph_allocator&&) noexcept = default;
+    basic_graph_allocator(const basic_graph_allocator&) = delete;
+    basic_graph_allocator& operator=(const basic_graph_allocator&) = delete;
+    ~basic_graph_allocator() = default;
 
     /// Plans `g` and allocates (or grows) the buffers to the peak of every buffer id,
     /// without giving g's tensors addresses. `node_buffer_ids` (one per node) and
@@ -769,5 +775,6 @@ private:
     std::size_t n_reallocs_ = 0;
     std::size_t n_plans_ = 0;
 };
+using graph_allocator = basic_graph_allocator<>;
 
 } // namespace backplane
