@@ -59,6 +59,14 @@ inline float* frow(const tensor& t, i64 i1, i64 i2, i64 i3) noexcept {
     return reinterpret_cast<float*>(const_cast<std::byte*>(kernels::row_ptr(t, i1, i2, i3)));
 }
 
+/// row(n, i2, i3) for columns [n0, n1) of matrix bi of a product shaped like t (the
+/// block a mul_mat_epilogue is handed).
+template <class Row>
+inline void for_block_columns(const tensor& t, long long bi, long long n0, long long n1, Row&& row) noexcept {
+    const i64 i2 = bi % t.ne[2], i3 = bi / t.ne[2];
+    for (i64 n = n0; n < n1; ++n) row(n, i2, i3);
+}
+
 struct bias_ctx {
     const tensor* mm;
     const tensor* bias;
@@ -69,13 +77,11 @@ template <class = void>
 inline void add_bias(const mul_mat_epilogue& e, long long bi, long long m0, long long m1, long long n0,
                      long long n1) noexcept {
     const auto& c = *static_cast<const bias_ctx*>(e.ctx);
-    const i64 i2 = bi % c.mm->ne[2], i3 = bi / c.mm->ne[2];
     const tensor& b = *c.bias;
-    for (i64 n = n0; n < n1; ++n) {
-        const float* y = frow(*c.mm, n, i2, i3);
+    for_block_columns(*c.mm, bi, n0, n1, [&](i64 n, i64 i2, i64 i3) {
         const float* pb = frow(b, n % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
-        fast::add_span(c.level, y + m0, pb + m0, frow(*c.out, n, i2, i3) + m0, m1 - m0);
-    }
+        fast::add_span(c.level, frow(*c.mm, n, i2, i3) + m0, pb + m0, frow(*c.out, n, i2, i3) + m0, m1 - m0);
+    });
 }
 
 struct swiglu_ctx {
@@ -88,10 +94,10 @@ template <class = void>
 inline void swiglu_block(const mul_mat_epilogue& e, long long bi, long long m0, long long m1, long long n0,
                          long long n1) noexcept {
     const auto& c = *static_cast<const swiglu_ctx*>(e.ctx);
-    const i64 i2 = bi % c.up->ne[2], i3 = bi / c.up->ne[2];
-    for (i64 n = n0; n < n1; ++n)
+    for_block_columns(*c.up, bi, n0, n1, [&](i64 n, i64 i2, i64 i3) {
         fast::swiglu_span(c.level, frow(*c.gate, n, i2, i3) + m0, frow(*c.up, n, i2, i3) + m0,
                           frow(*c.out, n, i2, i3) + m0, m1 - m0);
+    });
 }
 
 } // namespace fused_detail
