@@ -1,5 +1,8 @@
 // cpu/mat_vec/<type>/4096: weights [4096, 4096] of each type times one f32 column, the
 // shape of token generation, which is bound by how fast the weights stream from memory.
+// cpu/mat_vec/<type>/2048 (q8_0, q4_0, q4_K, q6_K): the same with [2048, 2048], the rows
+// of a model 2048 wide, which are short enough to change how far ahead the kernels must
+// prefetch.
 //
 // One matrix would sit in a large last-level cache after the first run (here the LLC is
 // 260 MiB), so the benchmark cycles through a rotating set of G separate weight matrices
@@ -25,6 +28,7 @@ using namespace backplane;
 using namespace backplane::bench;
 
 constexpr std::int64_t dim = 4096;
+constexpr std::int64_t short_dim = 2048; ///< the rows of a 2048-wide model's projections
 
 /// G weight matrices of one type and a mul_mat graph over each.
 struct weight_set {
@@ -35,9 +39,9 @@ struct weight_set {
     std::size_t next = 0; ///< the rotation continues across Google Benchmark's runs
 };
 
-std::shared_ptr<weight_set> make_weight_set(elem_type type) {
+std::shared_ptr<weight_set> make_weight_set(elem_type type, std::int64_t n) {
     auto set = std::make_shared<weight_set>();
-    set->matrix_bytes = row_size(type, dim) * dim;
+    set->matrix_bytes = row_size(type, n) * n;
     const std::size_t want = 2 * llc_bytes();
     const std::size_t budget = available_bytes() / 2;
     std::size_t count = (want + set->matrix_bytes - 1) / set->matrix_bytes;
@@ -47,12 +51,12 @@ std::shared_ptr<weight_set> make_weight_set(elem_type type) {
     }
     count = std::max<std::size_t>(count, 2);
 
-    tensor* x = set->ctx.new_tensor_2d(elem_type::f32, dim, 1);
+    tensor* x = set->ctx.new_tensor_2d(elem_type::f32, n, 1);
     x->name = "x";
     fill_random(*x, 7);
     tensor* first = nullptr;
     for (std::size_t i = 0; i < count; ++i) {
-        tensor* w = set->ctx.new_tensor_2d(type, dim, dim);
+        tensor* w = set->ctx.new_tensor_2d(type, n, n);
         w->name = "w" + std::to_string(i);
         // random data once, then copies: the values do not matter to a streaming read,
         // and quantizing ~1 GB of floats would make the set-up longer than the benchmark
@@ -69,13 +73,13 @@ std::shared_ptr<weight_set> make_weight_set(elem_type type) {
     return set;
 }
 
-void mat_vec_bench(benchmark::State& state, elem_type type) {
+void mat_vec_bench(benchmark::State& state, elem_type type, std::int64_t n) {
     const int n_threads = static_cast<int>(state.range(0));
     cpu_backend backend;
     if (!set_threads(backend, n_threads, state))
         return;
-    weight_set& set = dataset_cache<weight_set>("cpu/mat_vec/" + std::string(to_string(type)),
-                                                [type] { return make_weight_set(type); });
+    weight_set& set = dataset_cache<weight_set>("cpu/mat_vec/" + std::string(to_string(type)) + "/" + std::to_string(n),
+                                                [type, n] { return make_weight_set(type, n); });
     const std::size_t count = set.graphs.size();
     // warm-up: one full rotation (checks every graph runs and starts the thread pool),
     // then a spot check of the last result
@@ -158,8 +162,14 @@ void mat_vec_cached_bench(benchmark::State& state, elem_type type) {
                         elem_type::q3_K, elem_type::q4_K, elem_type::q5_K, elem_type::q6_K}) {
         const std::string name =
             "cpu/mat_vec/" + std::string(to_string(t)) + "/" + std::to_string(dim);
-        per_thread_count(benchmark::RegisterBenchmark(name.c_str(), mat_vec_bench, t))
+        per_thread_count(benchmark::RegisterBenchmark(name.c_str(), mat_vec_bench, t, dim))
             ->MinTime(1.0);
+        if (t == elem_type::q8_0 || t == elem_type::q4_0 || t == elem_type::q4_K || t == elem_type::q6_K) {
+            const std::string short_name =
+                "cpu/mat_vec/" + std::string(to_string(t)) + "/" + std::to_string(short_dim);
+            per_thread_count(benchmark::RegisterBenchmark(short_name.c_str(), mat_vec_bench, t, short_dim))
+                ->MinTime(1.0);
+        }
         const std::string cached = "cpu/mat_vec_cached/" + std::string(to_string(t)) + "/" + std::to_string(dim);
         per_thread_count(benchmark::RegisterBenchmark(cached.c_str(), mat_vec_cached_bench, t))->MinTime(0.5);
     }

@@ -21,6 +21,7 @@
 
 #include <backplane/backends/cpu/device.hpp>
 #include <backplane/backends/cpu/plan.hpp>
+#include <backplane/backends/cpu/plan_cache.hpp>
 #include <backplane/backends/cpu/thread_pool.hpp>
 #include <backplane/core/concepts.hpp>
 #include <backplane/core/detail/single_user.hpp>
@@ -151,18 +152,34 @@ public:
     /// node is errc::not_supported, a node or source without host data (no data, or a
     /// non-host buffer) errc::invalid_argument, and then nothing is computed. A get_rows
     /// index outside its source is errc::out_of_range (the graph stops after that node).
-    /// The abort callback is asked before each node. Reuses this backend's schedule and
-    /// work buffer from the last call (they only grow).
+    /// The abort callback is asked before each node. A tensor placed in a buffer that
+    /// was freed since is errc::invalid_argument. The plans of the last few graphs (their
+    /// checks, fused groups, schedules and work buffers) are used again while g is the
+    /// same graph as one of them (cpu/plan_cache.hpp: the same nodes with the same ops,
+    /// types, shapes, memory and sources); another graph is planned anew.
     status compute(graph_view g) {
         const auto use = enter();
         if (!use.first()) return refusal(use, "compute");
-        try {
-            if (auto s = cpu::detail::build_plan(last_, g, threads_now(), reference_, fusions_); !s) return s;
-        } catch (const std::bad_alloc&) {
-            return {errc::alloc_failed, "cpu: out of memory scheduling a graph"};
+        const cpu::detail::plan_settings settings{reference_, fusions_};
+        cpu_plan* plan = plans_.find(g, settings);
+        if (plan == nullptr) {
+            try {
+                auto made = plans_.add(g, settings, [&](cpu_plan& p) {
+                    return cpu::detail::build_plan(p, g, threads_now(), reference_, fusions_);
+                });
+                if (!made) return made.error();
+                plan = *made;
+            } catch (const std::bad_alloc&) {
+                plans_.clear();
+                return {errc::alloc_failed, "cpu: out of memory scheduling a graph"};
+            }
         }
-        return compute_plan(last_);
+        return compute_plan(*plan);
     }
+
+    /// How many times compute(graph_view) planned a graph since this backend was made
+    /// (the other calls used a plan again).
+    [[nodiscard]] std::uint64_t plans_made() const noexcept { return plans_.made(); }
 
     /// g checked and scheduled for compute(plan_t&): the same statuses as compute(g),
     /// found once. The plan holds its own work buffer.
@@ -229,7 +246,7 @@ private:
     bool shared_pool_;                       ///< pool_ came from set_thread_pool or the params
     abort_callback abort_;
     cpu::profile_sink* profile_ = nullptr; ///< set_profile
-    cpu_plan last_; ///< compute(graph_view)'s schedule and work buffer, reused
+    cpu::detail::basic_plan_cache<> plans_; ///< compute(graph_view)'s plans, used again for the same graphs
     detail::single_user user_;
 };
 

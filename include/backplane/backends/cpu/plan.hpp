@@ -114,6 +114,7 @@ private:
 
     std::vector<cpu::plan_step> steps_;
     std::vector<fused_group> groups_; ///< the steps' groups point here
+    std::vector<std::uint64_t> buffers_; ///< the serials of the buffers its tensors live in
     int n_threads_ = 0; ///< 0: not scheduled yet
     bool reference_ = false;
     int max_nth_ = 0;
@@ -158,6 +159,8 @@ struct plan_access {
     static std::vector<plan_step>& steps(cpu_plan& p) noexcept { return p.steps_; }
     static detail::work_buffer& work(cpu_plan& p) noexcept { return p.work_; }
     static std::vector<fused_group>& groups(cpu_plan& p) noexcept { return p.groups_; }
+    static std::vector<std::uint64_t>& buffers(cpu_plan& p) noexcept { return p.buffers_; }
+    static const std::vector<std::uint64_t>& buffers(const cpu_plan& p) noexcept { return p.buffers_; }
 
     /// Takes the schedule of p's steps placed by `s`, with a work buffer big enough.
     /// Out of memory is a status.
@@ -209,6 +212,72 @@ inline status check_node(const tensor& node) {
     return {};
 }
 
+/// The serials of the buffers that g's nodes and their sources live in, each once, into
+/// out. Throws std::bad_alloc.
+template <class = void>
+void collect_buffers(graph_view g, std::vector<std::uint64_t>& out) {
+    constexpr std::size_t few = 32; // beyond: duplicates are removed at the end
+    out.clear();
+    const auto add = [&out](const tensor* t) {
+        if (t == nullptr || t->buffer == nullptr) return;
+        const std::uint64_t s = t->buffer_serial;
+        if (!out.empty() && out.back() == s) return;
+        if (out.size() <= few && std::find(out.begin(), out.end(), s) != out.end()) return;
+        out.push_back(s);
+    };
+    for (const tensor* node : g) {
+        add(node);
+        for (const tensor* src : node->src) add(src);
+    }
+    if (out.size() > few) {
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+}
+
+/// node, or one of its sources, when placed in the buffer with this serial; else null.
+inline const tensor* placed_in(const tensor* node, std::uint64_t serial) noexcept {
+    const auto in = [serial](const tensor* t) { return t != nullptr && t->buffer != nullptr && t->buffer_serial == serial; };
+    if (in(node)) return node;
+    for (const tensor* src : node->src)
+        if (in(src)) return src;
+    return nullptr;
+}
+
+/// ok while every buffer of `serials` exists; else the status of a freed buffer, naming
+/// a tensor in it that `find(serial)` returns (or none). One lock for all of them.
+template <class Find>
+status check_buffers(std::span<const std::uint64_t> serials, Find find) {
+    const std::size_t dead = backplane::detail::live_buffer_set()->first_dead(serials);
+    if (dead == serials.size()) return {};
+    if (const tensor* t = find(serials[dead])) return backplane::detail::freed_buffer_error("cpu", *t);
+    return {errc::invalid_argument, "cpu: a tensor of the graph was placed in a buffer that has since been freed"};
+}
+
+/// check_buffers for the tensors of g.
+template <class = void>
+status check_buffers(std::span<const std::uint64_t> serials, graph_view g) {
+    return check_buffers(serials, [g](std::uint64_t serial) -> const tensor* {
+        for (const tensor* node : g)
+            if (const tensor* t = placed_in(node, serial)) return t;
+        return nullptr;
+    });
+}
+
+/// check_buffers for the tensors of p: its buffers exist still (asked at every compute).
+template <class = void>
+status check_buffers(const cpu_plan& p) {
+    return check_buffers(plan_access::buffers(p), [&p](std::uint64_t serial) -> const tensor* {
+        for (const plan_step& step : p.steps()) {
+            if (const tensor* t = placed_in(step.node, serial)) return t;
+            if (step.group != nullptr)
+                for (const tensor* part : step.group->parts)
+                    if (const tensor* t = part != nullptr ? placed_in(part, serial) : nullptr) return t;
+        }
+        return nullptr;
+    });
+}
+
 /// Checks every node of g and fills p with its steps, scheduled for n_threads, the
 /// groups of `fusions` that the CPU takes (accepts) as one step each (none in reference
 /// mode). On failure p holds no steps.
@@ -218,8 +287,16 @@ inline status build_plan(cpu_plan& p, graph_view g, int n_threads, bool referenc
     auto& groups = plan_access::groups(p);
     steps.clear();
     groups.clear();
+    auto& buffers = plan_access::buffers(p);
+    buffers.clear();
     for (const tensor* node : g)
         if (node == nullptr) return {errc::invalid_argument, "cpu: a graph node is null"};
+    // before any buffer is asked whether it is host memory: a freed one cannot be asked
+    collect_buffers(g, buffers);
+    if (auto s = check_buffers(buffers, g); !s) {
+        buffers.clear();
+        return s;
+    }
     if (!reference) groups = find_fusions(g, fusions, [](const fused_group& grp) { return accepts(grp); });
     scheduler sched{n_threads, reference};
     std::size_t next = 0; // the next group
@@ -393,6 +470,7 @@ inline status execute(cpu_plan& plan, thread_pool::lease& pool, const std::funct
                       profile_sink* prof = nullptr) {
     const auto& steps = plan_access::steps(plan);
     if (steps.empty()) return {};
+    if (auto s = check_buffers(plan); !s) return s;
     if (abort != nullptr && ask_abort(*abort)) return {errc::aborted, "cpu: compute aborted by the abort callback"};
     exec_state st;
     st.steps = steps.data();

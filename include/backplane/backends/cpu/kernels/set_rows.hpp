@@ -23,13 +23,23 @@ namespace detail {
     return v;
 }
 
+/// Copies n bytes (a row of the same type): the one-element rows of a transposed value
+/// cache (2 or 4 bytes, written once per channel and token) without a call.
+inline void copy_row_bytes(std::byte* out, const std::byte* src, std::size_t n) noexcept {
+    switch (n) {
+    case 2: std::memcpy(out, src, 2); return;
+    case 4: std::memcpy(out, src, 4); return;
+    default: std::memcpy(out, src, n); return;
+    }
+}
+
 /// Writes row `src` (type of b, unit stride b.nb[0]) over row `dst` of dst's type.
 inline void write_converted_row(const tensor& b, const std::byte* src, tensor& dst, std::byte* out) noexcept {
     const i64 E = b.ne[0];
     if (b.type == dst.type) {
         const std::size_t ts = type_size(b.type);
         if (b.nb[0] == ts && dst.nb[0] == ts) {
-            std::memcpy(out, src, static_cast<std::size_t>(E) * ts);
+            copy_row_bytes(out, src, static_cast<std::size_t>(E) * ts);
             return;
         }
         for (i64 i = 0; i < E; ++i)
@@ -49,22 +59,34 @@ inline void write_converted_row(const tensor& b, const std::byte* src, tensor& d
 
 /// Rows [q0, q1) of b (dims 1-3 flattened, dim 1 fastest); false when an index of them
 /// is out of range (that row is not written).
+/// The rows are walked in order, (n, j, k) stepped rather than divided out of q for each.
 template <class = void>
 inline bool set_rows_range(tensor& dst, i64 q0, i64 q1) noexcept {
     const tensor& b = *dst.src[0];
     const tensor& idx = *dst.src[1];
+    if (q0 >= q1) return true;
     bool all_valid = true;
+    const row_coord first = row_of(q0, b.ne);
+    i64 n = first.i1, j = first.i2, k = first.i3;
+    const auto* ib = static_cast<const std::byte*>(idx.data);
+    const auto idx_matrix = [&] {
+        return ib + static_cast<std::size_t>(j % idx.ne[1]) * idx.nb[1] + static_cast<std::size_t>(k % idx.ne[2]) * idx.nb[2];
+    };
+    const std::byte* im = idx_matrix();
     for (i64 q = q0; q < q1; ++q) {
-        const auto [n, j, k] = row_of(q, b.ne);
-        const i64 r = detail::load_index(idx.type, static_cast<const std::byte*>(idx.data) +
-                                                       static_cast<std::size_t>(n) * idx.nb[0] +
-                                                       static_cast<std::size_t>(j % idx.ne[1]) * idx.nb[1] +
-                                                       static_cast<std::size_t>(k % idx.ne[2]) * idx.nb[2]);
-        if (r < 0 || r >= dst.ne[1]) {
+        const i64 r = detail::load_index(idx.type, im + static_cast<std::size_t>(n) * idx.nb[0]);
+        if (r < 0 || r >= dst.ne[1])
             all_valid = false;
-            continue;
+        else
+            detail::write_converted_row(b, row_ptr(b, n, j, k), dst, row_ptr(dst, r, j, k));
+        if (++n == b.ne[1]) {
+            n = 0;
+            if (++j == b.ne[2]) {
+                j = 0;
+                ++k;
+            }
+            im = idx_matrix();
         }
-        detail::write_converted_row(b, row_ptr(b, n, j, k), dst, row_ptr(dst, r, j, k));
     }
     return all_valid;
 }
