@@ -20,11 +20,13 @@
 //
 // Rows are read as 4 long streams (job_zmm_t): the hardware prefetchers follow those,
 // where they lose 4 adjacent rows of a few KiB each, and each row prefetches its block
-// one row further on in its stream (measured on Zen 5, q4_K from DRAM, one thread: 1 row
-// ahead 36-37 GB/s, 2 rows 34-35, 1/2 row 33, none 33).
+// at least 2304 bytes further on in its stream, in whole rows (prefetch.hpp; measured on
+// Zen 5, q4_K 4096 wide from DRAM, one thread: 1 row ahead 36-37 GB/s, 2 rows 34-35,
+// 1/2 row 33, none 33).
 
 #include <backplane/core/detail/unroll.hpp>
 #include <backplane/backends/cpu/fast/kquant/decode_avx512.hpp>
+#include <backplane/backends/cpu/fast/prefetch.hpp>
 #include <backplane/backends/cpu/fast/kquant/gemv.hpp>
 #include <backplane/backends/cpu/fast/kquant/plan.hpp>
 #include <backplane/backends/cpu/isa.hpp>
@@ -241,7 +243,7 @@ template <elem_type T>
 inline void job_zmm_t(const plan& pl, const tensor& a, tensor& dst, const std::byte* qb, const job& jb) noexcept {
     constexpr int R = 4;
     const i64 tiles = (jb.m1 - jb.m0 + R - 1) / R;
-    const std::size_t pf = a.nb[1]; // one row ahead in each stream
+    const std::size_t pf = stream_prefetch_rows(a.nb[1]) * a.nb[1]; // prefetch.hpp
     float out[R * 4];
     for (i64 t = 0; t < tiles; ++t) {
         const std::byte* arow[R];

@@ -45,7 +45,7 @@
 //    takes row t of each, so the weights are read as 4 sequential streams, like
 //    ref/read_bandwidth, rather than as one front of 4 adjacent short rows. Each row
 //    prefetches (T0), block by block, a row of its part at least 2304 bytes further on
-//    (gemv_prefetch_rows: the next row, or two of a short matrix), the job's last tiles
+//    (prefetch.hpp: the next row, or two of a short matrix), the job's last tiles
 //    the parts of the job after it (the rows this thread computes next in the one-thread
 //    case): without that, every job would start its 4 streams cold. Without
 //    the software prefetches (the hardware prefetchers alone) q8_0 and q4_0 read ~17-19
@@ -58,6 +58,7 @@
 // q5_0 28.9, iq4_nl 30.8, mxfp4 30.5).
 
 #include <backplane/core/detail/unroll.hpp>
+#include <backplane/backends/cpu/fast/prefetch.hpp>
 #include <backplane/backends/cpu/fast/quant/plan.hpp>
 #include <backplane/backends/cpu/fast/quant/weights.hpp>
 #include <backplane/backends/cpu/isa.hpp>
@@ -239,23 +240,10 @@ BACKPLANE_TARGET_AVX512 inline void gemv_tile(const std::byte* const* arow, cons
         gemv_nib_avx512<T, R>(arow, bcol, nblk, prow, o);
 }
 
-/// How many rows ahead of its own a row of a part prefetches: enough rows that each of
-/// the R streams runs at least gemv_prefetch_bytes ahead. One row of a short matrix is
-/// too little: 2048-value rows of q4_0 (1152 bytes) prefetched one row ahead read DRAM at
-/// 33 GB/s on one thread, two rows ahead at 36.5 (ref/read_bandwidth 41); 4096-value rows
-/// (2304 bytes) are at their best one row ahead, and farther (4 or 8 KiB) was slower for
-/// both (cpu/mat_vec/<type>/2048 and /4096, 2-core Zen VM).
-inline constexpr i64 gemv_prefetch_bytes = 2304;
-
-[[nodiscard]] inline i64 gemv_prefetch_rows(std::size_t lda) noexcept {
-    const auto row = static_cast<i64>(std::max<std::size_t>(lda, 1));
-    return std::max<i64>(1, (gemv_prefetch_bytes + row - 1) / row);
-}
-
 /// Rows [0, nrow) of a (lda bytes apart) times one b column into the floats at out (any
 /// alignment): the rows are cut into R contiguous parts read side by side; each row
-/// prefetches the row gemv_prefetch_rows after it in its part, the last tiles the first
-/// rows of the parts of the next nrow rows.
+/// prefetches the row stream_prefetch_rows after it in its part (prefetch.hpp), the last
+/// tiles the first rows of the parts of the next nrow rows.
 template <elem_type T>
 BACKPLANE_TARGET_AVX512 inline void gemv_rows_avx512(const std::byte* a, std::size_t lda, i64 nrow, const std::byte* bcol,
                                                     i64 nblk, std::byte* out) noexcept {
@@ -264,7 +252,7 @@ BACKPLANE_TARGET_AVX512 inline void gemv_rows_avx512(const std::byte* a, std::si
     const i64 q = nrow / R;
     const auto base = reinterpret_cast<std::uintptr_t>(a);
     const auto row_at = [&](i64 m) { return base + static_cast<std::uintptr_t>(m) * lda; };
-    const i64 ahead = gemv_prefetch_rows(lda);
+    const auto ahead = static_cast<i64>(stream_prefetch_rows(lda));
     float o[R];
     for (i64 t = 0; t < q; ++t) {
         const std::byte* arow[R];
