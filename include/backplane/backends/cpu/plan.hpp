@@ -83,7 +83,9 @@ public:
 /// every tensor with host data), scheduled (threads per node, barriers) and given its
 /// work buffer, which it keeps. The plan refers to the graph's tensors: they must
 /// outlive it and keep their ops, types, shapes and memory; the values in them may
-/// change freely between computes (that is the point). A plan made for one thread count
+/// change freely between computes (that is the point). A tensor whose buffer was freed
+/// since is errc::invalid_argument at the next compute (the plan keeps its buffers'
+/// serials and asks once). A plan made for one thread count
 /// or mode is re-scheduled when computed by a backend set differently (no new checks).
 class cpu_plan {
 public:
@@ -216,23 +218,17 @@ inline status check_node(const tensor& node) {
 /// out. Throws std::bad_alloc.
 template <class = void>
 void collect_buffers(graph_view g, std::vector<std::uint64_t>& out) {
-    constexpr std::size_t few = 32; // beyond: duplicates are removed at the end
     out.clear();
     const auto add = [&out](const tensor* t) {
-        if (t == nullptr || t->buffer == nullptr) return;
-        const std::uint64_t s = t->buffer_serial;
-        if (!out.empty() && out.back() == s) return;
-        if (out.size() <= few && std::find(out.begin(), out.end(), s) != out.end()) return;
-        out.push_back(s);
+        if (t != nullptr && t->buffer != nullptr && (out.empty() || out.back() != t->buffer_serial))
+            out.push_back(t->buffer_serial);
     };
     for (const tensor* node : g) {
         add(node);
         for (const tensor* src : node->src) add(src);
     }
-    if (out.size() > few) {
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
-    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
 /// node, or one of its sources, when placed in the buffer with this serial; else null.

@@ -37,8 +37,6 @@ struct source_facts {
     std::array<std::size_t, max_dims> nb{};
     const void* data = nullptr;
     std::uint64_t serial = 0;
-
-    friend bool operator==(const source_facts&, const source_facts&) = default;
 };
 
 /// A node's facts.
@@ -49,8 +47,6 @@ struct node_facts {
     bool kept = false;
     std::array<std::int32_t, max_op_params> op_params{};
     std::array<tensor*, max_srcs> src{};
-
-    friend bool operator==(const node_facts&, const node_facts&) = default;
 };
 
 /// The settings a plan was made with (a plan serves any thread count: computing it
@@ -110,8 +106,8 @@ private:
     [[nodiscard]] static node_facts facts_of(const tensor& t, bool kept) noexcept {
         return {facts_of(t), t.op, t.flags, kept, t.op_params, t.src};
     }
-    // the same comparisons as facts_of(t) == f, without the copy (the placement first:
-    // what changes most often)
+    // t's facts against f's, field by field without a copy (the placement first: what
+    // changes most often)
     [[nodiscard]] static bool same(const tensor& t, const source_facts& f) noexcept {
         return t.data == f.data && &t == f.t && t.buffer_serial == f.serial && t.type == f.type && t.ne == f.ne &&
                t.nb == f.nb;
