@@ -68,22 +68,43 @@ if(TARGET backplane_cuda)
     target_link_libraries(backplane_cuda INTERFACE backplane_cuda_kernels)
 endif()
 
+# MPI: processes that compute one graph together (include/backplane/mpi/); not a backend.
+backplane_add_backend_target(mpi MPI MPI::MPI_CXX)
+
 set(_bp_summary "")
-foreach(component IN ITEMS blas vulkan cuda)
+foreach(component IN ITEMS blas vulkan cuda mpi)
     if(component IN_LIST BACKPLANE_COMPONENTS)
         string(APPEND _bp_summary " ${component}=ON")
     else()
         string(APPEND _bp_summary " ${component}=OFF")
     endif()
 endforeach()
-message(STATUS "backplane ${PROJECT_VERSION} backends: cpu=ON${_bp_summary}")
+message(STATUS "backplane ${PROJECT_VERSION} components: cpu=ON${_bp_summary}")
 unset(_bp_summary)
 
 # backplane_link_enabled_backends(<target>): links every optional backend this build has
-# (backplane::blas, ::vulkan, ::cuda), so the program compiles them in (BACKPLANE_WITH_*)
-# and the registry lists them. For the examples and tools that run on whatever is there.
+# (backplane::blas, ::vulkan, ::cuda; not ::mpi, which is no backend), so the program
+# compiles them in (BACKPLANE_WITH_*) and the registry lists them. For the examples and
+# tools that run on whatever is there.
 function(backplane_link_enabled_backends target)
     foreach(component IN LISTS BACKPLANE_COMPONENTS)
+        if(component STREQUAL "mpi")
+            continue()
+        endif()
         target_link_libraries(${target} PRIVATE backplane::${component})
     endforeach()
+endfunction()
+
+# backplane_mpirun_command(<var>): the command that starts N ranks of a program on this
+# machine, up to the rank count: mpiexec, and for Open MPI's mpirun the flags that let it
+# run more ranks than cores, as root, and over shared memory without the ptrace-based
+# single copy (not allowed in many containers). Append: -np <N> <program> [args...].
+function(backplane_mpirun_command var)
+    set(cmd "${MPIEXEC_EXECUTABLE}")
+    execute_process(COMMAND "${MPIEXEC_EXECUTABLE}" --version OUTPUT_VARIABLE version ERROR_QUIET)
+    if(version MATCHES "Open MPI|OpenRTE")
+        list(APPEND cmd --oversubscribe --allow-run-as-root --bind-to none
+            --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
+    endif()
+    set(${var} "${cmd}" PARENT_SCOPE)
 endfunction()

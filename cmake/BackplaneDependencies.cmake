@@ -166,3 +166,14 @@ endif()
 unset(_bp_vulkan_mode)
 
 backplane_find_backend(CUDA CUDAToolkit)
+
+# MPI (Open MPI on Debian: libopenmpi-dev, and openmpi-bin for mpirun): the C API only.
+# MPI_CXX_SKIP_MPICXX keeps the deprecated C++ bindings out of every translation unit
+# that includes <mpi.h>.
+set(MPI_CXX_SKIP_MPICXX ON CACHE BOOL "Include <mpi.h> without the MPI C++ bindings")
+backplane_find_backend(MPI MPI COMPONENTS CXX)
+if(BACKPLANE_HAS_MPI)
+    message(STATUS "backplane: MPI ${MPI_CXX_VERSION}: ${MPI_CXX_LIBRARIES}; launcher ${MPIEXEC_EXECUTABLE}")
+elseif(NOT BACKPLANE_WITH_MPI STREQUAL "OFF")
+    message(STATUS "backplane: MPI component off: no MPI found (Debian/Ubuntu: apt install libopenmpi-dev openmpi-bin)")
+endif()

@@ -14,9 +14,11 @@ option(BACKPLANE_BUILD_PLUGINS "Build the enabled backends as plugins (libbackpl
 
 # Optional backends are tri-state: AUTO enables a backend when its dependency is
 # found, ON makes the dependency required, OFF skips it without looking.
-foreach(backend IN ITEMS BLAS VULKAN CUDA)
+# MPI is not a backend but a component of the same kind: backplane::mpi (processes that
+# compute one graph together, docs/distributed.md).
+foreach(backend IN ITEMS BLAS VULKAN CUDA MPI)
     set(BACKPLANE_WITH_${backend} AUTO CACHE STRING
-        "Build the ${backend} backend target (AUTO: if its dependency is found; ON; OFF)")
+        "Build the ${backend} component target (AUTO: if its dependency is found; ON; OFF)")
     set_property(CACHE BACKPLANE_WITH_${backend} PROPERTY STRINGS AUTO ON OFF)
     string(TOUPPER "${BACKPLANE_WITH_${backend}}" _value)
     if(NOT _value MATCHES "^(AUTO|ON|OFF)$")

@@ -14,6 +14,8 @@ BACKPLANE_PACKAGES+=" clang"
 # libnuma and libmemkind, loaded at run time by the NUMA and high-bandwidth memory buffer
 # types (memory/host_memory.hpp): their tests take the library's path, not only "missing"
 BACKPLANE_PACKAGES+=" libnuma1 libmemkind0"
+# Open MPI: the MPI component (backplane::mpi) and mpirun, which runs its tests (label mpi)
+BACKPLANE_PACKAGES+=" libopenmpi-dev openmpi-bin"
 
 backplane_deps() {
     if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -2,6 +2,9 @@
 // small graph, computes it on the CPU backend and checks the result, so the installed
 // headers, the package config and its dependencies are all exercised.
 #include <backplane/backplane.hpp>
+#if defined(BACKPLANE_WITH_MPI)
+#include <backplane/mpi/communicator.hpp> // <mpi.h> through backplane::mpi's include folders
+#endif
 
 #include <cmath>
 #include <cstdio>
@@ -27,6 +30,12 @@ int main() {
         std::fprintf(stderr, "consumer: wrong result\n");
         return 1;
     }
+#if defined(BACKPLANE_WITH_MPI)
+    if (mpi::communicator::world().ok()) { // MPI is not initialized: refused, not crashed
+        std::fprintf(stderr, "consumer: a communicator without MPI_Init\n");
+        return 1;
+    }
+#endif
     std::printf("consumer: ok\n");
     return 0;
 }

@@ -31,6 +31,7 @@ enum class errc : std::uint8_t {
     not_found,        ///< a named thing (a file, a device) does not exist
     failed,           ///< anything else
     busy,             ///< the object is in use by another thread (docs/threading.md)
+    timed_out,        ///< a wait passed its deadline (a peer process that died or stopped)
 };
 
 /// Short, stable name of an error code (for logs and messages).
@@ -46,6 +47,7 @@ constexpr std::string_view to_string(errc c) noexcept {
     case errc::not_found: return "not found";
     case errc::failed: return "failed";
     case errc::busy: return "busy";
+    case errc::timed_out: return "timed out";
     }
     return "unknown";
 }
