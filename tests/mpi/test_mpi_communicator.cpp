@@ -231,6 +231,7 @@ TEST_CASE("mpi threads: a second thread inside the same communicator is refused 
         const status second = c.all_reduce_sum(std::span(w));
         t.join();
         CHECK(second.code() == errc::busy);
+        CHECK_THAT(second.message(), Catch::Contains("mpi communicator: all_reduce_sum called while another thread"));
         CHECK(first);
         CHECK(v[0] == static_cast<float>(c.size()));
     } else {

@@ -19,12 +19,12 @@
 //
 // One thread at a time per communicator, checked (errc::busy); any thread.
 
+#include <backplane/core/detail/single_user.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/mpi/environment.hpp>
 
 #include <mpi.h>
 
-#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstddef>
@@ -46,7 +46,7 @@ struct comm_options {
     std::chrono::milliseconds timeout{std::chrono::seconds(60)};
     /// All-reduces of at least this many bytes go round the ring (2 (n-1)/n of the vector
     /// sent per rank); smaller ones use recursive doubling (log2 n whole-vector steps).
-    std::size_t ring_min_bytes = std::size_t{64} << 10;
+    std::size_t ring_min_bytes = std::size_t{256} << 10;
 };
 
 /// Tags at or above this value are the communicator's own (collectives).
@@ -88,7 +88,7 @@ struct comm_state {
     int rank = 0, size = 1;
     comm_options options;
     status failure;
-    std::atomic<bool> busy{false};
+    backplane::detail::single_user user; ///< one thread at a time
     std::vector<std::byte> scratch;
     std::uint64_t all_reduces = 0;
     std::chrono::steady_clock::time_point deadline; ///< of the operation under way
@@ -105,7 +105,7 @@ struct comm_state {
     }
 
     /// The requests of one operation at most.
-    static constexpr std::size_t max_requests = 32;
+    static constexpr std::size_t max_requests = 64;
 
     // Polls until every request finished or the deadline passed (then the communicator
     // has failed). Spins briefly, then yields: ranks may share cores.
@@ -314,26 +314,13 @@ private:
     using state = detail::comm_state;
     explicit communicator(std::unique_ptr<state> s) noexcept : s_(std::move(s)) {}
 
-    // The one-thread-at-a-time check, and the refusal after a failure.
-    class entered {
-    public:
-        explicit entered(std::atomic<bool>* b) noexcept : busy_(b) {}
-        entered(entered&& o) noexcept : busy_(std::exchange(o.busy_, nullptr)) {}
-        entered& operator=(entered&&) = delete;
-        ~entered() {
-            if (busy_) busy_->store(false, std::memory_order_release);
-        }
-
-    private:
-        std::atomic<bool>* busy_;
-    };
-    result<entered> enter(const char* what) {
-        if (s_->busy.exchange(true, std::memory_order_acquire))
-            return status(errc::busy, std::string("mpi ") + what + ": the communicator is in use by another thread");
-        entered g(&s_->busy);
+    // The one-thread-at-a-time check, the refusal after a failure, the operation's deadline.
+    result<backplane::detail::single_user::lease> enter(const char* what) {
+        auto use = s_->user.enter();
+        if (!use.first()) return backplane::detail::busy_status("mpi communicator", what);
         if (!s_->failure.ok()) return s_->failure;
         s_->deadline = std::chrono::steady_clock::now() + s_->options.timeout;
-        return g;
+        return use;
     }
 
     status check_peer(int peer, const char* what) const {
@@ -368,7 +355,7 @@ private:
     }
 
     // Sends `out` to `to` and receives `in` from `from` (either side may be absent: peer
-    // -1), with the communicator's own tag. Messages up to 64 KB go in
+    // -1), with the communicator's own tag. Messages up to 128 KB go in
     // pieces that fit the shared-memory transport's eager limit (no handshake).
     status exchange(std::span<const std::byte> out, int to, std::span<std::byte> in, int from, const char* what) {
         constexpr std::size_t piece = 4000, max_pieces = detail::comm_state::max_requests / 2;
@@ -471,10 +458,16 @@ inline request& request::operator=(request&& o) noexcept {
 // uses the communicator; a failed communicator gives it up.
 inline request::~request() {
     if (!pending() || owner_ == nullptr) return;
-    while (owner_->busy.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
-    owner_->deadline = std::chrono::steady_clock::now() + owner_->options.timeout;
-    if (owner_->failure.ok()) (void)owner_->finish(std::span<MPI_Request>(&req_, 1), what_);
-    owner_->busy.store(false, std::memory_order_release);
+    for (;;) {
+        const auto use = owner_->user.enter();
+        if (!use) {
+            std::this_thread::yield();
+            continue;
+        }
+        owner_->deadline = std::chrono::steady_clock::now() + owner_->options.timeout;
+        if (owner_->failure.ok()) (void)owner_->finish(std::span<MPI_Request>(&req_, 1), what_);
+        return;
+    }
 }
 
 } // namespace backplane::mpi
