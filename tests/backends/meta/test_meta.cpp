@@ -106,29 +106,7 @@ TEST_CASE("meta on 2, 3 and 4 CPU devices: the llama graph equals one CPU", "[me
     meta_setup m(n, {.split = [&](const tensor& t, int nd) { return test::split_llama(t, nd, p.head_dim()); }});
     test::meta_llama ml(p, m.dev, m.be);
     REQUIRE(test::fill_llama(ml.model, ml.inputs, seed).ok());
-
-    auto plan = m.be.plan(ml.g);
-    INFO(plan.error().describe());
-    REQUIRE(plan.ok());
-    // two reductions per layer (attention output, FFN down) and none elsewhere: the
-    // logits stay split over the vocabulary and are gathered on read
-    CHECK(plan->reduced.size() == 2 * static_cast<std::size_t>(p.n_layer));
-    CHECK(plan->state_of(ml.g.back())->to_string().rfind("axis0", 0) == 0);
-    CHECK(plan->state_of(ml.model.layers[0].wq) == nullptr); // weights are leaves
-
-    const status st = m.be.compute(ml.g);
-    INFO(st.describe());
-    REQUIRE(st.ok());
-    REQUIRE(m.be.synchronize().ok());
-    const auto got = tensor_get_all<float>(*ml.g.back()).value();
-    CHECK(test::nmse_of(ref, got) < 1e-6);
-
-    // a second compute reuses the plan and gives the same bits
-    REQUIRE(m.be.compute(ml.g).ok());
-    REQUIRE(m.be.synchronize().ok());
-    CHECK(tensor_get_all<float>(*ml.g.back()).value() == got);
-    CHECK(m.be.stats().plans == 1);
-    CHECK(m.be.stats().reductions == 4 * static_cast<std::uint64_t>(p.n_layer));
+    CHECK(test::nmse_of(ref, test::compute_meta_llama(m.be, ml, p)) < 1e-6);
 }
 
 TEST_CASE("meta memory: weights hold 1/n per device plus the mirrored ones, compute buffers follow each "

@@ -71,6 +71,9 @@ struct meta_stats {
     std::uint64_t plans = 0;       ///< plans built (a graph seen for the first time)
     std::uint64_t reductions = 0;  ///< all-reduces run
     std::uint64_t bytes_moved = 0; ///< bytes the collective copied between devices
+    /// bytes this process received from the others (meta_params::processes): all-reduced
+    /// tensors, counted once each, and gathered outputs
+    std::uint64_t process_bytes = 0;
 };
 
 namespace detail {
@@ -259,10 +262,14 @@ private:
         std::vector<std::unique_ptr<meta::detail::plan>> plans; ///< most recently used first
         meta::detail::plan* current = nullptr;                   ///< the plan being computed
         meta::meta_stats stats;
+        std::vector<float> process_staging; ///< host copy of a tensor reduced over the processes
         ~state() { pool.reset(); } // threads stop before the backends they drive go
     };
 
     explicit meta_backend(std::unique_ptr<state> s) noexcept : s_(std::move(s)) {}
+
+    /// The global number of this process's device d.
+    [[nodiscard]] int global(int d) const noexcept { return s_->dev.first_device() + d; }
 
     [[nodiscard]] meta_buffer* meta_buffer_of(const tensor& t) const noexcept {
         if (t.buffer == nullptr || !(t.buffer->type() == buffer_type_ref(s_->dev.buffer_type()))) return nullptr;
@@ -405,7 +412,7 @@ private:
             const std::int32_t root = pl.idx.view_src(i);
             if (root == graph_index::none || !pl.known[static_cast<std::size_t>(root)])
                 return plan_error(t, "a view whose root is not part of the graph");
-            auto vm = meta::map_view(*t.view_src, pl.states[static_cast<std::size_t>(root)], t, n_devices());
+            auto vm = meta::map_view(*t.view_src, pl.states[static_cast<std::size_t>(root)], t, s_->dev.n_total_devices());
             if (!vm) return plan_error(t, vm.error().message());
             pl.states[i] = vm->state;
             pl.views[i] = std::move(vm->local);
@@ -488,7 +495,7 @@ private:
             l->op = t.op;
             l->op_params = t.op_params;
             l->flags = t.flags;
-            l->name = t.name + "@" + std::to_string(d);
+            l->name = t.name + "@" + std::to_string(global(d));
             dg.nodes.push_back(l);
             ls.push_back(l);
             if (pl.reduce[i]) dg.cuts.push_back(dg.nodes.size());
@@ -511,7 +518,7 @@ private:
     result<tensor*> view_piece(planning& pl, meta::detail::device_graph& dg, std::size_t i, int d) const {
         const tensor& t = pl.idx[i];
         const auto du = static_cast<std::size_t>(d);
-        const meta::local_view& v = pl.views[i][du];
+        const meta::local_view& v = pl.views[i][static_cast<std::size_t>(global(d))];
         tensor* l = dg.ctx.new_view(pl.local[static_cast<std::size_t>(pl.idx.view_src(i))][du], t.type, v.ne, v.nb,
                                     v.offs);
         l->src[0] = pl.local[static_cast<std::size_t>(pl.idx.src(i, 0))][du];
@@ -528,14 +535,14 @@ private:
         for (std::size_t j = 0; j < meta::rule_srcs; ++j) {
             const std::int32_t k = pl.idx.src(i, j);
             if (k == graph_index::none) continue;
-            srcs[j] = slice_of(dg, pl.local[static_cast<std::size_t>(k)][du], m.use[j], du);
+            srcs[j] = slice_of(dg, pl.local[static_cast<std::size_t>(k)][du], m.use[j], static_cast<std::size_t>(global(d)));
         }
         tensor* l = nullptr;
         if (t.op == op_kind::cpy || t.op == op_kind::set_rows) { // written into its destination's piece
             tensor* into = srcs[t.op == op_kind::cpy ? 1 : 2];
             l = dg.ctx.new_view(into, t.type, into->ne, into->nb, 0);
         } else {
-            const auto ne = pl.states[i].local_shape(t.ne, d);
+            const auto ne = pl.states[i].local_shape(t.ne, global(d));
             l = dg.ctx.new_tensor(t.type, std::span<const std::int64_t>(ne));
         }
         for (std::size_t j = 0; j < meta::rule_srcs; ++j) l->src[j] = srcs[j];
@@ -543,7 +550,7 @@ private:
         l->op = t.op;
         l->op_params = t.op_params;
         if (!s_->parts[du].supports_op(*l))
-            return plan_error(t, "device " + std::to_string(d) + " (" + std::string(s_->parts[du].name()) +
+            return plan_error(t, "device " + std::to_string(global(d)) + " (" + std::string(s_->parts[du].name()) +
                                      ") does not support its piece " + backplane::detail::describe(l) + " in state " +
                                      pl.states[i].to_string() + sources_of(pl, i));
         return l;
@@ -639,12 +646,88 @@ private:
             if (reduce) {
                 ++s_->stats.reductions;
                 if (status st = s_->coll->all_reduce(grp, p.reductions[seg]); !st) return st;
+                if (status st = reduce_over_processes(p.reductions[seg]); !st) return st;
             }
         }
-        for (std::size_t i = 0; i < p.outputs.size(); ++i)
-            if (meta_buffer* mb = meta_buffer_of(*p.outputs[i].first))
-                mb->publish(*p.outputs[i].first, p.outputs[i].second, p.output_locals[i]);
+        return publish_outputs(p);
+    }
+
+    // After the parts of this process summed a reduced node's partial sums: the sum over
+    // the processes, through host memory (in place where part 0's memory is the host's),
+    // written back to every part.
+    status reduce_over_processes(const std::vector<tensor*>& parts) {
+        meta::process_group* pg = s_->dev.params().processes.get();
+        if (pg == nullptr) return {};
+        if (status s = synchronize(); !s) return s;
+        tensor& t0 = *parts.front();
+        const std::size_t n = static_cast<std::size_t>(t0.nelements());
+        const bool in_place = t0.buffer->is_host();
+        auto& staging = s_->process_staging;
+        if (!in_place) {
+            staging.resize(n);
+            if (status s = t0.buffer->get_tensor(t0, staging.data(), 0, n * 4); !s) return s;
+        }
+        const std::span<float> values(in_place ? static_cast<float*>(t0.data) : staging.data(), n);
+        if (status s = pg->all_reduce_sum(values); !s)
+            return {s.code(), "meta compute: the all-reduce over the processes: " + s.message(), s.native()};
+        s_->stats.process_bytes += n * 4;
+        for (std::size_t d = in_place ? 1 : 0; d < parts.size(); ++d)
+            if (status s = parts[d]->buffer->set_tensor(*parts[d], values.data(), 0, n * 4); !s) return s;
         return {};
+    }
+
+    // Graph outputs become readable in their meta buffers; a split one over several
+    // processes is first gathered from all of them (every process reads the whole value).
+    status publish_outputs(meta::detail::plan& p) {
+        meta::process_group* pg = s_->dev.params().processes.get();
+        bool synced = false;
+        for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+            meta_buffer* mb = meta_buffer_of(*p.outputs[i].first);
+            if (mb == nullptr) continue;
+            std::vector<std::vector<std::byte>> remote;
+            if (pg != nullptr && p.outputs[i].second.is_split()) {
+                if (!synced)
+                    if (status s = synchronize(); !s) return s;
+                synced = true;
+                auto r = gather_pieces(*pg, *p.outputs[i].first, p.outputs[i].second, p.output_locals[i]);
+                if (!r) return r.error();
+                remote = std::move(*r);
+            }
+            mb->publish(*p.outputs[i].first, p.outputs[i].second, p.output_locals[i], std::move(remote));
+        }
+        return {};
+    }
+
+    // Every global device's piece of split output t, by global device (this process's own
+    // left empty): one all-gather of equal slots, each as large as the largest piece.
+    result<std::vector<std::vector<std::byte>>> gather_pieces(meta::process_group& pg, const tensor& t,
+                                                              const meta::split_state& st,
+                                                              const std::vector<tensor*>& local) {
+        const int total = s_->dev.n_total_devices(), per = n_devices();
+        std::vector<std::size_t> bytes(static_cast<std::size_t>(total));
+        std::size_t slot = 0;
+        for (int g = 0; g < total; ++g) {
+            const auto ne = st.local_shape(t.ne, g);
+            bytes[static_cast<std::size_t>(g)] = row_size(t.type, ne[0]) * static_cast<std::size_t>(ne[1] * ne[2] * ne[3]);
+            slot = std::max(slot, bytes[static_cast<std::size_t>(g)]);
+        }
+        std::vector<std::byte> mine(slot * static_cast<std::size_t>(per)), all(slot * static_cast<std::size_t>(total));
+        for (int d = 0; d < per; ++d) {
+            tensor& l = *local[static_cast<std::size_t>(d)];
+            if (status s = l.buffer->get_tensor(l, mine.data() + slot * static_cast<std::size_t>(d), 0, l.nbytes()); !s)
+                return s;
+        }
+        if (status s = pg.all_gather(mine, all); !s)
+            return status(s.code(), "meta compute: gathering " + backplane::detail::describe(&t) + " from the processes: " +
+                                        s.message(), s.native());
+        s_->stats.process_bytes += all.size() - mine.size();
+        std::vector<std::vector<std::byte>> remote(static_cast<std::size_t>(total));
+        for (int g = 0; g < total; ++g)
+            if (s_->dev.state()->local_index(g) < 0) {
+                const auto* from = all.data() + slot * static_cast<std::size_t>(g);
+                remote[static_cast<std::size_t>(g)].assign(from, from + bytes[static_cast<std::size_t>(g)]);
+            }
+        return remote;
     }
 
     static constexpr std::size_t max_plans = 8; ///< graphs whose plans are kept (prefill and decode, ...)

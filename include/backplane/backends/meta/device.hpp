@@ -19,7 +19,9 @@
 #include <backplane/core/concepts.hpp>
 #include <backplane/erased/any.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +49,9 @@ public:
         sh->description += ")";
         sh->parts = std::move(parts);
         sh->params = std::move(params);
+        sh->total = static_cast<int>(sh->parts.size());
+        if (sh->params.processes)
+            if (status s = span_processes(*sh); !s) return s;
         return meta_device(std::move(sh));
     }
 
@@ -80,13 +85,44 @@ public:
     /// A backend over new backends of every part.
     [[nodiscard]] result<meta_backend> make_backend() const;
 
+    /// Devices in this process (its parts).
     [[nodiscard]] int n_devices() const noexcept { return static_cast<int>(sh_->parts.size()); }
+    /// Devices of all processes (n_devices() without meta_params::processes): the n the
+    /// split callback and the split states see.
+    [[nodiscard]] int n_total_devices() const noexcept { return sh_->total; }
+    /// The global number of part(0) (processes.hpp).
+    [[nodiscard]] int first_device() const noexcept { return sh_->first; }
     [[nodiscard]] const any_device& part(int d) const { return sh_->parts.at(static_cast<std::size_t>(d)); }
     [[nodiscard]] const meta::meta_params& params() const noexcept { return sh_->params; }
     [[nodiscard]] const std::shared_ptr<meta::detail::shared>& state() const noexcept { return sh_; }
 
 private:
     explicit meta_device(std::shared_ptr<meta::detail::shared> sh) noexcept : sh_(std::move(sh)) {}
+
+    // Every process holds as many parts; this one's are global devices [rank L, rank L + L).
+    static status span_processes(meta::detail::shared& sh) {
+        meta::process_group& pg = *sh.params.processes;
+        const std::int32_t mine = static_cast<std::int32_t>(sh.parts.size());
+        std::vector<std::int32_t> counts(static_cast<std::size_t>(pg.size()));
+        if (status s = pg.all_gather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(counts))); !s)
+            return {s.code(), "meta_device: exchanging the part counts of the processes: " + s.message(), s.native()};
+        for (std::size_t r = 0; r < counts.size(); ++r)
+            if (counts[r] != mine)
+                return {errc::invalid_argument, "meta_device: process " + std::to_string(r) + " has " +
+                                                    std::to_string(counts[r]) + " parts, process " +
+                                                    std::to_string(pg.rank()) + " has " + std::to_string(mine) +
+                                                    ": every process must have as many"};
+        sh.total = mine * pg.size();
+        if (sh.total > meta::max_devices)
+            return {errc::invalid_argument, "meta_device: " + std::to_string(sh.total) + " devices over " +
+                                                std::to_string(pg.size()) + " processes (at most " +
+                                                std::to_string(meta::max_devices) + ")"};
+        sh.first = mine * pg.rank();
+        sh.description += " devices " + std::to_string(sh.first) + "-" + std::to_string(sh.first + mine - 1) + " of " +
+                          std::to_string(sh.total) + " (process " + std::to_string(pg.rank()) + " of " +
+                          std::to_string(pg.size()) + ")";
+        return {};
+    }
     std::shared_ptr<meta::detail::shared> sh_;
 };
 

@@ -21,6 +21,7 @@
 // every device and read from the first, a partial f32 tensor is read as the sum of the
 // devices' copies. Writing a partial tensor needs meta_set_partial, which says how.
 
+#include <backplane/backends/meta/processes.hpp>
 #include <backplane/backends/meta/split.hpp>
 #include <backplane/core/detail/describe.hpp>
 #include <backplane/core/error.hpp>
@@ -70,6 +71,8 @@ struct meta_params {
     collective_factory make_collective = {};
     /// The device's name ("Meta" when empty).
     std::string name = {};
+    /// The processes the device spans (processes.hpp); none: this process's parts only.
+    std::shared_ptr<process_group> processes = {};
 };
 
 namespace detail {
@@ -79,8 +82,11 @@ struct shared;
 /// What a meta buffer holds for one tensor: its state and each device's piece.
 struct record {
     split_state state;
-    std::vector<tensor> local; ///< one per device, with that device's data and buffer
+    std::vector<tensor> local; ///< one per device of this process, with its data and buffer
     bool placed = false;       ///< storage assigned (a leaf waits for it until first used)
+    /// By global device: the pieces of other processes' devices, gathered after a compute
+    /// (split outputs of a meta device over several processes); empty: none
+    std::vector<std::vector<std::byte>> remote;
 };
 
 } // namespace meta
@@ -103,7 +109,7 @@ public:
     status init_tensor(tensor& t);
     void reset();
 
-    /// Devices of the meta device.
+    /// Devices of the meta device in this process.
     [[nodiscard]] int n_devices() const noexcept;
     /// Bytes this buffer holds on device d (its storage for leaves).
     [[nodiscard]] std::size_t device_bytes(int d) const noexcept {
@@ -117,7 +123,9 @@ public:
     status flush();
     /// Makes a computed tensor readable: its state and each device's piece (called by the
     /// meta backend for graph outputs after a compute).
-    void publish(const tensor& t, meta::split_state state, std::span<tensor* const> local);
+    /// `remote`: the other processes' pieces by global device (meta::record::remote).
+    void publish(const tensor& t, meta::split_state state, std::span<tensor* const> local,
+                 std::vector<std::vector<std::byte>> remote = {});
     /// Writes a partial tensor from one full value (see meta::partial_write).
     status set_partial(tensor& t, const void* src, meta::partial_write how);
 
@@ -171,6 +179,13 @@ struct shared : std::enable_shared_from_this<shared> {
     std::vector<any_device> parts;
     std::vector<any_buffer_type> part_types; ///< each part's default buffer type
     meta_params params;
+    int first = 0; ///< the global number of parts[0] (0 without other processes)
+    int total = 0; ///< devices of all processes
+    /// Global device g's index in parts, or -1 when another process holds it.
+    [[nodiscard]] int local_index(int g) const noexcept {
+        const int l = g - first;
+        return l >= 0 && l < static_cast<int>(parts.size()) ? l : -1;
+    }
     std::string name;
     std::string description;
     meta_buffer_type buft{this};
@@ -241,7 +256,7 @@ inline int meta_buffer::n_devices() const noexcept { return static_cast<int>(sh_
 
 inline status meta_buffer::init_tensor(tensor& t) {
     if (t.view_src != nullptr || t.op != op_kind::none) return {}; // views and computed tensors: see the file comment
-    const int n = n_devices();
+    const int n = sh_->total;
     meta::split_state st;
     if (sh_->params.split) {
         try {
@@ -258,7 +273,7 @@ inline status meta_buffer::init_tensor(tensor& t) {
         return {errc::invalid_argument, "meta buffer: " + backplane::detail::describe(&t) + " is not contiguous"};
     meta::record r;
     r.state = std::move(st);
-    for (int d = 0; d < n; ++d) r.local.push_back(meta::detail::local_piece(t, r.state, d));
+    for (int d = 0; d < n_devices(); ++d) r.local.push_back(meta::detail::local_piece(t, r.state, sh_->first + d));
     records_.insert_or_assign(&t, std::move(r));
     pending_.push_back(&t);
     return {};
@@ -329,11 +344,13 @@ inline result<const meta::record*> meta_buffer::find(const tensor& root) {
     return static_cast<const meta::record*>(&it->second);
 }
 
-inline void meta_buffer::publish(const tensor& t, meta::split_state state, std::span<tensor* const> local) {
+inline void meta_buffer::publish(const tensor& t, meta::split_state state, std::span<tensor* const> local,
+                                 std::vector<std::vector<std::byte>> remote) {
     meta::record r;
     r.state = std::move(state);
     for (const tensor* l : local) r.local.push_back(*l);
     r.placed = true;
+    r.remote = std::move(remote);
     records_.insert_or_assign(&t, std::move(r));
 }
 
@@ -355,6 +372,20 @@ inline result<std::pair<meta::record*, const tensor*>> meta_buffer::locate(const
 
 inline status meta_buffer::transfer_split(meta::record& rec, const tensor& root, std::byte* host, std::size_t offset,
                                           std::size_t size, bool write) {
+    // a piece of another process's device: that process writes it; reads take what was
+    // gathered after a compute
+    status result;
+    const auto remote_run = [&](int g, std::size_t m, std::size_t l, std::size_t len) {
+        if (write || !result) return;
+        const auto gu = static_cast<std::size_t>(g);
+        if (gu >= rec.remote.size() || rec.remote[gu].size() < l + len) {
+            result = {errc::not_supported, "meta get_tensor: " + backplane::detail::describe(&root) + ": its piece on device " +
+                                               std::to_string(g) + " lives in another process (only split graph outputs "
+                                               "are gathered from the processes)"};
+            return;
+        }
+        std::memcpy(host + (m - offset), rec.remote[gu].data() + l, len);
+    };
     if (offset == 0 && size == root.nbytes()) { // the whole tensor: one transfer per device
         std::vector<std::vector<std::byte>> staging(rec.local.size());
         for (std::size_t d = 0; d < staging.size(); ++d) {
@@ -363,22 +394,26 @@ inline status meta_buffer::transfer_split(meta::record& rec, const tensor& root,
                 if (status s = rec.local[d].buffer->get_tensor(rec.local[d], staging[d].data(), 0, staging[d].size()); !s)
                     return s;
         }
-        meta::detail::for_each_run(root, rec.state, 0, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
+        meta::detail::for_each_run(root, rec.state, 0, size, [&](int g, std::size_t m, std::size_t l, std::size_t len) {
+            const int d = sh_->local_index(g);
+            if (d < 0) return remote_run(g, m, l, len);
             std::byte* piece = staging[static_cast<std::size_t>(d)].data() + l;
             if (write)
                 std::memcpy(piece, host + m, len);
             else
                 std::memcpy(host + m, piece, len);
         });
+        if (!result) return result;
         if (write)
             for (std::size_t d = 0; d < staging.size(); ++d)
                 if (status s = rec.local[d].buffer->set_tensor(rec.local[d], staging[d].data(), 0, staging[d].size()); !s)
                     return s;
         return {};
     }
-    status result;
-    meta::detail::for_each_run(root, rec.state, offset, size, [&](int d, std::size_t m, std::size_t l, std::size_t len) {
+    meta::detail::for_each_run(root, rec.state, offset, size, [&](int g, std::size_t m, std::size_t l, std::size_t len) {
         if (!result) return;
+        const int d = sh_->local_index(g);
+        if (d < 0) return remote_run(g, m, l, len);
         tensor& loc = rec.local[static_cast<std::size_t>(d)];
         result = write ? loc.buffer->set_tensor(loc, host + (m - offset), l, len)
                        : loc.buffer->get_tensor(loc, host + (m - offset), l, len);
@@ -418,6 +453,10 @@ inline status meta_buffer::get_tensor(const tensor& t, void* dst, std::size_t of
         return l.buffer->get_tensor(l, bytes, offset, size);
     }
     case meta::split_kind::partial: {
+        if (sh_->total != n_devices())
+            return {errc::not_supported, "meta get_tensor: " + backplane::detail::describe(&t) +
+                                             " holds partial sums in several processes; reduce it in the graph (flag "
+                                             "it output)"};
         if (root->type != elem_type::f32 || offset % 4 != 0 || size % 4 != 0)
             return {errc::not_supported, "meta get_tensor: " + backplane::detail::describe(&t) +
                                              " holds partial sums; only whole f32 values can be summed on read"};
@@ -441,8 +480,9 @@ inline status meta_buffer::memset_tensor(tensor& t, std::uint8_t value, std::siz
     if (root != &t) offset = t.view_offs + offset;
     if (rec->state.is_split()) {
         status result;
-        meta::detail::for_each_run(*root, rec->state, offset, size, [&](int d, std::size_t, std::size_t l, std::size_t len) {
-            if (!result) return;
+        meta::detail::for_each_run(*root, rec->state, offset, size, [&](int g, std::size_t, std::size_t l, std::size_t len) {
+            const int d = sh_->local_index(g);
+            if (!result || d < 0) return; // another process's piece: that process sets it
             tensor& loc = rec->local[static_cast<std::size_t>(d)];
             result = loc.buffer->memset_tensor(loc, value, l, len);
         });
@@ -475,7 +515,8 @@ inline status meta_buffer::set_partial(tensor& t, const void* src, meta::partial
     if (how == meta::partial_write::first_device) {
         for (std::size_t d = 0; d < rec->local.size(); ++d) {
             tensor& l = rec->local[d];
-            if (status s = d == 0 ? l.buffer->set_tensor(l, src, 0, size) : l.buffer->memset_tensor(l, 0, 0, size); !s)
+            const bool first = sh_->first + static_cast<int>(d) == 0; // global device 0 holds the value
+            if (status s = first ? l.buffer->set_tensor(l, src, 0, size) : l.buffer->memset_tensor(l, 0, 0, size); !s)
                 return s;
         }
         return {};
@@ -485,7 +526,7 @@ inline status meta_buffer::set_partial(tensor& t, const void* src, meta::partial
                 "meta_set_partial: dividing among the devices needs f32, " + backplane::detail::describe(&t) + " is not"};
     std::vector<float> v(size / 4);
     std::memcpy(v.data(), src, size);
-    const float inv = 1.0f / static_cast<float>(rec->local.size());
+    const float inv = 1.0f / static_cast<float>(sh_->total);
     for (float& x : v) x *= inv;
     for (tensor& l : rec->local)
         if (status s = l.buffer->set_tensor(l, v.data(), 0, size); !s) return s;
