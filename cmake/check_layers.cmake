@@ -27,9 +27,9 @@ endif()
 # The layers, lowest first, and what each may include beside itself. The main line is
 # core <- memory <- backends <- erased <- sched <- runtime. The meta backend is a backend
 # built over erased devices and may use the scheduler's types: it sits above sched, so no
-# other backend may include it. io and conformance are leaves: each uses what it needs,
-# and nothing in the library includes them.
-set(layers core memory backends erased sched meta runtime io conformance)
+# other backend may include it. io, conformance and mpi are leaves: each uses what it
+# needs, and nothing in the library includes them.
+set(layers core memory backends erased sched meta runtime io conformance mpi)
 set(may_use_core "")
 set(may_use_memory core)
 set(may_use_backends core memory)
@@ -39,6 +39,7 @@ set(may_use_meta core memory backends erased sched)
 set(may_use_runtime core memory backends erased sched meta)
 set(may_use_io core memory)
 set(may_use_conformance core memory backends)
+set(may_use_mpi core memory backends erased sched meta)
 
 # Path (relative to INCLUDE_DIR/backplane) -> layer: "<regex>=<layer>", the first match
 # wins, so backends/meta comes before backends. Umbrella headers sit with what they bring:
@@ -54,7 +55,8 @@ set(layer_rules
     "^sched(/|\\.hpp$)=sched"
     "^runtime(/|\\.hpp$)=runtime"
     "^io(/|\\.hpp$)=io"
-    "^conformance(/|\\.hpp$)=conformance")
+    "^conformance(/|\\.hpp$)=conformance"
+    "^mpi(/|\\.hpp$)=mpi")
 
 foreach(layer IN LISTS layers)
     foreach(used IN LISTS may_use_${layer})

@@ -1,15 +1,32 @@
-// backplane_bench_mpi: the all-reduce of backplane::mpi::communicator (mpi/all_reduce/)
-// next to MPI_Allreduce of the same bytes (ref/mpi_allreduce/), in the same run.
-//   mpirun -np 2 build/default/benchmarks/backplane_bench_mpi [--benchmark_repetitions=5]
-// Every rank runs every benchmark with the same fixed iteration count (their collectives
-// must match); rank 0 reports.
-#include <backplane/mpi/communicator.hpp>
+// backplane_bench_mpi, run under mpirun (mpirun -np 2 backplane_bench_mpi
+// [--benchmark_repetitions=5]); every rank runs every benchmark with the same fixed
+// iteration count (their collectives must match); rank 0 reports.
+//
+//   mpi/all_reduce/<bytes>/ranks:<n>        mpi::communicator::all_reduce_sum of f32
+//   ref/mpi_allreduce/<bytes>/ranks:<n>     MPI_Allreduce of the same bytes: the reference
+//   mpi/meta_llama/tokens:<t>/ranks:<n>     the llama-like reference graph (4 layers, n_embd
+//                                           512, 8 heads, n_ff 1376, vocabulary 4096, f32
+//                                           weights, t tokens: a prompt) on a meta device
+//                                           over the n ranks, one CPU part of 1 thread each
+//   ref/cpu_llama/tokens:<t>/threads:1      the same graph on rank 0's CPU backend with one
+//                                           thread, the other ranks asleep: the reference
+//
+// Items are tokens (items_per_second: tokens/s). The meta device's logits are checked
+// against one CPU's first (NMSE < 1e-6): a wrong result is an error, never a figure.
+#include <backplane/mpi/process_group.hpp>
+
+#include "../../tests/backends/meta/meta_fixtures.hpp"
+#include "../../tests/support/llama_graph.hpp"
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace backplane;
@@ -40,6 +57,84 @@ void reference(benchmark::State& state, std::size_t bytes) {
     for (auto _ : state)
         MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_FLOAT, MPI_SUM, world->native());
     state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+}
+
+// Waits for every rank, asleep (a rank that spins would take a core from the others).
+void sleeping_barrier() {
+    MPI_Request r = MPI_REQUEST_NULL;
+    {
+        auto lock = mpi::detail::call_lock();
+        MPI_Ibarrier(world->native(), &r);
+    }
+    for (int done = 0; !done;) {
+        {
+            auto lock = mpi::detail::call_lock();
+            MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        }
+        if (!done) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+}
+
+constexpr std::uint32_t llama_seed = 42;
+std::shared_ptr<mpi::process_group> processes;
+
+test::llama_params llama_params(int n_tokens) {
+    return {.n_layer = 4, .n_embd = 512, .n_head = 8, .n_ff = 1376, .n_tokens = n_tokens, .n_vocab = 4096};
+}
+
+void tokens_processed(benchmark::State& state, int n_tokens) {
+    state.SetItemsProcessed(state.iterations() * n_tokens);
+}
+
+// The graph on a meta device over the ranks: rank r holds global device r.
+void meta_llama(benchmark::State& state, int n_tokens) {
+    const test::llama_params p = llama_params(n_tokens);
+    const std::int64_t head_dim = p.head_dim();
+    auto dev = meta_device::make(test::cpu_parts(1),
+                                 {.split = [head_dim](const tensor& t, int n) { return test::split_llama(t, n, head_dim); },
+                                  .threads_per_device = 1,
+                                  .processes = processes});
+    if (!dev) return state.SkipWithError(dev.error().describe().c_str());
+    auto be = dev->make_backend();
+    if (!be) return state.SkipWithError(be.error().describe().c_str());
+    std::optional<test::meta_llama> ml;
+    try {
+        ml.emplace(p, *dev, *be);
+        test::fill_llama(ml->model, ml->inputs, llama_seed).throw_if_failed();
+    } catch (const std::exception& e) {
+        return state.SkipWithError(e.what());
+    }
+    status st = be->compute(ml->g);
+    auto got = st ? tensor_get_all<float>(*ml->g.back()) : result<std::vector<float>>(st);
+    if (!got) return state.SkipWithError(got.error().describe().c_str());
+    const double e = test::nmse_of(test::llama_on_cpu(p, llama_seed, {.n_threads = 1}), *got);
+    if (!(e < 1e-6)) return state.SkipWithError(("wrong result: nmse " + std::to_string(e)).c_str());
+    sleeping_barrier();
+    for (auto _ : state)
+        if (status s = be->compute(ml->g); !s || !(s = be->synchronize())) {
+            state.SkipWithError(s.describe().c_str());
+            break;
+        }
+    tokens_processed(state, n_tokens);
+    state.counters["process_bytes_per_token"] =
+        static_cast<double>(be->stats().process_bytes) / static_cast<double>((state.iterations() + 1) * n_tokens);
+}
+
+// The graph on rank 0's CPU backend with one thread; the other ranks wait asleep.
+void cpu_llama(benchmark::State& state, int n_tokens) {
+    std::optional<test::llama_instance> inst;
+    graph_allocator ga(cpu_buffer_type::instance());
+    cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+    if (world->rank() == 0) {
+        inst.emplace(llama_params(n_tokens));
+        ga.alloc_graph(inst->g).throw_if_failed();
+        test::fill_llama(inst->model, inst->inputs, llama_seed).throw_if_failed();
+        (void)cpu.compute(inst->g);
+    }
+    for (auto _ : state)
+        if (inst) (void)cpu.compute(inst->g);
+    tokens_processed(state, n_tokens);
+    sleeping_barrier();
 }
 
 class silent_reporter final : public benchmark::BenchmarkReporter {
@@ -74,6 +169,23 @@ int main(int argc, char** argv) {
         argc = static_cast<int>(std::remove_if(argv + 1, argv + argc, [](const char* a) {
                                     return std::string(a).starts_with("--benchmark_out");
                                 }) - argv);
+    auto pg = mpi::process_group::world();
+    if (!pg) {
+        std::fprintf(stderr, "%s\n", pg.error().describe().c_str());
+        return 1;
+    }
+    processes = *pg;
+    for (int t : {8, 64}) {
+        const std::string ts = "tokens:" + std::to_string(t);
+        benchmark::RegisterBenchmark(("ref/cpu_llama/" + ts + "/threads:1").c_str(), cpu_llama, t)
+            ->Iterations(t == 8 ? 40 : 10)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("mpi/meta_llama/" + ts + "/ranks:" + ranks).c_str(), meta_llama, t)
+            ->Iterations(t == 8 ? 40 : 10)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
     benchmark::Initialize(&argc, argv);
     if (comm->rank() == 0) {
         benchmark::RunSpecifiedBenchmarks();
@@ -82,5 +194,6 @@ int main(int argc, char** argv) {
         benchmark::RunSpecifiedBenchmarks(&quiet);
     }
     benchmark::Shutdown();
+    processes.reset();
     return 0;
 }

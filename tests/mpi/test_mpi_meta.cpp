@@ -7,7 +7,7 @@
 
 #include <backplane/mpi/process_group.hpp>
 
-#include "../backends/meta/meta_fixtures.hpp"
+#include "../backends/meta/meta_llama_check.hpp"
 
 #include <cstdint>
 #include <cstring>

@@ -3,7 +3,7 @@
 // Vulkan devices (two logical devices of one driver: lavapipe in CI) and a mixed
 // {Vulkan, CPU} pair too (skipped with a message where there is no Vulkan device).
 
-#include "meta_fixtures.hpp"
+#include "meta_llama_check.hpp"
 
 #if BACKPLANE_TEST_HAVE_VULKAN
 #include <backplane/backends/vulkan.hpp>
