@@ -66,6 +66,11 @@ endif()
 backplane_add_backend_target(cuda CUDA CUDA::cudart)
 if(TARGET backplane_cuda)
     target_link_libraries(backplane_cuda INTERFACE backplane_cuda_kernels)
+    if(BACKPLANE_CUDA_HAS_NCCL)
+        target_include_directories(backplane_cuda SYSTEM INTERFACE "${BACKPLANE_NCCL_INCLUDE_DIR}")
+        target_link_libraries(backplane_cuda INTERFACE "${BACKPLANE_NCCL_LIBRARY}")
+        target_compile_definitions(backplane_cuda INTERFACE BACKPLANE_CUDA_NCCL=1)
+    endif()
 endif()
 
 # MPI: processes that compute one graph together (include/backplane/mpi/); not a backend.

@@ -30,8 +30,21 @@ set(BACKPLANE_CUDA_HAS_CUBLAS OFF)
 if(BACKPLANE_CUDA_CUBLAS AND TARGET CUDA::cublas)
     set(BACKPLANE_CUDA_HAS_CUBLAS ON)
 endif()
+# NCCL (the NCCL collective of meta devices over CUDA parts, backends/cuda/nccl.hpp): in
+# the CUDA Toolkit here, else wherever the user points BACKPLANE_NCCL_*.
+option(BACKPLANE_CUDA_NCCL "Ship the NCCL collective with the CUDA backend (when NCCL is found)" ON)
+set(BACKPLANE_CUDA_HAS_NCCL OFF)
+if(BACKPLANE_CUDA_NCCL)
+    find_path(BACKPLANE_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} DOC "Folder of nccl.h")
+    find_library(BACKPLANE_NCCL_LIBRARY nccl
+        HINTS "${CUDAToolkit_LIBRARY_DIR}" "${CUDAToolkit_LIBRARY_ROOT}/lib" "${CUDAToolkit_LIBRARY_ROOT}/lib64"
+        DOC "The NCCL library")
+    if(BACKPLANE_NCCL_INCLUDE_DIR AND BACKPLANE_NCCL_LIBRARY)
+        set(BACKPLANE_CUDA_HAS_NCCL ON)
+    endif()
+endif()
 message(STATUS "backplane: CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}), kernels for "
-    "${CMAKE_CUDA_ARCHITECTURES}, cuBLAS ${BACKPLANE_CUDA_HAS_CUBLAS}")
+    "${CMAKE_CUDA_ARCHITECTURES}, cuBLAS ${BACKPLANE_CUDA_HAS_CUBLAS}, NCCL ${BACKPLANE_CUDA_HAS_NCCL}")
 
 add_library(backplane_cuda_kernels STATIC "${PROJECT_SOURCE_DIR}/src/backplane_cuda_kernels.cu")
 set_target_properties(backplane_cuda_kernels PROPERTIES

@@ -42,12 +42,14 @@ set(may_use_conformance core memory backends)
 set(may_use_mpi core memory backends erased sched meta)
 
 # Path (relative to INCLUDE_DIR/backplane) -> layer: "<regex>=<layer>", the first match
-# wins, so backends/meta comes before backends. Umbrella headers sit with what they bring:
+# wins, so backends/meta comes before backends; the NCCL collective (a meta::collective
+# kept with the CUDA backend) is in the meta layer. Umbrella headers sit with what they bring:
 # backplane.hpp (core, memory and the CPU backend) and enabled.hpp (the backends compiled
 # in) are in the backends layer.
 set(layer_rules
     "^core(/|\\.hpp$)=core"
     "^memory(/|\\.hpp$)=memory"
+    "^backends/cuda/nccl\\.hpp$=meta"
     "^backends/meta(/|\\.hpp$)=meta"
     "^backends/=backends"
     "^(backplane|enabled)\\.hpp$=backends"

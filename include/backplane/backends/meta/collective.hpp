@@ -72,6 +72,10 @@ public:
     /// backend's work on it is finished. On return every parts[d] holds the sum, with the
     /// work possibly still queued on the backends.
     virtual status all_reduce(group& g, std::span<tensor* const> parts) = 0;
+    /// Whether all_reduce sums over the devices of every process of a meta device that
+    /// spans processes (NCCL across processes); false: over this process's parts only, and
+    /// the meta backend adds the processes' sums (meta_params::processes).
+    [[nodiscard]] virtual bool spans_processes() const noexcept { return false; }
     [[nodiscard]] const collective_stats& stats() const noexcept { return stats_; }
 
 protected:
