@@ -176,6 +176,13 @@ TEST_CASE("mpi isend and irecv: a ring of messages, several in flight", "[mpi]")
     CHECK(in == out);
 }
 
+TEST_CASE("mpi environment: a second one leaves MPI to the first", "[mpi]") {
+    auto env = mpi::environment::init();
+    REQUIRE(env);
+    CHECK_FALSE(env->owns()); // tests/mpi/main.cpp's owns it
+    CHECK_FALSE(mpi::communication_failed());
+}
+
 TEST_CASE("mpi misuse: bad ranks, tags and sizes are refused before any message", "[mpi]") {
     auto c = world();
     std::vector<std::byte> b(8);
