@@ -6,6 +6,8 @@
 
 #include <backplane/mpi/communicator.hpp>
 
+#include "hash.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -31,12 +33,6 @@ std::vector<mpi::comm_options> algorithms() {
 }
 
 const std::vector<std::size_t> sizes = {1, 3, 7, 1000, 1024, 1025, 4001, 16384, 65537};
-
-std::uint64_t fnv(const void* p, std::size_t n) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
-    return h;
-}
 
 std::vector<float> random_floats(int rank, std::size_t n) {
     std::mt19937 rng(1234u + 7u * static_cast<unsigned>(rank) + static_cast<unsigned>(n));
@@ -79,7 +75,7 @@ TEST_CASE("mpi all_reduce_sum: random floats, the same bits on every rank and in
             REQUIRE(c.all_reduce_sum(std::span(a)));
             REQUIRE(c.all_reduce_sum(std::span(b)));
             CHECK(std::memcmp(a.data(), b.data(), n * 4) == 0);
-            const auto hashes = gather(c, fnv(a.data(), n * 4));
+            const auto hashes = gather(c, test::fnv(a.data(), n * 4));
             for (std::uint64_t h : hashes) CHECK(h == hashes.front());
             std::vector<double> ref(n, 0.0);
             for (int r = 0; r < c.size(); ++r) {

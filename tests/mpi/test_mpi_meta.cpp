@@ -8,6 +8,7 @@
 #include <backplane/mpi/process_group.hpp>
 
 #include "../backends/meta/meta_llama_check.hpp"
+#include "hash.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -21,13 +22,6 @@ std::shared_ptr<mpi::process_group> processes() {
     auto pg = mpi::process_group::world({.timeout = std::chrono::seconds(60)});
     REQUIRE(pg);
     return *pg;
-}
-
-std::uint64_t fnv(const std::vector<float>& v) {
-    std::uint64_t h = 1469598103934665603ull;
-    const auto* b = reinterpret_cast<const unsigned char*>(v.data());
-    for (std::size_t i = 0; i < v.size() * 4; ++i) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
 }
 
 struct distributed_meta {
@@ -62,13 +56,13 @@ TEST_CASE("meta over processes: the llama graph equals one CPU, the same bits on
     const std::uint64_t activations = static_cast<std::uint64_t>(p.n_embd * p.n_tokens) * 4;
     CHECK(m.be.stats().process_bytes >= 2 * 2 * static_cast<std::uint64_t>(p.n_layer) * activations);
 
-    std::uint64_t h = fnv(got);
+    std::uint64_t h = test::fnv(got.data(), got.size() * 4);
     std::vector<std::uint64_t> all(static_cast<std::size_t>(pg->size()));
     REQUIRE(pg->all_gather(std::as_bytes(std::span(&h, 1)), std::as_writable_bytes(std::span(all))));
     for (std::uint64_t x : all) CHECK(x == h);
 }
 
-TEST_CASE("meta over processes: another process's slice of a weight cannot be read; partial sums are not summed "
+TEST_CASE("meta over processes: another process's slice of a weight cannot be read, and partial sums are not summed "
           "on read",
           "[mpi][meta]") {
     auto pg = processes();

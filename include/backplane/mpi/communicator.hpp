@@ -108,8 +108,10 @@ struct comm_state {
     static constexpr std::size_t max_requests = 64;
 
     // Polls until every request finished or the deadline passed (then the communicator
-    // has failed). Spins briefly, then yields: ranks may share cores.
-    status finish(std::span<MPI_Request> reqs, const std::string& what) {
+    // has failed). Spins briefly, then yields: ranks may share cores. what() names the
+    // operation, only when it failed.
+    template <class Describe>
+    status finish(std::span<MPI_Request> reqs, const Describe& what) {
         MPI_Status st[max_requests];
         for (unsigned spin = 0;; ++spin) {
             int done = 0, rc = 0;
@@ -120,11 +122,11 @@ struct comm_state {
             if (rc == MPI_ERR_IN_STATUS)
                 for (std::size_t i = 0; i < reqs.size(); ++i)
                     if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING) rc = st[i].MPI_ERROR;
-            if (rc != MPI_SUCCESS) return fail({errc::failed, where() + ": " + what + ": " + error_string(rc), rc});
+            if (rc != MPI_SUCCESS) return fail({errc::failed, where() + ": " + what() + ": " + error_string(rc), rc});
             if (done) return {};
             if (std::chrono::steady_clock::now() > deadline) {
                 cancel(reqs);
-                return fail({errc::timed_out, where() + ": " + what + " did not complete within " +
+                return fail({errc::timed_out, where() + ": " + what() + " did not complete within " +
                                                   std::to_string(options.timeout.count()) +
                                                   " ms: a rank died, hangs, or did not make the same call"});
             }
@@ -296,7 +298,7 @@ public:
             if (g.error().code() != errc::busy) r.req_ = MPI_REQUEST_NULL; // a failed communicator gives it up
             return g.error();
         }
-        return s_->finish(std::span<MPI_Request>(&r.req_, 1), r.what_);
+        return s_->finish(std::span<MPI_Request>(&r.req_, 1), [&r] { return r.what_; });
     }
     status send(std::span<const std::byte> data, int dest, int tag) {
         auto r = isend(data, dest, tag);
@@ -377,9 +379,11 @@ private:
                                &reqs[n_in + i]);
             }
         }
-        const std::string desc = std::string(what) + " (" + std::to_string(out.size() + in.size()) + " bytes with rank " +
-                                 std::to_string(from >= 0 ? from : to) + ")";
-        if (rc != MPI_SUCCESS) return s_->fail({errc::failed, where() + ": " + desc + ": " + detail::error_string(rc), rc});
+        const auto desc = [&] {
+            return std::string(what) + " (" + std::to_string(out.size() + in.size()) + " bytes with rank " +
+                   std::to_string(from >= 0 ? from : to) + ")";
+        };
+        if (rc != MPI_SUCCESS) return s_->fail({errc::failed, where() + ": " + desc() + ": " + detail::error_string(rc), rc});
         return s_->finish(std::span<MPI_Request>(reqs, n_in + n_out), desc);
     }
 
@@ -465,7 +469,7 @@ inline request::~request() {
             continue;
         }
         owner_->deadline = std::chrono::steady_clock::now() + owner_->options.timeout;
-        if (owner_->failure.ok()) (void)owner_->finish(std::span<MPI_Request>(&req_, 1), what_);
+        if (owner_->failure.ok()) (void)owner_->finish(std::span<MPI_Request>(&req_, 1), [this] { return what_; });
         return;
     }
 }
