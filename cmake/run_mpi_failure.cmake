@@ -1,7 +1,7 @@
 # Runs a failure scenario of the MPI tests (tests/mpi/mpi_failure.cpp) and checks that
 # every rank but the one that stopped printed "rank R: PASS", none "FAIL", and that
 # mpirun itself ended within LIMIT seconds (no rank hung).
-#   cmake -D "MPIRUN=<mpirun;flags...>" -D NP=<ranks> -D PROGRAM=<path> -D MODE=killed|silent
+#   cmake -D "MPIRUN=<mpirun;flags...>" -D NP=<ranks> -D PROGRAM=<path> -D MODE=killed|silent|pipeline
 #         -D TIMEOUT_MS=<ms> -D LIMIT=<s> -P run_mpi_failure.cmake
 foreach(var MPIRUN NP PROGRAM MODE TIMEOUT_MS LIMIT)
     if(NOT DEFINED ${var})

@@ -59,6 +59,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace backplane::test {
@@ -379,6 +380,17 @@ struct llama_instance {
         for (tensor* t : model.layer_weights(cut, p.n_layer)) host.push_back(t);
         if (!host.empty()) keep(alloc_tensor_list(host, cpu_buffer_type::instance()));
         if (!dev.empty()) keep(alloc_tensor_list(dev, *first));
+        inputs = make_llama_inputs(gctx, p);
+        g = build_llama_graph(gctx, model, inputs);
+    }
+
+    /// The weights placed by `place(model)`, which returns the buffers holding them
+    /// (throwing backplane::error when it cannot).
+    template <class Place>
+        requires std::is_invocable_r_v<std::vector<buffer_ptr>, Place&, const llama_model&>
+    llama_instance(const llama_params& p, Place&& place) {
+        model = make_llama_model(wctx, p);
+        buffers = place(model);
         inputs = make_llama_inputs(gctx, p);
         g = build_llama_graph(gctx, model, inputs);
     }

@@ -37,6 +37,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <iterator>
@@ -71,6 +72,23 @@ concept backend_set = requires(S& s, const S& cs, std::size_t i, std::size_t j, 
     { s.record(i, c) } -> std::same_as<status>;
     { s.wait(i, j, c) } -> std::same_as<status>;
     { s.event_sync(i, c) } -> std::same_as<status>;
+};
+
+/// How one split input reaches its split in a set whose backends live in several
+/// processes (routed_backend_set): the executor copies it here (`local`), another
+/// process does (`none`), or it crosses between processes: this process sends it
+/// (`send`; `send_and_local` also copies it here), or receives it (`receive`).
+enum class copy_route : std::uint8_t { local, none, send, receive, send_and_local };
+
+/// A backend set whose backends live in several processes (mpi/pipeline.hpp): for a copy
+/// of a tensor computed by backend a into a split of backend b, `route(a, b)`; then
+/// `send(a, b, src)` once a is synchronized, or `receive(a, b, dst)` once b no longer
+/// reads dst.
+template <class S>
+concept routed_backend_set = backend_set<S> && requires(S& s, const S& cs, std::size_t a, const tensor& ct, tensor& t) {
+    { cs.route(a, a) } -> std::same_as<copy_route>;
+    { s.send(a, a, ct) } -> std::same_as<status>;
+    { s.receive(a, a, t) } -> std::same_as<status>;
 };
 
 namespace detail {

@@ -6,7 +6,8 @@
 // split's inputs (user inputs at once, others with the destination's asynchronous copy
 // when it has one), compute the split's nodes, record an event. The eval callback, when
 // set, decides where a split's compute pauses; a run_observer (the tracer) sees each
-// piece.
+// piece. A set whose backends live in several processes (routed_backend_set) routes
+// each copy: here, in another process, or sent or received between them.
 //
 // The user's graph is never modified: what each pipeline slot's runs hand the backends
 // (the node list, shadows of the nodes that read copies, the slot's own copies) is the
@@ -131,6 +132,14 @@ private:
             tensor& src = in.num[su];
             tensor& cp = *slots_.copy_for(in.plan, static_cast<std::size_t>(in.plan.copy_of[su * nb_ + b]) +
                                                  static_cast<std::size_t>(in.slot), in.slot);
+            const auto a = static_cast<std::size_t>(in.asg.backend[su]);
+            if constexpr (routed_backend_set<Set>) {
+                const copy_route r = set.route(a, b);
+                if (r != copy_route::local) {
+                    if (status st = route_copy(set, in, r, a, b, src, cp); !st) return st;
+                    if (r != copy_route::send_and_local) continue;
+                }
+            }
             if (src.has_flag(tensor_flag::input)) {
                 // the user may overwrite the input as soon as compute returns: copy now,
                 // once the backend no longer reads this slot
@@ -142,7 +151,6 @@ private:
             // device memory: the destination's stream copies it when it gets there; the
             // source backend must not rewrite it before then (pending_readers_). Host
             // memory is copied at once, as the host may rewrite it right after (ggml too).
-            const auto a = static_cast<std::size_t>(in.asg.backend[su]);
             if (!is_host_memory(src) && set.copy_async(b, src, cp)) {
                 if (a != b) pending_readers_[a].emplace_back(sp.backend, in.slot);
                 continue;
@@ -153,6 +161,20 @@ private:
             if (status st = tensor_copy(src, cp, staging_); !st) return st;
         }
         return {};
+    }
+
+    // A copy between processes (routed_backend_set): src is read once its backend is
+    // done with it; dst is written once its backend no longer reads this slot.
+    status route_copy(Set& set, const run_input& in, copy_route r, std::size_t a, std::size_t b, const tensor& src,
+                      tensor& dst) {
+        if (r == copy_route::none) return {};
+        if (r == copy_route::receive) {
+            if (status st = host_wait_readers(set); !st) return st;
+            if (status st = set.event_sync(b, in.slot); !st) return st;
+            return set.receive(a, b, dst);
+        }
+        if (status st = set.synchronize(a); !st) return st;
+        return set.send(a, b, src);
     }
 
     // The host is about to write the split's backend's memory: wait until the copies
