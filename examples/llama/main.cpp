@@ -31,6 +31,9 @@
 
 #include "graph.hpp"
 #include "writer.hpp"
+#if BACKPLANE_EXAMPLE_HAVE_MPI
+#include "distributed.hpp"
+#endif
 
 #include <backplane/backends/cpu/profile.hpp>
 #include <backplane/runtime.hpp>
@@ -77,6 +80,7 @@ struct options {
     bool plan = false;
     bool profile = false;
     bool fusion = true;
+    std::string parallel; // "", "tensor" or "pipeline" (under mpirun)
 };
 
 constexpr const char* usage = R"(usage: llama [options]
@@ -105,6 +109,8 @@ run:
   --gpu-layers N      offload the last N layers (N > layers: the output too; default all)
   --policy P          cost (default) or greedy (ggml's placement rules)
   --pipeline N        pipeline copies of the scheduler (default 1)
+  --parallel M        under mpirun: tensor (every rank a share of every layer) or
+                      pipeline (every rank a run of layers); one CPU backend per rank
   --batch N           prompt tokens per step (default: the whole prompt)
   --threads N         CPU threads (default: the backend's)
   --cache-type T      KV cache f32 (default) or f16
@@ -224,6 +230,12 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             o.policy = std::string(*v);
         } else if (a == "--pipeline")
             err = number(o.pipeline, 1);
+        else if (a == "--parallel") {
+            auto v = value();
+            if (!v || (*v != "tensor" && *v != "pipeline"))
+                return "--parallel needs tensor or pipeline";
+            o.parallel = std::string(*v);
+        }
         else if (a == "--batch")
             err = number(o.batch, 1);
         else if (a == "--threads")
@@ -335,31 +347,42 @@ struct run_result {
     cpu::profile gen_cpu; // the CPU backend's generation computes (--profile)
 };
 
-/// The plan of a step graph in one line: splits, copies and peak memory per backend.
+/// The plan of a step graph in one line: splits, copies and peak memory per backend
+/// (nothing for a runner without a scheduler's plan).
 template <class Sched>
-status print_plan(Sched& sched, const graph& g, const char* what,
-                  const std::vector<any_backend>& backends) {
+status print_plan(Sched& sched, const graph& g, const char* what) {
+    if constexpr (requires { sched.dry_run(g); }) {
     auto p = sched.dry_run(g);
     if (!p)
         return p.error();
     std::printf("plan (%s): %zu nodes, %zu splits, %zu copies per step (%s); peak memory:", what,
                 p->n_nodes, p->n_splits, p->n_copies, mib(p->copy_bytes).c_str());
-    for (std::size_t b = 0; b < backends.size(); ++b)
+    for (std::size_t b = 0; b < sched.n_backends(); ++b)
         std::printf("%s %.*s %s (weights and cache %s, compute %s)", b ? "," : "",
-                    static_cast<int>(backends[b].name().size()), backends[b].name().data(),
+                    static_cast<int>(sched.backend_name(b).size()), sched.backend_name(b).data(),
                     mib(p->peak_bytes(b)).c_str(), mib(p->resident_bytes[b]).c_str(),
                     mib(p->compute_bytes[b]).c_str());
     if (!std::isnan(p->estimated_seconds))
         std::printf("; estimate %.1f ms (greedy plan %.1f ms)", 1e3 * p->estimated_seconds,
                     1e3 * p->greedy_estimated_seconds);
     std::printf("\n");
+    }
     return {};
+}
+
+/// The values of t after a compute (a pipeline's from the rank that computed them).
+template <class Sched>
+result<std::vector<float>> read_values(Sched& sched, const tensor& t) {
+    if constexpr (requires { sched.read_all(t); })
+        return sched.read_all(t);
+    else
+        return tensor_get_all<float>(t);
 }
 
 /// Prompt in batches (queued without waiting), then greedy generation, on `sched`.
 template <class Sched>
 status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cache, const options& o,
-                const std::vector<any_backend>& backends, cpu_backend* profiled,
+                cpu_backend* profiled,
                 progress_line& progress, run_result& out) {
     const int batch = o.batch > 0 ? std::min(o.batch, o.n_prompt) : o.n_prompt;
     // buffers sized once, for the largest step
@@ -372,12 +395,12 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
         auto first = llama::build_step(m, cache, 0, batch, false, o.kv_pad);
         if (auto s =
                 print_plan(sched, first->g,
-                           ("prompt step, " + std::to_string(batch) + " tokens").c_str(), backends);
+                           ("prompt step, " + std::to_string(batch) + " tokens").c_str());
             !s)
             return s;
         if (o.n_gen > 0) {
             auto one = llama::build_step(m, cache, o.n_prompt, 1, false, o.kv_pad);
-            if (auto s = print_plan(sched, one->g, "generation step, 1 token", backends); !s)
+            if (auto s = print_plan(sched, one->g, "generation step, 1 token"); !s)
                 return s;
         }
         if (o.plan) {
@@ -408,7 +431,7 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
     }
     if (auto s = sched.synchronize(); !s)
         return s;
-    auto logits = tensor_get_all<float>(*steps.back()->logits);
+    auto logits = read_values(sched, *steps.back()->logits);
     if (!logits)
         return logits.error();
     out.logits.push_back(std::move(*logits));
@@ -445,7 +468,7 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
         if (auto s = sched.compute(st->g); !s)
             return s;
         lap(ht.compute_s);
-        auto l = tensor_get_all<float>(*st->logits);
+        auto l = read_values(sched, *st->logits);
         if (!l)
             return l.error();
         out.logits.push_back(std::move(*l));
@@ -543,6 +566,107 @@ int fail(const char* what, const status& s) {
     return 1;
 }
 
+#if BACKPLANE_EXAMPLE_HAVE_MPI
+/// --parallel: the MPI job and what each rank holds (distributed.hpp).
+class parallel_job {
+  public:
+    static result<std::unique_ptr<parallel_job>> start(int* argc, char*** argv) {
+        auto env = mpi::environment::init(argc, argv);
+        if (!env)
+            return env.error();
+        auto world = mpi::communicator::world();
+        if (!world)
+            return world.error();
+        return std::unique_ptr<parallel_job>(new parallel_job(std::move(*env), std::move(*world)));
+    }
+    [[nodiscard]] int rank() const { return world_.rank(); }
+    [[nodiscard]] int size() const { return world_.size(); }
+    [[nodiscard]] status barrier() { return world_.barrier(); }
+
+    /// The pipeline or the meta device over the ranks, `cpu` computing this rank's part;
+    /// the placement of the model's weights and cache for it.
+    result<llama::placement> prepare(const options& o, any_backend& cpu, const scheduler_params& sp) {
+        if (o.parallel == "pipeline") {
+            auto p = mpi::pipeline::make(world_, cpu, cpu, sp);
+            if (!p)
+                return p.error();
+            pipe_ = std::move(*p);
+            return llama::distributed::pipeline_placement(*pipe_);
+        }
+        auto f = gguf::file::open(o.model_path);
+        if (!f)
+            return f.error();
+        auto hp = llama::read_hparams(*f);
+        if (!hp)
+            return hp.error();
+        if (!o.flash_attn) // V^T is written through a flat view of the cache, which no cut by heads lines up with
+            return status(errc::invalid_argument, "--parallel tensor needs --flash-attn on (its cache of V is cut by heads)");
+        if (hp->n_head_kv % size() != 0)
+            return status(errc::invalid_argument, "--parallel tensor: " + std::to_string(hp->n_head_kv) +
+                                                      " key/value heads do not divide among " +
+                                                      std::to_string(size()) + " ranks");
+        auto procs = mpi::process_group::world();
+        if (!procs)
+            return procs.error();
+        auto split = [h = *hp, flash = o.flash_attn](const tensor& t, int n) {
+            return llama::distributed::split_tensor(t, n, h, flash);
+        };
+        auto dev = meta_device::make({any_device::borrow(cpu_device::instance())},
+                                     {.split = split, .threads_per_device = o.threads, .processes = *procs});
+        if (!dev)
+            return dev.error();
+        meta_.emplace(std::move(*dev));
+        auto be = meta_->make_backend();
+        if (!be)
+            return be.error();
+        meta_be_.emplace(std::move(*be));
+        return llama::distributed::tensor_placement(*meta_);
+    }
+
+    /// generate(runner) with the runner of the mode.
+    template <class Generate>
+    status run(Generate&& generate) {
+        if (pipe_) {
+            llama::distributed::pipeline_runner r(*pipe_);
+            return generate(r);
+        }
+        llama::distributed::meta_runner r(*meta_be_);
+        return generate(r);
+    }
+
+    /// One line: what each rank holds.
+    void describe(const options& o, const llama::hparams& h) const {
+        std::printf("parallel: %s over %d ranks, one CPU backend each:", o.parallel.c_str(), size());
+        if (pipe_) {
+            for (int k = 0; k < size(); ++k) {
+                int first = h.n_layer, last = -1;
+                for (int il = 0; il < h.n_layer; ++il)
+                    if (llama::distributed::stage_of(il, h.n_layer, size()) == k) {
+                        first = std::min(first, il);
+                        last = il;
+                    }
+                std::printf("%s rank %d layers %d-%d%s", k ? "," : "", k, first, last, k + 1 == size() ? " and the output" : "");
+            }
+        } else {
+            const bool experts = h.tr().experts; // repeated on every rank
+            std::printf(" every rank %d of %d heads (%d of %d key/value heads), 1/%d of the %s vocabulary; an "
+                        "all-reduce after the attention%s of every layer",
+                        h.n_head / size(), h.n_head, h.n_head_kv / size(), h.n_head_kv, size(),
+                        experts ? "" : "FFN and the", experts ? " (the experts whole on every rank)" : " and the FFN");
+        }
+        std::printf("\n");
+    }
+
+  private:
+    parallel_job(mpi::environment env, mpi::communicator world) : env_(std::move(env)), world_(std::move(world)) {}
+    mpi::environment env_;
+    mpi::communicator world_;
+    std::unique_ptr<mpi::pipeline> pipe_;
+    std::optional<meta_device> meta_;
+    std::optional<meta_backend> meta_be_;
+};
+#endif
+
 int run_main(int argc, char** argv) {
     options o;
     if (auto err = parse(argc, argv, o)) {
@@ -552,6 +676,25 @@ int run_main(int argc, char** argv) {
         }
         return bad_usage(*err);
     }
+    bool writer = true; // this process writes the model file when it is missing
+#if BACKPLANE_EXAMPLE_HAVE_MPI
+    std::unique_ptr<parallel_job> job;
+    if (!o.parallel.empty()) {
+        auto j = parallel_job::start(&argc, &argv);
+        if (!j)
+            return fail("starting MPI", j.error());
+        job = std::move(*j);
+        writer = job->rank() == 0;
+        if (!writer) { // rank 0 speaks for all
+            o.quiet = true;
+            if (std::freopen("/dev/null", "w", stdout) == nullptr)
+                return fail("silencing this rank", status(errc::failed, "cannot reopen stdout"));
+        }
+    }
+#else
+    if (!o.parallel.empty())
+        return bad_usage("--parallel needs backplane built with MPI (BACKPLANE_WITH_MPI)");
+#endif
     progress_line progress(!o.quiet);
 
     // the model file: a file named with --model must exist unless --write-model asks for
@@ -565,7 +708,7 @@ int run_main(int argc, char** argv) {
                          "; pass --write-model to write a random model there");
     if (o.model_path.empty())
         o.model_path = std::filesystem::temp_directory_path() / default_model_name(o);
-    const bool written = o.write_model || !std::filesystem::exists(o.model_path, ec);
+    const bool written = writer && (o.write_model || !std::filesystem::exists(o.model_path, ec));
     if (written) {
         o.hp.n_ctx = std::max(o.hp.n_ctx, n_seq);
         const auto t0 = clock_type::now();
@@ -582,9 +725,16 @@ int run_main(int argc, char** argv) {
                     o.seed, seconds_since(t0));
     }
 
-    // devices: the offload target and the CPU
+#if BACKPLANE_EXAMPLE_HAVE_MPI
+    if (job) // the other ranks read the file rank 0 wrote
+        if (auto s = job->barrier(); !s)
+            return fail("waiting for the model file", s);
+#endif
+
+    // devices: the offload target and the CPU (with --parallel, the CPU alone)
     registry& reg = registry::global();
-    auto dev = choose_device(reg, o.device);
+    auto dev = o.parallel.empty() ? choose_device(reg, o.device)
+                                  : result<std::optional<any_device>>(std::optional<any_device>());
     if (!dev) {
         if (o.require_device) {
             std::fprintf(stderr, "llama: no device '%s' here (%s): skipped\n", o.device.c_str(),
@@ -620,6 +770,16 @@ int run_main(int argc, char** argv) {
         place.supports = [&b = backends.front()](const tensor& t) { return b.supports_op(t); };
     }
     place.layers = o.gpu_layers;
+    scheduler_params sp;
+    sp.n_copies = o.pipeline;
+#if BACKPLANE_EXAMPLE_HAVE_MPI
+    if (job) {
+        auto p = job->prepare(o, backends.back(), sp);
+        if (!p)
+            return fail("preparing the ranks", p.error());
+        place = std::move(*p);
+    }
+#endif
     const auto t_load = clock_type::now();
     auto m = llama::model::load(o.model_path, place, [&](std::size_t i, std::size_t n) {
         progress.show("loading: " + std::to_string(i) + "/" + std::to_string(n) +
@@ -682,23 +842,33 @@ int run_main(int argc, char** argv) {
         run.tokens.push_back(
             static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(h.n_vocab)));
 
-    scheduler_params sp;
-    sp.n_copies = o.pipeline;
-    std::printf("scheduler: %s policy, %d pipeline cop%s, backends", o.policy.c_str(), o.pipeline,
-                o.pipeline == 1 ? "y" : "ies");
-    for (const any_backend& b : backends)
-        std::printf(" %.*s", static_cast<int>(b.name().size()), b.name().data());
-    std::printf("\n");
+#if BACKPLANE_EXAMPLE_HAVE_MPI
+    if (job)
+        job->describe(o, h);
+#endif
+    if (o.parallel.empty()) {
+        std::printf("scheduler: %s policy, %d pipeline cop%s, backends", o.policy.c_str(), o.pipeline,
+                    o.pipeline == 1 ? "y" : "ies");
+        for (const any_backend& b : backends)
+            std::printf(" %.*s", static_cast<int>(b.name().size()), b.name().data());
+        std::printf("\n");
+    }
     cpu_backend* profiled = o.profile ? backends.back().get_if<cpu_backend>() : nullptr;
+    const auto run_on = [&](auto& sched) { return generate(sched, model, **cache, o, profiled, progress, run); };
     status s;
+#if BACKPLANE_EXAMPLE_HAVE_MPI
+    if (job)
+        s = job->run(run_on);
+    else
+#endif
     if (o.policy == "cost") {
         progress.show("calibrating the cost model (cached for the next run)");
         basic_scheduler<dynamic_backend_set, cost_policy> sched(backends, sp, cost_policy{});
         progress.clear();
-        s = generate(sched, model, **cache, o, backends, profiled, progress, run);
+        s = run_on(sched);
     } else {
         dynamic_scheduler sched(backends, sp);
-        s = generate(sched, model, **cache, o, backends, profiled, progress, run);
+        s = run_on(sched);
     }
     progress.clear();
     if (!s)

@@ -24,8 +24,13 @@ namespace llama {
 /// Which weights live in a device's memory: the last `layers` layers, and the output norm
 /// and matrix when `layers` exceeds the layer count (-1: everything). Without a device,
 /// everything stays on the CPU. model::load resolves it into first_offloaded and output.
+/// Or, with `memory`, any memory per layer (distributed.hpp).
 struct placement {
     std::optional<buffer_type_ref> device;
+    /// Instead of device and layers: the memory of layer il's weights and cache of a model
+    /// of n_layer layers (il = n_layer: the output norm and matrix; -1: token_embd), none
+    /// for the CPU (the file's mapping).
+    std::function<std::optional<buffer_type_ref>(int il, int n_layer)> memory;
     /// The device's support check (any_backend::supports_op), or none: the experts of an
     /// offloaded layer stay on the CPU when it refuses their mul_mat_id, as llama.cpp keeps
     /// a weight where the op that reads it runs (else every step would copy them back).
@@ -33,6 +38,31 @@ struct placement {
     int layers = -1;
     int first_offloaded = 0; ///< set by model::load: the first layer on the device
     bool output = false;     ///< set by model::load: the output on the device
+};
+
+/// One no_alloc context per memory, for the tensors to place there.
+struct memory_contexts {
+    std::vector<std::pair<buffer_type_ref, std::unique_ptr<context>>> all;
+
+    context& of(buffer_type_ref bt) {
+        for (auto& [t, ctx] : all)
+            if (t == bt)
+                return *ctx;
+        all.emplace_back(bt, std::make_unique<context>(context_params{.no_alloc = true}));
+        return *all.back().second;
+    }
+    /// Every context's tensors placed in buffers of its memory, appended to `out`.
+    status allocate(buffer_usage usage, std::vector<buffer_list>& out) {
+        for (auto& [bt, ctx] : all) {
+            if (ctx->size() == 0)
+                continue;
+            auto bufs = alloc_tensors(*ctx, bt, usage);
+            if (!bufs)
+                return bufs.error();
+            out.push_back(std::move(*bufs));
+        }
+        return {};
+    }
 };
 
 /// A loaded model: hyper-parameters and weights, some over the file's mapping, some in
@@ -64,11 +94,17 @@ class model {
         return m;
     }
 
-    /// True when layer il's weights and KV cache are in the device's memory (il = n_layer:
-    /// the output norm and matrix).
-    [[nodiscard]] bool on_device(int il) const {
-        return place.device && (il < hp.n_layer ? il >= place.first_offloaded : place.output);
+    /// The memory of layer il's weights and KV cache (il = n_layer: the output norm and
+    /// matrix; -1: token_embd); none: the CPU's (the file's mapping).
+    [[nodiscard]] std::optional<buffer_type_ref> memory_of(int il) const {
+        if (place.memory)
+            return place.memory(il, hp.n_layer);
+        if (il >= 0 && place.device && (il < hp.n_layer ? il >= place.first_offloaded : place.output))
+            return place.device;
+        return std::nullopt;
     }
+    /// True when layer il's weights and KV cache are in a device's memory.
+    [[nodiscard]] bool on_device(int il) const { return memory_of(il).has_value(); }
 
     /// How many of the file's tensors each element type holds: "f32 10, q4_K 23, q6_K 3"
     /// (in elem_type order).
@@ -113,9 +149,9 @@ class model {
         return place.supports(*mul_mat_id(probe, as, b, ids));
     }
     context mapped_ctx_{context_params{.no_alloc = true}};
-    context device_ctx_{context_params{.no_alloc = true}};
+    memory_contexts device_ctxs_;
     gguf::loaded mapped_;
-    buffer_list device_bufs_;
+    std::vector<buffer_list> device_bufs_;
 
     status load_from(const std::filesystem::path& path, const placement& pl,
                      const progress_fn& progress) {
@@ -151,8 +187,11 @@ class model {
         // the offloaded weights: device tensors of the same type and shape, filled from the
         // mapping (the output matrix of a tied model is a device copy of token_embd)
         std::vector<std::pair<const tensor*, tensor*>> copies;
+        const auto layer_of = [&](const expected_tensor& e) {
+            return e.layer >= 0 ? e.layer : e.name == "token_embd.weight" ? -1 : hp.n_layer;
+        };
         const auto to_device = [&](const expected_tensor& e) { // token_embd stays for get_rows
-            if (e.name == "token_embd.weight" || !on_device(e.layer >= 0 ? e.layer : hp.n_layer))
+            if (!on_device(layer_of(e)))
                 return false;
             if (e.kind == tensor_kind::experts && !device_runs_experts(*mapped_.find(e.name))) {
                 experts_on_cpu = true;
@@ -169,26 +208,23 @@ class model {
                     host_bytes += src->nbytes();
                     continue;
                 }
-                tensor* t = device_ctx_.new_tensor(src->type, {src->ne[0], src->ne[1], src->ne[2]});
+                tensor* t = device_ctxs_.of(*memory_of(layer_of(e)))
+                                .new_tensor(src->type, {src->ne[0], src->ne[1], src->ne[2]});
                 t->name = e.name;
                 copies.emplace_back(src, t);
                 chosen.push_back(t);
             }
             if (tied_output && on_device(hp.n_layer)) {
                 const tensor* src = mapped_.find("token_embd.weight");
-                tensor* t = device_ctx_.new_tensor(src->type, {src->ne[0], src->ne[1]});
+                tensor* t = device_ctxs_.of(*memory_of(hp.n_layer)).new_tensor(src->type, {src->ne[0], src->ne[1]});
                 t->name = "output.weight";
                 copies.emplace_back(src, t);
             }
         } catch (const error& e) {
             return {e.code(), e.what()};
         }
-        if (!copies.empty()) {
-            auto bufs = alloc_tensors(device_ctx_, *place.device, buffer_usage::weights);
-            if (!bufs)
-                return bufs.error();
-            device_bufs_ = std::move(*bufs);
-        }
+        if (auto s = device_ctxs_.allocate(buffer_usage::weights, device_bufs_); !s)
+            return s;
         std::vector<std::byte> staging;
         for (std::size_t i = 0; i < copies.size(); ++i) {
             if (auto s = tensor_copy(*copies[i].first, *copies[i].second, staging); !s)
@@ -249,7 +285,8 @@ class kv_cache {
         c->on_cpu = flash_attn && !m.device_runs_flash_attn(type);
         try {
             for (int il = 0; il < m.hp.n_layer; ++il) {
-                context& ctx = m.on_device(il) && !c->on_cpu ? c->device_ctx_ : c->host_ctx_;
+                const auto mem = m.memory_of(il);
+                context& ctx = mem && !c->on_cpu ? c->device_ctxs_.of(*mem) : c->host_ctx_;
                 tensor* kt = ctx.new_tensor(type, {Ek, n_ctx});
                 tensor* vt = flash_attn ? ctx.new_tensor(type, {Ev, n_ctx})
                                         : ctx.new_tensor(type, {n_ctx, Ev});
@@ -276,15 +313,15 @@ class kv_cache {
         };
         if (auto s = place(c->host_ctx_, cpu_buffer_type::instance()); !s)
             return s;
-        if (m.place.device)
-            if (auto s = place(c->device_ctx_, *m.place.device); !s)
+        for (auto& [bt, ctx] : c->device_ctxs_.all)
+            if (auto s = place(*ctx, bt); !s)
                 return s;
         return c;
     }
 
   private:
     context host_ctx_{context_params{.no_alloc = true}};
-    context device_ctx_{context_params{.no_alloc = true}};
+    memory_contexts device_ctxs_;
     std::vector<buffer_list> bufs_;
 };
 
