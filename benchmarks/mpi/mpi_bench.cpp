@@ -10,12 +10,18 @@
 //                                           over the n ranks, one CPU part of 1 thread each
 //   ref/cpu_llama/tokens:<t>/threads:1      the same graph on rank 0's CPU backend with one
 //                                           thread, the other ranks asleep: the reference
+//   mpi/pipeline_llama/tokens:<t>/batches:<b>/ranks:<n>
+//                                           the same graph cut by layers into one stage per
+//                                           rank (mpi::pipeline, 1 thread each, 2 pipeline
+//                                           copies): b batches of t tokens queued one after
+//                                           another, then the last one's logits read
 //
 // Items are tokens (items_per_second: tokens/s). The meta device's logits are checked
 // against one CPU's first (NMSE < 1e-6): a wrong result is an error, never a figure.
 #include <backplane/mpi/process_group.hpp>
 
 #include "../../tests/backends/meta/meta_fixtures.hpp"
+#include "../../tests/mpi/pipeline_llama.hpp"
 #include "../../tests/support/llama_graph.hpp"
 
 #include <benchmark/benchmark.h>
@@ -120,6 +126,42 @@ void meta_llama(benchmark::State& state, int n_tokens) {
         static_cast<double>(be->stats().process_bytes) / static_cast<double>((state.iterations() + 1) * n_tokens);
 }
 
+// The graph cut by layers over the ranks; `batches` computes queued per iteration.
+void pipeline_llama(benchmark::State& state, int n_tokens, int batches) {
+    const test::llama_params p = llama_params(n_tokens);
+    cpu_backend cpu(cpu_backend_params{.n_threads = 1});
+    auto pipe = mpi::pipeline::make(*world, cpu, cpu, {.n_copies = 2});
+    if (!pipe) return state.SkipWithError(pipe.error().describe().c_str());
+    std::optional<test::llama_instance> m;
+    std::vector<float> got;
+    try {
+        m.emplace(p, test::pipeline_stages(**pipe));
+        test::fill_llama_weights(m->model, llama_seed).throw_if_failed();
+        got = test::pipeline_logits(**pipe, *m, llama_seed);
+    } catch (const std::exception& e) {
+        return state.SkipWithError(e.what());
+    }
+    const double e = test::nmse_of(test::llama_on_cpu(p, llama_seed, {.n_threads = 1}), got);
+    if (!(e < 1e-6)) return state.SkipWithError(("wrong result: nmse " + std::to_string(e)).c_str());
+    sleeping_barrier();
+    for (auto _ : state) {
+        status s;
+        for (int b = 0; b < batches && s; ++b) {
+            s = (*pipe)->alloc_graph(m->g);
+            if (s) s = test::fill_llama_inputs(p, m->inputs, llama_seed);
+            if (s) s = (*pipe)->compute_async(m->g);
+        }
+        if (s) s = (*pipe)->read(*m->g.back(), got.data(), 0, m->g.back()->nbytes());
+        if (!s) {
+            state.SkipWithError(s.describe().c_str());
+            break;
+        }
+    }
+    state.SetItemsProcessed(state.iterations() * n_tokens * batches);
+    state.counters["bytes_sent_per_token"] = static_cast<double>((*pipe)->stats().bytes_sent) /
+                                             static_cast<double>((state.iterations() * batches + 1) * n_tokens);
+}
+
 // The graph on rank 0's CPU backend with one thread; the other ranks wait asleep.
 void cpu_llama(benchmark::State& state, int n_tokens) {
     std::optional<test::llama_instance> inst;
@@ -186,6 +228,19 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
     }
+    for (const auto& [t, b] : {std::pair{8, 8}, std::pair{32, 4}}) {
+        const std::string name = "mpi/pipeline_llama/tokens:" + std::to_string(t) + "/batches:" + std::to_string(b) +
+                                 "/ranks:" + ranks;
+        benchmark::RegisterBenchmark(name.c_str(), pipeline_llama, t, b)
+            ->Iterations(10)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
+    for (int t : {32}) // the reference per token for the batches of 32
+        benchmark::RegisterBenchmark(("ref/cpu_llama/tokens:" + std::to_string(t) + "/threads:1").c_str(), cpu_llama, t)
+            ->Iterations(10)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     benchmark::Initialize(&argc, argv);
     if (comm->rank() == 0) {
         benchmark::RunSpecifiedBenchmarks();

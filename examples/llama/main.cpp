@@ -3,6 +3,7 @@
 //
 //   llama [--model FILE] [--device NAME] [--gpu-layers N] [--policy cost|greedy]
 //         [--pipeline N] [--batch N] [--threads N] [--prompt N] [--gen N] [--check] ...
+//   mpirun -np N llama --parallel tensor|pipeline ...
 //
 // 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's keys and
 //    tensor names, for five families (hparams.hpp, weights.hpp; the graph in graph.hpp).
@@ -25,6 +26,9 @@
 //    compares the logits of every step with it: normalized mean squared error at most
 //    2e-3, else exit status 1. With --flash-attn on (attention as one flash_attn_ext
 //    node), it compares with a CPU-only run of the unfused attention too.
+// 5. With --parallel tensor|pipeline under mpirun, every rank runs the same steps on one
+//    CPU backend and holds its part: a share of every layer, or a run of layers
+//    (distributed.hpp; docs/distributed.md); rank 0 writes the model and prints.
 //
 // Exit status: 0 done, 1 failure, 2 bad command line, 77 --require-device and the device
 // named by --device is missing.

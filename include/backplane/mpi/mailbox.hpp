@@ -196,7 +196,7 @@ public:
 
 private:
     static constexpr int tag = 1;
-    static constexpr std::chrono::microseconds min_pause{20}, max_pause{1000};
+    static constexpr std::chrono::microseconds min_pause{20}, max_pause{100};
 
     struct outgoing {
         std::vector<std::byte> bytes;
