@@ -2,10 +2,14 @@
 // mpi::process_group), on every rank of the job: the llama graph split over the ranks
 // (one or two CPU parts each) equals one CPU, gives the same bits on every rank and in
 // every compute; what cannot be read across processes, and a mismatch of the processes'
-// part counts, are statuses.
+// part counts, are statuses; with a Vulkan part per rank, the partial sums go through
+// host memory (the part's pinned host buffer).
 #include <catch2/catch.hpp>
 
 #include <backplane/mpi/process_group.hpp>
+#if BACKPLANE_TEST_HAVE_VULKAN
+#include <backplane/backends/vulkan.hpp>
+#endif
 
 #include "../backends/meta/meta_llama_check.hpp"
 #include "hash.hpp"
@@ -107,5 +111,34 @@ TEST_CASE("meta over processes: every process must hold as many parts", "[mpi][m
     CHECK(dev.error().code() == errc::invalid_argument);
     CHECK_THAT(dev.error().message(), Catch::Contains("every process must have as many"));
 }
+
+#if BACKPLANE_TEST_HAVE_VULKAN
+TEST_CASE("meta over processes with a Vulkan part per rank: the llama graph equals one CPU, the partial sums staged "
+          "through host memory",
+          "[mpi][meta][vulkan]") {
+    auto vk = vulkan_device::open({.index = 0});
+    std::uint64_t have = vk ? 1 : 0;
+    auto pg = processes();
+    REQUIRE(pg->comm().all_reduce_sum(std::span(&have, 1)));
+    if (have != static_cast<std::uint64_t>(pg->size())) {
+        WARN("not every rank has a Vulkan device, skipping"
+             << (vk ? std::string() : ": " + vk.error().describe()));
+        return;
+    }
+    test::llama_params p{.n_layer = 1, .n_embd = 128, .n_head = 4, .n_ff = 256, .n_tokens = 5, .n_vocab = 512};
+    const std::uint32_t seed = 99;
+    const std::vector<float> ref = test::llama_on_cpu(p, seed);
+    auto dev = meta_device::make({any_device::make(std::move(*vk))},
+                                 {.split = [&](const tensor& t, int n) { return test::split_llama(t, n, p.head_dim()); },
+                                  .processes = pg})
+                   .value();
+    auto be = dev.make_backend().value();
+    test::meta_llama ml(p, dev, be);
+    REQUIRE(test::fill_llama(ml.model, ml.inputs, seed));
+    const auto got = test::compute_meta_llama(be, ml, p);
+    CHECK(test::nmse_of(ref, got) < 1e-6);
+    CHECK(be.stats().process_bytes > 0);
+}
+#endif
 
 } // namespace mpi_meta_test

@@ -262,7 +262,11 @@ private:
         std::vector<std::unique_ptr<meta::detail::plan>> plans; ///< most recently used first
         meta::detail::plan* current = nullptr;                   ///< the plan being computed
         meta::meta_stats stats;
-        std::vector<float> process_staging; ///< host copy of a tensor reduced over the processes
+        /// Host copy of a tensor reduced over the processes: pinned memory of part 0's
+        /// device when it has a host buffer type (its transfers run at full speed), else
+        /// pageable memory.
+        buffer_ptr pinned_staging;
+        std::vector<float> process_staging;
         ~state() { pool.reset(); } // threads stop before the backends they drive go
     };
 
@@ -662,18 +666,31 @@ private:
         tensor& t0 = *parts.front();
         const std::size_t n = static_cast<std::size_t>(t0.nelements());
         const bool in_place = t0.buffer->is_host();
-        auto& staging = s_->process_staging;
-        if (!in_place) {
-            staging.resize(n);
-            if (status s = t0.buffer->get_tensor(t0, staging.data(), 0, n * 4); !s) return s;
-        }
-        const std::span<float> values(in_place ? static_cast<float*>(t0.data) : staging.data(), n);
+        float* staging = in_place ? static_cast<float*>(t0.data) : staging_for(n);
+        if (!in_place)
+            if (status s = t0.buffer->get_tensor(t0, staging, 0, n * 4); !s) return s;
+        const std::span<float> values(staging, n);
         if (status s = pg->all_reduce_sum(values); !s)
             return {s.code(), "meta compute: the all-reduce over the processes: " + s.message(), s.native()};
         s_->stats.process_bytes += n * 4;
         for (std::size_t d = in_place ? 1 : 0; d < parts.size(); ++d)
             if (status s = parts[d]->buffer->set_tensor(*parts[d], values.data(), 0, n * 4); !s) return s;
         return {};
+    }
+
+    // Host memory for n floats reduced over the processes (see state::pinned_staging).
+    float* staging_for(std::size_t n) {
+        const std::size_t bytes = n * sizeof(float);
+        buffer_ptr& pinned = s_->pinned_staging;
+        if (pinned && pinned->size() >= bytes) return static_cast<float*>(pinned->base());
+        if (auto bt = s_->dev.part(0).host_buffer_type(); bt && bt->is_host()) {
+            if (auto b = bt->allocate(bytes)) {
+                pinned = std::move(*b);
+                return static_cast<float*>(pinned->base());
+            }
+        }
+        s_->process_staging.resize(n); // no pinned memory to be had: pageable
+        return s_->process_staging.data();
     }
 
     // Graph outputs become readable in their meta buffers; a split one over several
