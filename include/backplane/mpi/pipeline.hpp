@@ -88,8 +88,8 @@ public:
         return stage == rank() ? local_type_ : buffer_type_ref(*remote_[static_cast<std::size_t>(stage)]);
     }
 
-    /// The scheduler (plans, describe(), splits); allocate and compute through the
-    /// pipeline, which compares the ranks' plans.
+    /// The scheduler (plans, describe(), splits). Allocate and compute through the
+    /// pipeline, which numbers the computes and tells the messages the plan's hash.
     [[nodiscard]] scheduler_type& scheduler() noexcept { return *sched_; }
 
     /// The scheduler's alloc_graph; the messages of the graph's runs carry its plan's

@@ -4,8 +4,9 @@
 // then the host backend. It models routed_backend_set (sched/backend_set.hpp).
 //
 // This rank's stage is its own backend; every other stage stands for the backend of its
-// rank: it supports the ops this rank's stage supports (the ranks' plans are compared),
-// owns a remote_buffer_type, and computes nothing here. Every rank places and splits the
+// rank: it supports the ops this rank's stage supports (a rank whose stage supports
+// others plans otherwise, which its messages reveal: below), owns a remote_buffer_type,
+// and computes nothing here. Every rank places and splits the
 // graph alike, so every rank runs the same list of copies:
 //   * from the host (graph inputs, which every rank writes alike): each rank copies to
 //     its own stage and its host, and nowhere else;
