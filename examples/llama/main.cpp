@@ -274,6 +274,8 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
         if (err)
             return err;
     }
+    if (!o.parallel.empty() && (!o.device.empty() || o.gpu_layers >= 0))
+        return "--parallel runs one CPU backend per rank: --device and --gpu-layers do not apply";
     return std::nullopt;
 }
 
