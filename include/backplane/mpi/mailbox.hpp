@@ -188,11 +188,6 @@ public:
         std::lock_guard g(m_);
         return stats_;
     }
-    /// Sends not yet delivered.
-    [[nodiscard]] std::size_t in_flight() const {
-        std::lock_guard g(m_);
-        return out_.size();
-    }
 
 private:
     static constexpr int tag = 1;

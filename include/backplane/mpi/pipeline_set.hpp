@@ -61,9 +61,6 @@ public:
     }
 
     [[nodiscard]] std::size_t size() const noexcept { return n_ + 1; }
-    /// The index of the host backend (the last).
-    [[nodiscard]] std::size_t host() const noexcept { return n_; }
-    [[nodiscard]] std::size_t own_stage() const noexcept { return me_; }
 
     [[nodiscard]] std::string_view name(std::size_t i) const { return names_[i]; }
     [[nodiscard]] std::string_view description(std::size_t i) const {

@@ -68,7 +68,6 @@ public:
     [[nodiscard]] std::size_t max_size() const noexcept { return std::size_t{1} << 46; }
     [[nodiscard]] std::size_t alloc_size(const tensor& t) const noexcept { return t.nbytes(); }
     [[nodiscard]] bool is_host() const noexcept { return false; }
-    [[nodiscard]] int rank() const noexcept { return rank_; }
 
     [[nodiscard]] result<remote_buffer> allocate(std::size_t size) const {
         if (size > max_size())
