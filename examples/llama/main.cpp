@@ -14,8 +14,10 @@
 //    Weights left on the CPU are read in place over the file's memory mapping; the last
 //    --gpu-layers layers (and the output) are copied to the device.
 // 2. The device is --device NAME from the registry, else the best GPU-like one: a GPU,
-//    else the first Vulkan or CUDA device (Mesa's lavapipe, a CPU Vulkan driver, counts),
-//    else none. The CPU backend runs the rest; a scheduler (the cost policy or ggml's
+//    else the first Vulkan or CUDA device, else none; a device not named (and no
+//    --gpu-layers) is used only when its calibrated speed makes the model's prompt and
+//    generation steps faster than on the CPU alone (devices.hpp; it says why either
+//    way). The CPU backend runs the rest; a scheduler (the cost policy or ggml's
 //    greedy rules) splits every step's graph between them and prints its plan: splits,
 //    copies per step and their bytes, peak memory per device.
 // 3. Processes a prompt of random token ids (there is no tokenizer: the model is random
@@ -33,6 +35,7 @@
 // Exit status: 0 done, 1 failure, 2 bad command line, 77 --require-device and the device
 // named by --device is missing.
 
+#include "devices.hpp"
 #include "graph.hpp"
 #include "writer.hpp"
 #if BACKPLANE_EXAMPLE_HAVE_MPI
@@ -108,7 +111,8 @@ model:
   --seed N            its weights' seed (default 1); also the prompt's
 run:
   --device NAME       offload to this device (CPU: nothing offloaded); default: the best
-                      GPU-like device (a GPU, else a Vulkan or CUDA device)
+                      GPU-like device (a GPU, else a Vulkan or CUDA device) when its
+                      measured speed beats the CPU alone here
   --require-device    exit with status 77 when --device NAME does not exist
   --gpu-layers N      offload the last N layers (N > layers: the output too; default all)
   --policy P          cost (default) or greedy (ggml's placement rules)
@@ -309,30 +313,6 @@ std::string mib(std::size_t bytes) {
 
 double seconds_since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-/// The device to offload to: --device NAME, else a GPU, else the first Vulkan or CUDA
-/// device; none for the CPU alone.
-result<std::optional<any_device>> choose_device(const registry& reg, const std::string& name) {
-    auto cpu = reg.device("CPU");
-    if (!cpu)
-        return cpu.error();
-    if (!name.empty()) {
-        auto d = reg.device(name);
-        if (!d)
-            return d.error();
-        if (*d == *cpu)
-            return std::optional<any_device>();
-        return std::optional<any_device>(*d);
-    }
-    if (auto best = reg.best_device();
-        best && (best->kind() == device_kind::gpu || best->kind() == device_kind::igpu))
-        return std::optional<any_device>(*best);
-    for (const char* api : {"CUDA", "Vulkan"})
-        if (auto r = reg.reg(api); r)
-            for (const any_device& d : r->devices())
-                return std::optional<any_device>(d);
-    return std::optional<any_device>();
 }
 
 /// Where the generation steps' time went on the host, summed over the steps (--profile).
@@ -739,7 +719,7 @@ int run_main(int argc, char** argv) {
 
     // devices: the offload target and the CPU (with --parallel, the CPU alone)
     registry& reg = registry::global();
-    auto dev = o.parallel.empty() ? choose_device(reg, o.device)
+    auto dev = o.parallel.empty() ? llama::choose_device(reg, o.device)
                                   : result<std::optional<any_device>>(std::optional<any_device>());
     if (!dev) {
         if (o.require_device) {
@@ -767,6 +747,26 @@ int run_main(int argc, char** argv) {
         if (!cpu)
             return fail("starting the CPU backend", cpu.error());
         backends.push_back(std::move(*cpu));
+    }
+    // a device found (not named), with no layer count asked for: used only when measured
+    // faster than the CPU alone here (devices.hpp)
+    if (*dev && o.device.empty() && o.gpu_layers < 0) {
+        progress.show("weighing " + std::string((*dev)->name()) + " against the CPU (calibrated speeds, cached)");
+        auto advice = llama::advise_offload(backends.front(), backends.back(),
+                                            {.model = o.model_path,
+                                             .prompt_batch = o.batch > 0 ? std::min(o.batch, o.n_prompt) : o.n_prompt,
+                                             .n_ctx = n_seq,
+                                             .cache_type = o.cache_type,
+                                             .flash_attn = o.flash_attn,
+                                             .kv_pad = o.kv_pad});
+        progress.clear();
+        if (!advice)
+            return fail("weighing the device", advice.error());
+        std::printf("devices: %s\n", advice->why.c_str());
+        if (!advice->offload) {
+            backends.erase(backends.begin());
+            dev->reset();
+        }
     }
 
     // the model: the last gpu_layers layers (and the output past n_layer) on the device

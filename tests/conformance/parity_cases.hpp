@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include <iterator>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,7 +29,15 @@
 
 namespace parity {
 
-template <class Provider> void check_family(std::string_view name) {
+/// The families a provider samples (none unless it says).
+template <class Provider> std::span<const std::string_view> sampled_families() {
+    if constexpr (requires { Provider::sampled; })
+        return Provider::sampled;
+    else
+        return {};
+}
+
+template <class Provider> void check_family(std::string_view name, sweep part = sweep::sample) {
     const cf::parity_family* family = cf::find_parity_family(name);
     REQUIRE(family != nullptr);
     const int expected = expected_combinations(Provider::expected, name);
@@ -47,6 +56,16 @@ template <class Provider> void check_family(std::string_view name) {
         return;
     }
     cf::batch cases(family->seed, std::move(list.targets));
+    std::string sampling = "every combination";
+    if constexpr (requires { Provider::sample_every; })
+        if (part == sweep::sample && samples(sampled_families<Provider>(), name)) {
+            const int rotation = test_rotation();
+            cases.sample(Provider::sample_every, rotation);
+            sampling = "one combination in " + std::to_string(Provider::sample_every) + ", rotation " +
+                       std::to_string(rotation) + " (BACKPLANE_TEST_ROTATION=" + std::to_string(rotation) +
+                       " repeats it; the \"(every combination)\" case runs all)";
+        }
+    INFO(sampling);
     CHECK(family->cases(cases) == expected);
     check_report(cases.run(), cf::shapes_per_combination);
     if constexpr (requires { Provider::after_run(); })
@@ -81,6 +100,24 @@ BACKPLANE_PARITY_CASE("flash_attn_ext", "flash_attn_ext for every k and v type w
 
 #undef BACKPLANE_PARITY_CASE
 
+// The families a provider samples (Provider::sampled), whole: the "(every combination)"
+// cases, tagged [full] and labelled full by the build, which the test command leaves out
+// (docs/testing.md). A program whose providers sample defines
+// BACKPLANE_PARITY_SAMPLING_PROVIDERS, those providers.
+#define BACKPLANE_PARITY_FULL_FAMILIES "copy", "set_rows", "mul_mat", "mul_mat_id"
+#ifdef BACKPLANE_PARITY_SAMPLING_PROVIDERS
+#define BACKPLANE_PARITY_FULL_CASE(family, title)                                                  \
+    TEMPLATE_TEST_CASE("parity: " title " (every combination)", "[parity][full]",                  \
+                       BACKPLANE_PARITY_SAMPLING_PROVIDERS) {                                      \
+        parity::check_family<TestType>(family, parity::sweep::full);                              \
+    }
+BACKPLANE_PARITY_FULL_CASE("copy", "dup, cont and cpy for every type pair")
+BACKPLANE_PARITY_FULL_CASE("set_rows", "set_rows into every type by i32 and i64 indices")
+BACKPLANE_PARITY_FULL_CASE("mul_mat", "mul_mat for every weight and activation type")
+BACKPLANE_PARITY_FULL_CASE("mul_mat_id", "mul_mat_id for every weight and activation type")
+#undef BACKPLANE_PARITY_FULL_CASE
+#endif
+
 TEMPLATE_TEST_CASE("parity: the pinned combination counts name every family once", "[parity]",
                    BACKPLANE_PARITY_PROVIDERS) {
     // host code only: a count left behind by a renamed or removed family fails here
@@ -89,4 +126,13 @@ TEMPLATE_TEST_CASE("parity: the pinned combination counts name every family once
         CHECK(parity::expected_combinations(TestType::expected, f.name) >= 0);
     }
     CHECK(std::size(TestType::expected) == backplane::conformance::parity_families().size());
+    // a sampled family has its "(every combination)" case
+    const std::string_view full[] = {BACKPLANE_PARITY_FULL_FAMILIES};
+    for (std::string_view f : parity::sampled_families<TestType>()) {
+        INFO(TestType::backend << " samples " << f);
+        CHECK(parity::samples(full, f));
+#ifndef BACKPLANE_PARITY_SAMPLING_PROVIDERS
+        FAIL_CHECK("define BACKPLANE_PARITY_SAMPLING_PROVIDERS: the program has no \"(every combination)\" cases");
+#endif
+    }
 }

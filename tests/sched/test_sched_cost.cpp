@@ -7,6 +7,7 @@
 #include "sched_fixtures.hpp"
 
 #include <backplane/sched/cost_policy.hpp>
+#include <backplane/sched/offload_estimate.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -528,4 +529,50 @@ TEST_CASE("memory caps on random graphs are never exceeded", "[sched][cost][rand
         const double limit = s.r.has_f16 ? 5e-4 : 1e-6;
         for (std::size_t i = 0; i < s.r.outputs.size(); ++i) CHECK(nmse_of(want[i], read_f32(*s.r.outputs[i])) <= limit);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// offload estimates (examples/llama decides its device with them)
+
+TEST_CASE("offload estimate: a slow device loses to the host, a fast one wins, refused nodes stay, copies counted",
+          "[sched][cost]") {
+    const llama_params p = cost_llama();
+    llama_instance s(p); // the estimate needs shapes only
+    const link_profile link{"host", "TEST0", 20e-6, 2e9, false};
+    const auto all = [](const tensor&) { return true; };
+    const auto estimate = [&](double speed, const std::function<bool(const tensor&)>& supports) {
+        return estimate_offload(s.g, {profile("dev", speed), profile("cpu", 1.0), link, link}, supports);
+    };
+
+    const offload_estimate slow = estimate(0.1, all);
+    INFO("slow: " << slow.offload_seconds << " s against " << slow.host_seconds << " s");
+    CHECK(!slow.offload_wins());
+    CHECK(slow.host_nodes == 0);
+    CHECK(slow.device_nodes == computing(s.g));
+    CHECK(slow.offload_seconds > 5 * slow.host_seconds); // 10 times slower, plus copies
+
+    const offload_estimate fast = estimate(20.0, all);
+    INFO("fast: " << fast.offload_seconds << " s against " << fast.host_seconds << " s");
+    CHECK(fast.offload_wins());
+    CHECK(fast.host_seconds == Approx(slow.host_seconds)); // the host's side does not depend on the device
+    // every node on the device: the inputs go there and the output comes back, once each
+    std::size_t inputs = 0, outputs = 0;
+    for (const tensor* l : s.g.leafs()) inputs += l->has_flag(tensor_flag::input) ? 1 : 0;
+    for (const tensor* n : s.g.nodes()) outputs += n->has_flag(tensor_flag::output) ? 1 : 0;
+    REQUIRE(inputs > 0);
+    CHECK(fast.copies <= inputs + std::max<std::size_t>(outputs, 1));
+
+    // a device that refuses the products: they stay on the host, their operands cross
+    const offload_estimate no_products = estimate(20.0, [](const tensor& t) { return t.op != op_kind::mul_mat; });
+    CHECK(no_products.host_nodes > 0);
+    CHECK(no_products.device_nodes + no_products.host_nodes == computing(s.g));
+    CHECK(no_products.copies > fast.copies);
+    CHECK(no_products.offload_seconds > fast.offload_seconds);
+
+    // a device that computes nothing costs nothing but the host's time
+    const offload_estimate none = estimate(20.0, [](const tensor&) { return false; });
+    CHECK(none.device_nodes == 0);
+    CHECK(none.copies == 0);
+    CHECK(none.offload_seconds == Approx(none.host_seconds));
+    CHECK(!none.offload_wins());
 }

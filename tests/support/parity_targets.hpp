@@ -10,6 +10,10 @@
 //                                                     // the counts are checked without a GPU
 //         static constexpr auto& expected = parity::op_table_combinations;
 //         static void after_run();                    // optional: checks after each run
+//         // optional: families whose combinations are sampled, one in sample_every per
+//         // run (their "(every combination)" cases, label full, run them all)
+//         static constexpr std::string_view sampled[] = {"copy"};
+//         static constexpr int sample_every = 3;
 //     };
 
 #include <backplane/conformance/batch.hpp>
@@ -18,6 +22,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdlib>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -85,13 +90,32 @@ inline int expected_combinations(std::span<const family_count> counts, std::stri
 }
 
 /// Fails the test on every failure of a batch's run, and when its cases are fewer than
-/// its claimed combinations ask for.
+/// its sampled combinations ask for.
 inline void check_report(const cf::batch_report& report, int shapes_per_combination = 0) {
     INFO(report.summary());
     for (const std::string& failure : report.failures)
         FAIL_CHECK(failure);
     CHECK(report.ok());
-    CHECK(report.cases >= static_cast<std::size_t>(shapes_per_combination * report.combinations));
+    CHECK(report.cases >= static_cast<std::size_t>(shapes_per_combination * report.sampled));
+}
+
+/// Which part of a family a test case runs: the provider's sample of its combinations, or
+/// every combination (the "(every combination)" cases, label full).
+enum class sweep { sample, full };
+
+/// The rotation of sampled parity cases: $BACKPLANE_TEST_ROTATION (the build sets it from
+/// its commit, so that successive commits cover every combination), else 0.
+inline int test_rotation() {
+    const char* v = std::getenv("BACKPLANE_TEST_ROTATION");
+    return v != nullptr ? std::atoi(v) : 0;
+}
+
+/// Whether `family` is among the families a provider samples.
+inline bool samples(std::span<const std::string_view> sampled, std::string_view family) {
+    for (std::string_view f : sampled)
+        if (f == family)
+            return true;
+    return false;
 }
 
 } // namespace parity

@@ -57,14 +57,19 @@ struct target {
 struct batch_report {
     std::size_t cases = 0;
     int combinations = 0;
+    int sampled = 0; ///< the combinations that got cases (all of them unless the batch samples)
     std::size_t targets = 0;
     std::size_t failed = 0;            ///< failed comparisons, over all targets
     std::vector<std::string> failures; ///< the first few in full, then the problems
     [[nodiscard]] bool ok() const { return failed == 0 && failures.empty(); }
-    /// "2520 cases, 126 type combinations, 4 targets".
+    /// "2520 cases, 126 type combinations, 4 targets" ("..., 42 of 126 type combinations
+    /// sampled, ..." when the batch samples).
     [[nodiscard]] std::string summary() const {
-        return std::to_string(cases) + " cases, " + std::to_string(combinations) +
-               " type combinations, " + std::to_string(targets) + " targets";
+        const std::string combos = sampled == combinations
+                                       ? std::to_string(combinations) + " type combinations"
+                                       : std::to_string(sampled) + " of " + std::to_string(combinations) +
+                                             " type combinations sampled";
+        return std::to_string(cases) + " cases, " + combos + ", " + std::to_string(targets) + " targets";
     }
 };
 
@@ -129,14 +134,34 @@ class batch {
                 return false;
         return true;
     }
-    /// Counts a claimed type combination (for the coverage check).
-    void combination() { ++combinations_; }
+    /// Counts a claimed type combination (for the coverage check); the cases added after
+    /// it, up to the next one, are its cases.
+    void combination() {
+        const int k = combinations_++;
+        sampled_now_ = (k + k / every_ + rotation_) % every_ == 0;
+        if (sampled_now_) ++sampled_;
+    }
     [[nodiscard]] int combinations() const { return combinations_; }
     [[nodiscard]] std::size_t cases() const { return cases_.size(); }
 
+    /// Keeps the cases of one claimed combination in `every` and drops the others' cases:
+    /// combination k (counted from 0) is kept when (k + k / every + rotation) % every == 0,
+    /// a diagonal, so that in a grid of types (say 16 weight types by 3 activation types)
+    /// every row and every column keeps some. Where each distinct kernel costs much to
+    /// prepare (a software driver that compiles every pipeline), the `every` rotations
+    /// 0 ... every - 1 keep each combination exactly once. Every claimed combination is
+    /// still counted. Applies to the combinations counted after the call.
+    void sample(int every, int rotation) {
+        every_ = every < 1 ? 1 : every;
+        rotation_ = ((rotation % every_) + every_) % every_;
+    }
+
     /// A case of a claimed combination: every target must support it (a claimed
-    /// combination is claimed for every shape and layout).
+    /// combination is claimed for every shape and layout). Dropped when the batch samples
+    /// and its combination is not among the sample.
     void add(tensor* out) {
+        if (!sampled_now_)
+            return;
         if (out == nullptr) {
             problems_.push_back("the builder refused a case of a claimed combination");
             return;
@@ -152,7 +177,8 @@ class batch {
     /// compares each case's node with the reference's.
     batch_report run() {
         batch_report r{.cases = cases_.size(), .combinations = combinations_,
-                       .targets = targets_.size(), .failures = problems_};
+                       .sampled = sampled_, .targets = targets_.size(),
+                       .failures = problems_};
         graph g;
         for (tensor* c : cases_)
             g.build_forward(c);
@@ -217,6 +243,10 @@ class batch {
     std::vector<tensor*> cases_;
     std::vector<std::string> problems_;
     int combinations_ = 0;
+    int sampled_ = 0;
+    int every_ = 1;
+    int rotation_ = 0;
+    bool sampled_now_ = true; // cases added before any combination are kept
 };
 
 } // namespace backplane::conformance

@@ -6,6 +6,11 @@
 // of more than 65535 workgroups. Compared with the CPU reference kernels in one
 // batch, like the parity cases (conformance/batch.hpp); every validation-layer message
 // fails the test.
+//
+// Each type pair is a pipeline per kernel, compiled by lavapipe at its first dispatch: the
+// first case takes one activation type per weight type, rotated by the build's commit
+// (BACKPLANE_TEST_ROTATION; every weight and activation type still meets every kernel),
+// the second, "(every combination)" (label full, not in the test command), every pair.
 
 #include "vulkan_targets.hpp"
 
@@ -16,7 +21,9 @@
 #include <cstdint>
 #include <utility>
 
-TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, every type pair", "[vulkan][mul_mat]") {
+namespace {
+
+void check_every_kernel(parity::sweep part) {
     using namespace backplane;
     namespace cf = backplane::conformance;
     using cf::layout;
@@ -28,6 +35,10 @@ TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, every type p
         return;
     }
     cf::batch cases(31106, std::move(list.targets));
+    const int rotation = parity::test_rotation();
+    if (part == parity::sweep::sample)
+        cases.sample(3, rotation); // the type pairs, activation type fastest: one per weight type
+    INFO("rotation " << rotation << " (BACKPLANE_TEST_ROTATION=" << rotation << " repeats it)");
     struct shape {
         i64 k, m, n, a2, a3, r2, r3;
         layout la, lb;
@@ -37,6 +48,7 @@ TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, every type p
             const i64 bs = block_size(ta), w = bs > 32 ? bs : 32;
             if (!cases.claimed([&] { return mul_mat(cases.ctx, cases.leaf(ta, {w, 2, 1, 1}), cases.leaf(tb, {w, 3, 1, 1})); }))
                 continue;
+            cases.combination();
             const bool q = is_quantized(ta);
             // k for a quantized a: whole blocks, at least k values
             const auto qk = [bs](i64 k) { return (k + bs - 1) / bs * bs; };
@@ -61,7 +73,9 @@ TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, every type p
             }
         }
     // more than 65535 workgroups (the grid spreads over y), by batches; tiled blocks of
-    // many batches, a broadcast over them
+    // many batches, a broadcast over them (in every run)
+    cases.sample(1, 0);
+    cases.combination();
     tensor* a = cases.input(f32, {8, 4, 70000, 1}, layout::contiguous);
     tensor* b = cases.input(f32, {8, 1, 70000, 1}, layout::contiguous);
     cases.add(mul_mat(cases.ctx, a, b));
@@ -70,4 +84,14 @@ TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, every type p
     cases.add(mul_mat(cases.ctx, qa, qb));
     parity::check_report(cases.run());
     test::check_validation();
+}
+
+} // namespace
+
+TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows, a rotation of type pairs", "[vulkan][mul_mat]") {
+    check_every_kernel(parity::sweep::sample);
+}
+
+TEST_CASE("vulkan mul_mat: every kernel, both ways of reading rows (every combination)", "[vulkan][mul_mat][full]") {
+    check_every_kernel(parity::sweep::full);
 }
