@@ -365,7 +365,7 @@ inline void reset_min_work_per_thread() noexcept {
 /// its own
 /// failure.
 template <class = void>
-[[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
+[[nodiscard]] inline errc run_kernel_here(const compute_params& p, tensor& node, kernel_kind k) noexcept {
     switch (k) {
     case kernel_kind::nothing: return errc::ok;
     case kernel_kind::copy: kernels::copy(p, node); return errc::ok;
@@ -395,6 +395,29 @@ template <class = void>
     case kernel_kind::fused: return errc::not_supported; // a group's step runs run_fused (fused.hpp)
     }
     return errc::ok;
+}
+
+#ifdef BACKPLANE_CPU_SEPARATE_KERNELS
+namespace detail {
+/// run_kernel_here, compiled once in the program's one translation unit that defines
+/// BACKPLANE_CPU_DEFINE_KERNELS (see run_kernel).
+[[nodiscard]] errc run_kernel_separate(const compute_params& p, tensor& node, kernel_kind k) noexcept;
+} // namespace detail
+#endif
+
+/// run_kernel_here, or, in a program whose every translation unit defines
+/// BACKPLANE_CPU_SEPARATE_KERNELS, a call into the one that also defines
+/// BACKPLANE_CPU_DEFINE_KERNELS (src/backplane_cpu_kernels.cpp, the CMake target
+/// backplane::cpu_kernels): the hundreds of kernel specialisations are then compiled
+/// once per program instead of once per translation unit that computes (docs/backends/cpu.md,
+/// "Kernels compiled once").
+template <class = void>
+[[nodiscard]] inline errc run_kernel(const compute_params& p, tensor& node, kernel_kind k) noexcept {
+#ifdef BACKPLANE_CPU_SEPARATE_KERNELS
+    return detail::run_kernel_separate(p, node, k);
+#else
+    return run_kernel_here(p, node, k);
+#endif
 }
 
 /// Computes `node` from its sources (thread p.ith of p.nth), choosing its kernel now (a

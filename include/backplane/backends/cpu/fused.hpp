@@ -166,7 +166,7 @@ template <class = void>
 
 /// Thread p.ith's share of a group accepts() took (see the header comment).
 template <class = void>
-[[nodiscard]] inline errc run_fused(const compute_params& p, const fused_group& g) noexcept {
+[[nodiscard]] inline errc run_fused_here(const compute_params& p, const fused_group& g) noexcept {
     using namespace fused_detail;
     if (p.reference) return run_parts(p, g);
     tensor* const* t = g.parts.data();
@@ -202,5 +202,36 @@ template <class = void>
     }
     return errc::not_supported;
 }
+
+#ifdef BACKPLANE_CPU_SEPARATE_KERNELS
+namespace detail {
+/// run_fused_here, compiled once (see run_kernel, compute.hpp).
+[[nodiscard]] errc run_fused_separate(const compute_params& p, const fused_group& g) noexcept;
+} // namespace detail
+#endif
+
+/// run_fused_here, or with BACKPLANE_CPU_SEPARATE_KERNELS a call into the translation unit
+/// that compiles the kernels once (see run_kernel, compute.hpp).
+template <class = void>
+[[nodiscard]] inline errc run_fused(const compute_params& p, const fused_group& g) noexcept {
+#ifdef BACKPLANE_CPU_SEPARATE_KERNELS
+    return detail::run_fused_separate(p, g);
+#else
+    return run_fused_here(p, g);
+#endif
+}
+
+#ifdef BACKPLANE_CPU_DEFINE_KERNELS
+// The one translation unit of a program that compiles the kernels (src/backplane_cpu_kernels.cpp).
+#ifndef BACKPLANE_CPU_SEPARATE_KERNELS
+#error "BACKPLANE_CPU_DEFINE_KERNELS needs BACKPLANE_CPU_SEPARATE_KERNELS (link backplane::cpu_kernels)"
+#endif
+errc detail::run_kernel_separate(const compute_params& p, tensor& node, kernel_kind k) noexcept {
+    return run_kernel_here(p, node, k);
+}
+errc detail::run_fused_separate(const compute_params& p, const fused_group& g) noexcept {
+    return run_fused_here(p, g);
+}
+#endif
 
 } // namespace backplane::cpu
