@@ -407,8 +407,8 @@ namespace detail {
 
 /// run_kernel_here, or, in a program whose every translation unit defines
 /// BACKPLANE_CPU_SEPARATE_KERNELS, a call into the one that also defines
-/// BACKPLANE_CPU_DEFINE_KERNELS (src/backplane_cpu_kernels.cpp, the CMake target
-/// backplane::cpu_kernels): the hundreds of kernel specialisations are then compiled
+/// BACKPLANE_CPU_DEFINE_KERNELS (src/backplane_cpu_kernels.cpp; the test programs link it
+/// as the static library backplane_cpu_kernels): the hundreds of kernel specialisations are then compiled
 /// once per program instead of once per translation unit that computes (docs/backends/cpu.md,
 /// "Kernels compiled once").
 template <class = void>

@@ -224,7 +224,7 @@ template <class = void>
 #ifdef BACKPLANE_CPU_DEFINE_KERNELS
 // The one translation unit of a program that compiles the kernels (src/backplane_cpu_kernels.cpp).
 #ifndef BACKPLANE_CPU_SEPARATE_KERNELS
-#error "BACKPLANE_CPU_DEFINE_KERNELS needs BACKPLANE_CPU_SEPARATE_KERNELS (link backplane::cpu_kernels)"
+#error "BACKPLANE_CPU_DEFINE_KERNELS needs BACKPLANE_CPU_SEPARATE_KERNELS, defined in every translation unit of the program"
 #endif
 errc detail::run_kernel_separate(const compute_params& p, tensor& node, kernel_kind k) noexcept {
     return run_kernel_here(p, node, k);
