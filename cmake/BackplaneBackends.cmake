@@ -38,24 +38,19 @@ if(TARGET backplane_blas)
 endif()
 backplane_add_backend_target(vulkan VULKAN Vulkan::Vulkan)
 if(TARGET backplane_vulkan)
-    # The compute shaders, compiled to SPIR-V at build time and embedded in the
-    # generated header <backplane/backends/vulkan/spirv.hpp> (see
-    # cmake/BackplaneShaders.cmake). The build tree finds the header in the
-    # generated include folder; an installation has it beside the other headers
-    # (cmake/BackplaneInstall.cmake), which backplane's include folder covers.
+    # The compute shaders, compiled to SPIR-V at build time into the kernel library
+    # backplane::vulkan_kernels (cmake/BackplaneShaders.cmake), which the backend
+    # links: <backplane/backends/vulkan/spirv.hpp> declares what it defines.
     include(BackplaneShaders)
-    set(BACKPLANE_GENERATED_INCLUDE_DIR "${PROJECT_BINARY_DIR}/generated/include")
-    set(BACKPLANE_VULKAN_SPIRV_HEADER
-        "${BACKPLANE_GENERATED_INCLUDE_DIR}/backplane/backends/vulkan/spirv.hpp")
-    backplane_add_vulkan_shaders(backplane_vulkan_spirv
+    backplane_add_vulkan_shaders(backplane_vulkan_kernels
         SHADER_DIR "${PROJECT_SOURCE_DIR}/include/backplane/backends/vulkan/shaders"
-        INCLUDE_DIR "${BACKPLANE_GENERATED_INCLUDE_DIR}"
-        HEADER backplane/backends/vulkan/spirv.hpp
         OUTPUT_DIR "${PROJECT_BINARY_DIR}/vulkan_spirv")
-    # Whatever links backplane::vulkan is built after the header is written.
-    add_dependencies(backplane_vulkan backplane_vulkan_spirv)
-    target_include_directories(backplane_vulkan INTERFACE
-        $<BUILD_INTERFACE:${BACKPLANE_GENERATED_INCLUDE_DIR}>)
+    get_target_property(_bp_imported backplane_vulkan_kernels IMPORTED)
+    if(NOT _bp_imported) # else another tree's (BACKPLANE_VULKAN_KERNELS_FROM), not installed
+        set_target_properties(backplane_vulkan_kernels PROPERTIES EXPORT_NAME vulkan_kernels)
+    endif()
+    unset(_bp_imported)
+    target_link_libraries(backplane_vulkan INTERFACE backplane_vulkan_kernels)
 endif()
 # CUDA: the host code is header-only; the kernels (kernels.cuh) are compiled once by nvcc
 # into a static library that backplane::cuda links, with the CUDA runtime (shared, the

@@ -8,7 +8,7 @@ set(BACKPLANE_CONFIG_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/backplane")
 
 install(TARGETS backplane EXPORT backplaneTargets)
 # The Vulkan shader sources are not installed: consumers get them compiled, in
-# the generated header installed below.
+# the backend's kernel library installed below.
 install(DIRECTORY include/ DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
     REGEX "/backends/vulkan/shaders$" EXCLUDE)
 install(EXPORT backplaneTargets
@@ -18,10 +18,16 @@ install(EXPORT backplaneTargets
 # Each backend goes into its own export file, so the config only loads it (and
 # only looks for its vendor package) when that component is requested.
 foreach(component IN LISTS BACKPLANE_COMPONENTS)
-    # CUDA: its kernels come compiled, in the static library the target links
+    # CUDA and Vulkan: their kernels come compiled, in the static library the target links
     set(_bp_targets backplane_${component})
     if(TARGET backplane_${component}_kernels)
-        list(APPEND _bp_targets backplane_${component}_kernels)
+        get_target_property(_bp_imported backplane_${component}_kernels IMPORTED)
+        if(_bp_imported) # BACKPLANE_VULKAN_KERNELS_FROM: the other tree installs it
+            install(CODE "message(FATAL_ERROR \"this build tree takes its ${component} kernel \"
+                \"library from ${BACKPLANE_VULKAN_KERNELS_FROM}: install from there\")")
+        else()
+            list(APPEND _bp_targets backplane_${component}_kernels)
+        endif()
     endif()
     install(TARGETS ${_bp_targets} EXPORT backplane-${component}Targets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
@@ -30,21 +36,13 @@ foreach(component IN LISTS BACKPLANE_COMPONENTS)
         DESTINATION "${BACKPLANE_CONFIG_DIR}")
 endforeach()
 unset(_bp_targets)
-
-# The Vulkan backend's generated SPIR-V header (cmake/BackplaneShaders.cmake),
-# next to the backend's own headers: the include folder of the installed
-# backplane target covers it, so backplane::vulkan needs no folder of its own.
-# The build writes it: run `cmake --build` before `cmake --install`.
-if(TARGET backplane_vulkan_spirv)
-    install(FILES "${BACKPLANE_VULKAN_SPIRV_HEADER}"
-        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/backplane/backends/vulkan")
-endif()
+unset(_bp_imported)
 
 configure_package_config_file(
     "${CMAKE_CURRENT_LIST_DIR}/backplaneConfig.cmake.in"
     "${PROJECT_BINARY_DIR}/backplaneConfig.cmake"
     INSTALL_DESTINATION "${BACKPLANE_CONFIG_DIR}")
-# Header-only (but for the CUDA kernel library, built for the installing machine):
+# Header-only (but for the CUDA and Vulkan kernel libraries, built for the installing machine):
 # the same install serves 32- and 64-bit consumers.
 write_basic_package_version_file(
     "${PROJECT_BINARY_DIR}/backplaneConfigVersion.cmake"

@@ -32,3 +32,9 @@ unset(_value)
 # (never to the exported library target), e.g. "address,undefined".
 set(BACKPLANE_SANITIZE "" CACHE STRING
     "Sanitizers for backplane's own tests/examples, e.g. address,undefined (empty: none)")
+
+# A build tree of the same sources whose Vulkan kernel library (the compiled shaders) this
+# tree uses instead of compiling them again (cmake/BackplaneShaders.cmake); scripts/test
+# points the asan preset at the default one. Empty: compile them here.
+set(BACKPLANE_VULKAN_KERNELS_FROM "" CACHE PATH
+    "Build tree whose Vulkan kernel library to use instead of compiling the shaders here (empty: compile them)")
