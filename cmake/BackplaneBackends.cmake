@@ -44,12 +44,8 @@ if(TARGET backplane_vulkan)
     include(BackplaneShaders)
     backplane_add_vulkan_shaders(backplane_vulkan_kernels
         SHADER_DIR "${PROJECT_SOURCE_DIR}/include/backplane/backends/vulkan/shaders"
-        OUTPUT_DIR "${PROJECT_BINARY_DIR}/vulkan_spirv")
-    get_target_property(_bp_imported backplane_vulkan_kernels IMPORTED)
-    if(NOT _bp_imported) # else another tree's (BACKPLANE_VULKAN_KERNELS_FROM), not installed
-        set_target_properties(backplane_vulkan_kernels PROPERTIES EXPORT_NAME vulkan_kernels)
-    endif()
-    unset(_bp_imported)
+        OUTPUT_DIR "${PROJECT_BINARY_DIR}/vulkan_spirv"
+        EXPORT_NAME vulkan_kernels)
     target_link_libraries(backplane_vulkan INTERFACE backplane_vulkan_kernels)
 endif()
 # CUDA: the host code is header-only; the kernels (kernels.cuh) are compiled once by nvcc

@@ -24,7 +24,8 @@ include_guard(GLOBAL)
 
 # backplane_add_vulkan_shaders(<target>
 #     SHADER_DIR <dir>      folder of the *.comp files (and of the files they #include)
-#     [OUTPUT_DIR <dir>])   where the .spv files go (default: <binary dir>/<target>)
+#     [OUTPUT_DIR <dir>]    where the .spv files go (default: <binary dir>/<target>)
+#     [EXPORT_NAME <name>]) the library's name once installed (backplane::<name>)
 #
 # Declares, for every variant of every <SHADER_DIR>/*.comp, a glslc step that
 # compiles it to <name>.spv (and a spirv-val step that validates it, when
@@ -34,10 +35,10 @@ include_guard(GLOBAL)
 # Nothing is compiled at configure time: the .comp files are only read there,
 # for their variant lines.
 function(backplane_add_vulkan_shaders target)
-    cmake_parse_arguments(PARSE_ARGV 1 arg "" "SHADER_DIR;OUTPUT_DIR" "")
+    cmake_parse_arguments(PARSE_ARGV 1 arg "" "SHADER_DIR;OUTPUT_DIR;EXPORT_NAME" "")
     if(NOT arg_SHADER_DIR OR arg_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "usage: backplane_add_vulkan_shaders(<target> SHADER_DIR <dir> "
-            "[OUTPUT_DIR <dir>])")
+            "[OUTPUT_DIR <dir>] [EXPORT_NAME <name>])")
     endif()
     if(NOT TARGET Vulkan::glslc)
         message(FATAL_ERROR "backplane_add_vulkan_shaders: no Vulkan::glslc target "
@@ -183,6 +184,9 @@ function(backplane_add_vulkan_shaders target)
         VERBATIM)
 
     add_library(${target} STATIC "${source}")
+    if(arg_EXPORT_NAME)
+        set_target_properties(${target} PROPERTIES EXPORT_NAME ${arg_EXPORT_NAME})
+    endif()
     set_target_properties(${target} PROPERTIES
         ARCHIVE_OUTPUT_DIRECTORY "${arg_OUTPUT_DIR}" # where _bp_vulkan_kernels_from_tree looks
         POSITION_INDEPENDENT_CODE ON # plugins link it into shared libraries
@@ -212,9 +216,7 @@ function(_bp_vulkan_kernels_from_tree target output_dir)
             "not a configured build tree of ${source_dir} (configure it first)")
     endif()
     file(RELATIVE_PATH output_rel "${PROJECT_BINARY_DIR}" "${output_dir}")
-    set(archive "${from}/${output_rel}/"
-        "${CMAKE_STATIC_LIBRARY_PREFIX}${target}${CMAKE_STATIC_LIBRARY_SUFFIX}")
-    string(CONCAT archive ${archive})
+    set(archive "${from}/${output_rel}/${CMAKE_STATIC_LIBRARY_PREFIX}${target}${CMAKE_STATIC_LIBRARY_SUFFIX}")
     add_custom_target(${target}_from_tree
         COMMAND "${CMAKE_COMMAND}" --build "${from}" --target ${target}
         BYPRODUCTS "${archive}"
