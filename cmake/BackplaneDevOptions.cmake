@@ -25,9 +25,12 @@ if(BACKPLANE_SANITIZE)
     # scrolling past; frame pointers give readable ASan stacks at -O1.
     set(_bp_sanitize_flags
         -fsanitize=${BACKPLANE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    if(BACKPLANE_NO_SANITIZE)
+        list(APPEND _bp_sanitize_flags -fno-sanitize=${BACKPLANE_NO_SANITIZE})
+    endif()
     target_compile_options(backplane_test_options INTERFACE ${_bp_sanitize_flags})
     target_link_options(backplane_test_options INTERFACE ${_bp_sanitize_flags})
-    message(STATUS "backplane tests/examples sanitizers: ${BACKPLANE_SANITIZE}")
+    message(STATUS "backplane tests/examples sanitizers: ${BACKPLANE_SANITIZE} (left out: ${BACKPLANE_NO_SANITIZE})")
     unset(_bp_sanitize_flags)
 endif()
 
@@ -41,4 +44,30 @@ function(backplane_unity target)
     if(BACKPLANE_UNITY_TESTS)
         set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
     endif()
+endfunction()
+
+# The CPU backend's kernels compiled once for our own programs (backplane_cpu_kernels,
+# src/backplane_cpu_kernels.cpp; docs/backends/cpu.md, "Kernels compiled once"): the test
+# programs, examples, tools and benchmarks call them through it instead of each compiling
+# every kernel specialisation, the largest part of such a program's compile time. Same
+# flags as the tests (sanitizers included). hello_graph, the plugins and the header check
+# stay header-only, so that mode keeps being built and run too.
+option(BACKPLANE_SEPARATE_KERNELS
+    "Compile the CPU kernels once for the tests, examples, tools and benchmarks (off: each program compiles them)" ON)
+if(BACKPLANE_SEPARATE_KERNELS)
+    add_library(backplane_cpu_kernels STATIC "${PROJECT_SOURCE_DIR}/src/backplane_cpu_kernels.cpp")
+    target_link_libraries(backplane_cpu_kernels PUBLIC backplane::backplane PRIVATE backplane_test_options)
+    target_compile_definitions(backplane_cpu_kernels PUBLIC BACKPLANE_CPU_SEPARATE_KERNELS=1)
+endif()
+
+# backplane_link_cpu_kernels(<target> [NO_SANITIZERS]): links the compiled-once CPU kernels
+# when built. NO_SANITIZERS: <target> is built without backplane_test_options (a benchmark,
+# a .cu program), so it links them only when they carry no sanitizer, and otherwise keeps
+# compiling its own.
+function(backplane_link_cpu_kernels target)
+    cmake_parse_arguments(PARSE_ARGV 1 arg "NO_SANITIZERS" "" "")
+    if(NOT TARGET backplane_cpu_kernels OR (arg_NO_SANITIZERS AND BACKPLANE_SANITIZE))
+        return()
+    endif()
+    target_link_libraries(${target} PRIVATE backplane_cpu_kernels)
 endfunction()

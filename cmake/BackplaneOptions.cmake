@@ -32,6 +32,10 @@ unset(_value)
 # (never to the exported library target), e.g. "address,undefined".
 set(BACKPLANE_SANITIZE "" CACHE STRING
     "Sanitizers for backplane's own tests/examples, e.g. address,undefined (empty: none)")
+# Comma-separated -fno-sanitize= list: checks of those sanitizers left out, e.g. "vptr,null"
+# (the asan preset: docs/testing.md, "Build time").
+set(BACKPLANE_NO_SANITIZE "" CACHE STRING
+    "Checks of BACKPLANE_SANITIZE to leave out, e.g. vptr,null (empty: none)")
 
 # A build tree of the same sources whose Vulkan kernel library (the compiled shaders) this
 # tree uses instead of compiling them again (cmake/BackplaneShaders.cmake); scripts/test

@@ -2,7 +2,8 @@
 # test program (a shell script answering like a Catch2 program with the cases alpha, beta
 # and gamma) under two hand-written ctest trees. A tree with one entry per case passes;
 # a tree with an entry that selects nothing, a case run twice and a case never run fails,
-# naming all three; a name with a ';' fails.
+# naming all three; two cases whose names differ only in case fail (Catch2 ignores case);
+# a name with a ';' fails.
 #
 #   cmake -D CTEST_COMMAND=<ctest> -D WORK_DIR=<dir> -P test_check_test_inventory.cmake
 
@@ -62,6 +63,13 @@ foreach(expected "entry 'delta' selects 0" "'beta' of [^ ]+ is run by 2" "'gamma
         message(FATAL_ERROR "the report lacks '${expected}':\n${out}")
     endif()
 endforeach()
+
+# A plain spec is resolved from the list of names, as Catch2 matches it: ignoring case.
+fake_tree("${WORK_DIR}/case" "alpha|Alpha|beta" "alpha;Alpha;beta")
+check(rc out "${WORK_DIR}/case")
+if(rc EQUAL 0 OR NOT out MATCHES "entry 'alpha' selects 2" OR NOT out MATCHES "'Alpha' of [^ ]+ is run by 2")
+    message(FATAL_ERROR "two cases whose names differ only in case passed:\n${out}")
+endif()
 
 fake_tree("${WORK_DIR}/split" "alpha|one; two" "alpha;one;two")
 check(rc out "${WORK_DIR}/split")

@@ -30,7 +30,7 @@
 namespace parity {
 
 /// The families a provider samples (none unless it says).
-template <class Provider> std::span<const std::string_view> sampled_families() {
+template <class Provider> std::span<const sampled_family> sampled_families() {
     if constexpr (requires { Provider::sampled; })
         return Provider::sampled;
     else
@@ -57,14 +57,13 @@ template <class Provider> void check_family(std::string_view name, sweep part = 
     }
     cf::batch cases(family->seed, std::move(list.targets));
     std::string sampling = "every combination";
-    if constexpr (requires { Provider::sample_every; })
-        if (part == sweep::sample && samples(sampled_families<Provider>(), name)) {
-            const int rotation = test_rotation();
-            cases.sample(Provider::sample_every, rotation);
-            sampling = "one combination in " + std::to_string(Provider::sample_every) + ", rotation " +
-                       std::to_string(rotation) + " (BACKPLANE_TEST_ROTATION=" + std::to_string(rotation) +
-                       " repeats it; the \"(every combination)\" case runs all)";
-        }
+    if (const int every = sample_every(sampled_families<Provider>(), name); part == sweep::sample && every > 1) {
+        const int rotation = test_rotation();
+        cases.sample(every, rotation);
+        sampling = "one combination in " + std::to_string(every) + ", rotation " + std::to_string(rotation) +
+                   " (BACKPLANE_TEST_ROTATION=" + std::to_string(rotation) +
+                   " repeats it; the \"(every combination)\" case runs all)";
+    }
     INFO(sampling);
     CHECK(family->cases(cases) == expected);
     check_report(cases.run(), cf::shapes_per_combination);
@@ -128,9 +127,10 @@ TEMPLATE_TEST_CASE("parity: the pinned combination counts name every family once
     CHECK(std::size(TestType::expected) == backplane::conformance::parity_families().size());
     // a sampled family has its "(every combination)" case
     const std::string_view full[] = {BACKPLANE_PARITY_FULL_FAMILIES};
-    for (std::string_view f : parity::sampled_families<TestType>()) {
-        INFO(TestType::backend << " samples " << f);
-        CHECK(parity::samples(full, f));
+    for (const parity::sampled_family& f : parity::sampled_families<TestType>()) {
+        INFO(TestType::backend << " samples " << f.family);
+        CHECK(parity::samples(full, f.family));
+        CHECK(f.every > 1);
 #ifndef BACKPLANE_PARITY_SAMPLING_PROVIDERS
         FAIL_CHECK("define BACKPLANE_PARITY_SAMPLING_PROVIDERS: the program has no \"(every combination)\" cases");
 #endif

@@ -10,10 +10,9 @@
 //                                                     // the counts are checked without a GPU
 //         static constexpr auto& expected = parity::op_table_combinations;
 //         static void after_run();                    // optional: checks after each run
-//         // optional: families whose combinations are sampled, one in sample_every per
-//         // run (their "(every combination)" cases, label full, run them all)
-//         static constexpr std::string_view sampled[] = {"copy"};
-//         static constexpr int sample_every = 3;
+//         // optional: families whose combinations are sampled, one in `every` per run
+//         // (their "(every combination)" cases, label full, run them all)
+//         static constexpr parity::sampled_family sampled[] = {{"copy", 3}};
 //     };
 
 #include <backplane/conformance/batch.hpp>
@@ -110,12 +109,26 @@ inline int test_rotation() {
     return v != nullptr ? std::atoi(v) : 0;
 }
 
-/// Whether `family` is among the families a provider samples.
-inline bool samples(std::span<const std::string_view> sampled, std::string_view family) {
-    for (std::string_view f : sampled)
+/// Whether `family` is among `families`.
+inline bool samples(std::span<const std::string_view> families, std::string_view family) {
+    for (std::string_view f : families)
         if (f == family)
             return true;
     return false;
+}
+
+/// A family a provider samples: one combination in `every` per run.
+struct sampled_family {
+    std::string_view family;
+    int every;
+};
+
+/// One combination in how many of `family` a provider samples: 1 (all) unless it says.
+inline int sample_every(std::span<const sampled_family> sampled, std::string_view family) {
+    for (const sampled_family& f : sampled)
+        if (f.family == family)
+            return f.every;
+    return 1;
 }
 
 } // namespace parity
