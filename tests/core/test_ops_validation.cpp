@@ -45,6 +45,7 @@ std::string type_text(const tensor* t) {
     case elem_type::q4_0: return "q4_0";
     case elem_type::i32: return "i32";
     case elem_type::i64: return "i64";
+    default: break; // the types these cases use are named above
     }
     return "?";
 }

@@ -75,10 +75,11 @@ inline int binary_cases(batch& cases) {
     using builder = tensor* (*)(context&, tensor*, tensor*);
     const std::pair<const char*, builder> ops[] = {
         {"add", &backplane::add}, {"sub", &backplane::sub}, {"mul", &backplane::mul}, {"div", &backplane::div}};
-    for (auto [name, build] : ops)
+    for (const auto& [name, build] : ops)
         for (elem_type ta : all_elem_types)
             for (elem_type tb : all_elem_types) {
-                if (!cases.claimed([&] { return build(cases.ctx, cases.leaf(ta, {32, 2, 1, 1}), cases.leaf(tb, {32, 1, 1, 1})); }))
+                const builder op = build; // named: clang before 16 cannot capture a structured binding
+                if (!cases.claimed([&] { return op(cases.ctx, cases.leaf(ta, {32, 2, 1, 1}), cases.leaf(tb, {32, 1, 1, 1})); }))
                     continue;
                 cases.combination();
                 const bool is_div = std::string_view(name) == "div";

@@ -7,12 +7,13 @@
 // batch, like the parity cases (conformance/batch.hpp); every validation-layer message
 // fails the test.
 //
-// Each type pair is a pipeline per kernel, compiled by lavapipe at its first dispatch (about
-// 3 s each from a cold cache): the first case takes one type pair in nine, rotated by the
-// build's commit (BACKPLANE_TEST_ROTATION; every kernel in every run, every pair in nine
-// successive commits; each weight type's rows also go through the mat-vec kernel in the
-// parity cases of every run), the second, "(every combination)" (label full, not in the
-// test command), every pair.
+// Each type pair is a pipeline per kernel and way of reading rows, compiled by lavapipe at
+// its first dispatch (3 to 10 s each from a cold cache, the K-quants' tiled kernels the
+// longest): the first case takes one type pair in eighteen, rotated by the build's commit
+// (BACKPLANE_TEST_ROTATION; every kernel in every run, every pair in eighteen successive
+// commits; each weight type's rows also go through the mat-vec kernel in the parity cases
+// of every run), the second, "(every combination)" (label full, not in the test command),
+// every pair.
 
 #include "vulkan_targets.hpp"
 
@@ -39,7 +40,7 @@ void check_every_kernel(parity::sweep part) {
     cf::batch cases(31106, std::move(list.targets));
     const int rotation = parity::test_rotation();
     if (part == parity::sweep::sample)
-        cases.sample(9, rotation); // the type pairs, activation type fastest
+        cases.sample(18, rotation); // the type pairs, activation type fastest
     INFO("rotation " << rotation << " (BACKPLANE_TEST_ROTATION=" << rotation << " repeats it)");
     struct shape {
         i64 k, m, n, a2, a3, r2, r3;
