@@ -75,10 +75,10 @@ inline int binary_cases(batch& cases) {
     using builder = tensor* (*)(context&, tensor*, tensor*);
     const std::pair<const char*, builder> ops[] = {
         {"add", &backplane::add}, {"sub", &backplane::sub}, {"mul", &backplane::mul}, {"div", &backplane::div}};
-    for (const auto& [name, build] : ops)
+    for (const auto& [name, build] : ops) {
+        const builder op = build; // a named copy: clang before 16 cannot capture a structured binding
         for (elem_type ta : all_elem_types)
             for (elem_type tb : all_elem_types) {
-                const builder op = build; // named: clang before 16 cannot capture a structured binding
                 if (!cases.claimed([&] { return op(cases.ctx, cases.leaf(ta, {32, 2, 1, 1}), cases.leaf(tb, {32, 1, 1, 1})); }))
                     continue;
                 cases.combination();
@@ -88,9 +88,10 @@ inline int binary_cases(batch& cases) {
                     tensor* a = cases.input(ta, ne, cases.any_layout(ta));
                     const extents nb = cases.gen.broadcast(ne);
                     tensor* b = is_div ? cases.input(tb, nb, cases.any_layout(tb), 0.5, 2.0) : cases.input(tb, nb, cases.any_layout(tb));
-                    cases.add(build(cases.ctx, a, b));
+                    cases.add(op(cases.ctx, a, b));
                 }
             }
+    }
     return cases.combinations() - before;
 }
 

@@ -480,7 +480,7 @@ inline status meta_buffer::memset_tensor(tensor& t, std::uint8_t value, std::siz
     if (root != &t) offset = t.view_offs + offset;
     if (rec->state.is_split()) {
         status result;
-        auto* const pieces = rec; // named: clang before 16 cannot capture a structured binding
+        auto* const pieces = rec; // a named copy: clang before 16 cannot capture a structured binding
         meta::detail::for_each_run(*root, rec->state, offset, size, [&](int g, std::size_t, std::size_t l, std::size_t len) {
             const int d = sh_->local_index(g);
             if (!result || d < 0) return; // another process's piece: that process sets it
