@@ -25,12 +25,15 @@ if(BACKPLANE_SANITIZE)
     # scrolling past; frame pointers give readable ASan stacks at -O1.
     set(_bp_sanitize_flags
         -fsanitize=${BACKPLANE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    set(_bp_sanitize_text "${BACKPLANE_SANITIZE}")
     if(BACKPLANE_NO_SANITIZE)
         list(APPEND _bp_sanitize_flags -fno-sanitize=${BACKPLANE_NO_SANITIZE})
+        string(APPEND _bp_sanitize_text " (left out: ${BACKPLANE_NO_SANITIZE})")
     endif()
     target_compile_options(backplane_test_options INTERFACE ${_bp_sanitize_flags})
     target_link_options(backplane_test_options INTERFACE ${_bp_sanitize_flags})
-    message(STATUS "backplane tests/examples sanitizers: ${BACKPLANE_SANITIZE} (left out: ${BACKPLANE_NO_SANITIZE})")
+    message(STATUS "backplane tests/examples sanitizers: ${_bp_sanitize_text}")
+    unset(_bp_sanitize_text)
     unset(_bp_sanitize_flags)
 endif()
 
