@@ -43,18 +43,22 @@ function(names_of out program)
     set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 
-# plain(<out var> <spec>): whether Catch2 reads <spec> as one plain name, which selects
-# the cases whose names equal it but for case (its name patterns ignore case): no character
-# its test-spec parser treats specially (wildcards, tags, exclusion, alternatives, quotes,
-# escapes), no leading '-' (an option) or "exclude:", no space at either end (trimmed).
-# Such a spec is resolved from the program's list of names; any other is asked of the
-# program itself, a process per spec.
-function(plain out spec)
-    if(spec MATCHES "[*,~\"\\]" OR spec MATCHES "\\[" OR spec MATCHES "\\]"
+# plain_name(<out var> <spec>): the one name Catch2 reads <spec> as, which selects the
+# cases whose names equal it but for case (its name patterns ignore case); empty where it
+# reads <spec> as anything else. Such a spec has no character its test-spec parser treats
+# specially (wildcards, tags, exclusion, alternatives, quotes, escapes) but the escaped
+# ',', '[' and ']' that catch_discover_tests writes for those characters of a name, no
+# leading '-' (an option) or "exclude:", no space at either end (trimmed). It is resolved
+# from the program's list of names; any other spec is asked of the program itself, a
+# process per spec.
+function(plain_name out spec)
+    string(REGEX REPLACE "\\\\[],[]" "" rest "${spec}")
+    if(rest MATCHES "[*,~\"\\]" OR rest MATCHES "\\[" OR rest MATCHES "\\]"
        OR spec MATCHES "^[- ]" OR spec MATCHES "^exclude:" OR spec MATCHES " $")
-        set(${out} FALSE PARENT_SCOPE)
+        set(${out} "" PARENT_SCOPE)
     else()
-        set(${out} TRUE PARENT_SCOPE)
+        string(REGEX REPLACE "\\\\([],[])" "\\1" name "${spec}")
+        set(${out} "${name}" PARENT_SCOPE)
     endif()
 endfunction()
 
@@ -114,9 +118,9 @@ foreach(program IN LISTS programs)
     foreach(j RANGE ${last_spec})
         list(GET specs ${j} spec)
         list(GET entries ${j} entry)
-        plain(is_plain "${spec}")
-        if(is_plain)
-            string(TOLOWER "${spec}" lower)
+        plain_name(name "${spec}")
+        if(NOT name STREQUAL "")
+            string(TOLOWER "${name}" lower)
             string(MD5 lower_key "${program_key}:${lower}")
             set(selected "${named_${lower_key}}")
         else()

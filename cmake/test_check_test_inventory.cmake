@@ -3,7 +3,8 @@
 # and gamma) under two hand-written ctest trees. A tree with one entry per case passes;
 # a tree with an entry that selects nothing, a case run twice and a case never run fails,
 # naming all three; two cases whose names differ only in case fail (Catch2 ignores case);
-# a name with a ';' fails.
+# specs with the escapes of catch_discover_tests are read as names; a name with a ';'
+# fails.
 #
 #   cmake -D CTEST_COMMAND=<ctest> -D WORK_DIR=<dir> -P test_check_test_inventory.cmake
 
@@ -69,6 +70,20 @@ fake_tree("${WORK_DIR}/case" "alpha|Alpha|beta" "alpha;Alpha;beta")
 check(rc out "${WORK_DIR}/case")
 if(rc EQUAL 0 OR NOT out MATCHES "entry 'alpha' selects 2" OR NOT out MATCHES "'Alpha' of [^ ]+ is run by 2")
     message(FATAL_ERROR "two cases whose names differ only in case passed:\n${out}")
+endif()
+
+# The escaped ',', '[' and ']' of catch_discover_tests' specs are those characters: such a
+# spec is resolved from the list of names too (the stand-in program, asked, would select
+# nothing, as it compares the spec unread).
+fake_tree("${WORK_DIR}/escaped" "a, b|c [d]" "a\\, b;c \\[d\\]")
+check(rc out "${WORK_DIR}/escaped")
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "a tree whose specs escape ',', '[' and ']' failed:\n${out}")
+endif()
+fake_tree("${WORK_DIR}/escaped_bad" "a, b|c [d]" "a\\, b;c \\[d\\];a\\, c")
+check(rc out "${WORK_DIR}/escaped_bad")
+if(rc EQUAL 0 OR NOT out MATCHES "entry 'a\\\\, c' selects 0")
+    message(FATAL_ERROR "an escaped spec naming no case passed:\n${out}")
 endif()
 
 fake_tree("${WORK_DIR}/split" "alpha|one; two" "alpha;one;two")
