@@ -70,4 +70,7 @@ struct cpu_targets {
 };
 
 #define BACKPLANE_PARITY_PROVIDERS cpu_targets
+#if defined(__SANITIZE_ADDRESS__)
+#define BACKPLANE_PARITY_SAMPLING_PROVIDERS cpu_targets
+#endif
 #include "../../conformance/parity_cases.hpp"
