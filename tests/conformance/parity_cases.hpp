@@ -37,6 +37,14 @@ template <class Provider> std::span<const sampled_family> sampled_families() {
         return {};
 }
 
+/// One in how many of its sample's combinations a provider keeps (batch::sample's `thin`).
+template <class Provider> int thinning() {
+    if constexpr (requires { Provider::thin; })
+        return Provider::thin;
+    else
+        return 1;
+}
+
 template <class Provider> void check_family(std::string_view name, sweep part = sweep::sample) {
     const cf::parity_family* family = cf::find_parity_family(name);
     REQUIRE(family != nullptr);
@@ -59,8 +67,11 @@ template <class Provider> void check_family(std::string_view name, sweep part = 
     std::string sampling = "every combination";
     if (const int every = sample_every(sampled_families<Provider>(), name); part == sweep::sample && every > 1) {
         const int rotation = test_rotation();
-        cases.sample(every, rotation);
-        sampling = "one combination in " + std::to_string(every) + ", rotation " + std::to_string(rotation) +
+        const int thin = thinning<Provider>();
+        cases.sample(every, rotation, thin);
+        sampling = "one combination in " + std::to_string(every) +
+                   (thin > 1 ? ", then one in " + std::to_string(thin) + " of those" : std::string()) +
+                   ", rotation " + std::to_string(rotation) +
                    " (BACKPLANE_TEST_ROTATION=" + std::to_string(rotation) +
                    " repeats it; the \"(every combination)\" case runs all)";
     }

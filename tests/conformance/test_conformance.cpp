@@ -20,6 +20,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -574,4 +575,39 @@ TEST_CASE("conformance: a bug in the vector tail of add is shrunk to its smalles
     cf::case_spec smaller = small;
     smaller.ne[0] = 8;
     CHECK(cf::run_case(ref, be, smaller).result == cf::outcome::pass);
+}
+
+TEST_CASE("conformance: a thinned sample is a subset of the plain one, and its rotations keep each combination once") {
+    namespace cf = backplane::conformance;
+    constexpr int every = 3, thin = 2, n = 40;
+    // the combinations (0 ... n - 1) whose case the batch keeps
+    const auto kept = [](int rotation, int th) {
+        cf::batch b(7, {});
+        b.sample(every, rotation, th);
+        std::vector<int> out;
+        for (int k = 0; k < n; ++k) {
+            b.combination();
+            const std::size_t before = b.cases();
+            b.add(b.leaf(backplane::elem_type::f32, {4, 1, 1, 1}));
+            if (b.cases() > before)
+                out.push_back(k);
+        }
+        return out;
+    };
+    std::vector<int> times(n, 0);
+    for (int rotation = -every * thin; rotation < every * thin; ++rotation) {
+        INFO("rotation " << rotation);
+        const std::vector<int> plain = kept(rotation, 1), thinned = kept(rotation, thin);
+        CHECK(std::includes(plain.begin(), plain.end(), thinned.begin(), thinned.end()));
+        // one in `thin`, rounded either way
+        CHECK(thinned.size() * thin > plain.size() - thin);
+        CHECK(thinned.size() * thin < plain.size() + thin);
+        if (rotation >= 0)
+            for (int k : thinned)
+                ++times[k];
+    }
+    for (int k = 0; k < n; ++k) {
+        INFO("combination " << k);
+        CHECK(times[k] == 1);
+    }
 }

@@ -39,7 +39,9 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -111,9 +113,17 @@ class batch {
     std::mt19937 rng;
     shape_gen gen;
 
-    /// A contiguous leaf with values uniform in [lo, hi).
+    /// A contiguous leaf with values uniform in [lo, hi). In a combination that the sample
+    /// drops it gets no values (most of a sampled sweep's time was making and quantizing
+    /// them) but takes its share of the random stream, so that a kept case has the values
+    /// it has in the whole sweep; a kept case that uses such a leaf is a problem.
     tensor* leaf(elem_type t, const extents& ne, double lo = -1.0, double hi = 1.0) {
-        return random_leaf(ctx, t, ne, rng, lo, hi);
+        if (sampled_now_)
+            return random_leaf(ctx, t, ne, rng, lo, hi);
+        tensor* x = ctx.new_tensor(t, std::span<const std::int64_t>(ne));
+        detail::skip_fill(*x, rng);
+        x->name = dropped_input;
+        return x;
     }
     /// A tensor of extents ne laid out as l, the whole underlying memory random.
     tensor* input(elem_type t, const extents& ne, layout l, double lo = -1.0, double hi = 1.0) {
@@ -139,6 +149,8 @@ class batch {
     void combination() {
         const int k = combinations_++;
         sampled_now_ = (k + k / every_ + rotation_) % every_ == 0;
+        if (sampled_now_ && thin_ > 1)
+            sampled_now_ = (on_diagonal_++ + thin_rotation_) % thin_ == 0;
         if (sampled_now_) ++sampled_;
     }
     [[nodiscard]] int combinations() const { return combinations_; }
@@ -151,9 +163,19 @@ class batch {
     /// prepare (a software driver that compiles every pipeline), the `every` rotations
     /// 0 ... every - 1 keep each combination exactly once. Every claimed combination is
     /// still counted. Applies to the combinations counted after the call.
-    void sample(int every, int rotation) {
+    ///
+    /// With `thin` > 1, one in `thin` of the diagonal's combinations, in the order they
+    /// are counted: a subset of what the same rotation keeps without it, so a second run
+    /// (under a sanitizer) finds the pipelines the first one compiled; the every * thin
+    /// rotations 0 ... every * thin - 1 keep each combination exactly once.
+    void sample(int every, int rotation, int thin = 1) {
         every_ = every < 1 ? 1 : every;
-        rotation_ = ((rotation % every_) + every_) % every_;
+        thin_ = thin < 1 ? 1 : thin;
+        const int period = every_ * thin_;
+        const int r = ((rotation % period) + period) % period;
+        rotation_ = r % every_;
+        thin_rotation_ = r / every_;
+        on_diagonal_ = 0;
     }
 
     /// A case of a claimed combination: every target must support it (a claimed
@@ -166,6 +188,8 @@ class batch {
             problems_.push_back("the builder refused a case of a claimed combination");
             return;
         }
+        if (uses_dropped_input(*out))
+            problems_.push_back("a kept case uses a leaf made in a dropped combination: " + describe_case(*out));
         for (const target& tg : targets_)
             if (!tg.supports(*out))
                 problems_.push_back(tg.name + " refuses a case of a claimed combination: " +
@@ -227,6 +251,19 @@ class batch {
         return true;
     }
 
+    static constexpr std::string_view dropped_input = "input of a dropped combination";
+
+    static bool uses_dropped_input(const tensor& t) {
+        if (t.name == dropped_input)
+            return true;
+        if (t.view_src != nullptr && uses_dropped_input(*t.view_src))
+            return true;
+        for (const tensor* s : t.src)
+            if (s != nullptr && uses_dropped_input(*s))
+                return true;
+        return false;
+    }
+
     static void judge(batch_report& r, const target& tg, const tensor& node,
                       const std::vector<float>& expected, const std::vector<float>& actual) {
         const threshold th = threshold_for(node);
@@ -246,6 +283,9 @@ class batch {
     int sampled_ = 0;
     int every_ = 1;
     int rotation_ = 0;
+    int thin_ = 1;
+    int thin_rotation_ = 0;
+    int on_diagonal_ = 0; // the diagonal's combinations counted so far (thinning)
     bool sampled_now_ = true; // cases added before any combination are kept
 };
 

@@ -193,6 +193,11 @@ inline void fill(tensor& t, std::mt19937& rng, double lo, double hi) {
     from_float_row(t.type, v.data(), t.data, n);
 }
 
+/// Advances rng past what fill(t, ...) draws (one number per element), computing nothing.
+inline void skip_fill(const tensor& t, std::mt19937& rng) {
+    rng.discard(static_cast<unsigned long long>(t.nelements()));
+}
+
 } // namespace detail
 
 /// Sets every row of index tensor idx (i32 or i64, any layout) to its own random

@@ -40,7 +40,7 @@ void check_every_kernel(parity::sweep part) {
     cf::batch cases(31106, std::move(list.targets));
     const int rotation = parity::test_rotation();
     if (part == parity::sweep::sample)
-        cases.sample(18, rotation); // the type pairs, activation type fastest
+        cases.sample(18, rotation, parity::sanitized_thin); // the type pairs, activation type fastest
     INFO("rotation " << rotation << " (BACKPLANE_TEST_ROTATION=" << rotation << " repeats it)");
     struct shape {
         i64 k, m, n, a2, a3, r2, r3;

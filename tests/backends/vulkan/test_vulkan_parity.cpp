@@ -21,6 +21,7 @@ struct vulkan_targets {
     // three, so that every run still has every weight and every destination type
     static constexpr parity::sampled_family sampled[] = {
         {"copy", 6}, {"set_rows", 3}, {"mul_mat", 3}, {"mul_mat_id", 3}};
+    static constexpr int thin = parity::sanitized_thin;
 
     // The type combinations the Vulkan backend computes, per family: update an entry
     // when a kernel lands (a test fails until the count here and the claimed one agree).

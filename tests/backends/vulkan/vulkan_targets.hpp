@@ -15,6 +15,16 @@
 
 namespace parity {
 
+/// Under AddressSanitizer (the asan step, after the default step ran the same rotation and
+/// filled the shader cache), the sampled Vulkan sweeps keep one in this many of their
+/// sample's combinations (conformance::batch::sample's `thin`): they check the backend's
+/// host code there, and the kernels' every combination is in the unsanitized runs.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int sanitized_thin = 3;
+#else
+inline constexpr int sanitized_thin = 1;
+#endif
+
 /// A device opened one way and a backend on it.
 struct vulkan_target_state {
     backplane::vulkan_device dev;
