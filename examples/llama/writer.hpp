@@ -61,6 +61,9 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
     std::vector<status> sets{
         w.set("general.architecture", std::string(t.name)),
         w.set("general.name", "backplane random " + std::string(t.name)),
+        // no tokenizer: llama.cpp requires the key and reads "none" as a vocabulary of
+        // vocab_size tokens without text
+        w.set("tokenizer.ggml.model", std::string("none")),
         set("context_length", u32(hp.n_ctx)),
         set("embedding_length", u32(hp.n_embd)),
         set("block_count", u32(hp.n_layer)),
