@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
     const unsigned seed = argc > 1 ? static_cast<unsigned>(std::atoi(argv[1])) : 1u;
     const std::vector<float> small = test_rows(32, seed), large = test_rows(256, seed + 1);
     int bad = 0;
+    bad += compare<bp::block_q8_0, block_q8_0, 32>("q8_0", bp::quantize_row_q8_0, quantize_row_q8_0_ref, bp::dequantize_row_q8_0, dequantize_row_q8_0, small);
+    bad += compare<bp::block_q4_0, block_q4_0, 32>("q4_0", bp::quantize_row_q4_0, quantize_row_q4_0_ref, bp::dequantize_row_q4_0, dequantize_row_q4_0, small);
     bad += compare<bp::block_q4_1, block_q4_1, 32>("q4_1", bp::quantize_row_q4_1, quantize_row_q4_1_ref, bp::dequantize_row_q4_1, dequantize_row_q4_1, small);
     bad += compare<bp::block_q5_0, block_q5_0, 32>("q5_0", bp::quantize_row_q5_0, quantize_row_q5_0_ref, bp::dequantize_row_q5_0, dequantize_row_q5_0, small);
     bad += compare<bp::block_q5_1, block_q5_1, 32>("q5_1", bp::quantize_row_q5_1, quantize_row_q5_1_ref, bp::dequantize_row_q5_1, dequantize_row_q5_1, small);
