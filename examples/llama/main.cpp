@@ -28,6 +28,10 @@
 //    compares the logits of every step with it: normalized mean squared error at most
 //    2e-3, else exit status 1. With --flash-attn on (attention as one flash_attn_ext
 //    node), it compares with a CPU-only run of the unfused attention too.
+//    With --reference FILE (another implementation's logits for fixed token ids, such as
+//    llama.cpp's: reference.hpp), it runs those ids instead, the prompt in one batch
+//    keeping every position's logits, then one id per step, and compares every position:
+//    the same argmax and an NMSE of at most --max-nmse, else exit status 1.
 // 5. With --parallel tensor|pipeline under mpirun, every rank runs the same steps on one
 //    CPU backend and holds its part: a share of every layer, or a run of layers
 //    (distributed.hpp; docs/distributed.md); rank 0 writes the model and prints.
@@ -37,6 +41,7 @@
 
 #include "devices.hpp"
 #include "graph.hpp"
+#include "reference.hpp"
 #include "writer.hpp"
 #if BACKPLANE_EXAMPLE_HAVE_MPI
 #include "distributed.hpp"
@@ -83,6 +88,9 @@ struct options {
     int kv_pad = 32;
     bool flash_attn = false;
     bool check = false;
+    std::filesystem::path reference; // another implementation's logits (reference.hpp)
+    std::optional<double> max_nmse;  // ... and the largest NMSE a position may have
+                                     // (default: llama::default_max_nmse)
     bool quiet = false;
     bool plan = false;
     bool profile = false;
@@ -127,6 +135,10 @@ run:
   --prompt N          prompt tokens (default 64)
   --gen N             generated tokens (default 32)
   --check             compare the logits with a CPU-only run (NMSE <= 2e-3)
+  --reference FILE    run FILE's token ids and compare every position's logits with FILE's
+                      (the same argmax, NMSE at most --max-nmse; scripts/llamacpp)
+  --max-nmse X        the largest NMSE --reference accepts (default by the tensor types:
+                      5e-4 quantized, 2e-5 bf16, else 1e-6; examples/llama/reference.hpp)
   --plan              print the scheduler's plan of the prompt step in full
   --profile           time the generation steps: the host's work per token, and the CPU
                       backend's node by node (op, kernel, threads' work and waits)
@@ -263,6 +275,19 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             err = number(o.n_gen, 0);
         else if (a == "--check")
             o.check = true;
+        else if (a == "--reference") {
+            auto v = value();
+            if (!v)
+                return "--reference needs a file";
+            o.reference = std::string(*v);
+        } else if (a == "--max-nmse") {
+            auto v = value();
+            const std::string text(v.value_or(""));
+            char* end = nullptr;
+            o.max_nmse = std::strtod(text.c_str(), &end);
+            if (text.empty() || end != text.c_str() + text.size() || !(*o.max_nmse >= 0))
+                return "--max-nmse needs a number >= 0";
+        }
         else if (a == "--plan")
             o.plan = true;
         else if (a == "--quiet")
@@ -280,6 +305,8 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
     }
     if (!o.parallel.empty() && (!o.device.empty() || o.gpu_layers >= 0))
         return "--parallel runs one CPU backend per rank: --device and --gpu-layers do not apply";
+    if (!o.reference.empty() && (o.check || !o.parallel.empty()))
+        return "--reference is a check of its own: not with --check or --parallel";
     return std::nullopt;
 }
 
@@ -327,6 +354,7 @@ struct host_times {
 struct run_result {
     std::vector<std::int32_t> tokens;       // the prompt, then every token fed back
     std::vector<std::vector<float>> logits; // per step: the logits of its last token
+                                            // (with a reference: of every position)
     double prompt_s = 0;
     double gen_s = 0;
     host_times gen_host;
@@ -365,20 +393,33 @@ result<std::vector<float>> read_values(Sched& sched, const tensor& t) {
         return tensor_get_all<float>(t);
 }
 
-/// Prompt in batches (queued without waiting), then greedy generation, on `sched`.
+/// Every position's logits of one computed step, appended to out as rows of n_vocab.
+status append_rows(const std::vector<float>& all, int n_vocab, std::vector<std::vector<float>>& out) {
+    const auto v = static_cast<std::ptrdiff_t>(n_vocab);
+    if (all.size() % static_cast<std::size_t>(v) != 0)
+        return status(errc::failed, "logits of " + std::to_string(all.size()) + " values are not rows of " +
+                                        std::to_string(n_vocab));
+    for (auto it = all.begin(); it != all.end(); it += v)
+        out.emplace_back(it, it + v);
+    return {};
+}
+
+/// Prompt in batches (queued without waiting), then greedy generation, on `sched`. With a
+/// reference: the reference's ids, every position's logits kept, each batch waited for.
 template <class Sched>
 status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cache, const options& o,
-                cpu_backend* profiled,
+                const llama::reference_logits* ref, cpu_backend* profiled,
                 progress_line& progress, run_result& out) {
     const int batch = o.batch > 0 ? std::min(o.batch, o.n_prompt) : o.n_prompt;
+    const bool all_logits = ref != nullptr;
     // buffers sized once, for the largest step
     {
-        auto worst = llama::build_step(m, cache, cache.n_ctx - batch, batch, false, o.kv_pad);
+        auto worst = llama::build_step(m, cache, cache.n_ctx - batch, batch, all_logits, o.kv_pad);
         if (auto s = sched.reserve(worst->g); !s)
             return s;
     }
     {
-        auto first = llama::build_step(m, cache, 0, batch, false, o.kv_pad);
+        auto first = llama::build_step(m, cache, 0, batch, all_logits, o.kv_pad);
         if (auto s =
                 print_plan(sched, first->g,
                            ("prompt step, " + std::to_string(batch) + " tokens").c_str());
@@ -403,7 +444,7 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
         const int n = std::min(batch, o.n_prompt - n_past);
         progress.show("prompt: " + std::to_string(n_past + n) + "/" + std::to_string(o.n_prompt) +
                       " tokens");
-        steps.push_back(llama::build_step(m, cache, n_past, n, false, o.kv_pad));
+        steps.push_back(llama::build_step(m, cache, n_past, n, all_logits, o.kv_pad));
         llama::step& st = *steps.back();
         if (auto s = sched.alloc_graph(st.g); !s)
             return s;
@@ -414,13 +455,24 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
             return s;
         if (auto s = sched.compute_async(st.g); !s)
             return s;
+        if (all_logits) {
+            if (auto s = sched.synchronize(); !s)
+                return s;
+            auto rows = read_values(sched, *st.logits);
+            if (!rows)
+                return rows.error();
+            if (auto s = append_rows(*rows, m.hp.n_vocab, out.logits); !s)
+                return s;
+        }
     }
     if (auto s = sched.synchronize(); !s)
         return s;
-    auto logits = read_values(sched, *steps.back()->logits);
-    if (!logits)
-        return logits.error();
-    out.logits.push_back(std::move(*logits));
+    if (!all_logits) {
+        auto logits = read_values(sched, *steps.back()->logits);
+        if (!logits)
+            return logits.error();
+        out.logits.push_back(std::move(*logits));
+    }
     out.prompt_s = seconds_since(t0);
     steps.clear();
 
@@ -433,7 +485,8 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
     for (int i = 0; i < o.n_gen; ++i) {
         const std::vector<float>& last = out.logits.back();
         const auto next =
-            static_cast<std::int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+            ref ? ref->ids[static_cast<std::size_t>(o.n_prompt + i)]
+                : static_cast<std::int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
         out.tokens.push_back(next);
         auto mark = clock_type::now();
         const auto lap = [&mark](double& into) {
@@ -683,6 +736,18 @@ int run_main(int argc, char** argv) {
 #endif
     progress_line progress(!o.quiet);
 
+    // with a reference, its ids: the prompt and the steps
+    std::optional<llama::reference_logits> reference;
+    if (!o.reference.empty()) {
+        auto r = llama::read_reference(o.reference);
+        if (!r)
+            return fail("reading the reference", r.error());
+        reference = std::move(*r);
+        o.n_prompt = reference->n_prompt;
+        o.n_gen = reference->n_steps;
+        o.batch = 0; // one batch, as the reference computed it
+    }
+
     // the model file: a file named with --model must exist unless --write-model asks for
     // a random one there (a mistyped path is an error, not a new 29 MB file); the default
     // file in the temporary directory is written when missing, so the demo always runs
@@ -841,10 +906,17 @@ int run_main(int argc, char** argv) {
                     ? " (on the CPU, with the cache: the device does not compute flash_attn_ext)"
                     : "");
 
-    // the prompt: random ids from the seed
+    // the prompt: random ids from the seed, or the reference's
     run_result run;
+    if (reference) {
+        if (reference->n_vocab != h.n_vocab)
+            return fail("checking the reference",
+                        status(errc::invalid_argument, "its vocabulary has " + std::to_string(reference->n_vocab) +
+                                                           " tokens, the model's " + std::to_string(h.n_vocab)));
+        run.tokens.assign(reference->ids.begin(), reference->ids.begin() + o.n_prompt);
+    }
     std::mt19937 rng(o.seed ^ 0x5bd1e995u);
-    for (int i = 0; i < o.n_prompt; ++i)
+    while (static_cast<int>(run.tokens.size()) < o.n_prompt)
         run.tokens.push_back(
             static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(h.n_vocab)));
 
@@ -860,7 +932,8 @@ int run_main(int argc, char** argv) {
         std::printf("\n");
     }
     cpu_backend* profiled = o.profile ? backends.back().get_if<cpu_backend>() : nullptr;
-    const auto run_on = [&](auto& sched) { return generate(sched, model, **cache, o, profiled, progress, run); };
+    const llama::reference_logits* ref_ptr = reference ? &*reference : nullptr;
+    const auto run_on = [&](auto& sched) { return generate(sched, model, **cache, o, ref_ptr, profiled, progress, run); };
     status s;
 #if BACKPLANE_EXAMPLE_HAVE_MPI
     if (job)
@@ -893,6 +966,12 @@ int run_main(int argc, char** argv) {
     const std::vector<float>& last = run.logits.back();
     std::printf(" %d\n",
                 static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin()));
+
+    if (reference)
+        return llama::report_reference(*reference, run.logits,
+                                       o.max_nmse.value_or(llama::default_max_nmse(model)))
+                   ? 0
+                   : 1;
 
     // the check: a CPU-only run with the same attention, and with flash attention also
     // one with the unfused attention

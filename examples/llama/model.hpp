@@ -119,6 +119,13 @@ class model {
         return out;
     }
 
+    /// Whether any of the file's tensors is of a type `pred` accepts.
+    template <class Pred>
+    [[nodiscard]] bool any_tensor_type(Pred pred) const {
+        const auto& ts = file_->tensors();
+        return std::any_of(ts.begin(), ts.end(), [&](const gguf::tensor_info& ti) { return pred(ti.type); });
+    }
+
   private:
     std::optional<gguf::file> file_;
 
