@@ -81,10 +81,12 @@ unset(_bp_summary)
 # backplane_link_enabled_backends(<target>): links every optional backend this build has
 # (backplane::blas, ::vulkan, ::cuda; not ::mpi, which is no backend), so the program
 # compiles them in (BACKPLANE_WITH_*) and the registry lists them. For the examples and
-# tools that run on whatever is there.
+# tools that run on whatever is there. Not ::cuda when its kernels are compiled only to
+# check them (BACKPLANE_CUDA_CHECK_ONLY: nothing could run them): loading cuBLAS costs
+# every process 0.35 s, and the test command starts such programs a few hundred times.
 function(backplane_link_enabled_backends target)
     foreach(component IN LISTS BACKPLANE_COMPONENTS)
-        if(component STREQUAL "mpi")
+        if(component STREQUAL "mpi" OR (component STREQUAL "cuda" AND BACKPLANE_CUDA_CHECK_ONLY))
             continue()
         endif()
         target_link_libraries(${target} PRIVATE backplane::${component})
