@@ -94,6 +94,7 @@ struct options {
     bool quiet = false;
     bool plan = false;
     bool profile = false;
+    int repeat = 1; // timed runs of the whole sequence (> 1: after an untimed warm-up)
     bool fusion = true;
     std::string parallel; // "", "tensor" or "pipeline" (under mpirun)
 };
@@ -134,6 +135,8 @@ run:
   --no-fusion         every node computed on its own (no fused groups of nodes)
   --prompt N          prompt tokens (default 64)
   --gen N             generated tokens (default 32)
+  --repeat N          run the prompt and generation N times after a warm-up run and print
+                      the mean speeds (as llama-bench's repetitions; default 1, no warm-up)
   --check             compare the logits with a CPU-only run (NMSE <= 2e-3)
   --reference FILE    run FILE's token ids and compare every position's logits with FILE's
                       (the same argmax, NMSE at most --max-nmse; scripts/llamacpp)
@@ -273,6 +276,8 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             err = number(o.n_prompt, 1);
         else if (a == "--gen")
             err = number(o.n_gen, 0);
+        else if (a == "--repeat")
+            err = number(o.repeat, 1);
         else if (a == "--check")
             o.check = true;
         else if (a == "--reference") {
@@ -307,6 +312,8 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
         return "--parallel runs one CPU backend per rank: --device and --gpu-layers do not apply";
     if (!o.reference.empty() && (o.check || !o.parallel.empty()))
         return "--reference is a check of its own: not with --check or --parallel";
+    if (o.repeat > 1 && o.profile)
+        return "--profile times one run: not with --repeat";
     return std::nullopt;
 }
 
@@ -409,7 +416,7 @@ status append_rows(const std::vector<float>& all, int n_vocab, std::vector<std::
 template <class Sched>
 status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cache, const options& o,
                 const llama::reference_logits* ref, cpu_backend* profiled,
-                progress_line& progress, run_result& out) {
+                progress_line& progress, run_result& out, bool describe = true) {
     const int batch = o.batch > 0 ? std::min(o.batch, o.n_prompt) : o.n_prompt;
     const bool all_logits = ref != nullptr;
     // buffers sized once, for the largest step
@@ -418,7 +425,7 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
         if (auto s = sched.reserve(worst->g); !s)
             return s;
     }
-    {
+    if (describe) {
         auto first = llama::build_step(m, cache, 0, batch, all_logits, o.kv_pad);
         if (auto s =
                 print_plan(sched, first->g,
@@ -933,7 +940,25 @@ int run_main(int argc, char** argv) {
     }
     cpu_backend* profiled = o.profile ? backends.back().get_if<cpu_backend>() : nullptr;
     const llama::reference_logits* ref_ptr = reference ? &*reference : nullptr;
-    const auto run_on = [&](auto& sched) { return generate(sched, model, **cache, o, ref_ptr, profiled, progress, run); };
+    // with --repeat: a warm-up run, then the timed ones from the same prompt, the mean kept
+    const auto run_on = [&](auto& sched) -> status {
+        const std::vector<std::int32_t> prompt = run.tokens;
+        const int runs = o.repeat > 1 ? o.repeat + 1 : 1;
+        double prompt_s = 0, gen_s = 0;
+        for (int r = 0; r < runs; ++r) {
+            run.tokens = prompt;
+            run.logits.clear();
+            if (auto st = generate(sched, model, **cache, o, ref_ptr, profiled, progress, run, r == 0); !st)
+                return st;
+            if (runs == 1 || r > 0) {
+                prompt_s += run.prompt_s;
+                gen_s += run.gen_s;
+            }
+        }
+        run.prompt_s = prompt_s / o.repeat;
+        run.gen_s = gen_s / o.repeat;
+        return {};
+    };
     status s;
 #if BACKPLANE_EXAMPLE_HAVE_MPI
     if (job)
@@ -953,6 +978,8 @@ int run_main(int argc, char** argv) {
     if (!s)
         return fail("running", s);
 
+    if (o.repeat > 1)
+        std::printf("speeds: the mean of %d runs after a warm-up run\n", o.repeat);
     std::printf("prompt: %d tokens in %.3f s: %.1f tokens/s\n", o.n_prompt, run.prompt_s,
                 o.n_prompt / run.prompt_s);
     if (o.n_gen > 0)
