@@ -1,6 +1,9 @@
-// Compares backplane's reference quantizers and dequantizers (core/quants.hpp,
-// core/kquants.hpp) with ggml's quantize_row_<type>_ref and dequantize_row_<type> on
-// seeded rows: many scales, ties, all-positive, few-level, constant and zero blocks.
+// Compares backplane's reference quantizers and dequantizers (core/types.hpp,
+// core/quants.hpp, core/kquants.hpp) with ggml's quantize_row_<type>_ref and
+// dequantize_row_<type> on seeded rows: many scales, ties, all-positive, few-level,
+// constant and zero blocks; and the two quantizers of model files that differ from those
+// ("file": quantize_weights_row's q8_0 and iq4_nl) with what llama-quantize calls,
+// quantize_row_q8_0_ref and quantize_iq4_nl.
 // Built and run by scripts/check_quants_ggml against a ggml checkout; not part of the build.
 
 #include <backplane/core/kquants.hpp>
@@ -60,7 +63,7 @@ int compare(const char* name, void (*q_ours)(const float*, Ours*, std::int64_t),
     d_ours(a.data(), ya.data(), n);
     d_theirs(reinterpret_cast<const Theirs*>(a.data()), yb.data(), n);
     const bool same = std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)) == 0;
-    std::printf("%-7s %6zu blocks: %d differ; dequantized values %s\n", name, a.size(), bad, same ? "identical" : "DIFFER");
+    std::printf("%-11s %6zu blocks: %d differ; dequantized values %s\n", name, a.size(), bad, same ? "identical" : "DIFFER");
     return bad + (same ? 0 : 1);
 }
 
@@ -76,18 +79,22 @@ std::vector<float> without_tiny_blocks(const std::vector<float>& x) {
     return out;
 }
 
+/// ggml's quantize_iq4_nl (what llama-quantize runs; no importance weights) on one row.
+void quantize_iq4_nl_rows(const float* x, block_iq4_nl* y, std::int64_t n) { quantize_iq4_nl(x, y, 1, n, nullptr); }
+
 } // namespace
 
 int main(int argc, char** argv) {
     const unsigned seed = argc > 1 ? static_cast<unsigned>(std::atoi(argv[1])) : 1u;
     const std::vector<float> small = test_rows(32, seed), large = test_rows(256, seed + 1);
     int bad = 0;
-    bad += compare<bp::block_q8_0, block_q8_0, 32>("q8_0", bp::quantize_row_q8_0, quantize_row_q8_0_ref, bp::dequantize_row_q8_0, dequantize_row_q8_0, small);
+    bad += compare<bp::block_q8_0, block_q8_0, 32>("q8_0 file", bp::quantize_row_q8_0_ties_away, quantize_row_q8_0_ref, bp::dequantize_row_q8_0, dequantize_row_q8_0, small);
     bad += compare<bp::block_q4_0, block_q4_0, 32>("q4_0", bp::quantize_row_q4_0, quantize_row_q4_0_ref, bp::dequantize_row_q4_0, dequantize_row_q4_0, small);
     bad += compare<bp::block_q4_1, block_q4_1, 32>("q4_1", bp::quantize_row_q4_1, quantize_row_q4_1_ref, bp::dequantize_row_q4_1, dequantize_row_q4_1, small);
     bad += compare<bp::block_q5_0, block_q5_0, 32>("q5_0", bp::quantize_row_q5_0, quantize_row_q5_0_ref, bp::dequantize_row_q5_0, dequantize_row_q5_0, small);
     bad += compare<bp::block_q5_1, block_q5_1, 32>("q5_1", bp::quantize_row_q5_1, quantize_row_q5_1_ref, bp::dequantize_row_q5_1, dequantize_row_q5_1, small);
     bad += compare<bp::block_iq4_nl, block_iq4_nl, 32>("iq4_nl", bp::quantize_row_iq4_nl, quantize_row_iq4_nl_ref, bp::dequantize_row_iq4_nl, dequantize_row_iq4_nl, without_tiny_blocks(small));
+    bad += compare<bp::block_iq4_nl, block_iq4_nl, 32>("iq4_nl file", bp::quantize_row_iq4_nl_search, quantize_iq4_nl_rows, bp::dequantize_row_iq4_nl, dequantize_row_iq4_nl, small);
     bad += compare<bp::block_mxfp4, block_mxfp4, 32>("mxfp4", bp::quantize_row_mxfp4, quantize_row_mxfp4_ref, bp::dequantize_row_mxfp4, dequantize_row_mxfp4, small);
     bad += compare<bp::block_q2_K, block_q2_K, 256>("q2_K", bp::quantize_row_q2_K, quantize_row_q2_K_ref, bp::dequantize_row_q2_K, dequantize_row_q2_K, large);
     bad += compare<bp::block_q3_K, block_q3_K, 256>("q3_K", bp::quantize_row_q3_K, quantize_row_q3_K_ref, bp::dequantize_row_q3_K, dequantize_row_q3_K, large);

@@ -218,6 +218,98 @@ TEST_CASE("quants: ties, all-zero blocks and the sign of the largest magnitude, 
     }
 }
 
+TEST_CASE("quants: iq4_nl's scale search fits better than the reference rounding and is deterministic", "[quants]") {
+    // the weighted squared error sum x^2 (x - y)^2 of a block's dequantized values y
+    const auto error = [](const float* x, const block_iq4_nl& b) {
+        float y[qk];
+        dequantize_row_iq4_nl(&b, y, qk);
+        double e = 0;
+        for (int j = 0; j < qk; ++j) e += static_cast<double>(x[j]) * x[j] * (x[j] - y[j]) * (x[j] - y[j]);
+        return e;
+    };
+    for (const float scale : scales) {
+        INFO("scale " << scale);
+        const std::vector<float> x = seeded_row(7, scale);
+        constexpr int blocks = 8;
+        std::vector<block_iq4_nl> ref(blocks), search(blocks), again(blocks);
+        quantize_row_iq4_nl(x.data(), ref.data(), blocks * qk);
+        quantize_row_iq4_nl_search(x.data(), search.data(), blocks * qk);
+        double e_ref = 0, e_search = 0;
+        int better = 0;
+        for (int b = 0; b < blocks; ++b) {
+            const float* xb = x.data() + b * qk;
+            e_ref += error(xb, ref[b]);
+            e_search += error(xb, search[b]);
+            better += error(xb, search[b]) < error(xb, ref[b]);
+            // one block at a time, and again: the same bytes
+            quantize_row_iq4_nl_search(xb, &again[b], qk);
+        }
+        CHECK(e_search < 0.97 * e_ref); // about 9 % below on such data
+        CHECK(better >= blocks / 2);    // (a block now and then comes out worse)
+        CHECK(std::memcmp(search.data(), again.data(), blocks * sizeof(block_iq4_nl)) == 0);
+    }
+    SECTION("exact multiples of the table with +113 the largest: the search finds them, the reference does not") {
+        // values 1/8 * iq4nl_values[q] with q in 2..15: the reference maps 113 / 8 to -127 and
+        // fits the mirrored codes; the search's first scale maps it to +127, whose codes are q
+        float x[qk];
+        for (int j = 0; j < qk; ++j) x[j] = 0.125f * static_cast<float>(iq4nl_values[2 + (j * 5) % 14]);
+        block_iq4_nl b{}, r{};
+        quantize_row_iq4_nl_search(x, &b, qk);
+        quantize_row_iq4_nl(x, &r, qk);
+        CHECK(f16_to_f32(b.d) == 0.125f);
+        float y[qk];
+        dequantize_row_iq4_nl(&b, y, qk);
+        for (int j = 0; j < qk; ++j) CHECK(y[j] == x[j]);
+        CHECK(error(x, r) > 0.0);
+    }
+    SECTION("a block of magnitudes below 1e-15: scale 0, the entry nearest 0 (index 8) everywhere, as ggml") {
+        float x[qk];
+        for (int j = 0; j < qk; ++j) x[j] = (j % 2 ? -1e-17f : 3e-16f);
+        block_iq4_nl b{};
+        quantize_row_iq4_nl_search(x, &b, qk);
+        CHECK(b.d.bits == 0);
+        for (const std::uint8_t byte : b.qs) CHECK(byte == 0x88);
+    }
+}
+
+TEST_CASE("convert: quantize_weights_row is from_float_row but for iq4_nl's search and q8_0's ties", "[quants]") {
+    const std::vector<float> x = seeded_row(11, 1.0f); // 256 values
+    const auto n = static_cast<std::int64_t>(x.size());
+    for (const elem_type t : all_elem_types) {
+        if (!is_quantized(t)) continue;
+        INFO(to_string(t));
+        std::vector<std::byte> file(row_size(t, n)), op(row_size(t, n)), own(row_size(t, n));
+        quantize_weights_row(t, x.data(), file.data(), n);
+        from_float_row(t, x.data(), op.data(), n);
+        if (t == elem_type::iq4_nl) {
+            quantize_row_iq4_nl_search(x.data(), reinterpret_cast<block_iq4_nl*>(own.data()), n);
+            CHECK(file == own);
+            CHECK(file != op);
+        } else if (t == elem_type::q8_0) {
+            quantize_row_q8_0_ties_away(x.data(), reinterpret_cast<block_q8_0*>(own.data()), n);
+            CHECK(file == own);
+        } else {
+            CHECK(file == op);
+        }
+    }
+    SECTION("q8_0: a tie rounds away from zero for files, to even for the ops") {
+        float v[qk8_0] = {};
+        v[0] = 127.0f; // d = 1
+        v[1] = 2.5f;
+        v[2] = -4.5f;
+        v[3] = 3.5f;
+        block_q8_0 away{}, even{};
+        quantize_row_q8_0_ties_away(v, &away, qk8_0);
+        quantize_row_q8_0(v, &even, qk8_0);
+        CHECK(away.qs[1] == 3);
+        CHECK(away.qs[2] == -5);
+        CHECK(away.qs[3] == 4);
+        CHECK(even.qs[1] == 2);
+        CHECK(even.qs[2] == -4);
+        CHECK(even.qs[3] == 4);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // K-quants (core/kquants.hpp)
 

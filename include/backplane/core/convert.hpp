@@ -104,6 +104,20 @@ inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n)
     }
 }
 
+/// Converts a row of n f32 values to type t as a model file stores weights: the bytes
+/// llama-quantize writes without an importance matrix (ggml's quantize_<type>). They are
+/// from_float_row's but for two types: iq4_nl searches its scale
+/// (quantize_row_iq4_nl_search) and q8_0 rounds a tie away from zero
+/// (quantize_row_q8_0_ties_away). For writing files only: cpy and set_rows convert with
+/// from_float_row, as ggml's CPU does.
+inline void quantize_weights_row(elem_type t, const float* x, void* y, std::int64_t n) noexcept {
+    switch (t) {
+    case elem_type::q8_0: quantize_row_q8_0_ties_away(x, static_cast<block_q8_0*>(y), n); break;
+    case elem_type::iq4_nl: quantize_row_iq4_nl_search(x, static_cast<block_iq4_nl*>(y), n); break;
+    default: from_float_row(t, x, y, n); break;
+    }
+}
+
 /// Converts a row of n values of type t to f32.
 inline void to_float_row(elem_type t, const void* x, float* y, std::int64_t n) noexcept {
     switch (t) {

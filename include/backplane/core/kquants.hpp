@@ -4,8 +4,9 @@
 // and q8_K, the activation format their dot products use. Layouts are byte for byte ggml's; the quantizers compute what ggml's
 // reference row quantizers (quantize_row_<type>_ref) compute, bit for bit on the same input
 // (the same searches for each sub-block's scale and minimum, the same f32 arithmetic in the
-// same order, no importance weights), built without floating-point contraction as ggml's
-// reference build is.
+// same order, no importance weights), whatever the compiler's contraction: every product
+// whose rounding matters is rounded before it is added (detail::unfused), as in ggml's
+// reference build, which has no FMA.
 //
 //   q4_K, q5_K: 8 sub-blocks of 32 values, each with a 6-bit scale and a 6-bit minimum
 //     (packed in 12 bytes), times the f16 super-block scales d and dmin:
@@ -19,6 +20,7 @@
 //
 // n (values per row) must be a multiple of 256; callers validate.
 
+#include <backplane/core/detail/unfused.hpp>
 #include <backplane/core/types.hpp>
 
 #include <cmath>
@@ -70,13 +72,18 @@ static_assert(sizeof(block_q2_K) == 84 && sizeof(block_q3_K) == 110 && sizeof(bl
 
 namespace kquant_detail {
 
-/// x rounded to the nearest integer, ties to even, by ggml's float trick (|x| < 2^22).
-inline int nearest_int(float x) noexcept {
+/// x rounded to the nearest integer, ties to even, by ggml's float trick (|x| < 2^22), for
+/// an x the compiler cannot fuse into the trick's addition (an element of an array passed
+/// through detail::unfused, a quotient, a loaded value).
+inline int nearest_int_unfused(float x) noexcept {
     const float v = x + 12582912.0f;
     std::int32_t i;
     std::memcpy(&i, &v, sizeof i);
     return (i & 0x007fffff) - 0x00400000;
 }
+
+/// nearest_int_unfused of x rounded first: x is mostly a product (unfused.hpp).
+inline int nearest_int(float x) noexcept { return nearest_int_unfused(detail::unfused(x)); }
 
 /// Sub-block j's 6-bit scale and minimum from q4_K's and q5_K's 12 packed bytes.
 inline void scale_min(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& m) noexcept {
@@ -102,7 +109,7 @@ inline float fit_scale_min(int n, int nmax, const float* x, const float* w, std:
         if (x[i] < min) min = x[i];
         if (x[i] > max) max = x[i];
         sum_w += w[i];
-        sum_x += w[i] * x[i];
+        sum_x += detail::unfused(w[i] * x[i]);
     }
     if (min > 0) min = 0;
     if (max == min) {
@@ -116,32 +123,33 @@ inline float fit_scale_min(int n, int nmax, const float* x, const float* w, std:
     for (int i = 0; i < n; ++i) {
         const int l = nearest_int(iscale * (x[i] - min));
         L[i] = static_cast<std::uint8_t>(l < 0 ? 0 : (l > nmax ? nmax : l));
-        best_error += w[i] * fit_error(scale * L[i] + min - x[i], absolute);
+        best_error += detail::unfused(w[i] * fit_error(detail::unfused(scale * L[i]) + min - x[i], absolute));
     }
     std::uint8_t aux[32];
     for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+        iscale = (rmin + detail::unfused(rdelta * static_cast<float>(is)) + static_cast<float>(nmax)) / (max - min);
         float sum_l = 0, sum_l2 = 0, sum_xl = 0;
         for (int i = 0; i < n; ++i) {
             int l = nearest_int(iscale * (x[i] - min));
             l = l < 0 ? 0 : (l > nmax ? nmax : l);
             aux[i] = static_cast<std::uint8_t>(l);
             const float fl = static_cast<float>(l);
-            sum_l += w[i] * fl;
-            sum_l2 += w[i] * fl * fl;
-            sum_xl += w[i] * fl * x[i];
+            sum_l += detail::unfused(w[i] * fl);
+            sum_l2 += detail::unfused(w[i] * fl * fl);
+            sum_xl += detail::unfused(w[i] * fl * x[i]);
         }
-        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        const auto mul = [](float a, float b) { return detail::unfused(a * b); };
+        const float D = mul(sum_w, sum_l2) - mul(sum_l, sum_l);
         if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            float this_scale = (mul(sum_w, sum_xl) - mul(sum_x, sum_l)) / D;
+            float this_min = (mul(sum_l2, sum_x) - mul(sum_l, sum_xl)) / D;
             if (this_min > 0) {
                 this_min = 0;
                 this_scale = sum_xl / sum_l2;
             }
             float cur_error = 0;
             for (int i = 0; i < n; ++i) {
-                cur_error += w[i] * fit_error(this_scale * aux[i] + this_min - x[i], absolute);
+                cur_error += mul(w[i], fit_error(mul(this_scale, aux[i]) + this_min - x[i], absolute));
             }
             if (cur_error < best_error) {
                 for (int i = 0; i < n; ++i) L[i] = aux[i];
@@ -178,8 +186,8 @@ struct centred_fit {
             const int l = code(iscale, x[i]);
             L[i] = static_cast<std::int8_t>(l);
             const float w = x[i] * x[i], fl = static_cast<float>(l);
-            sumlx += w * x[i] * fl;
-            suml2 += w * fl * fl;
+            sumlx += detail::unfused(w * x[i] * fl);
+            suml2 += detail::unfused(w * fl * fl);
         }
         return true;
     }
@@ -195,13 +203,13 @@ inline float fit_scale(int n, int nmax, const float* x, std::int8_t* L) noexcept
     float best = scale * f.sumlx;
     for (int is = -9; is <= 9; ++is) {
         if (is == 0) continue;
-        const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / f.max;
+        const float iscale = -(static_cast<float>(nmax) + detail::unfused(0.1f * static_cast<float>(is))) / f.max;
         float sumlx = 0, suml2 = 0;
         for (int i = 0; i < n; ++i) {
             const float fl = static_cast<float>(f.code(iscale, x[i]));
             const float w = x[i] * x[i];
-            sumlx += w * x[i] * fl;
-            suml2 += w * fl * fl;
+            sumlx += detail::unfused(w * x[i] * fl);
+            suml2 += detail::unfused(w * fl * fl);
         }
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(nmax + f.code(iscale, x[i]));
@@ -224,13 +232,13 @@ inline float fit_scale_refined(int n, int nmax, const float* x, std::int8_t* L) 
         int changed = 0;
         for (int i = 0; i < n; ++i) {
             const float w = x[i] * x[i];
-            float slx = sumlx - w * x[i] * L[i];
+            float slx = sumlx - detail::unfused(w * x[i] * L[i]);
             if (!(slx > 0)) continue; // as ggml: a NaN skips too
-            float sl2 = suml2 - w * L[i] * L[i];
+            float sl2 = suml2 - detail::unfused(w * L[i] * L[i]);
             const int l = clamp(nearest_int(x[i] * sl2 / slx));
             if (l == L[i]) continue;
-            slx += w * x[i] * static_cast<float>(l);
-            sl2 += w * static_cast<float>(l) * static_cast<float>(l);
+            slx += detail::unfused(w * x[i] * static_cast<float>(l));
+            sl2 += detail::unfused(w * static_cast<float>(l) * static_cast<float>(l));
             if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
                 L[i] = static_cast<std::int8_t>(l);
                 sumlx = slx;
@@ -274,7 +282,7 @@ inline void quantize_scales_mins(const float* x, int nmax, float rmin, int nstep
     for (int j = 0; j < 8; ++j) {
         const float* xb = x + 32 * j;
         float sum_x2 = 0;
-        for (int l = 0; l < 32; ++l) sum_x2 += xb[l] * xb[l];
+        for (int l = 0; l < 32; ++l) sum_x2 += detail::unfused(xb[l] * xb[l]);
         const float av_x = std::sqrt(sum_x2 / 32);
         for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xb[l]);
         sc[j] = fit_scale_min(32, nmax, xb, w, L + 32 * j, mn[j], rmin, 0.1f, nstep);
@@ -304,7 +312,7 @@ inline void quantize_scales_mins(const float* x, int nmax, float rmin, int nstep
         scale_min(j, scales, s, m);
         const float dl = f16_to_f32(d) * s;
         if (dl == 0.0f) continue;
-        const float dm = f16_to_f32(dmin) * m;
+        const float dm = f16_to_f32(dmin) * m; // exact (f16 times 6 bits): no rounding to fuse
         for (int i = 0; i < 32; ++i) {
             const int l = nearest_int((x[32 * j + i] + dm) / dl);
             L[32 * j + i] = static_cast<std::uint8_t>(l < 0 ? 0 : (l > nmax ? nmax : l));
@@ -466,8 +474,11 @@ inline void quantize_row_q8_K(const float* x, block_q8_K* y, std::int64_t n) noe
         std::memset(&y[b], 0, sizeof y[b]);
         if (max == 0.0f) continue;
         const float iscale = -127.0f / max;
+        float p[qk_k]; // the products, rounded before the rounding trick adds (vectorised)
+        for (int j = 0; j < qk_k; ++j) p[j] = iscale * x[j];
+        detail::unfused(p);
         for (int j = 0; j < qk_k; ++j) {
-            const int v = kquant_detail::nearest_int(iscale * x[j]);
+            const int v = kquant_detail::nearest_int_unfused(p[j]);
             y[b].qs[j] = static_cast<std::int8_t>(v < 127 ? v : 127);
         }
         for (int j = 0; j < qk_k / 16; ++j) {

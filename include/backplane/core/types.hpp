@@ -9,6 +9,8 @@
 // quantizers are in quants.hpp and kquants.hpp; row conversions of every type in
 // convert.hpp.
 
+#include <backplane/core/detail/unfused.hpp>
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -228,7 +230,9 @@ inline float signed_max(const float* x, std::int64_t n) noexcept {
 }
 } // namespace detail
 
-inline void quantize_row_q8_0(const float* x, block_q8_0* y, std::int64_t n) noexcept {
+namespace detail {
+/// q8_0: d = max |x| / 127, codes round(x / d) by `round` (a function of a float).
+template <class Round> void quantize_row_q8_0_by(const float* x, block_q8_0* y, std::int64_t n, Round round) noexcept {
     for (std::int64_t b = 0; b < n / qk8_0; ++b) {
         const float* xb = x + b * qk8_0;
         float amax = 0.0f;
@@ -236,8 +240,20 @@ inline void quantize_row_q8_0(const float* x, block_q8_0* y, std::int64_t n) noe
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = f32_to_f16(d);
-        for (int j = 0; j < qk8_0; ++j) y[b].qs[j] = static_cast<std::int8_t>(std::nearbyint(xb[j] * id));
+        for (int j = 0; j < qk8_0; ++j) y[b].qs[j] = static_cast<std::int8_t>(round(xb[j] * id));
     }
+}
+} // namespace detail
+
+/// q8_0, a tie rounded to even, as ggml's vectorised CPU quantizer (cpy, set_rows) rounds.
+inline void quantize_row_q8_0(const float* x, block_q8_0* y, std::int64_t n) noexcept {
+    detail::quantize_row_q8_0_by(x, y, n, [](float v) { return std::nearbyint(v); });
+}
+
+/// q8_0, a tie rounded away from zero, as ggml's reference quantizer (quantize_row_q8_0_ref)
+/// rounds, which is what llama-quantize writes; otherwise quantize_row_q8_0's bytes.
+inline void quantize_row_q8_0_ties_away(const float* x, block_q8_0* y, std::int64_t n) noexcept {
+    detail::quantize_row_q8_0_by(x, y, n, [](float v) { return std::round(v); });
 }
 
 inline void dequantize_row_q8_0(const block_q8_0* x, float* y, std::int64_t n) noexcept {
@@ -254,9 +270,12 @@ inline void quantize_row_q4_0(const float* x, block_q4_0* y, std::int64_t n) noe
         const float d = detail::signed_max(xb, qk4_0) / -8.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = f32_to_f16(d);
+        float p[qk4_0]; // the products, rounded before 8.5 is added (no FMA)
+        for (int j = 0; j < qk4_0; ++j) p[j] = xb[j] * id;
+        detail::unfused(p);
         for (int j = 0; j < qk4_0 / 2; ++j) {
-            const float v0 = xb[j] * id + 8.5f;
-            const float v1 = xb[j + qk4_0 / 2] * id + 8.5f;
+            const float v0 = p[j] + 8.5f;
+            const float v1 = p[j + qk4_0 / 2] + 8.5f;
             const auto q0 = static_cast<std::uint8_t>(v0 < 15.0f ? static_cast<int>(v0) : 15);
             const auto q1 = static_cast<std::uint8_t>(v1 < 15.0f ? static_cast<int>(v1) : 15);
             y[b].qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
