@@ -145,10 +145,11 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
                     break;
                 }
             }
-            from_float_row(tt->type, row.data(),
-                           static_cast<std::byte*>(tt->data) +
-                               static_cast<std::size_t>(r) * tt->nb[1],
-                           e.ne[0]);
+            // a file's bytes: llama-quantize's (iq4_nl searches its scale; convert.hpp)
+            quantize_weights_row(tt->type, row.data(),
+                                 static_cast<std::byte*>(tt->data) +
+                                     static_cast<std::size_t>(r) * tt->nb[1],
+                                 e.ne[0]);
         }
         if (auto s = w.add_tensor(*tt); !s)
             return s;
