@@ -575,19 +575,12 @@ status check_against_cpu(const options& o, const registry& reg, const run_result
     if (!all)
         return all.error();
     const std::size_t V = static_cast<std::size_t>((*m)->hp.n_vocab);
-    double err = 0, ref = 0;
+    llama::nmse_sum e;
     for (std::size_t k = 0; k < run.logits.size(); ++k) {
         const std::size_t row = static_cast<std::size_t>(o.n_prompt) - 1 + k;
-        for (std::size_t j = 0; j < V; ++j) {
-            const double b = (*all)[row * V + j];
-            const double d = static_cast<double>(run.logits[k][j]) - b;
-            err += d * d;
-            ref += b * b;
-        }
+        e.add(run.logits[k], std::span(*all).subspan(row * V, V));
     }
-    nmse = ref > 0 ? err / ref : err;
-    if (!std::isfinite(nmse))
-        nmse = std::numeric_limits<double>::infinity();
+    nmse = e.value();
     return {};
 }
 

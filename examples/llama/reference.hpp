@@ -105,6 +105,25 @@ inline double default_max_nmse(const model& m) {
     return 1e-6;
 }
 
+/// A normalized mean squared error summed over rows: sum (got - ref)^2 / sum ref^2 (the
+/// error alone where ref is all zeros; infinity where it is not finite).
+struct nmse_sum {
+    double err = 0;
+    double norm = 0;
+
+    void add(std::span<const float> got, std::span<const float> ref) noexcept {
+        for (std::size_t j = 0; j < ref.size(); ++j) {
+            const double d = static_cast<double>(got[j]) - ref[j];
+            err += d * d;
+            norm += static_cast<double>(ref[j]) * ref[j];
+        }
+    }
+    double value() const noexcept {
+        const double v = norm > 0 ? err / norm : err;
+        return std::isfinite(v) ? v : INFINITY;
+    }
+};
+
 /// One position compared: the largest logit's index on either side, the reference's gap
 /// between its two largest logits (how close the argmax is to a tie), and the NMSE.
 struct position_comparison {
@@ -116,12 +135,8 @@ struct position_comparison {
 
 inline position_comparison compare_position(std::span<const float> got, std::span<const float> ref) {
     position_comparison c;
-    double err = 0, norm = 0;
     float first = -INFINITY, second = -INFINITY;
     for (std::size_t j = 0; j < ref.size(); ++j) {
-        const double d = static_cast<double>(got[j]) - ref[j];
-        err += d * d;
-        norm += static_cast<double>(ref[j]) * ref[j];
         if (got[j] > got[static_cast<std::size_t>(c.argmax)])
             c.argmax = static_cast<int>(j);
         if (ref[j] > first) {
@@ -133,9 +148,9 @@ inline position_comparison compare_position(std::span<const float> got, std::spa
         }
     }
     c.ref_margin = static_cast<double>(first) - second;
-    c.nmse = norm > 0 ? err / norm : err;
-    if (!std::isfinite(c.nmse))
-        c.nmse = INFINITY;
+    nmse_sum e;
+    e.add(got, ref);
+    c.nmse = e.value();
     return c;
 }
 
