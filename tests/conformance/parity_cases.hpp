@@ -92,7 +92,7 @@ template <class Provider> void check_family(std::string_view name, sweep part = 
 BACKPLANE_PARITY_CASE("copy", "dup, cont and cpy for every type pair", "")
 BACKPLANE_PARITY_CASE("binary", "add, sub, mul, div with broadcasting for every type pair", "")
 BACKPLANE_PARITY_CASE("unary", "every unary op of every type", "")
-BACKPLANE_PARITY_CASE("rows", "sum_rows, argmax, norm, rms_norm", "")
+BACKPLANE_PARITY_CASE("rows", "sum_rows, argmax, norm, rms_norm, l2_norm, group_norm", "")
 BACKPLANE_PARITY_CASE("soft_max", "soft_max without a mask and with masks, with ALiBi and sinks", "")
 BACKPLANE_PARITY_CASE("mul_mat", "mul_mat for every weight and activation type", "[mul_mat]")
 BACKPLANE_PARITY_CASE("get_rows", "get_rows from every type", "")

@@ -566,6 +566,33 @@ TEST_CASE("rms_norm and norm", "[ops][rows]") {
     }
 }
 
+TEST_CASE("l2_norm and group_norm", "[ops][rows]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 8, 3, 10, 2);
+    tensor* l = l2_norm(ctx, a, 1e-4f);
+    check_result(l, elem_type::f32, {8, 3, 10, 2}, op_kind::l2_norm, a);
+    CHECK(l->param<float>(0) == 1e-4f);
+    tensor* g = group_norm(ctx, a, 4, 1e-5f);
+    check_result(g, elem_type::f32, {8, 3, 10, 2}, op_kind::group_norm, a);
+    CHECK(g->param<std::int32_t>(0) == 4); // ggml's slots: n_groups, then eps
+    CHECK(g->param<float>(1) == 1e-5f);
+    CHECK(group_norm(ctx, a, 32)->param<std::int32_t>(0) == 32); // more groups than channels
+
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const elem_type t : {elem_type::f16, elem_type::bf16, elem_type::i32}) {
+        tensor* x = ctx.new_tensor_2d(t, 8, 3);
+        CHECK_OP_ERROR("l2_norm", operands({x}), l2_norm(ctx, x, 1e-5f));
+        CHECK_OP_ERROR("group_norm", operands({x}), group_norm(ctx, x, 1));
+    }
+    for (const float eps : {-1.0f, nan, inf}) {
+        CHECK_OP_ERROR("l2_norm", operands({a}), l2_norm(ctx, a, eps));
+        CHECK_OP_ERROR("group_norm", operands({a}), group_norm(ctx, a, 2, eps));
+    }
+    for (const int n_groups : {0, -3}) CHECK_OP_ERROR("group_norm", operands({a}), group_norm(ctx, a, n_groups));
+    CHECK_NULL_ERROR("l2_norm", l2_norm(ctx, nullptr));
+    CHECK_NULL_ERROR("group_norm", group_norm(ctx, nullptr, 2));
+}
+
 TEST_CASE("soft_max: mask rules", "[ops][soft_max]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_4d(elem_type::f32, 8, 4, 6, 2);

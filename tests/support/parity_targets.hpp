@@ -50,7 +50,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"copy", 16 * 16 + 2 + 18}, // cpy between the 3 float and 13 quantized types, i32 -> i32, i64 -> i64; dup / cont of each type
     {"binary", 4 * 9},       // add, sub, mul, div: f32 f16 bf16 x f32 f16 bf16
     {"unary", 24 * 3},       // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32 f16 bf16
-    {"rows", 3 + 3 + 2},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32
+    {"rows", 3 + 3 + 4},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm, l2_norm, group_norm f32
     {"soft_max", 3 * 2},     // no mask, f32 mask, f16 mask; each again with sinks (and ALiBi where masked)
     {"mul_mat", 16 * 3},     // f32 f16 bf16 and the 13 quantized weights x f32 f16 bf16 activations
     {"get_rows", 16 + 1},    // f32 f16 bf16, the 13 quantized types and i32 rows

@@ -377,7 +377,8 @@ inline ref_tensor argmax(const tensor& node) {
     return r;
 }
 
-inline ref_tensor norm(const tensor& node, bool rms) {
+/// norm, rms_norm, l2_norm of each row.
+inline ref_tensor norm(const tensor& node) {
     const tensor& a = *node.src[0];
     const double eps = node.param<float>(0);
     ref_tensor r(node.type, node.ne);
@@ -386,20 +387,48 @@ inline ref_tensor norm(const tensor& node, bool rms) {
         for (i64 i2 = 0; i2 < a.ne[2]; ++i2)
             for (i64 i1 = 0; i1 < a.ne[1]; ++i1) {
                 double mean = 0.0;
-                if (!rms) {
+                if (node.op == op_kind::norm) {
                     for (i64 i0 = 0; i0 < n; ++i0)
                         mean += get(a, i0, i1, i2, i3);
                     mean /= static_cast<double>(n);
                 }
-                double var = 0.0;
+                double sum2 = 0.0;
                 for (i64 i0 = 0; i0 < n; ++i0) {
                     const double d = get(a, i0, i1, i2, i3) - mean;
-                    var += d * d;
+                    sum2 += d * d;
                 }
-                var /= static_cast<double>(n);
+                const double scale = node.op == op_kind::l2_norm ? 1.0 / std::max(std::sqrt(sum2), eps)
+                                                                 : 1.0 / std::sqrt(sum2 / static_cast<double>(n) + eps);
                 for (i64 i0 = 0; i0 < n; ++i0)
-                    r.at(i0, i1, i2, i3) = (get(a, i0, i1, i2, i3) - mean) / std::sqrt(var + eps);
+                    r.at(i0, i1, i2, i3) = (get(a, i0, i1, i2, i3) - mean) * scale;
             }
+    return r;
+}
+
+/// group_norm: channels cut into groups of ceil(C / n_groups) (ggml's cut, restated), each
+/// group of each sample normalised as one set of values.
+inline ref_tensor group_norm(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const i64 n_groups = node.param<std::int32_t>(0);
+    const double eps = node.param<float>(1);
+    const i64 per_group = (a.ne[2] + n_groups - 1) / n_groups;
+    ref_tensor r(node.type, node.ne);
+    for (i64 i3 = 0; i3 < a.ne[3]; ++i3)
+        for (i64 c0 = 0; c0 < a.ne[2]; c0 += per_group) {
+            const i64 c1 = std::min(c0 + per_group, a.ne[2]);
+            const extents part = {a.ne[0], a.ne[1], c1 - c0, 1};
+            const double n = static_cast<double>(a.ne[0] * a.ne[1] * (c1 - c0));
+            double mean = 0.0, sum2 = 0.0;
+            for_each_index(part, [&](i64 i0, i64 i1, i64 c, i64) { mean += get(a, i0, i1, c0 + c, i3); });
+            mean /= n;
+            for_each_index(part, [&](i64 i0, i64 i1, i64 c, i64) {
+                const double d = get(a, i0, i1, c0 + c, i3) - mean;
+                sum2 += d * d;
+            });
+            for_each_index(part, [&](i64 i0, i64 i1, i64 c, i64) {
+                r.at(i0, i1, c0 + c, i3) = (get(a, i0, i1, c0 + c, i3) - mean) / std::sqrt(sum2 / n + eps);
+            });
+        }
     return r;
 }
 
@@ -789,10 +818,12 @@ inline ref_tensor ref_forward(const tensor& node) {
         r = ref_detail::sort_rows(node);
         break;
     case op_kind::norm:
-        r = ref_detail::norm(node, false);
-        break;
     case op_kind::rms_norm:
-        r = ref_detail::norm(node, true);
+    case op_kind::l2_norm:
+        r = ref_detail::norm(node);
+        break;
+    case op_kind::group_norm:
+        r = ref_detail::group_norm(node);
         break;
     case op_kind::soft_max:
         r = ref_detail::soft_max(node);

@@ -186,7 +186,13 @@ template <op_kind Op> built_case build_binary(context& ctx, const case_spec& c, 
     return finish(r);
 }
 
-/// sum_rows, sum, mean, argmax, norm, rms_norm; variant: a's layout.
+/// norm, rms_norm or l2_norm (op) of a.
+inline tensor* row_norm_of(context& ctx, op_kind op, tensor* a, float eps) {
+    if (op == op_kind::norm) return norm(ctx, a, eps);
+    return op == op_kind::rms_norm ? rms_norm(ctx, a, eps) : l2_norm(ctx, a, eps);
+}
+
+/// sum_rows, sum, mean, argmax, norm, rms_norm, l2_norm; variant: a's layout.
 template <op_kind Op> built_case build_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
     tensor* a = input(ctx, t, c.ne, c.variant, rng, -1.0, 3.0);
@@ -198,8 +204,15 @@ template <op_kind Op> built_case build_rows(context& ctx, const case_spec& c, st
         return finish(sum(ctx, a));
     if (Op == op_kind::mean)
         return finish(mean(ctx, a));
-    const float eps = Op == op_kind::norm ? 1e-5f : 1e-6f;
-    return finish(Op == op_kind::norm ? norm(ctx, a, eps) : rms_norm(ctx, a, eps));
+    return finish(row_norm_of(ctx, Op, a, Op == op_kind::norm ? 1e-5f : 1e-6f));
+}
+
+/// group_norm of a (f32) into 1 to C + 2 groups of its C channels (dimension 2); variant:
+/// a's layout.
+inline built_case build_group_norm(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng, -1.0, 3.0);
+    const auto n_groups = 1 + static_cast<int>(rng() % static_cast<std::uint32_t>(c.ne[2] + 2));
+    return finish(group_norm(ctx, a, n_groups, 1e-6f));
 }
 
 /// argsort, top_k; variant: a's layout (bits 0, 1), argsort's order (bit 2). top_k's k is
@@ -502,6 +515,8 @@ inline std::span<const op_cases> catalogue() {
         {"top_k", 1, 4, &build_sort<op_kind::top_k>, &shape_rows, {1024, 512, 1, 1}},
         {"norm", 1, 4, &build_rows<op_kind::norm>, &shape_rows, {4096, 512, 1, 1}},
         {"rms_norm", 1, 4, &build_rows<op_kind::rms_norm>, &shape_rows, {4096, 512, 1, 1}},
+        {"l2_norm", 1, 4, &build_rows<op_kind::l2_norm>, &shape_rows, {4096, 512, 1, 1}},
+        {"group_norm", 1, 4, &build_group_norm, &shape_rows, {64, 64, 320, 1}},
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},

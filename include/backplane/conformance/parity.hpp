@@ -116,7 +116,20 @@ inline int unary_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
-/// sum_rows, argmax, norm, rms_norm.
+/// group_norm of type t: up to 10 channels cut into 1 to C + 2 groups (so some groups are
+/// shorter than the others, or empty).
+inline void group_norm_cases(batch& cases, elem_type t) {
+    if (!cases.claimed([&] { return group_norm(cases.ctx, cases.leaf(t, {32, 2, 4, 1}), 3); })) return;
+    cases.combination();
+    for (int s = 0; s < shapes_per_combination; ++s) {
+        extents ne = cases.gen.rows(t, 3000);
+        ne[2] = cases.gen.upto(10);
+        tensor* a = cases.input(t, ne, cases.any_layout(t), -1.0, 3.0); // not centred
+        cases.add(group_norm(cases.ctx, a, static_cast<int>(cases.gen.upto(ne[2] + 2)), s % 2 ? 1e-6f : 1e-3f));
+    }
+}
+
+/// sum_rows, argmax, norm, rms_norm, l2_norm, group_norm.
 inline int rows_cases(batch& cases) {
     const int before = cases.combinations();
     for (elem_type t : all_elem_types) {
@@ -138,17 +151,17 @@ inline int rows_cases(batch& cases) {
                 cases.add(argmax(cases.ctx, a));
             }
         }
-        for (const bool rms : {false, true}) {
-            if (!cases.claimed([&] { return rms ? rms_norm(cases.ctx, cases.leaf(t, {32, 2, 1, 1})) : norm(cases.ctx, cases.leaf(t, {32, 2, 1, 1})); }))
+        for (const op_kind op : {op_kind::norm, op_kind::rms_norm, op_kind::l2_norm}) {
+            if (!cases.claimed([&] { return detail::row_norm_of(cases.ctx, op, cases.leaf(t, {32, 2, 1, 1}), 1e-5f); }))
                 continue;
             cases.combination();
             const float eps[] = {1e-6f, 1e-5f, 1e-3f};
             for (int s = 0; s < shapes_per_combination; ++s) {
                 tensor* a = cases.input(t, cases.gen.rows(t), cases.any_layout(t), -1.0, 3.0); // not centred
-                const float e = eps[s % 3];
-                cases.add(rms ? rms_norm(cases.ctx, a, e) : norm(cases.ctx, a, e));
+                cases.add(detail::row_norm_of(cases.ctx, op, a, eps[s % 3]));
             }
         }
+        group_norm_cases(cases, t);
     }
     return cases.combinations() - before;
 }

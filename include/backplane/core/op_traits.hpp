@@ -26,7 +26,8 @@
 //   sum_rows, mean                  f32              f32 f16 bf16
 //   sum                             = a (1 element)  f32 f16 bf16
 //   argmax, argsort, top_k          i32              f32 f16 bf16
-//   norm, rms_norm                  f32              f32
+//   norm, rms_norm, l2_norm,        f32              f32
+//   group_norm
 //   soft_max                        f32              f32                      none, f32, f16 mask
 //                                                                             (src[2]: f32 sinks)
 //   mul_mat                         f32              f32 f16 bf16 quantized   f32 f16 bf16
@@ -230,12 +231,23 @@ inline std::string_view argmax(const tensor& t) noexcept {
     return {};
 }
 
-inline std::string_view row_norm(const tensor& t) noexcept {
+/// A norm's operand and result (f32, of a's shape) and its eps, in param eps_slot
+/// (finite and non-negative, as ggml asserts for norm, rms_norm and l2_norm).
+inline std::string_view norm_operands(const tensor& t, std::size_t eps_slot) noexcept {
     const tensor& a = *t.src[0];
     if (a.type != elem_type::f32) return "operand must be f32";
     if (t.type != elem_type::f32 || !same_ne(t, a)) return "the result has a's type and shape";
-    const float eps = t.param<float>(0);
+    const float eps = t.param<float>(eps_slot);
     return eps >= 0.0f && std::isfinite(eps) ? std::string_view{} : "eps must be finite and non-negative";
+}
+
+/// norm, rms_norm, l2_norm: eps in param 0.
+inline std::string_view row_norm(const tensor& t) noexcept { return norm_operands(t, 0); }
+
+/// group_norm: n_groups (param 0) at least 1, eps in param 1.
+inline std::string_view group_norm(const tensor& t) noexcept {
+    if (t.param<std::int32_t>(0) < 1) return "n_groups must be at least 1";
+    return norm_operands(t, 1);
 }
 
 inline std::string_view soft_max(const tensor& t) noexcept {
@@ -522,7 +534,8 @@ namespace r = op_rules;
 ///   destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
 ///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); add_id (a, b, ids);
 ///   flash_attn_ext (q, k, v,
-///   optional mask, optional sinks; scale, max_bias, logit_softcap).
+///   optional mask, optional sinks; scale, max_bias, logit_softcap); group_norm (n_groups,
+///   eps); l2_norm (eps).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -581,6 +594,9 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"mul_mat_id", 3, 3, 0, false, false, fam::mul_mat,    r::mul_mat_id},
     {"add_id",    3, 3, 0, false, false, fam::data,        r::add_id},
     {"flash_attn_ext", 3, 5, 3, false, false, fam::mul_mat, r::flash_attn_ext},
+    // normalisation of vision and audio models
+    {"group_norm", 1, 1, 2, false, true,  fam::rows,        r::group_norm},
+    {"l2_norm",   1, 1, 1, false, true,  fam::rows,        r::row_norm},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -598,7 +614,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "flash_attn_ext"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "l2_norm"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

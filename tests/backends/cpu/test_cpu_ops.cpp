@@ -459,6 +459,40 @@ TEST_CASE("cpu: norm and rms_norm", "[cpu][rows]") {
     }
 }
 
+TEST_CASE("cpu: l2_norm", "[cpu][rows]") {
+    harness h(5008);
+    const float eps[] = {1e-12f, 1e-6f, 1e-3f};
+    const auto& shapes = plain_shapes();
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        tensor* a = h.input(f32, shapes[s], nth_layout(s, f32), -1.0, 3.0);
+        h.check(l2_norm(h.ctx, a, eps[s % 3]), {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)},
+                describe("l2_norm", {{"a", a}}));
+    }
+}
+
+TEST_CASE("cpu: l2_norm divides a row shorter than eps by eps", "[cpu][rows]") {
+    harness h(5006);
+    tensor* a = h.input(f32, {6, 3, 1, 1}, layout::contiguous, -1e-4, 1e-4); // |row| < 1e-3
+    tensor* out = l2_norm(h.ctx, a, 1e-3f);
+    h.check(out, {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)}, "l2_norm short rows");
+    CHECK(std::fabs(bt::get(*out, 0, 0, 0, 0) - bt::get(*a, 0, 0, 0, 0) / 1e-3) < 1e-6);
+}
+
+TEST_CASE("cpu: group_norm over groups that divide the channels or not, any layout", "[cpu][rows]") {
+    harness h(5007);
+    const std::vector<std::pair<extents, int>> cases = {
+        {{4, 3, 8, 1}, 4},  {{5, 2, 10, 2}, 4}, {{3, 3, 9, 1}, 4}, {{7, 1, 3, 2}, 8}, {{1, 1, 6, 1}, 6},
+        {{16, 4, 6, 1}, 1}, {{9, 2, 5, 3}, 2},  {{2, 5, 1, 1}, 3}, {{33, 3, 4, 2}, 3},
+    };
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+        const auto& [ne, n_groups] = cases[c];
+        tensor* a = h.input(f32, ne, nth_layout(c, f32), -1.0, 3.0); // not centred
+        h.check(group_norm(h.ctx, a, n_groups, c % 2 ? 1e-6f : 1e-3f),
+                {.max_nmse = 1e-7, .max_rel = 8 * ulp(f32), .rel_floor = 1.0},
+                describe("group_norm g" + std::to_string(n_groups), {{"a", a}}));
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // soft_max
 
@@ -1223,6 +1257,9 @@ TEST_CASE("cpu: in-place ops are correct when dst aliases src[0]", "[cpu][inplac
                     {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)}, "rms_norm");
         run_inplace(norm(h.ctx, h.leaf(f32, ne), 1e-5f),
                     {.max_nmse = 1e-7, .max_rel = 8 * ulp(f32), .rel_floor = 1.0}, "norm");
+        run_inplace(l2_norm(h.ctx, h.leaf(f32, ne), 1e-5f), {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32)}, "l2_norm");
+        run_inplace(group_norm(h.ctx, h.leaf(f32, ne), 2, 1e-5f),
+                    {.max_nmse = 1e-7, .max_rel = 8 * ulp(f32), .rel_floor = 1.0}, "group_norm");
         tensor* mask = h.leaf(f16, {ne[0], ne[1], 1, 1}, -2, 2);
         run_inplace(soft_max(h.ctx, h.leaf(f32, ne, -3, 3), mask, 0.5f),
                     {.max_nmse = 1e-6, .max_rel = 32 * ulp(f32)}, "soft_max");
@@ -1252,6 +1289,8 @@ TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads
     nodes.push_back(top_k(h.ctx, a, 7));
     nodes.push_back(rms_norm(h.ctx, a));
     nodes.push_back(norm(h.ctx, a));
+    nodes.push_back(l2_norm(h.ctx, a));
+    nodes.push_back(group_norm(h.ctx, a, 2));
     nodes.push_back(soft_max(h.ctx, a, h.leaf(f32, {64, 7, 1, 2}), 0.3f));
     nodes.push_back(dup(h.ctx, a));
     nodes.push_back(cpy(h.ctx, a, h.input(q8_0, {64, 30, 1, 1}, layout::contiguous)));
@@ -1340,6 +1379,8 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
         verify(attempt([&] { return scale(h.ctx, in(ta, ne), 0.5f, 1.0f); }), "scale " + a_name);
         verify(attempt([&] { return rms_norm(h.ctx, in(ta, ne)); }), "rms_norm " + a_name);
         verify(attempt([&] { return norm(h.ctx, in(ta, ne)); }), "norm " + a_name);
+        verify(attempt([&] { return l2_norm(h.ctx, in(ta, ne)); }), "l2_norm " + a_name);
+        verify(attempt([&] { return group_norm(h.ctx, in(ta, ne), 2); }), "group_norm " + a_name);
         verify(attempt([&] { return soft_max(h.ctx, in(ta, ne)); }), "soft_max " + a_name);
         verify(attempt([&] { return swiglu(h.ctx, in(ta, ne)); }), "swiglu " + a_name);
         verify(attempt([&] { return argsort(h.ctx, in(ta, ne), sort_order::desc); }), "argsort " + a_name);

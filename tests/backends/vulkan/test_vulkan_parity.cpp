@@ -32,7 +32,7 @@ struct vulkan_targets {
                          // (10 x 15); not i64, not into q8_K (16-bit storage; mxfp4 8-bit too)
         {"binary", 4},   // add, sub, mul, div f32
         {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
-        {"rows", 8},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm f32 (16-bit storage)
+        {"rows", 10},    // sum_rows, argmax of f32 f16 bf16; norm, rms_norm, l2_norm, group_norm f32 (16-bit storage)
         {"soft_max", 6}, // no mask, f32 mask, f16 mask (16-bit storage); each with sinks (and ALiBi)
         {"mul_mat", 48}, // f32 f16 bf16 and the 13 quantized weight types x f32 f16 bf16 activations (16-bit storage)
         {"get_rows", 17}, // f32 f16 bf16 i32 and the 13 quantized types' rows (16-bit storage; mxfp4 8-bit too)

@@ -72,7 +72,7 @@ enum class kernel_kind : std::uint8_t {
     sum,          ///< kernels::sum
     sort_rows,    ///< kernels::sort_rows: argsort, top_k
     argmax,       ///< kernels::argmax
-    norm,         ///< kernels::norm: norm, rms_norm
+    norm,         ///< kernels::norm: norm, rms_norm, l2_norm
     soft_max,     ///< kernels::soft_max
     mul_mat,      ///< kernels::mul_mat
     get_rows,     ///< kernels::get_rows
@@ -85,6 +85,7 @@ enum class kernel_kind : std::uint8_t {
     mul_mat_id,   ///< kernels::mul_mat_id
     add_id,       ///< kernels::add_id
     flash_attn_ext, ///< kernels::flash_attn_ext
+    group_norm,   ///< kernels::group_norm
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -99,7 +100,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
     constexpr std::array<std::string_view, kernel_kind_count> names = {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
-        "mul_mat_id", "add_id", "flash_attn_ext", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
+        "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
         "fast_attention", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -120,7 +121,9 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::top_k: return kernel_kind::sort_rows;
     case op_kind::argmax: return kernel_kind::argmax;
     case op_kind::norm:
-    case op_kind::rms_norm: return kernel_kind::norm;
+    case op_kind::rms_norm:
+    case op_kind::l2_norm: return kernel_kind::norm;
+    case op_kind::group_norm: return kernel_kind::group_norm;
     case op_kind::soft_max: return kernel_kind::soft_max;
     case op_kind::mul_mat: return kernel_kind::mul_mat;
     case op_kind::get_rows: return kernel_kind::get_rows;
@@ -229,6 +232,8 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return (is_quantized(node.type) || is_quantized(a->type) ? 40 : 10) * conv * n;
     case kernel_kind::norm:
         return (fast ? 2 : 20) * n;
+    case kernel_kind::group_norm: // three passes over each group
+        return 30 * n;
     case kernel_kind::soft_max:
         return (fast ? 4 : 80) * n;
     case kernel_kind::sum_rows:
@@ -278,6 +283,8 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
         return node.src[0]->nrows();
     case kernel_kind::arange:
         return node.ne[0];
+    case kernel_kind::group_norm:
+        return kernels::group_norm_units(node);
     case kernel_kind::fast_mul_mat:
     case kernel_kind::fast_mul_mat_id:
         return node.nelements();
@@ -388,6 +395,7 @@ template <class = void>
     case kernel_kind::mul_mat_id: return kernels::mul_mat_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::add_id: return kernels::add_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::flash_attn_ext: return kernels::flash_attn_ext(p, node) ? errc::ok : errc::alloc_failed;
+    case kernel_kind::group_norm: kernels::group_norm(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

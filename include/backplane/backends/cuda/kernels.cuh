@@ -54,7 +54,9 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::sum:
     case op_kind::argmax:
     case op_kind::norm:
-    case op_kind::rms_norm: return launch_rows(node, ctx);
+    case op_kind::rms_norm:
+    case op_kind::l2_norm:
+    case op_kind::group_norm: return launch_rows(node, ctx);
     case op_kind::soft_max: return launch_soft_max(node, ctx);
     case op_kind::argsort:
     case op_kind::top_k: return launch_sort(node, ctx);

@@ -261,6 +261,12 @@ inline constexpr rule rules[] = {
      "only without ALiBi or sinks"},
     {op_kind::flash_attn_ext, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
      rule_detail::M},
+    // normalisation of vision and audio models
+    {op_kind::group_norm, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(3), 0, {}, {}, false,
+     "samples split: a group spans dimensions 0 and 1 and channels of 2"},
+    {op_kind::group_norm, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::l2_norm, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows},
+    {op_kind::l2_norm, {rule_detail::M, rule_detail::N}, rule_detail::M},
 };
 // clang-format on
 

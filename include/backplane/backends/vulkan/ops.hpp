@@ -42,6 +42,8 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::argmax:
     case op_kind::norm:
     case op_kind::rms_norm:
+    case op_kind::l2_norm:
+    case op_kind::group_norm:
     case op_kind::soft_max: return plan_rows(t, f, d);
     case op_kind::argsort:
     case op_kind::top_k: return plan_sort(t, f, d);

@@ -1,6 +1,6 @@
 #pragma once
-// Row-wise ops and reductions: sum_rows, sum, mean, argmax, argsort, top_k, norm,
-// rms_norm, soft_max. A "row" is dimension 0.
+// Row-wise ops and reductions: sum_rows, sum, mean, argmax, argsort, top_k, soft_max. A
+// "row" is dimension 0. The norms are in ops/norm.hpp.
 
 #include <backplane/core/ops/node.hpp>
 
@@ -64,22 +64,6 @@ inline tensor* top_k(context& ctx, tensor* a, std::int64_t k) {
     return detail::make_node(ctx, detail::proposed(op_kind::top_k, elem_type::i32, {k, a->ne[1], a->ne[2], a->ne[3]}, {a}),
                              {{"a", a}});
 }
-
-namespace detail {
-inline tensor* row_norm(context& ctx, op_kind op, tensor* a, float eps) {
-    require_tensor(to_string(op), "a", a);
-    tensor node = proposed(op, a->type, a->ne, {a});
-    node.set_param(0, eps);
-    return make_node(ctx, node, {{"a", a}});
-}
-} // namespace detail
-
-/// Each row scaled to unit root mean square: x / sqrt(mean(x^2) + eps).
-inline tensor* rms_norm(context& ctx, tensor* a, float eps = 1e-6f) {
-    return detail::row_norm(ctx, op_kind::rms_norm, a, eps);
-}
-/// Each row shifted to zero mean and scaled to unit variance: (x - mean) / sqrt(var + eps).
-inline tensor* norm(context& ctx, tensor* a, float eps = 1e-5f) { return detail::row_norm(ctx, op_kind::norm, a, eps); }
 
 /// ggml_soft_max_ext: softmax(a * scale + slope * mask) along rows of f32 a [n_kv, n_rows,
 /// n_head, ne3]; the result is f32 of a's shape. The mask (optional, f32 or f16) has a's

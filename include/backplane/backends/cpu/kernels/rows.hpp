@@ -1,14 +1,17 @@
 #pragma once
 // Row-wise ops (a row is dimension 0): sum_rows, mean, sum, argmax, norm, rms_norm,
-// soft_max.
+// l2_norm, soft_max; and group_norm (groups of rows: channels of dimension 2).
 // Reductions accumulate in double (as ggml's ggml_float) so long rows stay accurate.
 //
-// In place (norm, rms_norm, soft_max): dst may share a's memory with a's layout. Every
+// In place (norm, rms_norm, l2_norm, group_norm, soft_max): dst may share a's memory with a's layout. Every
 // pass that writes element i of a row has read element i of a just before, and later
 // passes read dst, never a, so the row is correct although a is overwritten under it.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/alibi.hpp>
+#include <backplane/core/channel_groups.hpp>
+
+#include <algorithm>
 
 #include <cmath>
 #include <limits>
@@ -88,13 +91,24 @@ inline void argmax(const compute_params& p, tensor& dst) noexcept {
     });
 }
 
-/// norm: (x - mean) / sqrt(var + eps) per row; rms_norm: x / sqrt(mean(x^2) + eps). f32.
+namespace detail {
+/// The factor that scales a row (or group) of n values whose squared deviations from
+/// their mean sum to sum2: 1 / sqrt(sum2 / n + eps), or for l2_norm (whose "mean" is 0) 1 /
+/// max(sqrt(sum2), eps).
+inline double norm_scale(op_kind op, double sum2, i64 n, double eps) noexcept {
+    if (op == op_kind::l2_norm) return 1.0 / std::max(std::sqrt(sum2), eps);
+    return 1.0 / std::sqrt(sum2 / static_cast<double>(n) + eps);
+}
+} // namespace detail
+
+/// norm: (x - mean) / sqrt(var + eps) per row; rms_norm: x / sqrt(mean(x^2) + eps);
+/// l2_norm: x / max(sqrt(sum(x^2)), eps). f32.
 template <class = void>
 inline void norm(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const i64 ne0 = a.ne[0];
     const float eps = dst.param<float>(0);
-    const bool rms = dst.op == op_kind::rms_norm;
+    const bool centred = dst.op == op_kind::norm;
     const auto [r0, r1] = split_work(a.nrows(), p);
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, a.ne);
@@ -102,7 +116,7 @@ inline void norm(const compute_params& p, tensor& dst) noexcept {
         std::byte* pd = row_ptr(dst, i1, i2, i3);
         auto x = [&](i64 i) { return load<float>(pa + static_cast<std::size_t>(i) * a.nb[0]); };
         double mean = 0.0;
-        if (!rms) {
+        if (centred) {
             for (i64 i = 0; i < ne0; ++i)
                 mean += x(i);
             mean /= static_cast<double>(ne0);
@@ -112,11 +126,59 @@ inline void norm(const compute_params& p, tensor& dst) noexcept {
             const double v = x(i) - mean;
             sum2 += v * v;
         }
-        const double inv =
-            1.0 / std::sqrt(sum2 / static_cast<double>(ne0) + static_cast<double>(eps));
+        const double inv = detail::norm_scale(dst.op, sum2, ne0, eps);
         for (i64 i = 0; i < ne0; ++i)
             store<float>(pd + static_cast<std::size_t>(i) * dst.nb[0],
                          static_cast<float>((x(i) - mean) * inv));
+    }
+}
+
+namespace detail {
+/// Calls f(pa, pd) for the rows (i1, i2, i3) of a and dst with channel i2 in [c0, c1).
+template <class F> void for_group_rows(const tensor& a, tensor& dst, i64 c0, i64 c1, i64 i3, F&& f) noexcept {
+    for (i64 i2 = c0; i2 < c1; ++i2)
+        for (i64 i1 = 0; i1 < a.ne[1]; ++i1)
+            f(row_ptr(a, i1, i2, i3), row_ptr(dst, i1, i2, i3));
+}
+
+/// Normalises channels [c0, c1) of sample i3 as one set of values (norm's formula).
+inline void normalise_group(const tensor& a, tensor& dst, i64 c0, i64 c1, i64 i3, double eps) noexcept {
+    const i64 ne0 = a.ne[0];
+    auto x = [&](const std::byte* pa, i64 i) { return load<float>(pa + static_cast<std::size_t>(i) * a.nb[0]); };
+    double sum = 0.0;
+    for_group_rows(a, dst, c0, c1, i3, [&](const std::byte* pa, std::byte*) {
+        for (i64 i = 0; i < ne0; ++i) sum += x(pa, i);
+    });
+    const i64 n = ne0 * a.ne[1] * (c1 - c0);
+    const double mean = sum / static_cast<double>(n);
+    double sum2 = 0.0;
+    for_group_rows(a, dst, c0, c1, i3, [&](const std::byte* pa, std::byte*) {
+        for (i64 i = 0; i < ne0; ++i) sum2 += (x(pa, i) - mean) * (x(pa, i) - mean);
+    });
+    const double inv = norm_scale(op_kind::group_norm, sum2, n, eps);
+    for_group_rows(a, dst, c0, c1, i3, [&](const std::byte* pa, std::byte* pd) {
+        for (i64 i = 0; i < ne0; ++i)
+            store<float>(pd + static_cast<std::size_t>(i) * dst.nb[0], static_cast<float>((x(pa, i) - mean) * inv));
+    });
+}
+} // namespace detail
+
+/// The units group_norm's threads share: (group, sample) pairs.
+inline i64 group_norm_units(const tensor& dst) noexcept {
+    return channel_groups_of(dst.src[0]->ne[2], dst.param<std::int32_t>(0)).count * dst.src[0]->ne[3];
+}
+
+/// group_norm: each group of channels (core/channel_groups.hpp) of each sample i3
+/// normalised as one, in double. f32.
+template <class = void>
+inline void group_norm(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const channel_groups groups = channel_groups_of(a.ne[2], dst.param<std::int32_t>(0));
+    const double eps = dst.param<float>(1);
+    const auto [u0, u1] = split_work(group_norm_units(dst), p);
+    for (i64 u = u0; u < u1; ++u) {
+        const i64 g = u % groups.count;
+        detail::normalise_group(a, dst, groups.first(g), groups.end(g), u / groups.count, eps);
     }
 }
 

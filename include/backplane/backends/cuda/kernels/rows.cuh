@@ -1,6 +1,6 @@
 #pragma once
 // Row-wise kernels (a row is dimension 0): sum_rows, mean, sum, argmax, norm, rms_norm,
-// soft_max.
+// l2_norm, soft_max; and group_norm (a block per group of channels of one sample).
 //
 // One group of threads per row, a warp for short rows (several rows per block) or the
 // whole block for long ones, over a grid-stride loop on the rows. Results follow the CPU
@@ -8,12 +8,13 @@
 // their order differs; element-wise arithmetic is the CPU's, without contraction.
 // Rows of up to 8192 values are held in registers by norm and soft_max (read once).
 //
-// In place (norm, rms_norm, soft_max with dst sharing a's memory and layout): every value
+// In place (norm, rms_norm, l2_norm, group_norm, soft_max with dst sharing a's memory and layout): every value
 // of a row is written by the thread that read it, after its last read, so no other thread
 // reads a value that was overwritten.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/core/alibi.hpp>
+#include <backplane/core/channel_groups.hpp>
 
 #include <climits>
 #include <cstdint>
@@ -226,10 +227,20 @@ __global__ void __launch_bounds__(config<G, 0>::block) argmax_kernel(tview a, tv
     }
 }
 
-/// norm: (x - mean) / sqrt(var + eps); rms_norm (rms): x / sqrt(mean(x^2) + eps). f32,
-/// in double as the CPU: mean, then the sum of squared deviations, then the scaling.
+/// Which norm a row gets: norm_kernel's formula.
+enum class norm_kind : int { centred, rms, l2 };
+
+/// The factor scaling n values whose squared deviations sum to s2 (the CPU's norm_scale).
+__device__ __forceinline__ double norm_scale(norm_kind kind, double s2, i64 n, float eps) {
+    if (kind == norm_kind::l2) return 1.0 / fmax(sqrt(s2), static_cast<double>(eps));
+    return 1.0 / sqrt(s2 / static_cast<double>(n) + static_cast<double>(eps));
+}
+
+/// norm (centred): (x - mean) / sqrt(var + eps); rms_norm: x / sqrt(mean(x^2) + eps);
+/// l2_norm: x / max(sqrt(sum(x^2)), eps). f32, in double as the CPU: mean, then the sum
+/// of squared deviations, then the scaling.
 template <int G, int K, bool Packed>
-__global__ void __launch_bounds__(config<G, K>::block) norm_kernel(tview a, tview d, float eps, bool rms) {
+__global__ void __launch_bounds__(config<G, K>::block) norm_kernel(tview a, tview d, float eps, norm_kind kind) {
     using C = config<G, K>;
     __shared__ double sh[32];
     const int lane = static_cast<int>(threadIdx.x % G);
@@ -256,7 +267,7 @@ __global__ void __launch_bounds__(config<G, K>::block) norm_kernel(tview a, tvie
             }
         };
         double mean = 0.0;
-        if (!rms) {
+        if (kind == norm_kind::centred) {
             double s = 0.0;
             for_row<G, K>(ne0, lane, [&](int k, i64 i) { s += x(k, i); });
             mean = group_sum<G>(s, sh) / static_cast<double>(ne0);
@@ -266,10 +277,45 @@ __global__ void __launch_bounds__(config<G, K>::block) norm_kernel(tview a, tvie
             const double c = static_cast<double>(x(k, i)) - mean;
             s2 += __dmul_rn(c, c);
         });
-        s2 = group_sum<G>(s2, sh);
-        const double inv = 1.0 / sqrt(s2 / static_cast<double>(ne0) + static_cast<double>(eps));
+        const double inv = norm_scale(kind, group_sum<G>(s2, sh), ne0, eps);
         for_row<G, K>(ne0, lane, [&](int k, i64 i) {
             st_f32(pd + i * sd, static_cast<float>((static_cast<double>(x(k, i)) - mean) * inv));
+        });
+    }
+}
+
+/// Calls f(pa, pd) for the values of channels [c0, c1) of sample i3 that thread `lane` of
+/// G owns (every G-th, dimension 0 fastest).
+template <int G, class F>
+__device__ __forceinline__ void for_group(const tview& a, const tview& d, i64 c0, i64 c1, i64 i3, int lane, F&& f) {
+    const i64 n = a.ne[0] * a.ne[1] * (c1 - c0);
+    for (i64 e = lane; e < n; e += G) {
+        const i64 i0 = e % a.ne[0], r = e / a.ne[0];
+        const i64 i1 = r % a.ne[1], i2 = c0 + r / a.ne[1];
+        f(a.row(i1, i2, i3) + i0 * a.nb[0], d.row(i1, i2, i3) + i0 * d.nb[0]);
+    }
+}
+
+/// group_norm: a block of G threads per (group, sample) unit, over a grid-stride loop;
+/// norm's formula over the group's values, in double as the CPU.
+template <int G>
+__global__ void __launch_bounds__(G) group_norm_kernel(tview a, tview d, channel_groups groups, float eps) {
+    __shared__ double sh[32];
+    const int lane = static_cast<int>(threadIdx.x);
+    for (i64 u = blockIdx.x; u < groups.count * a.ne[3]; u += gridDim.x) {
+        const i64 c0 = groups.first(u % groups.count), c1 = groups.end(u % groups.count), i3 = u / groups.count;
+        const i64 n = a.ne[0] * a.ne[1] * (c1 - c0);
+        double s = 0.0;
+        for_group<G>(a, d, c0, c1, i3, lane, [&](const char* pa, char*) { s += ld<elem_type::f32>(pa); });
+        const double mean = group_sum<G>(s, sh) / static_cast<double>(n);
+        double s2 = 0.0;
+        for_group<G>(a, d, c0, c1, i3, lane, [&](const char* pa, char*) {
+            const double c = static_cast<double>(ld<elem_type::f32>(pa)) - mean;
+            s2 += __dmul_rn(c, c);
+        });
+        const double inv = norm_scale(norm_kind::centred, group_sum<G>(s2, sh), n, eps);
+        for_group<G>(a, d, c0, c1, i3, lane, [&](const char* pa, char* pd) {
+            st_f32(pd, static_cast<float>((static_cast<double>(ld<elem_type::f32>(pa)) - mean) * inv));
         });
     }
 }
@@ -415,17 +461,25 @@ inline cudaError_t launch_argmax(const tview& a, const tview& d, cudaStream_t st
     });
 }
 
-inline cudaError_t launch_norm(const tview& a, const tview& d, float eps, bool rms, cudaStream_t stream) {
+inline cudaError_t launch_norm(const tview& a, const tview& d, float eps, norm_kind kind, cudaStream_t stream) {
     if (a.type != elem_type::f32 || d.type != elem_type::f32) return cudaErrorNotSupported;
     const bool packed = a.nb[0] == 4;
     return with_cached_config(a.ne[0], [&]<class C>(C) {
         const unsigned blocks = blocks_for(a.nrows(), C::rows_per_block);
         if (packed)
-            norm_kernel<C::group, C::per_thread, true><<<blocks, C::block, 0, stream>>>(a, d, eps, rms);
+            norm_kernel<C::group, C::per_thread, true><<<blocks, C::block, 0, stream>>>(a, d, eps, kind);
         else
-            norm_kernel<C::group, C::per_thread, false><<<blocks, C::block, 0, stream>>>(a, d, eps, rms);
+            norm_kernel<C::group, C::per_thread, false><<<blocks, C::block, 0, stream>>>(a, d, eps, kind);
         return cudaGetLastError();
     });
+}
+
+inline cudaError_t launch_group_norm(const tview& a, const tview& d, std::int32_t n_groups, float eps,
+                                     cudaStream_t stream) {
+    if (a.type != elem_type::f32 || d.type != elem_type::f32) return cudaErrorNotSupported;
+    const channel_groups groups = channel_groups_of(a.ne[2], n_groups);
+    group_norm_kernel<256><<<blocks_for(groups.count * a.ne[3], 1), 256, 0, stream>>>(a, d, groups, eps);
+    return cudaGetLastError();
 }
 
 template <bool HasMask, elem_type M>
@@ -447,8 +501,8 @@ inline cudaError_t launch_soft_max_as(const tview& a, const tview& m, const tvie
 } // namespace rows_detail
 
 /// sum_rows and mean (f32/f16/bf16 -> f32), sum (f32/f16/bf16 -> the same type, one
-/// element), argmax (f32/f16/bf16 -> i32), norm and rms_norm (f32, eps in param 0), any
-/// strides.
+/// element), argmax (f32/f16/bf16 -> i32), norm, rms_norm and l2_norm (f32, eps in param
+/// 0), group_norm (f32; n_groups, eps), any strides.
 inline cudaError_t launch_rows(const tensor& node, const detail::launch_context& ctx) noexcept {
     const tensor* src = node.src[0];
     if (src == nullptr) return cudaErrorInvalidValue;
@@ -462,8 +516,11 @@ inline cudaError_t launch_rows(const tensor& node, const detail::launch_context&
         rows_detail::sum_kernel<1024><<<1, 1024, 0, ctx.stream>>>(a, d);
         return cudaGetLastError();
     case op_kind::argmax: return rows_detail::launch_argmax(a, d, ctx.stream);
-    case op_kind::norm: return rows_detail::launch_norm(a, d, node.param<float>(0), false, ctx.stream);
-    case op_kind::rms_norm: return rows_detail::launch_norm(a, d, node.param<float>(0), true, ctx.stream);
+    case op_kind::norm: return rows_detail::launch_norm(a, d, node.param<float>(0), rows_detail::norm_kind::centred, ctx.stream);
+    case op_kind::rms_norm: return rows_detail::launch_norm(a, d, node.param<float>(0), rows_detail::norm_kind::rms, ctx.stream);
+    case op_kind::l2_norm: return rows_detail::launch_norm(a, d, node.param<float>(0), rows_detail::norm_kind::l2, ctx.stream);
+    case op_kind::group_norm:
+        return rows_detail::launch_group_norm(a, d, node.param<std::int32_t>(0), node.param<float>(1), ctx.stream);
     default: return cudaErrorNotSupported;
     }
 }

@@ -1,15 +1,18 @@
 #pragma once
 // Row-wise ops (a row is dimension 0 of source 0): sum_rows, mean, sum and argmax
-// (reduce.comp), norm and rms_norm (norm.comp), soft_max (soft_max.comp). One workgroup
-// per row (groups_per_item; the shaders find their row with group_id()), its invocations
-// striding along the row and combining partial results in shared memory; sum is one
-// workgroup striding over the whole tensor.
+// (reduce.comp), norm, rms_norm, l2_norm and group_norm (norm.comp), soft_max
+// (soft_max.comp). One workgroup per row (groups_per_item; the shaders find their row with
+// group_id()), its invocations striding along the row and combining partial results in
+// shared memory; sum is one workgroup striding over the whole tensor, group_norm one per
+// group of channels of each sample.
 //
 //   op                 result   source 0            mask (source 1)
 //   sum_rows, mean     f32      f32, f16*, bf16*
 //   sum                = a      f32, f16*, bf16*
 //   argmax             i32      f32, f16*, bf16*
 //   norm, rms_norm     f32      f32                 (rms_norm_mul's stand-in: f32 w)
+//   l2_norm,
+//   group_norm         f32      f32
 //   soft_max           f32      f32                 none, f32, f16*  (ALiBi; f32 sinks, source 2)
 //   (*: needs 16-bit storage)
 //
@@ -17,6 +20,7 @@
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/core/alibi.hpp>
+#include <backplane/core/channel_groups.hpp>
 
 #include <algorithm>
 
@@ -83,6 +87,23 @@ inline void soft_max_constants(const tensor& t, push_constants& pc) noexcept {
     pc.ne[0] = sinks == nullptr ? 0 : std::max<std::uint32_t>(1, static_cast<std::uint32_t>(sinks->nb[0] / sizeof(float)));
 }
 
+/// group_norm: one workgroup per (group, sample) (prm.y channels per group, prm.z
+/// groups holding channels), wide for groups of many values.
+inline bool plan_group_norm(const tensor& t, const features& f, dispatch& d) noexcept {
+    const tensor& a = *t.src[0];
+    if (t.type != elem_type::f32 || a.type != elem_type::f32) return false;
+    const channel_groups groups = channel_groups_of(a.ne[2], t.param<std::int32_t>(0));
+    const std::uint64_t units = static_cast<std::uint64_t>(groups.count * a.ne[3]);
+    d.shader = use_wide(a.ne[0] * a.ne[1] * groups.size, static_cast<std::int64_t>(units), f) ? "group_norm_f32_256"
+                                                                                                : "group_norm_f32_64";
+    d.pc = shapes_of(t);
+    d.pc.prm[0] = float_bits(t.param<float>(1));
+    d.pc.prm[1] = static_cast<std::uint32_t>(groups.size);
+    d.pc.prm[2] = static_cast<std::uint32_t>(groups.count);
+    d.groups = groups_per_item(units);
+    return true;
+}
+
 } // namespace rows_detail
 
 inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept {
@@ -108,6 +129,10 @@ inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept 
     case op_kind::norm:
         if (t.type == elem_type::f32 && a->type == elem_type::f32) d.shader = w ? "norm_f32_256" : "norm_f32_64";
         break;
+    case op_kind::l2_norm:
+        if (t.type == elem_type::f32 && a->type == elem_type::f32) d.shader = w ? "l2_norm_f32_256" : "l2_norm_f32_64";
+        break;
+    case op_kind::group_norm: return plan_group_norm(t, f, d);
     case op_kind::rms_norm: // with source 1: the fused rms_norm_mul's stand-in (ops/fused.hpp)
         if (t.type != elem_type::f32 || a->type != elem_type::f32) break;
         if (t.src[1] == nullptr) d.shader = w ? "rms_norm_f32_256" : "rms_norm_f32_64";
@@ -125,7 +150,7 @@ inline bool plan_rows(const tensor& t, const features& f, dispatch& d) noexcept 
     }
     if (d.shader.empty()) return false;
     d.pc = shapes_of(t);
-    if (t.op == op_kind::norm || t.op == op_kind::rms_norm || t.op == op_kind::soft_max)
+    if (t.op == op_kind::norm || t.op == op_kind::rms_norm || t.op == op_kind::l2_norm || t.op == op_kind::soft_max)
         d.pc.prm[0] = float_bits(t.param<float>(0)); // eps, or soft_max's scale
     if (t.op == op_kind::soft_max) soft_max_constants(t, d.pc);
     d.groups = groups_per_item(t.op == op_kind::sum ? 1u : static_cast<std::uint64_t>(rows));
