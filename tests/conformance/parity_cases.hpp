@@ -107,6 +107,10 @@ BACKPLANE_PARITY_CASE("arange", "arange", "")
 BACKPLANE_PARITY_CASE("mul_mat_id", "mul_mat_id for every weight and activation type", "[mul_mat]")
 BACKPLANE_PARITY_CASE("add_id", "add_id of a row per expert", "")
 BACKPLANE_PARITY_CASE("flash_attn_ext", "flash_attn_ext for every k and v type with masks, sinks, softcap, ALiBi and views", "")
+BACKPLANE_PARITY_CASE("repeat", "repeat of every type it takes", "")
+BACKPLANE_PARITY_CASE("misc", "repeat_back, cumsum, tri and diag", "")
+BACKPLANE_PARITY_CASE("timestep_embedding", "timestep_embedding of even and odd dims", "")
+BACKPLANE_PARITY_CASE("out_prod", "out_prod of f32 and quantized a, broadcast", "[mul_mat]")
 
 #undef BACKPLANE_PARITY_CASE
 

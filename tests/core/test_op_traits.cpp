@@ -96,6 +96,13 @@ std::vector<tensor*> one_of_each(context& ctx) {
                                  ctx.new_tensor_1d(elem_type::f32, 4)),
         group_norm(ctx, a3, 4, 1e-5f),
         l2_norm(ctx, a, 1e-6f),
+        repeat_4d(ctx, a, 128, 8, 2, 3),
+        repeat_back(ctx, a, ctx.new_tensor_2d(elem_type::f32, 32, 4)),
+        cumsum(ctx, a),
+        tri(ctx, ctx.new_tensor_3d(elem_type::f32, 8, 8, 2), tri_type::lower),
+        diag(ctx, ctx.new_tensor_3d(elem_type::f32, 8, 1, 2)),
+        timestep_embedding(ctx, ctx.new_tensor_1d(elem_type::f32, 4), 9, 1000),
+        out_prod(ctx, ctx.new_tensor_3d(elem_type::q8_0, 64, 8, 2), ctx.new_tensor_3d(elem_type::f32, 5, 8, 4)),
     };
 }
 

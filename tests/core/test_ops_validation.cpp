@@ -43,6 +43,7 @@ std::string type_text(const tensor* t) {
     case elem_type::bf16: return "bf16";
     case elem_type::q8_0: return "q8_0";
     case elem_type::q4_0: return "q4_0";
+    case elem_type::q8_K: return "q8_K";
     case elem_type::i32: return "i32";
     case elem_type::i64: return "i64";
     default: break; // the types these cases use are named above
@@ -591,6 +592,99 @@ TEST_CASE("l2_norm and group_norm", "[ops][rows]") {
     for (const int n_groups : {0, -3}) CHECK_OP_ERROR("group_norm", operands({a}), group_norm(ctx, a, n_groups));
     CHECK_NULL_ERROR("l2_norm", l2_norm(ctx, nullptr));
     CHECK_NULL_ERROR("group_norm", group_norm(ctx, nullptr, 2));
+}
+
+TEST_CASE("repeat and repeat_back", "[ops][misc]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::f32, 4, 3, 2);
+    tensor* big = ctx.new_tensor_4d(elem_type::f32, 8, 6, 2, 3);
+    for (const elem_type t : {elem_type::f32, elem_type::f16, elem_type::bf16, elem_type::i32}) {
+        tensor* x = ctx.new_tensor_3d(t, 4, 3, 2);
+        check_result(repeat(ctx, x, big), t, {8, 6, 2, 3}, op_kind::repeat, x);
+    }
+    check_result(repeat_4d(ctx, a, 4, 3, 2, 1), elem_type::f32, {4, 3, 2, 1}, op_kind::repeat, a);
+    check_result(repeat_back(ctx, big, a), elem_type::f32, {4, 3, 2, 1}, op_kind::repeat_back, big);
+    CHECK(repeat(ctx, a, big)->src[1] == nullptr); // b gives only its shape
+
+    tensor* q = ctx.new_tensor_2d(elem_type::q8_0, 32, 2);
+    tensor* i64t = ctx.new_tensor_2d(elem_type::i64, 4, 3);
+    CHECK_OP_ERROR("repeat", operands({q}), repeat_4d(ctx, q, 64, 2, 1, 1));
+    CHECK_OP_ERROR("repeat", operands({i64t}), repeat_4d(ctx, i64t, 8, 3, 1, 1));
+    CHECK_OP_ERROR("repeat", operands({a}), repeat_4d(ctx, a, 6, 3, 2, 1)); // 6 is not a multiple of 4
+    CHECK_OP_ERROR("repeat", operands({a}), repeat_4d(ctx, a, -4, 3, 2, 1));
+    tensor* empty = ctx.new_tensor_1d(elem_type::f32, 0);
+    CHECK_OP_ERROR("repeat", operands({empty}), repeat_4d(ctx, empty, 4, 1, 1, 1)); // nothing to tile
+    check_result(repeat_4d(ctx, empty, 0, 2, 1, 1), elem_type::f32, {0, 2, 1, 1}, op_kind::repeat, empty);
+    CHECK_OP_ERROR("repeat_back", operands({a, big}), repeat_back(ctx, a, big)); // the wrong way round
+    tensor* h = ctx.new_tensor_3d(elem_type::f16, 8, 6, 2);
+    CHECK_OP_ERROR("repeat_back", operands({h, a}), repeat_back(ctx, h, a));
+    CHECK_NULL_ERROR("repeat", repeat(ctx, nullptr, big));
+    CHECK_NULL_ERROR("repeat", repeat(ctx, a, nullptr));
+    CHECK_NULL_ERROR("repeat_back", repeat_back(ctx, big, nullptr));
+}
+
+TEST_CASE("cumsum, tri and diag", "[ops][misc]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 5, 5, 3, 2);
+    check_result(cumsum(ctx, a), elem_type::f32, {5, 5, 3, 2}, op_kind::cumsum, a);
+    for (const tri_type t : {tri_type::upper_diag, tri_type::upper, tri_type::lower_diag, tri_type::lower}) {
+        tensor* r = tri(ctx, a, t);
+        check_result(r, elem_type::f32, {5, 5, 3, 2}, op_kind::tri, a);
+        CHECK(r->param<std::int32_t>(0) == static_cast<std::int32_t>(t)); // ggml_tri_type's values
+    }
+    tensor* v = ctx.new_tensor_4d(elem_type::f32, 7, 1, 3, 2);
+    check_result(diag(ctx, v), elem_type::f32, {7, 7, 3, 2}, op_kind::diag, v);
+
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 5, 5, 3, 2);
+    tensor* wide = ctx.new_tensor_2d(elem_type::f32, 5, 4);
+    CHECK_OP_ERROR("cumsum", operands({h}), cumsum(ctx, h));
+    CHECK_OP_ERROR("tri", operands({h}), tri(ctx, h, tri_type::lower));
+    CHECK_OP_ERROR("tri", operands({wide}), tri(ctx, wide, tri_type::lower)); // not square
+    for (const int bad : {-1, 4}) CHECK_OP_ERROR("tri", operands({a}), tri(ctx, a, static_cast<tri_type>(bad)));
+    CHECK_OP_ERROR("diag", operands({a}), diag(ctx, a)); // ne1 != 1
+    tensor* hv = ctx.new_tensor_2d(elem_type::f16, 7, 1);
+    CHECK_OP_ERROR("diag", operands({hv}), diag(ctx, hv));
+    CHECK_NULL_ERROR("cumsum", cumsum(ctx, nullptr));
+    CHECK_NULL_ERROR("tri", tri(ctx, nullptr, tri_type::upper));
+    CHECK_NULL_ERROR("diag", diag(ctx, nullptr));
+}
+
+TEST_CASE("timestep_embedding and out_prod", "[ops][misc]") {
+    context ctx({.no_alloc = true});
+    tensor* t = ctx.new_tensor_1d(elem_type::f32, 6);
+    tensor* e = timestep_embedding(ctx, t, 7, 100);
+    check_result(e, elem_type::f32, {7, 6, 1, 1}, op_kind::timestep_embedding, t);
+    CHECK(e->param<std::int32_t>(0) == 7); // ggml's slots: dim, max_period
+    CHECK(e->param<std::int32_t>(1) == 100);
+    CHECK(timestep_embedding(ctx, t, 8)->param<std::int32_t>(1) == 10000);
+    CHECK_OP_ERROR("timestep_embedding", operands({t}), timestep_embedding(ctx, t, 0));
+    CHECK_OP_ERROR("timestep_embedding", operands({t}), timestep_embedding(ctx, t, 8, 0));
+    tensor* t2 = ctx.new_tensor_2d(elem_type::f32, 6, 2);
+    tensor* th = ctx.new_tensor_1d(elem_type::f16, 6);
+    CHECK_OP_ERROR("timestep_embedding", operands({t2}), timestep_embedding(ctx, t2, 8));
+    CHECK_OP_ERROR("timestep_embedding", operands({th}), timestep_embedding(ctx, th, 8));
+    CHECK_NULL_ERROR("timestep_embedding", timestep_embedding(ctx, nullptr, 8));
+
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 4, 5, 2, 1);
+    tensor* b = ctx.new_tensor_4d(elem_type::f32, 3, 5, 4, 3);
+    check_result(out_prod(ctx, a, b), elem_type::f32, {4, 3, 4, 3}, op_kind::out_prod, a, b);
+    tensor* q = ctx.new_tensor_2d(elem_type::q4_K, 256, 5);
+    check_result(out_prod(ctx, q, b), elem_type::f32, {256, 3, 4, 3}, op_kind::out_prod, q, b);
+    for (const elem_type bad : {elem_type::f16, elem_type::bf16, elem_type::i32}) {
+        tensor* x = ctx.new_tensor_2d(bad, 4, 5);
+        CHECK_OP_ERROR("out_prod", operands({x, b}), out_prod(ctx, x, b)); // ggml's CPU has no f16 a
+        CHECK_OP_ERROR("out_prod", operands({a, x}), out_prod(ctx, a, x));
+    }
+    tensor* k8 = ctx.new_tensor_2d(elem_type::q8_K, 256, 5);
+    CHECK_OP_ERROR("out_prod", operands({k8, b}), out_prod(ctx, k8, b));
+    tensor* at = transpose(ctx, ctx.new_tensor_2d(elem_type::f32, 5, 4));
+    CHECK_OP_ERROR("out_prod", operands({at, b}), out_prod(ctx, at, b));
+    tensor* b6 = ctx.new_tensor_2d(elem_type::f32, 3, 6);
+    CHECK_OP_ERROR("out_prod", operands({a, b6}), out_prod(ctx, a, b6)); // dimension 1 differs
+    tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 3, 5, 3);
+    CHECK_OP_ERROR("out_prod", operands({a, b3}), out_prod(ctx, a, b3)); // 2 does not divide 3
+    CHECK_NULL_ERROR("out_prod", out_prod(ctx, nullptr, b));
+    CHECK_NULL_ERROR("out_prod", out_prod(ctx, a, nullptr));
 }
 
 TEST_CASE("soft_max: mask rules", "[ops][soft_max]") {

@@ -65,6 +65,10 @@ inline constexpr family_count op_table_combinations[] = {
     {"mul_mat_id", 16 * 3},  // f32 f16 bf16 and the 13 quantized experts x f32 f16 bf16 activations
     {"add_id", 1},           // f32
     {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (each with and without mask, sinks, softcap, ALiBi)
+    {"repeat", 4},           // f32 f16 bf16 i32
+    {"misc", 4},             // repeat_back, cumsum, tri, diag f32
+    {"timestep_embedding", 1}, // f32
+    {"out_prod", 1 + 12},    // a f32 and the 13 quantized types but q8_K, b f32
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

@@ -432,6 +432,88 @@ inline ref_tensor group_norm(const tensor& node) {
     return r;
 }
 
+/// repeat: element i is a's element i mod a.ne.
+inline ref_tensor repeat(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        r.at(i0, i1, i2, i3) = get(a, i0 % a.ne[0], i1 % a.ne[1], i2 % a.ne[2], i3 % a.ne[3]);
+    });
+    return r;
+}
+
+/// repeat_back: each element of a added into the result's element it repeats.
+inline ref_tensor repeat_back(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(a.ne, [&](i64 j0, i64 j1, i64 j2, i64 j3) {
+        r.at(j0 % node.ne[0], j1 % node.ne[1], j2 % node.ne[2], j3 % node.ne[3]) += get(a, j0, j1, j2, j3);
+    });
+    return r;
+}
+
+/// cumsum: the exact running sums of each row.
+inline ref_tensor cumsum(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    for_each_index({1, a.ne[1], a.ne[2], a.ne[3]}, [&](i64, i64 i1, i64 i2, i64 i3) {
+        double sum = 0.0;
+        for (i64 i0 = 0; i0 < a.ne[0]; ++i0) r.at(i0, i1, i2, i3) = sum += get(a, i0, i1, i2, i3);
+    });
+    return r;
+}
+
+/// tri: ggml's four triangles (column i0, row i1), restated.
+inline ref_tensor tri(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const std::int32_t type = node.param<std::int32_t>(0);
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const bool keep = type == 0 ? i0 >= i1 : type == 1 ? i0 > i1 : type == 2 ? i0 <= i1 : i0 < i1;
+        r.at(i0, i1, i2, i3) = keep ? get(a, i0, i1, i2, i3) : 0.0;
+    });
+    return r;
+}
+
+/// diag: a's row on the diagonal of each matrix.
+inline ref_tensor diag(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        r.at(i0, i1, i2, i3) = i0 == i1 ? get(a, i0, 0, i2, i3) : 0.0;
+    });
+    return r;
+}
+
+/// timestep_embedding in double: cos(t f_j), sin(t f_j), f_j = max_period^(-j / half).
+inline ref_tensor timestep_embedding(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const i64 half = node.param<std::int32_t>(0) / 2;
+    const double max_period = node.param<std::int32_t>(1);
+    ref_tensor r(node.type, node.ne);
+    for (i64 i = 0; i < node.ne[1]; ++i)
+        for (i64 j = 0; j < half; ++j) {
+            const double arg = get(a, i) * std::pow(max_period, -static_cast<double>(j) / static_cast<double>(half));
+            r.at(j, i) = std::cos(arg);
+            r.at(j + half, i) = std::sin(arg);
+        }
+    return r; // an odd dim's last value stays 0
+}
+
+/// out_prod: sum over k of a[i0, k] * b[i1, k], a's planes broadcast in blocks.
+inline ref_tensor out_prod(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const i64 a2 = i2 * a.ne[2] / node.ne[2], a3 = i3 * a.ne[3] / node.ne[3];
+        double sum = 0.0;
+        for (i64 k = 0; k < a.ne[1]; ++k) sum += get(a, i0, k, a2, a3) * get(b, i1, k, i2, i3);
+        r.at(i0, i1, i2, i3) = sum;
+    });
+    return r;
+}
+
 /// ALiBi's slope of head h of n_head (ggml's formula, in double).
 inline double alibi_slope(double max_bias, i64 n_head, i64 h) {
     if (!(max_bias > 0.0)) return 1.0;
@@ -824,6 +906,27 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::group_norm:
         r = ref_detail::group_norm(node);
+        break;
+    case op_kind::repeat:
+        r = ref_detail::repeat(node);
+        break;
+    case op_kind::repeat_back:
+        r = ref_detail::repeat_back(node);
+        break;
+    case op_kind::cumsum:
+        r = ref_detail::cumsum(node);
+        break;
+    case op_kind::tri:
+        r = ref_detail::tri(node);
+        break;
+    case op_kind::diag:
+        r = ref_detail::diag(node);
+        break;
+    case op_kind::timestep_embedding:
+        r = ref_detail::timestep_embedding(node);
+        break;
+    case op_kind::out_prod:
+        r = ref_detail::out_prod(node);
         break;
     case op_kind::soft_max:
         r = ref_detail::soft_max(node);

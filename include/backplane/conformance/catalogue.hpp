@@ -215,6 +215,53 @@ inline built_case build_group_norm(context& ctx, const case_spec& c, std::mt1993
     return finish(group_norm(ctx, a, n_groups, 1e-6f));
 }
 
+/// repeat of a (the spec's extents) tiled 1 to 3 times per dimension; variant: a's layout.
+inline built_case build_repeat(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng);
+    auto times = [&] { return 1 + static_cast<std::int64_t>(rng() % 3); };
+    return finish(repeat_4d(ctx, a, c.ne[0] * times(), c.ne[1] * times(), c.ne[2] * times(), c.ne[3] * times()));
+}
+
+/// repeat_back of a (the spec's extents) down to a random divisor of each extent;
+/// variant: a's layout.
+inline built_case build_repeat_back(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng);
+    extents small = c.ne;
+    for (auto& n : small) n /= random_divisor(rng, n);
+    return finish(repeat_back(ctx, a, ctx.new_tensor(type_at(c, 0), std::span<const std::int64_t>(small))));
+}
+
+/// cumsum; variant: a's layout.
+inline built_case build_cumsum(context& ctx, const case_spec& c, std::mt19937& rng) {
+    return finish(cumsum(ctx, input(ctx, type_at(c, 0), c.ne, c.variant, rng)));
+}
+
+/// tri of square matrices (the spec's ne1 is ne0's); variant: the triangle (tri_type).
+inline built_case build_tri(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), {c.ne[0], c.ne[0], c.ne[2], c.ne[3]}, 0, rng);
+    return finish(tri(ctx, a, static_cast<tri_type>(c.variant)));
+}
+
+/// diag of vectors (the spec's ne1 is 1); variant: a's layout.
+inline built_case build_diag(context& ctx, const case_spec& c, std::mt19937& rng) {
+    return finish(diag(ctx, input(ctx, type_at(c, 0), {c.ne[0], 1, c.ne[2], c.ne[3]}, c.variant, rng)));
+}
+
+/// timestep_embedding of ne0 timesteps in [0, 50) into ne1 values each (dim);
+/// variant: max_period 10000 (0), 100 (1).
+inline built_case build_timestep_embedding(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* steps = input(ctx, type_at(c, 0), {c.ne[0], 1, 1, 1}, 0, rng, 0.0, 50.0);
+    return finish(timestep_embedding(ctx, steps, static_cast<int>(c.ne[1]), c.variant == 0 ? 10000 : 100));
+}
+
+/// out_prod of a [ne0, ne1, ne2, ne3] (types[0]) by f32 b [ne1 + 2, ne1, ne2, ne3] (its
+/// dim 0 a few columns); variant: bit 0 b's layout permuted.
+inline built_case build_out_prod(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, 0, rng);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[1] + 2, c.ne[1], c.ne[2], c.ne[3]}, (c.variant & 1) ? 2 : 0, rng);
+    return finish(out_prod(ctx, a, b), 2.0 * static_cast<double>(c.ne[0] * c.ne[1] * (c.ne[1] + 2) * c.ne[2] * c.ne[3]));
+}
+
 /// argsort, top_k; variant: a's layout (bits 0, 1), argsort's order (bit 2). top_k's k is
 /// drawn from 1 .. ne0.
 template <op_kind Op> built_case build_sort(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -451,6 +498,12 @@ inline extents shape_rows(std::mt19937& rng, std::span<const elem_type> types) {
             t = x;
     return shape_gen{rng}.rows(t);
 }
+/// Matrices of up to 33 x 33 (tri's squares, diag's vectors: their builders read ne0).
+inline extents shape_matrix(std::mt19937& rng, std::span<const elem_type>) {
+    shape_gen g{rng};
+    const std::int64_t n = g.upto(33);
+    return {n, n, g.upto(3), g.upto(3)};
+}
 inline extents shape_mul_mat(std::mt19937& rng, std::span<const elem_type> types) {
     shape_gen g{rng};
     const bool quant = !types.empty() && is_quantized(types[0]);
@@ -517,6 +570,13 @@ inline std::span<const op_cases> catalogue() {
         {"rms_norm", 1, 4, &build_rows<op_kind::rms_norm>, &shape_rows, {4096, 512, 1, 1}},
         {"l2_norm", 1, 4, &build_rows<op_kind::l2_norm>, &shape_rows, {4096, 512, 1, 1}},
         {"group_norm", 1, 4, &build_group_norm, &shape_rows, {64, 64, 320, 1}},
+        {"repeat", 1, 4, &build_repeat, &shape_rows, {4096, 256, 1, 1}},
+        {"repeat_back", 1, 4, &build_repeat_back, &shape_rows, {4096, 1024, 1, 1}},
+        {"cumsum", 1, 4, &build_cumsum, &shape_rows, {4096, 1024, 1, 1}},
+        {"tri", 1, 4, &build_tri, &shape_matrix, {1024, 1024, 4, 1}},
+        {"diag", 1, 4, &build_diag, &shape_matrix, {1024, 1, 4, 1}},
+        {"timestep_embedding", 1, 2, &build_timestep_embedding, &shape_matrix, {512, 320, 1, 1}},
+        {"out_prod", 1, 2, &build_out_prod, &shape_rows, {1024, 256, 1, 1}},
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},

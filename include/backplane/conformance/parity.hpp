@@ -567,6 +567,91 @@ inline int glu_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// repeat of every type it takes, tiled 1 to 3 times per dimension.
+inline int repeat_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type t : all_elem_types) {
+        if (!cases.claimed([&] { return repeat_4d(cases.ctx, cases.leaf(t, {4, 2, 1, 1}), 8, 2, 1, 1); })) continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const extents ne = cases.gen.rows(t, 1000);
+            tensor* a = cases.input(t, ne, cases.any_layout(t));
+            cases.add(repeat_4d(cases.ctx, a, ne[0] * cases.gen.upto(3), ne[1] * cases.gen.upto(3), ne[2] * cases.gen.upto(2),
+                                ne[3] * cases.gen.upto(2)));
+        }
+    }
+    return cases.combinations() - before;
+}
+
+/// repeat_back, cumsum, tri (every triangle) and diag of f32 (small square matrices for
+/// tri and diag).
+inline int misc_cases(batch& cases) {
+    const int before = cases.combinations();
+    const elem_type t = elem_type::f32;
+    if (cases.claimed([&] { return repeat_back(cases.ctx, cases.leaf(t, {8, 2, 1, 1}), cases.leaf(t, {4, 1, 1, 1})); })) {
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const extents ne = cases.gen.rows(t, 3000);
+            const extents small = {ne[0] / random_divisor(cases.rng, ne[0]), ne[1] / random_divisor(cases.rng, ne[1]),
+                                   ne[2] / random_divisor(cases.rng, ne[2]), ne[3]};
+            cases.add(repeat_back(cases.ctx, cases.input(t, ne, cases.any_layout(t)), cases.leaf(t, small)));
+        }
+    }
+    if (cases.claimed([&] { return cumsum(cases.ctx, cases.leaf(t, {8, 2, 1, 1})); })) {
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s)
+            cases.add(cumsum(cases.ctx, cases.input(t, cases.gen.rows(t), cases.any_layout(t))));
+    }
+    if (cases.claimed([&] { return tri(cases.ctx, cases.leaf(t, {4, 4, 1, 1}), tri_type::lower); })) {
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t n = cases.gen.upto(33);
+            tensor* a = cases.input(t, {n, n, cases.gen.upto(3), cases.gen.upto(2)}, cases.any_layout(t));
+            cases.add(tri(cases.ctx, a, static_cast<tri_type>(s % 4)));
+        }
+    }
+    if (cases.claimed([&] { return diag(cases.ctx, cases.leaf(t, {4, 1, 1, 1})); })) {
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const extents ne = {cases.gen.upto(33), 1, cases.gen.upto(3), cases.gen.upto(2)};
+            cases.add(diag(cases.ctx, cases.input(t, ne, cases.any_layout(t))));
+        }
+    }
+    return cases.combinations() - before;
+}
+
+/// timestep_embedding of even and odd dims.
+inline int timestep_embedding_cases(batch& cases) {
+    const elem_type t = elem_type::f32;
+    if (!cases.claimed([&] { return timestep_embedding(cases.ctx, cases.leaf(t, {4, 1, 1, 1}), 8); })) return 0;
+    cases.combination();
+    for (int s = 0; s < shapes_per_combination; ++s) {
+        tensor* steps = cases.input(t, {cases.gen.upto(9), 1, 1, 1}, cases.any_layout(t), 0.0, 50.0);
+        cases.add(timestep_embedding(cases.ctx, steps, static_cast<int>(cases.gen.upto(70)), s % 3 ? 10000 : 100));
+    }
+    return 1;
+}
+
+/// out_prod of f32 and every quantized a it takes by f32 b, broadcast over dims 2 and 3.
+inline int out_prod_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type ta : all_elem_types) {
+        const std::int64_t w = probe_width(ta);
+        if (!cases.claimed([&] { return out_prod(cases.ctx, cases.leaf(ta, {w, 2, 1, 1}), cases.leaf(elem_type::f32, {3, 2, 1, 1})); }))
+            continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t k = cases.gen.upto(17), a2 = cases.gen.upto(2), a3 = cases.gen.upto(2);
+            const extents ane = {is_quantized(ta) ? cases.gen.blocks(ta) : cases.gen.upto(33), k, a2, a3};
+            const extents bne = {cases.gen.upto(9), k, a2 * cases.gen.upto(2), a3};
+            const layout al = is_quantized(ta) ? (s % 2 ? layout::offset : layout::contiguous) : (s % 2 ? layout::permuted : layout::strided_rows);
+            tensor* a = cases.input(ta, ane, al);
+            cases.add(out_prod(cases.ctx, a, cases.input(elem_type::f32, bne, cases.any_layout(elem_type::f32))));
+        }
+    }
+    return cases.combinations() - before;
+}
+
 /// A family of parity cases.
 struct parity_family {
     std::string_view name;        ///< "binary"
@@ -595,6 +680,10 @@ inline std::span<const parity_family> parity_families() {
         {"mul_mat_id", 31016, &mul_mat_id_cases},
         {"add_id", 31017, &add_id_cases},
         {"flash_attn_ext", 31018, &flash_attn_ext_cases},
+        {"repeat", 31019, &repeat_cases},
+        {"misc", 31020, &misc_cases},
+        {"timestep_embedding", 31021, &timestep_embedding_cases},
+        {"out_prod", 31022, &out_prod_cases},
     };
     return families;
 }

@@ -68,8 +68,16 @@ enum class op_kind : std::uint8_t {
     // normalisation of vision and audio models
     group_norm,
     l2_norm,
+    // small ops of vision, audio and state-space models
+    repeat,
+    repeat_back,
+    cumsum,
+    tri,
+    diag,
+    timestep_embedding,
+    out_prod,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::l2_norm) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::out_prod) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

@@ -28,6 +28,11 @@
 //   argmax, argsort, top_k          i32              f32 f16 bf16
 //   norm, rms_norm, l2_norm,        f32              f32
 //   group_norm
+//   repeat                          = a              f32 f16 bf16 i32
+//   repeat_back, cumsum, tri, diag  f32              f32
+//   timestep_embedding              f32 [dim, N]     f32 [N] (timesteps)
+//   out_prod                        f32              f32 quantized (not     f32
+//                                                    q8_K, not transposed)
 //   soft_max                        f32              f32                      none, f32, f16 mask
 //                                                                             (src[2]: f32 sinks)
 //   mul_mat                         f32              f32 f16 bf16 quantized   f32 f16 bf16
@@ -231,12 +236,18 @@ inline std::string_view argmax(const tensor& t) noexcept {
     return {};
 }
 
-/// A norm's operand and result (f32, of a's shape) and its eps, in param eps_slot
-/// (finite and non-negative, as ggml asserts for norm, rms_norm and l2_norm).
-inline std::string_view norm_operands(const tensor& t, std::size_t eps_slot) noexcept {
+/// An f32 operand and a result of its type and shape.
+inline std::string_view f32_like_a(const tensor& t) noexcept {
     const tensor& a = *t.src[0];
     if (a.type != elem_type::f32) return "operand must be f32";
     if (t.type != elem_type::f32 || !same_ne(t, a)) return "the result has a's type and shape";
+    return {};
+}
+
+/// A norm's operand and result (f32, of a's shape) and its eps, in param eps_slot
+/// (finite and non-negative, as ggml asserts for norm, rms_norm and l2_norm).
+inline std::string_view norm_operands(const tensor& t, std::size_t eps_slot) noexcept {
+    if (const std::string_view why = f32_like_a(t); !why.empty()) return why;
     const float eps = t.param<float>(eps_slot);
     return eps >= 0.0f && std::isfinite(eps) ? std::string_view{} : "eps must be finite and non-negative";
 }
@@ -248,6 +259,75 @@ inline std::string_view row_norm(const tensor& t) noexcept { return norm_operand
 inline std::string_view group_norm(const tensor& t) noexcept {
     if (t.param<std::int32_t>(0) < 1) return "n_groups must be at least 1";
     return norm_operands(t, 1);
+}
+
+/// repeat: a (f32, f16, bf16, i32) tiled; the result of a's type, each extent a
+/// multiple of a's.
+inline std::string_view repeat(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type) && a.type != elem_type::i32) return "operand must be f32, f16, bf16 or i32";
+    if (t.type != a.type) return "the result has a's type";
+    if (t.ne[0] < 0 || t.ne[1] < 0 || t.ne[2] < 0 || t.ne[3] < 0 || !repeats(a, t))
+        return "each extent of the result must be a multiple of a's";
+    return {};
+}
+
+/// repeat_back: f32 a summed down to an f32 result, each extent of which divides a's.
+inline std::string_view repeat_back(const tensor& t) noexcept {
+    if (t.src[0]->type != elem_type::f32 || t.type != elem_type::f32) return "operand and result must be f32";
+    if (!repeats(t, *t.src[0])) return "each extent of a must be a multiple of the result's";
+    return {};
+}
+
+/// tri: f32 square matrices (ne0 == ne1), a tri_type in param 0.
+inline std::string_view tri(const tensor& t) noexcept {
+    if (const std::string_view why = f32_like_a(t); !why.empty()) return why;
+    if (t.src[0]->ne[0] != t.src[0]->ne[1]) return "a's matrices must be square (ne0 == ne1)";
+    const std::int32_t type = t.param<std::int32_t>(0);
+    return type >= 0 && type <= 3 ? std::string_view{} : "unknown tri type";
+}
+
+/// The longest vector diag spreads (its result has ne0^2 elements per matrix).
+inline constexpr std::int64_t max_diag = std::int64_t{1} << 30;
+
+/// diag: f32 a [n, 1, ne2, ne3], the result f32 [n, n, ne2, ne3].
+inline std::string_view diag(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (a.type != elem_type::f32) return "operand must be f32";
+    if (a.ne[1] != 1) return "a must hold one vector per matrix (ne1 == 1)";
+    if (a.ne[0] > max_diag) return "a is too long for a square result";
+    if (t.type != elem_type::f32 || !ne_is(t, a.ne[0], a.ne[0], a.ne[2], a.ne[3]))
+        return "the result is f32 [a.ne0, a.ne0, a.ne2, a.ne3]";
+    return {};
+}
+
+/// timestep_embedding: f32 timesteps [N], dim (param 0) and max_period (param 1) at least
+/// 1; the result f32 [dim, N].
+inline std::string_view timestep_embedding(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (a.type != elem_type::f32 || a.ne[1] != 1 || a.ne[2] != 1 || a.ne[3] != 1) return "timesteps must be an f32 vector";
+    const std::int32_t dim = t.param<std::int32_t>(0);
+    if (dim < 1 || t.param<std::int32_t>(1) < 1) return "dim and max_period must be at least 1";
+    if (t.type != elem_type::f32 || !ne_is(t, dim, a.ne[0], 1, 1)) return "the result is f32 [dim, N]";
+    return {};
+}
+
+/// out_prod: a [M, K, A2, A3] f32 or quantized (ggml's CPU list: every quantized type but
+/// q8_K; not transposed, rows of whole blocks), b [N, K, B2, B3] f32 with A2 | B2 and A3 |
+/// B3; the result f32 [M, N, B2, B3].
+inline std::string_view out_prod(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if ((a.type != elem_type::f32 && !is_quantized(a.type)) || a.type == elem_type::q8_K)
+        return "a must be f32 or quantized (not q8_K)";
+    if (b.type != elem_type::f32) return "b must be f32";
+    if (a.nb[0] > a.nb[1] || !whole_blocks(a)) return "a must not be transposed, and quantized rows are whole blocks";
+    if (a.ne[1] != b.ne[1]) return "a and b must have the same extent in dimension 1 (the summed one)";
+    if (a.ne[2] <= 0 || a.ne[3] <= 0 || !multiple_of(b.ne[2], a.ne[2]) || !multiple_of(b.ne[3], a.ne[3]))
+        return "a's extents in dimensions 2 and 3 must divide b's";
+    if (t.type != elem_type::f32 || !ne_is(t, a.ne[0], b.ne[0], b.ne[2], b.ne[3]))
+        return "the result is f32 [a.ne0, b.ne0, b.ne2, b.ne3]";
+    return {};
 }
 
 inline std::string_view soft_max(const tensor& t) noexcept {
@@ -535,7 +615,8 @@ namespace r = op_rules;
 ///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); add_id (a, b, ids);
 ///   flash_attn_ext (q, k, v,
 ///   optional mask, optional sinks; scale, max_bias, logit_softcap); group_norm (n_groups,
-///   eps); l2_norm (eps).
+///   eps); l2_norm (eps); tri (type); timestep_embedding (timesteps; dim, max_period);
+///   out_prod (a, b).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -597,6 +678,14 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // normalisation of vision and audio models
     {"group_norm", 1, 1, 2, false, true,  fam::rows,        r::group_norm},
     {"l2_norm",   1, 1, 1, false, true,  fam::rows,        r::row_norm},
+    // small ops of vision, audio and state-space models
+    {"repeat",    1, 1, 0, false, false, fam::data,        r::repeat},
+    {"repeat_back", 1, 1, 0, false, false, fam::rows,      r::repeat_back},
+    {"cumsum",    1, 1, 0, false, false, fam::rows,        r::f32_like_a},
+    {"tri",       1, 1, 1, false, false, fam::data,        r::tri},
+    {"diag",      1, 1, 0, false, false, fam::data,        r::diag},
+    {"timestep_embedding", 1, 1, 2, false, false, fam::data, r::timestep_embedding},
+    {"out_prod",  2, 2, 0, false, false, fam::mul_mat,     r::out_prod},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -614,7 +703,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "l2_norm"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "out_prod"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -7,6 +7,7 @@
 #include <backplane/core/ops/glu.hpp>
 #include <backplane/core/ops/layout.hpp>
 #include <backplane/core/ops/matmul.hpp>
+#include <backplane/core/ops/misc.hpp>
 #include <backplane/core/ops/norm.hpp>
 #include <backplane/core/ops/rope.hpp>
 #include <backplane/core/ops/rows.hpp>

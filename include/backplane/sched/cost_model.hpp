@@ -47,7 +47,7 @@ struct op_work {
     double columns = 1; ///< mul_mat: columns per product (src1's ne[1])
 };
 
-/// What a node costs any backend: a matrix product 2*K*M*N flops over all batches and
+/// What a node costs any backend: a matrix product (mul_mat, out_prod) 2*K*M*N flops over all batches and
 /// its operands' and result's bytes (mul_mat_id: the experts its columns can use, and
 /// about n_used * n_tokens / n_expert columns per expert); flash_attn_ext the two products
 /// of every query with every position (2 * n_kv * (D_k + D_v) flops per query and head,
@@ -57,13 +57,15 @@ inline op_work work_of(const tensor& t) noexcept {
     op_work w;
     const auto nbytes = [](const tensor* s) { return s != nullptr ? static_cast<double>(s->nbytes()) : 0.0; };
     switch (t.op) {
-    case op_kind::mul_mat: {
+    case op_kind::mul_mat:
+    case op_kind::out_prod: { // K = a.ne0 (mul_mat) or a.ne1 (out_prod); the columns b.ne1 or b.ne0
         const tensor* a = t.src[0];
         const tensor* b = t.src[1];
         if (a == nullptr || b == nullptr) return w;
-        w.flops = 2.0 * static_cast<double>(a->ne[0]) * static_cast<double>(t.nelements());
+        const bool outer = t.op == op_kind::out_prod;
+        w.flops = 2.0 * static_cast<double>(a->ne[outer ? 1 : 0]) * static_cast<double>(t.nelements());
         w.bytes = nbytes(a) + nbytes(b) + static_cast<double>(t.nbytes());
-        w.columns = static_cast<double>(std::max<std::int64_t>(1, b->ne[1]));
+        w.columns = static_cast<double>(std::max<std::int64_t>(1, b->ne[outer ? 0 : 1]));
         return w;
     }
     case op_kind::mul_mat_id: {

@@ -1111,6 +1111,81 @@ TEST_CASE("cpu: pad with zeros or wrapped around, in f32 f16 bf16, any layout", 
     }
 }
 
+TEST_CASE("cpu: repeat of f32 f16 bf16 i32 and repeat_back, any layout", "[cpu][misc]") {
+    harness h(8448);
+    const auto& shapes = plain_shapes();
+    for (std::size_t s = 0; s < shapes.size(); s += 2) {
+        const extents ne = shapes[s];
+        const extents times = {1 + static_cast<i64>(h.rng() % 3), 1 + static_cast<i64>(h.rng() % 3),
+                               1 + static_cast<i64>(h.rng() % 2), 1 + static_cast<i64>(h.rng() % 2)};
+        for (elem_type t : {f32, f16, bf16, i32}) {
+            tensor* a = h.input(t, ne, nth_layout(s, t));
+            h.check(repeat_4d(h.ctx, a, ne[0] * times[0], ne[1] * times[1], ne[2] * times[2], ne[3] * times[3]),
+                    {.max_nmse = 0.0, .exact = true}, describe("repeat", {{"a", a}}));
+        }
+        tensor* big = h.input(f32, {ne[0] * times[0], ne[1] * times[1], ne[2] * times[2], ne[3] * times[3]},
+                              nth_layout(s + 1, f32));
+        h.check(repeat_back(h.ctx, big, h.leaf(f32, ne)), {.max_nmse = 1e-7, .max_rel = 4 * ulp(f32), .rel_floor = 1.0},
+                describe("repeat_back", {{"a", big}}));
+    }
+}
+
+TEST_CASE("cpu: cumsum, tri of every type and diag, any layout", "[cpu][misc]") {
+    harness h(8558);
+    const auto& shapes = plain_shapes();
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        tensor* a = h.input(f32, shapes[s], nth_layout(s, f32));
+        h.check(cumsum(h.ctx, a), {.max_nmse = 1e-7}, describe("cumsum", {{"a", a}}));
+        const extents sq = {shapes[s][0], shapes[s][0], shapes[s][2], shapes[s][3]};
+        tensor* m = h.input(f32, sq, nth_layout(s + 1, f32));
+        h.check(tri(h.ctx, m, static_cast<tri_type>(s % 4)), {.max_nmse = 0.0, .exact = true},
+                describe("tri " + std::to_string(s % 4), {{"a", m}}));
+        tensor* v = h.input(f32, {shapes[s][0], 1, shapes[s][2], shapes[s][3]}, nth_layout(s + 2, f32));
+        h.check(diag(h.ctx, v), {.max_nmse = 0.0, .exact = true}, describe("diag", {{"a", v}}));
+    }
+}
+
+TEST_CASE("cpu: cumsum adds in f32 from the left, as ggml", "[cpu][misc]") {
+    harness h(8668);
+    tensor* a = h.leaf(f32, {3, 1, 1, 1});
+    const float x[] = {1.0f, 1e-8f, -1.0f}; // 1 + 1e-8 rounds to 1 in f32: the last sum is 0
+    std::memcpy(a->data, x, sizeof x);
+    tensor* out = cumsum(h.ctx, a);
+    REQUIRE(cpu::compute_forward(cpu::compute_params{}, *out) == errc::ok);
+    CHECK(bt::get(*out, 1) == 1.0);
+    CHECK(bt::get(*out, 2) == 0.0);
+}
+
+TEST_CASE("cpu: timestep_embedding of even and odd dims", "[cpu][misc]") {
+    harness h(8778);
+    for (const auto& [n, dim, max_period] : std::vector<std::array<int, 3>>{
+             {1, 8, 10000}, {3, 7, 10000}, {5, 64, 10000}, {2, 33, 100}, {4, 1, 10000}, {2, 2, 1}}) {
+        tensor* t = h.input(f32, {n, 1, 1, 1}, layout::strided_rows, 0.0, 50.0);
+        tensor* out = timestep_embedding(h.ctx, t, dim, max_period);
+        CHECK(out->ne == extents{dim, n, 1, 1});
+        // f32 arguments of up to 50 carry an absolute error of a few 1e-6 into cos and sin
+        h.check(out, {.max_nmse = 1e-9, .max_rel = 2e-5, .rel_floor = 1.0},
+                "timestep_embedding dim " + std::to_string(dim));
+        if (dim % 2 != 0) CHECK(bt::get(*out, dim - 1, 0) == 0.0);
+    }
+}
+
+TEST_CASE("cpu: out_prod of f32 and every quantized a, broadcast over dims 2 and 3", "[cpu][out_prod]") {
+    harness h(8888);
+    for (elem_type ta : all_elem_types) {
+        if (ta != f32 && (!is_quantized(ta) || ta == elem_type::q8_K)) continue;
+        const i64 m = is_quantized(ta) ? block_size(ta) * (block_size(ta) > 32 ? 1 : 2) : 13;
+        const std::vector<std::pair<extents, extents>> shapes = {
+            {{m, 5, 1, 1}, {7, 5, 1, 1}}, {{m, 3, 2, 1}, {4, 3, 4, 3}}, {{m, 1, 1, 2}, {9, 1, 3, 2}}};
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(ta, shapes[s].first, is_quantized(ta) ? layout::contiguous : nth_layout(s, ta));
+            tensor* b = h.input(f32, shapes[s].second, nth_layout(s + 1, f32));
+            h.check(out_prod(h.ctx, a, b), {.max_nmse = 1e-7, .max_rel = 8 * ulp(f32), .rel_floor = 1.0},
+                    describe("out_prod", {{"a", a}, {"b", b}}));
+        }
+    }
+}
+
 TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {
     harness h(8338);
     for (const auto& [start, stop, step] : std::vector<std::array<float, 3>>{
@@ -1291,6 +1366,13 @@ TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads
     nodes.push_back(norm(h.ctx, a));
     nodes.push_back(l2_norm(h.ctx, a));
     nodes.push_back(group_norm(h.ctx, a, 2));
+    nodes.push_back(repeat_4d(h.ctx, a, 128, 10, 3, 4));
+    nodes.push_back(repeat_back(h.ctx, a, h.leaf(f32, {32, 5, 1, 2})));
+    nodes.push_back(cumsum(h.ctx, a));
+    nodes.push_back(tri(h.ctx, h.input(f32, {9, 9, 3, 2}, layout::permuted), tri_type::lower));
+    nodes.push_back(diag(h.ctx, h.input(f32, {9, 1, 3, 2}, layout::strided_rows)));
+    nodes.push_back(timestep_embedding(h.ctx, h.input(f32, {7, 1, 1, 1}, layout::contiguous, 0, 20), 33));
+    nodes.push_back(out_prod(h.ctx, h.input(q4_0, {64, 5, 1, 2}, layout::contiguous), h.input(f32, {9, 5, 3, 2}, layout::permuted)));
     nodes.push_back(soft_max(h.ctx, a, h.leaf(f32, {64, 7, 1, 2}), 0.3f));
     nodes.push_back(dup(h.ctx, a));
     nodes.push_back(cpy(h.ctx, a, h.input(q8_0, {64, 30, 1, 1}, layout::contiguous)));
@@ -1381,6 +1463,15 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
         verify(attempt([&] { return norm(h.ctx, in(ta, ne)); }), "norm " + a_name);
         verify(attempt([&] { return l2_norm(h.ctx, in(ta, ne)); }), "l2_norm " + a_name);
         verify(attempt([&] { return group_norm(h.ctx, in(ta, ne), 2); }), "group_norm " + a_name);
+        verify(attempt([&] { return repeat_4d(h.ctx, in(ta, ne), 128, 4, 6, 2); }), "repeat " + a_name);
+        verify(attempt([&] { return repeat_back(h.ctx, in(ta, ne), h.leaf(ta, {32, 2, 3, 1})); }), "repeat_back " + a_name);
+        verify(attempt([&] { return cumsum(h.ctx, in(ta, ne)); }), "cumsum " + a_name);
+        verify(attempt([&] { return tri(h.ctx, in(ta, {5, 5, 2, 1}), tri_type::upper); }), "tri " + a_name);
+        verify(attempt([&] { return diag(h.ctx, in(ta, {5, 1, 2, 1})); }), "diag " + a_name);
+        verify(attempt([&] { return timestep_embedding(h.ctx, in(ta, {5, 1, 1, 1}), 9); }), "timestep_embedding " + a_name);
+        for (elem_type tb : types)
+            verify(attempt([&] { return out_prod(h.ctx, in(ta, {256, 3, 1, 1}), in(tb, {5, 3, 2, 1})); }),
+                   "out_prod " + a_name + " " + std::string(to_string(tb)));
         verify(attempt([&] { return soft_max(h.ctx, in(ta, ne)); }), "soft_max " + a_name);
         verify(attempt([&] { return swiglu(h.ctx, in(ta, ne)); }), "swiglu " + a_name);
         verify(attempt([&] { return argsort(h.ctx, in(ta, ne), sort_order::desc); }), "argsort " + a_name);

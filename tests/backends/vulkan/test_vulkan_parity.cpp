@@ -48,6 +48,10 @@ struct vulkan_targets {
         {"mul_mat_id", 48}, // f32 f16 bf16 and the 13 quantized expert types x f32 f16 bf16 activations (16-bit storage)
         {"add_id", 1},     // f32
         {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (16-bit storage)
+        {"repeat", 4},     // f32 f16 bf16 i32 (16-bit storage)
+        {"misc", 4},       // repeat_back, cumsum, tri, diag f32
+        {"timestep_embedding", 1}, // f32
+        {"out_prod", 1},   // f32 a (quantized a: left to the CPU)
     };
 };
 

@@ -41,6 +41,8 @@
 #include <backplane/backends/cpu/kernels/glu.hpp>
 #include <backplane/backends/cpu/kernels/layout.hpp>
 #include <backplane/backends/cpu/kernels/matmul.hpp>
+#include <backplane/backends/cpu/kernels/misc.hpp>
+#include <backplane/backends/cpu/kernels/out_prod.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
 #include <backplane/backends/cpu/kernels/set_rows.hpp>
@@ -86,6 +88,13 @@ enum class kernel_kind : std::uint8_t {
     add_id,       ///< kernels::add_id
     flash_attn_ext, ///< kernels::flash_attn_ext
     group_norm,   ///< kernels::group_norm
+    repeat,       ///< kernels::repeat
+    repeat_back,  ///< kernels::repeat_back
+    cumsum,       ///< kernels::cumsum
+    tri,          ///< kernels::tri
+    diag,         ///< kernels::diag
+    timestep_embedding, ///< kernels::timestep_embedding
+    out_prod,     ///< kernels::out_prod
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -100,7 +109,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
     constexpr std::array<std::string_view, kernel_kind_count> names = {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
-        "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
+        "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag", "timestep_embedding", "out_prod", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
         "fast_attention", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -124,6 +133,13 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::rms_norm:
     case op_kind::l2_norm: return kernel_kind::norm;
     case op_kind::group_norm: return kernel_kind::group_norm;
+    case op_kind::repeat: return kernel_kind::repeat;
+    case op_kind::repeat_back: return kernel_kind::repeat_back;
+    case op_kind::cumsum: return kernel_kind::cumsum;
+    case op_kind::tri: return kernel_kind::tri;
+    case op_kind::diag: return kernel_kind::diag;
+    case op_kind::timestep_embedding: return kernel_kind::timestep_embedding;
+    case op_kind::out_prod: return kernel_kind::out_prod;
     case op_kind::soft_max: return kernel_kind::soft_max;
     case op_kind::mul_mat: return kernel_kind::mul_mat;
     case op_kind::get_rows: return kernel_kind::get_rows;
@@ -234,6 +250,12 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return (fast ? 2 : 20) * n;
     case kernel_kind::group_norm: // three passes over each group
         return 30 * n;
+    case kernel_kind::repeat_back: // every element of a read once
+        return 10 * a->nelements();
+    case kernel_kind::timestep_embedding: // an exp, a cos and a sin per pair
+        return 80 * n;
+    case kernel_kind::out_prod: // a multiply-add per value of dst and of dimension 1, a dequantized
+        return 8 * conv * n * std::max<std::int64_t>(a->ne[1], 1) + n;
     case kernel_kind::soft_max:
         return (fast ? 4 : 80) * n;
     case kernel_kind::sum_rows:
@@ -396,6 +418,13 @@ template <class = void>
     case kernel_kind::add_id: return kernels::add_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::flash_attn_ext: return kernels::flash_attn_ext(p, node) ? errc::ok : errc::alloc_failed;
     case kernel_kind::group_norm: kernels::group_norm(p, node); return errc::ok;
+    case kernel_kind::repeat: kernels::repeat(p, node); return errc::ok;
+    case kernel_kind::repeat_back: kernels::repeat_back(p, node); return errc::ok;
+    case kernel_kind::cumsum: kernels::cumsum(p, node); return errc::ok;
+    case kernel_kind::tri: kernels::tri(p, node); return errc::ok;
+    case kernel_kind::diag: kernels::diag(p, node); return errc::ok;
+    case kernel_kind::timestep_embedding: kernels::timestep_embedding(p, node); return errc::ok;
+    case kernel_kind::out_prod: kernels::out_prod(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

@@ -23,6 +23,8 @@
 #include <backplane/backends/cuda/kernels/get_rows.cuh>
 #include <backplane/backends/cuda/kernels/glu.cuh>
 #include <backplane/backends/cuda/kernels/layout.cuh>
+#include <backplane/backends/cuda/kernels/misc.cuh>
+#include <backplane/backends/cuda/kernels/out_prod.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat_id.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
@@ -71,6 +73,13 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::mul_mat_id: return launch_mul_mat_id(node, ctx);
     case op_kind::add_id: return launch_add_id(node, ctx);
     case op_kind::flash_attn_ext: return launch_flash_attn(node, ctx);
+    case op_kind::repeat:
+    case op_kind::repeat_back:
+    case op_kind::cumsum:
+    case op_kind::tri:
+    case op_kind::diag:
+    case op_kind::timestep_embedding: return launch_misc(node, ctx);
+    case op_kind::out_prod: return launch_out_prod(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

@@ -267,6 +267,25 @@ inline constexpr rule rules[] = {
     {op_kind::group_norm, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::l2_norm, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows},
     {op_kind::l2_norm, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    // small ops of vision, audio and state-space models
+    {op_kind::repeat, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::repeat_back, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::cumsum, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows},
+    {op_kind::cumsum, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::tri, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {}, {},
+     false, "whole matrices per device"},
+    {op_kind::tri, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::diag, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {}, {},
+     false, "whole matrices per device"},
+    {op_kind::diag, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::timestep_embedding, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 1, {}, {}, false,
+     "timesteps split: rows of the result split"},
+    {op_kind::timestep_embedding, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::out_prod, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::out_prod, {rule_detail::M, rule_detail::S}, rule_detail::S, rule_detail::ax(0), 1, {}, {}, false,
+     "b's rows split: the result's dimension 1"},
+    {op_kind::out_prod, {rule_detail::S, rule_detail::S}, rule_detail::P, rule_detail::ax(1), 0, {}, {}, false,
+     "split along the summed dimension: partial sums"},
 };
 // clang-format on
 

@@ -19,6 +19,7 @@
 #include <backplane/backends/vulkan/ops/get_rows.hpp>
 #include <backplane/backends/vulkan/ops/glu.hpp>
 #include <backplane/backends/vulkan/ops/layout.hpp>
+#include <backplane/backends/vulkan/ops/misc.hpp>
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
 #include <backplane/backends/vulkan/ops/rows.hpp>
@@ -55,6 +56,13 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::pad: return plan_pad(t, f, d);
     case op_kind::arange: return plan_arange(t, f, d);
     case op_kind::add_id: return plan_add_id(t, f, d);
+    case op_kind::repeat:
+    case op_kind::repeat_back:
+    case op_kind::cumsum:
+    case op_kind::tri:
+    case op_kind::diag:
+    case op_kind::timestep_embedding:
+    case op_kind::out_prod: return plan_misc(t, f, d);
     default: return false;
     }
 }

@@ -1,5 +1,5 @@
 #pragma once
-// mul_mat, mul_mat_id and get_rows: the ops that read weights.
+// mul_mat, mul_mat_id, out_prod and get_rows: the ops that read weights.
 
 #include <backplane/core/ops/node.hpp>
 
@@ -12,6 +12,19 @@ inline tensor* mul_mat(context& ctx, tensor* a, tensor* b) {
     detail::require_tensor("mul_mat", "a", a);
     detail::require_tensor("mul_mat", "b", b);
     return detail::make_node(ctx, detail::proposed(op_kind::mul_mat, elem_type::f32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {a, b}),
+                             {{"a", a}, {"b", b}});
+}
+
+/// The outer products of a's and b's columns summed over dimension 1, as ggml's out_prod:
+/// a [M, K, A2, A3], b [N, K, B2, B3] -> c f32 [M, N, B2, B3], c[i, j] = sum over k of
+/// a[i, k] * b[j, k], with a broadcast over dims 2 and 3 (B2 a multiple of A2, B3 of A3;
+/// plane i2 of c reads plane i2 / (B2 / A2) of a). a is f32 or quantized (every type
+/// ggml's CPU dequantizes: not q8_K; ggml's CPU has no f16 a) and not transposed; b is
+/// f32. The reference kernels sum in double and round once (ggml: f32 in k's order).
+inline tensor* out_prod(context& ctx, tensor* a, tensor* b) {
+    detail::require_tensor("out_prod", "a", a);
+    detail::require_tensor("out_prod", "b", b);
+    return detail::make_node(ctx, detail::proposed(op_kind::out_prod, elem_type::f32, {a->ne[0], b->ne[0], b->ne[2], b->ne[3]}, {a, b}),
                              {{"a", a}, {"b", b}});
 }
 
