@@ -363,6 +363,47 @@ inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& r
     return finish(arange(ctx, start, start + step * static_cast<float>(c.ne[0]), step));
 }
 
+/// A convolution's geometry drawn at random (im2col's parity cases and catalogue rows):
+/// kernel [kw, kh, ic, oc] and input [iw, ih, ic, n] (1-D: [k, ic, oc] and [iw, ic, n]),
+/// strides 1 to 3, pads 0 to 2, dilations 1 to 2; the input is never smaller than the
+/// dilated kernel, so every draw has an output.
+struct conv_draw {
+    extents kernel, input;
+    int s0 = 1, s1 = 0, p0 = 0, p1 = 0, d0 = 1, d1 = 0;
+    bool two_d = true;
+};
+inline conv_draw random_conv(std::mt19937& rng, bool two_d) {
+    const auto upto = [&](int n) { return 1 + static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    conv_draw c;
+    c.two_d = two_d;
+    c.s0 = upto(3), c.p0 = upto(3) - 1, c.d0 = upto(2);
+    const std::int64_t kw = upto(4), ic = upto(3), oc = upto(3), n = upto(2);
+    const std::int64_t iw = c.d0 * (kw - 1) + upto(9);
+    if (!two_d) {
+        c.kernel = {kw, ic, oc, 1};
+        c.input = {iw, ic, n, 1};
+        return c;
+    }
+    c.s1 = upto(3), c.p1 = upto(3) - 1, c.d1 = upto(2);
+    const std::int64_t kh = upto(4);
+    c.kernel = {kw, kh, ic, oc};
+    c.input = {iw, c.d1 * (kh - 1) + upto(7), ic, n};
+    return c;
+}
+
+/// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
+/// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
+/// bit 1 the input permuted.
+inline built_case build_im2col(context& ctx, const case_spec& c, std::mt19937& rng) {
+    conv_draw g = random_conv(rng, (c.variant & 1) == 0);
+    const std::int64_t min_w = g.input[0], min_h = g.two_d ? g.input[1] : 1;
+    g.input[0] = std::max(c.ne[0], min_w);
+    if (g.two_d) g.input[1] = std::max(c.ne[1], min_h);
+    tensor* a = random_leaf(ctx, elem_type::f16, g.kernel, rng, -1.0, 1.0);
+    tensor* b = input(ctx, type_at(c, 0), g.input, (c.variant & 2) ? 2 : 0, rng);
+    return finish(im2col(ctx, a, b, g.s0, g.s1, g.p0, g.p1, g.d0, g.d1, g.two_d, type_at(c, 1)));
+}
+
 /// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
 /// a row-strided view (unquantized destinations only).
 inline built_case build_cpy(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -455,6 +496,11 @@ inline extents shape_attention(std::mt19937& rng, std::span<const elem_type> typ
     const std::int64_t d = quant ? 32 * g.pick({1, 2, 3, 4}) : g.pick({1, 5, 16, 33, 64, 80, 128});
     return {d, g.pick({1, 2, 7, 32, 100, 257}), g.upto(5), g.pick({1, 2, 3, 4, 8})};
 }
+/// The input's width and height (im2col; the rest of its geometry is drawn by the case).
+inline extents shape_conv(std::mt19937& rng, std::span<const elem_type>) {
+    shape_gen g{rng};
+    return {g.pick({1, 3, 8, 17, 32}), g.pick({1, 2, 5, 16}), 1, 1};
+}
 inline extents shape_rope(std::mt19937& rng, std::span<const elem_type>) {
     shape_gen g{rng};
     return {g.pick({2, 6, 10, 18, 34, 64, 66, 128}), g.upto(5), g.upto(7), g.upto(2)};
@@ -521,6 +567,7 @@ inline std::span<const op_cases> catalogue() {
         {"arange", 1, 1, &build_arange, &shape_rows, {1 << 20, 1, 1, 1}},
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
+        {"im2col", 2, 4, &build_im2col, &shape_conv, {64, 64, 1, 1}},
     };
     return families;
 }

@@ -371,6 +371,28 @@ inline int flash_attn_ext_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// im2col, 1-D and 2-D, of f32 and f16 inputs into f32 and f16, with f32 and f16
+/// kernels, strides, pads and dilations drawn (detail::random_conv), inputs in any layout.
+inline int im2col_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type tb : {elem_type::f32, elem_type::f16})
+        for (elem_type td : {elem_type::f32, elem_type::f16}) {
+            if (!cases.claimed([&] {
+                    return im2col(cases.ctx, cases.leaf(elem_type::f16, {3, 3, 2, 1}), cases.leaf(tb, {4, 4, 2, 1}), 1, 1, 1,
+                                  1, 1, 1, true, td);
+                }))
+                continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const detail::conv_draw c = detail::random_conv(cases.rng, s % 2 == 0);
+                tensor* a = cases.leaf(s % 3 == 0 ? elem_type::f32 : elem_type::f16, c.kernel);
+                tensor* b = cases.input(tb, c.input, cases.any_layout(tb));
+                cases.add(im2col(cases.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1, c.two_d, td));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -582,6 +604,7 @@ inline std::span<const parity_family> parity_families() {
         {"mul_mat_id", 31016, &mul_mat_id_cases},
         {"add_id", 31017, &add_id_cases},
         {"flash_attn_ext", 31018, &flash_attn_ext_cases},
+        {"im2col", 31019, &im2col_cases},
     };
     return families;
 }

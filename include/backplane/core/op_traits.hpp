@@ -50,6 +50,8 @@
 //   sinks)                                                                    (k; v at src[2] the
 //                                                                             same set); f16 mask,
 //                                                                             f32 sinks (src[3, 4])
+//   im2col (kernel, input)          f32 f16          f32 f16 (the kernel:     f32 f16 (the input)
+//                                                    extents only)
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
@@ -59,6 +61,7 @@
 // glu's and flash_attn_ext's operands have contiguous rows (ggml_is_contiguous_1; other
 // strides are free) and flash_attn_ext's mask is contiguous.
 
+#include <backplane/core/conv_geometry.hpp>
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/rope_functions.hpp>
 #include <backplane/core/tensor.hpp>
@@ -79,7 +82,7 @@ enum class op_family : std::uint8_t {
     elementwise, ///< each result element from the same elements of the sources: memory-bound
     rows,        ///< reductions and per-row transforms: norms, soft_max, rope, sum_rows, sum, mean,
                  ///< argmax, argsort, top_k
-    data,        ///< data movement: copies, cont, get_rows, concat, add_id
+    data,        ///< data movement: copies, cont, get_rows, concat, add_id, im2col
 };
 
 /// Why `node` is not an instance of its op that the op defines: empty when it is. The
@@ -508,6 +511,36 @@ inline std::string_view arange(const tensor& t) noexcept {
     return {};
 }
 
+/// im2col: src[0] = the kernel a ([kw, kh, ic, oc]; 1-D: [k, ic, oc]), read for its
+/// extents only; src[1] = the input b ([iw, ih, ic, n]; 1-D: [iw, ic, n]).
+inline std::string_view im2col(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    namespace s = im2col_slot;
+    const auto is_f32_f16 = [](elem_type x) { return x == elem_type::f32 || x == elem_type::f16; };
+    if (!is_f32_f16(a.type) || !is_f32_f16(b.type) || !is_f32_f16(t.type)) return "a, b and the result must be f32 or f16";
+    const std::int32_t two_d = t.param<std::int32_t>(s::is_2d);
+    if (two_d != 0 && two_d != 1) return "is_2D must be 0 or 1";
+    if (t.param<std::int32_t>(s::s0) < 1 || t.param<std::int32_t>(s::d0) < 1 || t.param<std::int32_t>(s::p0) < 0)
+        return "s0 and d0 must be positive, p0 not negative";
+    if (two_d == 1) {
+        if (t.param<std::int32_t>(s::s1) < 1 || t.param<std::int32_t>(s::d1) < 1 || t.param<std::int32_t>(s::p1) < 0)
+            return "s1 and d1 must be positive, p1 not negative";
+        if (a.ne[2] != b.ne[2]) return "a and b must have the same channels (dimension 2)";
+    } else {
+        if (t.param<std::int32_t>(s::p1) != 0) return "the 1-D form has no second dimension to pad (p1 must be 0)";
+        if (a.ne[1] != b.ne[1] || b.ne[3] != 1) return "a and b must have the same channels (dimension 1), b 3-dimensional";
+    }
+    const im2col_geometry g = im2col_geometry_of(t);
+    if (g.kw < 1 || g.kh < 1) return "the kernel is empty";
+    const std::int64_t ow = conv_output_size(g.iw, g.kw, g.s0, g.p0, g.d0);
+    const std::int64_t oh = two_d == 1 ? conv_output_size(g.ih, g.kh, g.s1, g.p1, g.d1) : 1;
+    if (ow < 1 || oh < 1) return "b is too small for the kernel (no output position)";
+    const bool shaped = two_d == 1 ? ne_is(t, g.ic * g.kh * g.kw, ow, oh, g.n) : ne_is(t, g.ic * g.kw, ow, g.n, 1);
+    if (!shaped) return "the result is [ic * kh * kw, ow, oh, n] (1-D: [ic * k, ow, n])";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -522,7 +555,8 @@ namespace r = op_rules;
 ///   destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
 ///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); add_id (a, b, ids);
 ///   flash_attn_ext (q, k, v,
-///   optional mask, optional sinks; scale, max_bias, logit_softcap).
+///   optional mask, optional sinks; scale, max_bias, logit_softcap); im2col (kernel,
+///   input; s0, s1, p0, p1, d0, d1, is_2D).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -581,6 +615,8 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"mul_mat_id", 3, 3, 0, false, false, fam::mul_mat,    r::mul_mat_id},
     {"add_id",    3, 3, 0, false, false, fam::data,        r::add_id},
     {"flash_attn_ext", 3, 5, 3, false, false, fam::mul_mat, r::flash_attn_ext},
+    // convolutions
+    {"im2col",    2, 2, 7, false, false, fam::data,        r::im2col},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -598,7 +634,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "flash_attn_ext"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "im2col"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

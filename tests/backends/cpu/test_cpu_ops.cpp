@@ -1154,6 +1154,109 @@ TEST_CASE("cpu: glu, every function, fused, swapped and split, in f32, f16 and b
 }
 
 // ---------------------------------------------------------------------------------------
+// convolutions
+
+namespace {
+
+/// One convolution's geometry: strides, pads, dilations (s1, p1, d1 unused in 1-D).
+struct conv_case {
+    extents kernel, input;
+    int s0, s1, p0, p1, d0, d1;
+};
+
+/// The 2-D convolution of b [iw, ih, ic, n] by a [kw, kh, ic, oc] in double: [ow, oh, oc,
+/// n]. With `f16_input` b's values are rounded to f16 first (what an f16 im2col holds).
+bt::ref_tensor direct_conv_2d(const tensor& a, const tensor& b, const conv_case& c, bool f16_input) {
+    const i64 ow = conv_output_size(b.ne[0], a.ne[0], c.s0, c.p0, c.d0);
+    const i64 oh = conv_output_size(b.ne[1], a.ne[1], c.s1, c.p1, c.d1);
+    bt::ref_tensor r(f32, {ow, oh, a.ne[3], b.ne[3]});
+    const auto input = [&](i64 ix, i64 iy, i64 ch, i64 n) {
+        const double v = bt::get(b, ix, iy, ch, n);
+        return f16_input ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(v)))) : v;
+    };
+    bt::for_each_index(r.ne, [&](i64 x, i64 y, i64 o, i64 n) {
+        double sum = 0.0;
+        for (i64 ch = 0; ch < a.ne[2]; ++ch)
+            for (i64 ky = 0; ky < a.ne[1]; ++ky)
+                for (i64 kx = 0; kx < a.ne[0]; ++kx) {
+                    const i64 ix = x * c.s0 + kx * c.d0 - c.p0, iy = y * c.s1 + ky * c.d1 - c.p1;
+                    if (ix >= 0 && ix < b.ne[0] && iy >= 0 && iy < b.ne[1])
+                        sum += bt::get(a, kx, ky, ch, o) * input(ix, iy, ch, n);
+                }
+        r.at(x, y, o, n) = sum;
+    });
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("cpu: im2col 1-D and 2-D in f32 and f16, with strides, pads and dilations, any layout", "[cpu][im2col]") {
+    harness h(9119);
+    const conv_case cases_2d[] = {
+        {{3, 3, 2, 4}, {5, 5, 2, 1}, 1, 1, 1, 1, 1, 1}, {{1, 1, 3, 2}, {4, 3, 3, 2}, 1, 1, 0, 0, 1, 1},
+        {{3, 2, 1, 1}, {7, 6, 1, 3}, 2, 3, 0, 2, 1, 2}, {{2, 3, 3, 1}, {9, 4, 3, 1}, 3, 1, 2, 1, 2, 1},
+        {{5, 1, 2, 3}, {5, 1, 2, 2}, 1, 1, 2, 0, 1, 1}, {{4, 4, 1, 1}, {3, 3, 1, 1}, 2, 2, 3, 3, 1, 1},
+    };
+    const conv_case cases_1d[] = {
+        {{3, 2, 4, 1}, {9, 2, 1, 1}, 1, 0, 1, 0, 1, 0}, {{1, 3, 2, 1}, {5, 3, 2, 1}, 2, 0, 0, 0, 1, 0},
+        {{4, 1, 1, 1}, {17, 1, 3, 1}, 3, 0, 2, 0, 2, 0}, {{2, 5, 3, 1}, {2, 5, 1, 1}, 1, 0, 1, 0, 1, 0},
+    };
+    std::size_t s = 0;
+    for (elem_type tb : {f32, f16})
+        for (elem_type td : {f32, f16})
+            for (bool two_d : {true, false})
+                for (const conv_case& c : two_d ? std::span<const conv_case>(cases_2d) : std::span<const conv_case>(cases_1d)) {
+                    tensor* a = h.input(s % 2 ? f16 : f32, c.kernel, layout::contiguous);
+                    tensor* b = h.input(tb, c.input, nth_layout(s++, tb));
+                    tensor* out = im2col(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1, two_d, td);
+                    h.check(out, {.max_nmse = 0.0, .exact = true}, describe(two_d ? "im2col 2-D" : "im2col 1-D", {{"a", a}, {"b", b}}));
+                }
+}
+
+TEST_CASE("cpu: conv_2d and conv_1d (im2col, then mul_mat) match a direct convolution", "[cpu][im2col][conv]") {
+    harness h(9229);
+    cpu_backend backend;
+    const auto close = [&](tensor* out, const bt::ref_tensor& expected, const std::string& what) {
+        REQUIRE(backend.compute(graph(out)).ok());
+        INFO(what << " " << str(out->ne));
+        REQUIRE(out->ne == expected.ne);
+        CHECK(bt::nmse(expected, *out) < 1e-7);
+    };
+    const conv_case cases_2d[] = {
+        {{3, 3, 3, 5}, {8, 7, 3, 2}, 1, 1, 1, 1, 1, 1},
+        {{2, 3, 2, 3}, {9, 6, 2, 1}, 2, 1, 0, 2, 1, 2},
+        {{1, 1, 4, 2}, {5, 3, 4, 3}, 1, 2, 0, 0, 1, 1},
+    };
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : cases_2d) {
+            tensor* a = h.leaf(tk, c.kernel);
+            tensor* b = h.leaf(f32, c.input);
+            close(conv_2d(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1), direct_conv_2d(*a, *b, c, tk == f16),
+                  describe("conv_2d", {{"a", a}, {"b", b}}));
+        }
+    // 1-D: the 2-D convolution of height 1. ggml's layout: the memory holds [ow, n, oc],
+    // which the result reads as [ow, oc, n] (the same for n = 1).
+    const conv_case cases_1d[] = {
+        {{3, 4, 6, 1}, {11, 4, 1, 1}, 1, 1, 1, 0, 1, 1},
+        {{2, 3, 2, 1}, {9, 3, 2, 1}, 2, 1, 1, 0, 3, 1},
+    };
+    for (const conv_case& c : cases_1d) {
+        tensor* a = h.leaf(f16, c.kernel);
+        tensor* b = h.leaf(f32, c.input);
+        tensor* a2 = reshape(h.ctx, a, {c.kernel[0], 1, c.kernel[1], c.kernel[2]});
+        tensor* b2 = reshape(h.ctx, b, {c.input[0], 1, c.input[1], c.input[2]});
+        const bt::ref_tensor direct = direct_conv_2d(*a2, *b2, c, true); // [ow, 1, oc, n]
+        const i64 ow = direct.ne[0], oc = direct.ne[2], n = direct.ne[3];
+        bt::ref_tensor expected(f32, {ow, oc, n, 1});
+        for (i64 l = 0; l < ow * oc * n; ++l) { // mul_mat's [ow * n, oc] read as [ow, oc, n]
+            const i64 r = l % (ow * n), o = l / (ow * n);
+            expected.v[static_cast<std::size_t>(l)] = direct.at(r % ow, 0, o, r / ow);
+        }
+        close(conv_1d(h.ctx, a, b, c.s0, c.p0, c.d0), expected, describe("conv_1d", {{"a", a}, {"b", b}}));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // In place: the graph allocator gives a node its src[0]'s memory when the layouts match.
 
 TEST_CASE("cpu: in-place ops are correct when dst aliases src[0]", "[cpu][inplace]") {

@@ -17,6 +17,7 @@
 #include <backplane/backends/cuda/kernels/add_id.cuh>
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/concat.cuh>
+#include <backplane/backends/cuda/kernels/conv.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh>
 #include <backplane/backends/cuda/kernels/elementwise.cuh>
 #include <backplane/backends/cuda/kernels/flash_attn.cuh>
@@ -69,6 +70,7 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::mul_mat_id: return launch_mul_mat_id(node, ctx);
     case op_kind::add_id: return launch_add_id(node, ctx);
     case op_kind::flash_attn_ext: return launch_flash_attn(node, ctx);
+    case op_kind::im2col: return launch_im2col(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

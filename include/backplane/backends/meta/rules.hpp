@@ -261,6 +261,9 @@ inline constexpr rule rules[] = {
      "only without ALiBi or sinks"},
     {op_kind::flash_attn_ext, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
      rule_detail::M},
+    // convolutions
+    {op_kind::im2col, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "every device unrolls the whole input"},
 };
 // clang-format on
 

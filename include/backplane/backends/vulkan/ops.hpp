@@ -14,6 +14,7 @@
 #include <backplane/backends/vulkan/ops/attention.hpp>
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/backends/vulkan/ops/concat.hpp>
+#include <backplane/backends/vulkan/ops/conv.hpp>
 #include <backplane/backends/vulkan/ops/copy.hpp>
 #include <backplane/backends/vulkan/ops/elementwise.hpp>
 #include <backplane/backends/vulkan/ops/get_rows.hpp>
@@ -53,6 +54,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::pad: return plan_pad(t, f, d);
     case op_kind::arange: return plan_arange(t, f, d);
     case op_kind::add_id: return plan_add_id(t, f, d);
+    case op_kind::im2col: return plan_im2col(t, f, d);
     default: return false;
     }
 }
