@@ -108,6 +108,7 @@ BACKPLANE_PARITY_CASE("mul_mat_id", "mul_mat_id for every weight and activation 
 BACKPLANE_PARITY_CASE("add_id", "add_id of a row per expert", "")
 BACKPLANE_PARITY_CASE("flash_attn_ext", "flash_attn_ext for every k and v type with masks, sinks, softcap, ALiBi and views", "")
 BACKPLANE_PARITY_CASE("im2col", "im2col 1-D and 2-D with strides, pads and dilations", "")
+BACKPLANE_PARITY_CASE("conv_2d", "conv_2d_direct of f32 and f16 kernels with strides, pads and dilations", "")
 
 #undef BACKPLANE_PARITY_CASE
 

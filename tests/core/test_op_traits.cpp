@@ -96,6 +96,8 @@ std::vector<tensor*> one_of_each(context& ctx) {
                                  ctx.new_tensor_1d(elem_type::f32, 4)),
         im2col(ctx, ctx.new_tensor_4d(elem_type::f16, 3, 3, 2, 4), ctx.new_tensor_4d(elem_type::f32, 8, 6, 2, 2), 1, 2,
                1, 0, 1, 2, true, elem_type::f16),
+        conv_2d_direct(ctx, ctx.new_tensor_4d(elem_type::f16, 3, 3, 2, 4), ctx.new_tensor_4d(elem_type::f32, 8, 6, 2, 2), 2,
+                       1, 1, 0, 1, 2),
     };
 }
 

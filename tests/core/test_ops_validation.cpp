@@ -418,6 +418,32 @@ TEST_CASE("im2col: ggml's shapes and parameters, and refused nodes", "[ops][im2c
     CHECK_THROWS_AS(conv_2d(ctx, strided, img, 1, 1, 0, 0, 1, 1), backplane::error);
 }
 
+TEST_CASE("conv_2d (conv_2d_direct): ggml's shapes and parameters, and refused nodes", "[ops][conv_2d]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_4d(elem_type::f16, 3, 2, 4, 8); // [kw, kh, ic, oc]
+    tensor* img = ctx.new_tensor_4d(elem_type::f32, 10, 7, 4, 2); // [iw, ih, ic, n]
+    tensor* r = conv_2d_direct(ctx, k, img, 2, 1, 1, 0, 1, 3);
+    // ow = (10 + 2 - 2 - 1) / 2 + 1 = 5, oh = (7 - 3 - 1) / 1 + 1 = 4
+    check_result(r, elem_type::f32, {5, 4, 8, 2}, op_kind::conv_2d, k, img);
+    for (std::size_t i = 0; i < 6; ++i)
+        CHECK(r->param<std::int32_t>(i) == std::array<std::int32_t, 6>{2, 1, 1, 0, 1, 3}[i]);
+    tensor* k32 = ctx.new_tensor_4d(elem_type::f32, 1, 1, 4, 3);
+    check_result(conv_2d_direct(ctx, k32, img, 1, 1, 0, 0, 1, 1), elem_type::f32, {10, 7, 3, 2}, op_kind::conv_2d, k32, img);
+
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 0, 1, 0, 0, 1, 1)); // stride 0
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 1, 1, 0, -2, 1, 1)); // negative pad
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 1, 1, 0, 0, 1, 0)); // dilation 0
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 1, 1, 0, 0, 1, 7)); // window past b
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 10, 7, 4, 2);
+    CHECK_OP_ERROR("conv_2d", operands({k, h}), conv_2d_direct(ctx, k, h, 1, 1, 0, 0, 1, 1)); // an f16 input
+    tensor* bf = ctx.new_tensor_4d(elem_type::bf16, 3, 2, 4, 8);
+    CHECK_OP_ERROR("conv_2d", operands({bf, img}), conv_2d_direct(ctx, bf, img, 1, 1, 0, 0, 1, 1));
+    tensor* three = ctx.new_tensor_4d(elem_type::f32, 10, 7, 3, 2); // channels differ
+    CHECK_OP_ERROR("conv_2d", operands({k, three}), conv_2d_direct(ctx, k, three, 1, 1, 0, 0, 1, 1));
+    CHECK_NULL_ERROR("conv_2d", conv_2d_direct(ctx, nullptr, img, 1, 1, 0, 0, 1, 1));
+    CHECK_NULL_ERROR("conv_2d", conv_2d_direct(ctx, k, nullptr, 1, 1, 0, 0, 1, 1));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

@@ -66,6 +66,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"add_id", 1},           // f32
     {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (each with and without mask, sinks, softcap, ALiBi)
     {"im2col", 2 * 2},       // f32 f16 input x f32 f16 result (1-D and 2-D, f32 and f16 kernels in each)
+    {"conv_2d", 2},          // f32 f16 kernels over f32 inputs
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

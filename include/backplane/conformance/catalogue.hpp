@@ -404,6 +404,20 @@ inline built_case build_im2col(context& ctx, const case_spec& c, std::mt19937& r
     return finish(im2col(ctx, a, b, g.s0, g.s1, g.p0, g.p1, g.d0, g.d1, g.two_d, type_at(c, 1)));
 }
 
+/// conv_2d_direct of a kernel of types[0] [kw, kh, ne2, ne3] over an f32 input [ne0, ne1,
+/// ne2, 1]; variant: 0 a 3 x 3 kernel, stride 1, pad 1 (the size kept), 1 the same with
+/// stride 2, 2 a 2 x 2 kernel, dilation 2, no pad, 3 as 0 with the input permuted.
+inline built_case build_conv_2d(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const bool wide = c.variant != 2;
+    const std::int64_t kw = wide ? 3 : 2;
+    const extents kernel = {kw, kw, c.ne[2], c.ne[3]};
+    tensor* a = random_leaf(ctx, type_at(c, 0), kernel, rng, -1.0, 1.0);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[0], c.ne[1], c.ne[2], 1}, c.variant == 3 ? 2 : 0, rng);
+    const int s = c.variant == 1 ? 2 : 1, p = wide ? 1 : 0, d = wide ? 1 : 2;
+    tensor* out = conv_2d_direct(ctx, a, b, s, s, p, p, d, d);
+    return finish(out, 2.0 * static_cast<double>(out->nelements()) * static_cast<double>(kernel[0] * kernel[1] * kernel[2]));
+}
+
 /// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
 /// a row-strided view (unquantized destinations only).
 inline built_case build_cpy(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -496,10 +510,12 @@ inline extents shape_attention(std::mt19937& rng, std::span<const elem_type> typ
     const std::int64_t d = quant ? 32 * g.pick({1, 2, 3, 4}) : g.pick({1, 5, 16, 33, 64, 80, 128});
     return {d, g.pick({1, 2, 7, 32, 100, 257}), g.upto(5), g.pick({1, 2, 3, 4, 8})};
 }
-/// The input's width and height (im2col; the rest of its geometry is drawn by the case).
+/// A convolution's input width and height (at least 4, so that conv_2d's 3 x 3 windows
+/// with dilation 2 fit; im2col draws the rest of its geometry), and conv_2d's input and
+/// output channels.
 inline extents shape_conv(std::mt19937& rng, std::span<const elem_type>) {
     shape_gen g{rng};
-    return {g.pick({1, 3, 8, 17, 32}), g.pick({1, 2, 5, 16}), 1, 1};
+    return {g.pick({4, 5, 8, 17, 32}), g.pick({4, 5, 7, 16}), g.upto(4), g.upto(5)};
 }
 inline extents shape_rope(std::mt19937& rng, std::span<const elem_type>) {
     shape_gen g{rng};
@@ -568,6 +584,7 @@ inline std::span<const op_cases> catalogue() {
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
         {"im2col", 2, 4, &build_im2col, &shape_conv, {64, 64, 1, 1}},
+        {"conv_2d", 1, 4, &build_conv_2d, &shape_conv, {64, 64, 256, 256}},
     };
     return families;
 }

@@ -67,8 +67,9 @@ enum class op_kind : std::uint8_t {
     flash_attn_ext,
     // convolutions
     im2col,
+    conv_2d,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::im2col) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::conv_2d) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

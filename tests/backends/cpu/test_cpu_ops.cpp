@@ -1164,39 +1164,17 @@ struct conv_case {
     int s0, s1, p0, p1, d0, d1;
 };
 
-/// The 2-D convolution of b [iw, ih, ic, n] by a [kw, kh, ic, oc] in double: [ow, oh, oc,
-/// n]. With `f16_input` b's values are rounded to f16 first (what an f16 im2col holds).
-bt::ref_tensor direct_conv_2d(const tensor& a, const tensor& b, const conv_case& c, bool f16_input) {
-    const i64 ow = conv_output_size(b.ne[0], a.ne[0], c.s0, c.p0, c.d0);
-    const i64 oh = conv_output_size(b.ne[1], a.ne[1], c.s1, c.p1, c.d1);
-    bt::ref_tensor r(f32, {ow, oh, a.ne[3], b.ne[3]});
-    const auto input = [&](i64 ix, i64 iy, i64 ch, i64 n) {
-        const double v = bt::get(b, ix, iy, ch, n);
-        return f16_input ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(v)))) : v;
-    };
-    bt::for_each_index(r.ne, [&](i64 x, i64 y, i64 o, i64 n) {
-        double sum = 0.0;
-        for (i64 ch = 0; ch < a.ne[2]; ++ch)
-            for (i64 ky = 0; ky < a.ne[1]; ++ky)
-                for (i64 kx = 0; kx < a.ne[0]; ++kx) {
-                    const i64 ix = x * c.s0 + kx * c.d0 - c.p0, iy = y * c.s1 + ky * c.d1 - c.p1;
-                    if (ix >= 0 && ix < b.ne[0] && iy >= 0 && iy < b.ne[1])
-                        sum += bt::get(a, kx, ky, ch, o) * input(ix, iy, ch, n);
-                }
-        r.at(x, y, o, n) = sum;
-    });
-    return r;
-}
+/// 2-D windows: 1 x 1 to 5 x 1 kernels, strides, pads (one wider than the kernel), dilations.
+const conv_case windows_2d[] = {
+    {{3, 3, 2, 4}, {5, 5, 2, 1}, 1, 1, 1, 1, 1, 1}, {{1, 1, 3, 2}, {4, 3, 3, 2}, 1, 1, 0, 0, 1, 1},
+    {{3, 2, 1, 1}, {7, 6, 1, 3}, 2, 3, 0, 2, 1, 2}, {{2, 3, 3, 5}, {9, 4, 3, 1}, 3, 1, 2, 1, 2, 1},
+    {{5, 1, 2, 3}, {5, 1, 2, 2}, 1, 1, 2, 0, 1, 1}, {{4, 4, 1, 1}, {3, 3, 1, 1}, 2, 2, 3, 3, 1, 1},
+};
 
 } // namespace
 
 TEST_CASE("cpu: im2col 1-D and 2-D in f32 and f16, with strides, pads and dilations, any layout", "[cpu][im2col]") {
     harness h(9119);
-    const conv_case cases_2d[] = {
-        {{3, 3, 2, 4}, {5, 5, 2, 1}, 1, 1, 1, 1, 1, 1}, {{1, 1, 3, 2}, {4, 3, 3, 2}, 1, 1, 0, 0, 1, 1},
-        {{3, 2, 1, 1}, {7, 6, 1, 3}, 2, 3, 0, 2, 1, 2}, {{2, 3, 3, 1}, {9, 4, 3, 1}, 3, 1, 2, 1, 2, 1},
-        {{5, 1, 2, 3}, {5, 1, 2, 2}, 1, 1, 2, 0, 1, 1}, {{4, 4, 1, 1}, {3, 3, 1, 1}, 2, 2, 3, 3, 1, 1},
-    };
     const conv_case cases_1d[] = {
         {{3, 2, 4, 1}, {9, 2, 1, 1}, 1, 0, 1, 0, 1, 0}, {{1, 3, 2, 1}, {5, 3, 2, 1}, 2, 0, 0, 0, 1, 0},
         {{4, 1, 1, 1}, {17, 1, 3, 1}, 3, 0, 2, 0, 2, 0}, {{2, 5, 3, 1}, {2, 5, 1, 1}, 1, 0, 1, 0, 1, 0},
@@ -1205,7 +1183,7 @@ TEST_CASE("cpu: im2col 1-D and 2-D in f32 and f16, with strides, pads and dilati
     for (elem_type tb : {f32, f16})
         for (elem_type td : {f32, f16})
             for (bool two_d : {true, false})
-                for (const conv_case& c : two_d ? std::span<const conv_case>(cases_2d) : std::span<const conv_case>(cases_1d)) {
+                for (const conv_case& c : two_d ? std::span<const conv_case>(windows_2d) : std::span<const conv_case>(cases_1d)) {
                     tensor* a = h.input(s % 2 ? f16 : f32, c.kernel, layout::contiguous);
                     tensor* b = h.input(tb, c.input, nth_layout(s++, tb));
                     tensor* out = im2col(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1, two_d, td);
@@ -1231,8 +1209,10 @@ TEST_CASE("cpu: conv_2d and conv_1d (im2col, then mul_mat) match a direct convol
         for (const conv_case& c : cases_2d) {
             tensor* a = h.leaf(tk, c.kernel);
             tensor* b = h.leaf(f32, c.input);
-            close(conv_2d(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1), direct_conv_2d(*a, *b, c, tk == f16),
-                  describe("conv_2d", {{"a", a}, {"b", b}}));
+            // the direct convolution (the oracle of conv_2d_direct) rounds the input to f16 under
+            // an f16 kernel, as the f16 im2col does
+            const bt::ref_tensor direct = bt::ref_forward(*conv_2d_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+            close(conv_2d(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1), direct, describe("conv_2d", {{"a", a}, {"b", b}}));
         }
     // 1-D: the 2-D convolution of height 1. ggml's layout: the memory holds [ow, n, oc],
     // which the result reads as [ow, oc, n] (the same for n = 1).
@@ -1245,7 +1225,8 @@ TEST_CASE("cpu: conv_2d and conv_1d (im2col, then mul_mat) match a direct convol
         tensor* b = h.leaf(f32, c.input);
         tensor* a2 = reshape(h.ctx, a, {c.kernel[0], 1, c.kernel[1], c.kernel[2]});
         tensor* b2 = reshape(h.ctx, b, {c.input[0], 1, c.input[1], c.input[2]});
-        const bt::ref_tensor direct = direct_conv_2d(*a2, *b2, c, true); // [ow, 1, oc, n]
+        const bt::ref_tensor direct = // [ow, 1, oc, n]
+            bt::ref_forward(*conv_2d_direct(h.ctx, a2, b2, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
         const i64 ow = direct.ne[0], oc = direct.ne[2], n = direct.ne[3];
         bt::ref_tensor expected(f32, {ow, oc, n, 1});
         for (i64 l = 0; l < ow * oc * n; ++l) { // mul_mat's [ow * n, oc] read as [ow, oc, n]
@@ -1254,6 +1235,69 @@ TEST_CASE("cpu: conv_2d and conv_1d (im2col, then mul_mat) match a direct convol
         }
         close(conv_1d(h.ctx, a, b, c.s0, c.p0, c.d0), expected, describe("conv_1d", {{"a", a}, {"b", b}}));
     }
+}
+
+TEST_CASE("cpu: conv_2d_direct against the oracle, f32 and f16 kernels, any layout", "[cpu][conv_2d]") {
+    harness h(9339);
+    std::vector<conv_case> cases(std::begin(windows_2d), std::end(windows_2d));
+    cases.push_back({{3, 3, 16, 8}, {9, 7, 16, 2}, 1, 2, 1, 1, 2, 1}); // the fast path's shapes (K * oc >= 256)
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : cases) {
+            tensor* a = h.input(tk, c.kernel, nth_layout(s, tk));
+            tensor* b = h.input(f32, c.input, nth_layout(s + 1, f32));
+            ++s;
+            tensor* out = conv_2d_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            const std::string what = describe("conv_2d", {{"a", a}, {"b", b}});
+            h.check(out, {.max_nmse = 1e-10}, what);
+            graph g(out);
+            bt::fill_random(*out, h.rng, 10.0, 20.0); // nothing left of the fast mode's run
+            cpu_backend reference({.n_threads = 2, .reference = true});
+            REQUIRE(reference.compute(g).ok());
+            INFO(what << " (reference kernel)");
+            CHECK(bt::nmse(bt::ref_forward(*out), *out) <= 1e-10);
+        }
+}
+
+TEST_CASE("cpu: conv_2d's fast path (unrolled windows times the kernel) matches the reference kernel", "[cpu][conv_2d]") {
+    harness h(9449);
+    // one tile and several (the tile holds about 4 MiB of windows), the GEMM's mat-vec
+    // (oc <= 8) and packed paths, a strided input and a batch of two
+    const conv_case cases[] = {
+        {{3, 3, 8, 16}, {12, 9, 8, 2}, 1, 1, 1, 1, 1, 1},
+        {{3, 3, 128, 4}, {45, 45, 128, 1}, 1, 1, 1, 1, 1, 1},
+        {{3, 3, 128, 12}, {43, 41, 128, 1}, 1, 1, 1, 1, 1, 1},
+        {{2, 3, 6, 24}, {17, 13, 6, 2}, 2, 1, 0, 2, 1, 2},
+    };
+    std::vector<cpu::isa> levels;
+    for (int l = 0; l <= static_cast<int>(cpu::detected_isa()); ++l) levels.push_back(static_cast<cpu::isa>(l));
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : cases) {
+            tensor* a = h.leaf(tk, c.kernel);
+            tensor* b = h.input(f32, c.input, s++ % 2 ? layout::strided_rows : layout::contiguous);
+            tensor* out = conv_2d_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            INFO(describe("conv_2d", {{"a", a}, {"b", b}}));
+            REQUIRE(cpu::choose_kernel(*out, false) == cpu::kernel_kind::fast_conv_2d);
+            graph g(out);
+            cpu_backend reference({.n_threads = 1, .reference = true});
+            REQUIRE(reference.compute(g).ok());
+            const bt::ref_tensor expected = bt::read(*out);
+            for (const cpu::isa level : levels)
+                for (const int threads : {1, 2}) {
+                    INFO("isa " << cpu::to_string(level) << ", " << threads << " threads");
+                    bt::fill_random(*out, h.rng, 10.0, 20.0); // nothing left of the last run
+                    cpu::set_isa_override(level);
+                    cpu_backend fast({.n_threads = threads});
+                    const status st = fast.compute(g);
+                    cpu::clear_isa_override();
+                    REQUIRE(st.ok());
+                    CHECK(bt::nmse(expected, *out) <= 1e-10);
+                }
+        }
+    // too little work per result element for the unrolling to pay: the reference kernel
+    tensor* small = conv_2d_direct(h.ctx, h.leaf(f32, {3, 3, 2, 1}), h.leaf(f32, {8, 8, 2, 1}), 1, 1, 1, 1, 1, 1);
+    CHECK(cpu::choose_kernel(*small, false) == cpu::kernel_kind::conv_2d);
 }
 
 // ---------------------------------------------------------------------------------------

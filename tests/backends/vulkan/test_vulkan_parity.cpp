@@ -49,6 +49,7 @@ struct vulkan_targets {
         {"add_id", 1},     // f32
         {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (16-bit storage)
         {"im2col", 2 * 2},  // f32 f16 input x f32 f16 result (16-bit storage unless both f32)
+        {"conv_2d", 2},     // f32 f16 kernels over f32 inputs (16-bit storage for f16)
     };
 };
 

@@ -71,6 +71,7 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::add_id: return launch_add_id(node, ctx);
     case op_kind::flash_attn_ext: return launch_flash_attn(node, ctx);
     case op_kind::im2col: return launch_im2col(node, ctx);
+    case op_kind::conv_2d: return launch_conv_2d(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

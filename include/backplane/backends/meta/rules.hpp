@@ -264,6 +264,9 @@ inline constexpr rule rules[] = {
     // convolutions
     {op_kind::im2col, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
      "every device unrolls the whole input"},
+    {op_kind::conv_2d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(3), -1, {}, {}, false,
+     "the kernel's output channels split: the result's dimension 2"},
+    {op_kind::conv_2d, {rule_detail::M, rule_detail::M}, rule_detail::M},
 };
 // clang-format on
 

@@ -55,6 +55,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::arange: return plan_arange(t, f, d);
     case op_kind::add_id: return plan_add_id(t, f, d);
     case op_kind::im2col: return plan_im2col(t, f, d);
+    case op_kind::conv_2d: return plan_conv_2d(t, f, d);
     default: return false;
     }
 }

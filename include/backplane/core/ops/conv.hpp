@@ -1,6 +1,7 @@
 #pragma once
-// Convolutions, as ggml builds them: im2col (the input's windows unrolled into rows) and
-// the composites conv_1d and conv_2d (im2col, then one matrix product with the kernel).
+// Convolutions, as ggml builds them: im2col (the input's windows unrolled into rows), the
+// composites conv_1d and conv_2d (im2col, then one matrix product with the kernel), and
+// conv_2d_direct (the op conv_2d: one node, no unrolled copy in the graph).
 //
 // Layouts are ggml's, dimension 0 fastest: an image is [width, height, channels, batch],
 // a 2-D kernel [kw, kh, in channels, out channels]; a 1-D signal is [length, channels,
@@ -16,6 +17,18 @@
 
 namespace backplane {
 
+namespace detail {
+/// Sets a convolution's window parameters (conv_slot's first six slots).
+inline void set_window(tensor& node, int s0, int s1, int p0, int p1, int d0, int d1) {
+    const std::int32_t w[conv_slot::window_count] = {s0, s1, p0, p1, d0, d1};
+    for (std::size_t i = 0; i < conv_slot::window_count; ++i) node.set_param(i, w[i]);
+}
+/// ggml's output extent, or 0 for a stride the rule refuses (its division stays defined).
+constexpr std::int64_t output_size_or_0(std::int64_t in, std::int64_t k, int s, int p, int d) noexcept {
+    return s > 0 ? conv_output_size(in, k, s, p, d) : 0;
+}
+} // namespace detail
+
 /// The windows of b that a kernel shaped as a visits, one row per output position, as
 /// ggml's im2col. 2-D (is_2d): a [kw, kh, ic, oc], b [iw, ih, ic, n]; the result is
 /// [ic * kh * kw, ow, oh, n] with ow = conv_output_size(iw, kw, s0, p0, d0) and oh
@@ -26,22 +39,19 @@ namespace backplane {
 /// read. a, b and the result f32 or f16 in any combination (ggml's CPU takes an f16 b
 /// only into f16, and an f16 result only from an f16 a); values are copied, rounded to
 /// f16 where the result is. b in any layout. Op params: s0, s1, p0, p1, d0, d1, is_2D
-/// (im2col_slot). Strides and dilations must be positive, pads not negative.
+/// (conv_slot). Strides and dilations must be positive, pads not negative.
 inline tensor* im2col(context& ctx, tensor* a, tensor* b, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
                       elem_type dst_type) {
     detail::require_tensor("im2col", "a", a);
     detail::require_tensor("im2col", "b", b);
-    // the extents the rule expects; a guarded stride keeps a refused node's division defined
-    const auto out = [](std::int64_t in, std::int64_t k, int s, int p, int d) {
-        return s > 0 ? conv_output_size(in, k, s, p, d) : 0;
-    };
+    constexpr auto out = detail::output_size_or_0;
     const std::int64_t ow = out(b->ne[0], a->ne[0], s0, p0, d0);
     const std::array<std::int64_t, max_dims> ne =
         is_2d ? std::array<std::int64_t, max_dims>{a->ne[2] * a->ne[1] * a->ne[0], ow, out(b->ne[1], a->ne[1], s1, p1, d1), b->ne[3]}
               : std::array<std::int64_t, max_dims>{a->ne[1] * a->ne[0], ow, b->ne[2], 1};
     tensor node = detail::proposed(op_kind::im2col, dst_type, ne, {a, b});
-    const std::int32_t params[im2col_slot::count] = {s0, s1, p0, p1, d0, d1, is_2d ? 1 : 0};
-    for (std::size_t i = 0; i < im2col_slot::count; ++i) node.set_param(i, params[i]);
+    detail::set_window(node, s0, s1, p0, p1, d0, d1);
+    node.set_param(conv_slot::is_2d, std::int32_t{is_2d ? 1 : 0});
     return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
 }
 
@@ -71,6 +81,25 @@ inline tensor* conv_2d(context& ctx, tensor* a, tensor* b, int s0, int s1, int p
                            reshape(ctx, a, {a->ne[0] * a->ne[1] * a->ne[2], a->ne[3]}));
     tensor* planes = reshape(ctx, prod, {cols->ne[1], cols->ne[2], cols->ne[3], a->ne[3]});
     return cont(ctx, permute(ctx, planes, 0, 1, 3, 2));
+}
+
+/// 2-D convolution of the image b [iw, ih, ic, n] (f32, any layout) by the kernel a [kw,
+/// kh, ic, oc] (f32 or f16, any layout), as ggml's conv_2d_direct (the op conv_2d): f32
+/// [ow, oh, oc, n] with ow = conv_output_size(iw, kw, s0, p0, d0) and oh likewise, result
+/// (x, y, o, i) the sum of a[kx, ky, c, o] * b[x s0 + kx d0 - p0, y s1 + ky d1 - p1, c, i]
+/// over the taps inside b, in f32. With an f16 kernel the input is rounded to f16 first,
+/// as ggml's CPU computes it (its windows are unrolled into the kernel's type). Op
+/// params: s0, s1, p0, p1, d0, d1 (conv_slot). Strides and dilations must be positive,
+/// pads not negative.
+inline tensor* conv_2d_direct(context& ctx, tensor* a, tensor* b, int s0, int s1, int p0, int p1, int d0, int d1) {
+    detail::require_tensor("conv_2d", "a", a);
+    detail::require_tensor("conv_2d", "b", b);
+    constexpr auto out = detail::output_size_or_0;
+    tensor node = detail::proposed(op_kind::conv_2d, elem_type::f32,
+                                   {out(b->ne[0], a->ne[0], s0, p0, d0), out(b->ne[1], a->ne[1], s1, p1, d1), a->ne[3], b->ne[3]},
+                                   {a, b});
+    detail::set_window(node, s0, s1, p0, p1, d0, d1);
+    return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
 }
 
 } // namespace backplane

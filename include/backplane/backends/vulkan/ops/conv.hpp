@@ -2,12 +2,14 @@
 // The convolution ops. im2col (im2col.comp): the input's windows, one result row per
 // output position; values moved as bits (widened or rounded where the types differ). The
 // 1-D form is described as a 2-D one of height 1 (core/conv_geometry.hpp), so one shader
-// serves both. One invocation per result element; any strides and offsets.
+// serves both. conv_2d (conv_2d.comp): each result element's sum over the kernel's taps
+// and the input channels. One invocation per result element; any strides and offsets.
 //
-//   op       input (b)  result    variant           needs
-//   im2col   f32, f16   f32, f16  im2col_<b>_<dst>  16-bit storage unless both f32
+//   op       input (b)  kernel    result    variant           needs
+//   im2col   f32, f16   -         f32, f16  im2col_<b>_<dst>  16-bit storage unless both f32
+//   conv_2d  f32        f32, f16  f32       conv_2d_<kernel>  16-bit storage for an f16 kernel
 //
-// The kernel (source 0) is bound but not read: its push-constant words carry the
+// im2col's kernel (source 0) is bound but not read: its push-constant words carry the
 // geometry instead (see the shader).
 
 #include <backplane/backends/vulkan/ops/common.hpp>
@@ -43,8 +45,28 @@ inline bool plan_im2col(const tensor& t, const features& f, dispatch& d) noexcep
     d.pc.b_ne = {u32(g.iw), u32(g.ih), u32(g.ic), u32(g.n)};
     d.pc.b_nb = unit_strides(g.b_nb, b->type);
     d.pc.a_ne = {u32(g.kw), u32(g.kh), u32(g.ic), 1};
-    d.pc.a_nb = {u32(g.s0), u32(g.s1), u32(g.d0), u32(g.d1)};
-    d.pc.prm = {u32(g.p0), u32(g.p1), 0, 0};
+    d.pc.a_nb = {u32(g.w.s0), u32(g.w.s1), u32(g.w.d0), u32(g.w.d1)};
+    d.pc.prm = {u32(g.w.p0), u32(g.w.p1), 0, 0};
+    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    return true;
+}
+
+inline bool plan_conv_2d(const tensor& t, const features& f, dispatch& d) noexcept {
+    const tensor* a = t.src[0];
+    const tensor* b = t.src[1];
+    if (a == nullptr || b == nullptr || b->type != elem_type::f32 || t.type != elem_type::f32) return false;
+    if (a->type == elem_type::f16 && f.storage16)
+        d.shader = "conv_2d_f16";
+    else if (a->type == elem_type::f32)
+        d.shader = "conv_2d_f32";
+    else
+        return false;
+    const conv_window w = window_of(t);
+    const auto u32 = [](std::int64_t x) { return static_cast<std::uint32_t>(x); };
+    d.pc = shapes_of(t);
+    d.pc.prm = {u32(w.s0), u32(w.s1), u32(w.p0), u32(w.p1)};
+    d.pc.offs[3] = u32(w.d0);
+    d.pc.a_ne[3] = u32(w.d1);
     d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
     return true;
 }
