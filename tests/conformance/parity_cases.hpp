@@ -111,6 +111,8 @@ BACKPLANE_PARITY_CASE("repeat", "repeat of every type it takes", "")
 BACKPLANE_PARITY_CASE("misc", "repeat_back, cumsum, tri and diag", "")
 BACKPLANE_PARITY_CASE("timestep_embedding", "timestep_embedding of even and odd dims", "")
 BACKPLANE_PARITY_CASE("out_prod", "out_prod of f32 and quantized a, broadcast", "[mul_mat]")
+BACKPLANE_PARITY_CASE("im2col", "im2col 1-D and 2-D with strides, pads and dilations", "")
+BACKPLANE_PARITY_CASE("conv_2d", "conv_2d_direct of f32 and f16 kernels with strides, pads and dilations", "")
 
 #undef BACKPLANE_PARITY_CASE
 

@@ -103,6 +103,10 @@ std::vector<tensor*> one_of_each(context& ctx) {
         diag(ctx, ctx.new_tensor_3d(elem_type::f32, 8, 1, 2)),
         timestep_embedding(ctx, ctx.new_tensor_1d(elem_type::f32, 4), 9, 1000),
         out_prod(ctx, ctx.new_tensor_3d(elem_type::q8_0, 64, 8, 2), ctx.new_tensor_3d(elem_type::f32, 5, 8, 4)),
+        im2col(ctx, ctx.new_tensor_4d(elem_type::f16, 3, 3, 2, 4), ctx.new_tensor_4d(elem_type::f32, 8, 6, 2, 2), 1, 2,
+               1, 0, 1, 2, true, elem_type::f16),
+        conv_2d_direct(ctx, ctx.new_tensor_4d(elem_type::f16, 3, 3, 2, 4), ctx.new_tensor_4d(elem_type::f32, 8, 6, 2, 2), 2,
+                       1, 1, 0, 1, 2),
     };
 }
 

@@ -368,6 +368,83 @@ TEST_CASE("mul_mat_id: the experts, the activations and the ids", "[ops][mul_mat
     CHECK_NULL_ERROR("mul_mat_id", mul_mat_id(ctx, as, b, nullptr));
 }
 
+TEST_CASE("im2col: ggml's shapes and parameters, and refused nodes", "[ops][im2col]") {
+    context ctx({.no_alloc = true});
+    tensor* k2 = ctx.new_tensor_4d(elem_type::f16, 3, 2, 4, 8); // [kw, kh, ic, oc]
+    tensor* img = ctx.new_tensor_4d(elem_type::f32, 10, 7, 4, 2); // [iw, ih, ic, n]
+    tensor* r = im2col(ctx, k2, img, 2, 1, 1, 0, 1, 3, true, elem_type::f16);
+    // ow = (10 + 2 - 2 - 1) / 2 + 1 = 5, oh = (7 - 3 - 1) / 1 + 1 = 4
+    check_result(r, elem_type::f16, {4 * 2 * 3, 5, 4, 2}, op_kind::im2col, k2, img);
+    for (std::size_t i = 0; i < 7; ++i)
+        CHECK(r->param<std::int32_t>(i) == std::array<std::int32_t, 7>{2, 1, 1, 0, 1, 3, 1}[i]);
+    tensor* k1 = ctx.new_tensor_3d(elem_type::f32, 3, 4, 6); // [k, ic, oc]
+    tensor* sig = ctx.new_tensor_3d(elem_type::f16, 9, 4, 3); // [iw, ic, n]
+    check_result(im2col(ctx, k1, sig, 1, 0, 1, 0, 2, 0, false, elem_type::f32), elem_type::f32, {12, 7, 3, 1},
+                 op_kind::im2col, k1, sig);
+    CHECK(conv_output_size(9, 3, 2, 0, 1) == 4);
+    CHECK(conv_output_size(4, 3, 2, 0, 2) == 1); // (4 - 4 - 1) / 2 + 1: C division truncates toward zero
+
+    // the composites: im2col, then mul_mat, then ggml's reshape, permute and cont
+    tensor* c2 = conv_2d(ctx, k2, img, 1, 1, 1, 1, 1, 1);
+    CHECK(c2->op == op_kind::cont);
+    CHECK(c2->ne == ne_t{10, 8, 8, 2});
+    tensor* c1 = conv_1d(ctx, ctx.new_tensor_3d(elem_type::f16, 3, 4, 6), sig, 2, 1, 1);
+    CHECK(c1->op == op_kind::reshape);
+    CHECK(c1->ne == ne_t{5, 6, 3, 1});
+
+    const auto two_d = [&](tensor* a, tensor* b, int s0, int s1, int p0, int p1, int d0, int d1, elem_type t) {
+        return im2col(ctx, a, b, s0, s1, p0, p1, d0, d1, true, t);
+    };
+    CHECK_OP_ERROR("im2col", operands({k2, img}), two_d(k2, img, 0, 1, 0, 0, 1, 1, elem_type::f32)); // stride 0
+    CHECK_OP_ERROR("im2col", operands({k2, img}), two_d(k2, img, 1, 0, 0, 0, 1, 1, elem_type::f32));
+    CHECK_OP_ERROR("im2col", operands({k2, img}), two_d(k2, img, 1, 1, -1, 0, 1, 1, elem_type::f32)); // negative pad
+    CHECK_OP_ERROR("im2col", operands({k2, img}), two_d(k2, img, 1, 1, 0, 0, 1, 0, elem_type::f32)); // dilation 0
+    CHECK_OP_ERROR("im2col", operands({k2, img}), two_d(k2, img, 1, 1, 0, 0, 5, 1, elem_type::f32)); // window past b
+    CHECK_OP_ERROR("im2col", operands({k2, img}), two_d(k2, img, 1, 1, 0, 0, 1, 1, elem_type::bf16));
+    tensor* bf = ctx.new_tensor_4d(elem_type::bf16, 10, 7, 4, 2);
+    CHECK_OP_ERROR("im2col", operands({k2, bf}), two_d(k2, bf, 1, 1, 0, 0, 1, 1, elem_type::f32));
+    tensor* q = ctx.new_tensor_4d(elem_type::q8_0, 32, 2, 4, 1);
+    CHECK_OP_ERROR("im2col", operands({q, img}), two_d(q, img, 1, 1, 0, 0, 1, 1, elem_type::f32));
+    tensor* three = ctx.new_tensor_4d(elem_type::f32, 10, 7, 3, 2); // channels differ
+    CHECK_OP_ERROR("im2col", operands({k2, three}), two_d(k2, three, 1, 1, 0, 0, 1, 1, elem_type::f32));
+    tensor* k7 = ctx.new_tensor_3d(elem_type::f32, 3, 7, 6);
+    CHECK_OP_ERROR("im2col", operands({k7, img}), im2col(ctx, k7, img, 1, 0, 0, 0, 1, 0, false, elem_type::f32)); // 4-D b
+    CHECK_OP_ERROR("im2col", operands({k1, sig}), im2col(ctx, k1, sig, 1, 0, 0, 1, 1, 0, false, elem_type::f32)); // p1 in 1-D
+    CHECK_NULL_ERROR("im2col", im2col(ctx, nullptr, img, 1, 1, 0, 0, 1, 1, true, elem_type::f32));
+    CHECK_NULL_ERROR("im2col", im2col(ctx, k2, nullptr, 1, 1, 0, 0, 1, 1, true, elem_type::f32));
+    // the composites refuse what their parts refuse
+    CHECK_OP_ERROR("im2col", operands({k2, three}), conv_2d(ctx, k2, three, 1, 1, 0, 0, 1, 1));
+    tensor* gaps = ctx.new_tensor_4d(elem_type::f16, 3, 3, 4, 8);
+    tensor* strided = view(ctx, gaps, {3, 2, 4, 8}, {2, 6, 18, 72}, 0); // kernel rows 0, 1 of 3: not contiguous
+    CHECK_THROWS_AS(conv_2d(ctx, strided, img, 1, 1, 0, 0, 1, 1), backplane::error);
+}
+
+TEST_CASE("conv_2d (conv_2d_direct): ggml's shapes and parameters, and refused nodes", "[ops][conv_2d]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_4d(elem_type::f16, 3, 2, 4, 8); // [kw, kh, ic, oc]
+    tensor* img = ctx.new_tensor_4d(elem_type::f32, 10, 7, 4, 2); // [iw, ih, ic, n]
+    tensor* r = conv_2d_direct(ctx, k, img, 2, 1, 1, 0, 1, 3);
+    // ow = (10 + 2 - 2 - 1) / 2 + 1 = 5, oh = (7 - 3 - 1) / 1 + 1 = 4
+    check_result(r, elem_type::f32, {5, 4, 8, 2}, op_kind::conv_2d, k, img);
+    for (std::size_t i = 0; i < 6; ++i)
+        CHECK(r->param<std::int32_t>(i) == std::array<std::int32_t, 6>{2, 1, 1, 0, 1, 3}[i]);
+    tensor* k32 = ctx.new_tensor_4d(elem_type::f32, 1, 1, 4, 3);
+    check_result(conv_2d_direct(ctx, k32, img, 1, 1, 0, 0, 1, 1), elem_type::f32, {10, 7, 3, 2}, op_kind::conv_2d, k32, img);
+
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 0, 1, 0, 0, 1, 1)); // stride 0
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 1, 1, 0, -2, 1, 1)); // negative pad
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 1, 1, 0, 0, 1, 0)); // dilation 0
+    CHECK_OP_ERROR("conv_2d", operands({k, img}), conv_2d_direct(ctx, k, img, 1, 1, 0, 0, 1, 7)); // window past b
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 10, 7, 4, 2);
+    CHECK_OP_ERROR("conv_2d", operands({k, h}), conv_2d_direct(ctx, k, h, 1, 1, 0, 0, 1, 1)); // an f16 input
+    tensor* bf = ctx.new_tensor_4d(elem_type::bf16, 3, 2, 4, 8);
+    CHECK_OP_ERROR("conv_2d", operands({bf, img}), conv_2d_direct(ctx, bf, img, 1, 1, 0, 0, 1, 1));
+    tensor* three = ctx.new_tensor_4d(elem_type::f32, 10, 7, 3, 2); // channels differ
+    CHECK_OP_ERROR("conv_2d", operands({k, three}), conv_2d_direct(ctx, k, three, 1, 1, 0, 0, 1, 1));
+    CHECK_NULL_ERROR("conv_2d", conv_2d_direct(ctx, nullptr, img, 1, 1, 0, 0, 1, 1));
+    CHECK_NULL_ERROR("conv_2d", conv_2d_direct(ctx, k, nullptr, 1, 1, 0, 0, 1, 1));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

@@ -69,6 +69,8 @@ inline constexpr family_count op_table_combinations[] = {
     {"misc", 4},             // repeat_back, cumsum, tri, diag f32
     {"timestep_embedding", 1}, // f32
     {"out_prod", 1 + 12},    // a f32 and the 13 quantized types but q8_K, b f32
+    {"im2col", 2 * 2},       // f32 f16 input x f32 f16 result (1-D and 2-D, f32 and f16 kernels in each)
+    {"conv_2d", 2},          // f32 f16 kernels over f32 inputs
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

@@ -631,6 +631,53 @@ inline ref_tensor mul_mat_id(const tensor& node) {
     return r;
 }
 
+/// im2col: row (x, y, image) of the result holds b's window at output position (x, y),
+/// channel by channel and kernel row by kernel row, with 0 in the padding (the 1-D form
+/// has height 1: b [iw, ic, n], the result [ic * k, ow, n]).
+inline ref_tensor im2col(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    const auto prm = [&](std::size_t i) { return static_cast<i64>(node.param<std::int32_t>(i)); };
+    const bool two_d = prm(6) == 1;
+    const i64 kw = a.ne[0], kh = two_d ? a.ne[1] : 1;
+    const i64 iw = b.ne[0], ih = two_d ? b.ne[1] : 1;
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 k, i64 x, i64 j2, i64 j3) {
+        const i64 y = two_d ? j2 : 0, image = two_d ? j3 : j2;
+        const i64 c = k / (kw * kh), ky = k / kw % kh, kx = k % kw;
+        const i64 ix = x * prm(0) + kx * prm(4) - prm(2);
+        const i64 iy = y * prm(1) + ky * prm(5) - prm(3);
+        if (ix < 0 || ix >= iw || iy < 0 || iy >= ih) return; // padding: 0
+        r.at(k, x, j2, j3) = two_d ? get(b, ix, iy, c, image) : get(b, ix, c, image);
+    });
+    return r;
+}
+
+/// conv_2d: result (x, y, o, i) sums kernel[kx, ky, c, o] * b[x s0 + kx d0 - p0, y s1 +
+/// ky d1 - p1, c, i] over the taps inside b, b's values rounded to f16 first under an f16
+/// kernel (what the op defines, as ggml's CPU).
+inline ref_tensor conv_2d(const tensor& node) {
+    const tensor& k = *node.src[0];
+    const tensor& b = *node.src[1];
+    const auto prm = [&](std::size_t i) { return static_cast<i64>(node.param<std::int32_t>(i)); };
+    const auto input = [&](i64 ix, i64 iy, i64 c, i64 n) {
+        const double v = get(b, ix, iy, c, n);
+        return k.type == elem_type::f16 ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(v)))) : v;
+    };
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 x, i64 y, i64 o, i64 n) {
+        double sum = 0.0;
+        for (i64 c = 0; c < k.ne[2]; ++c)
+            for (i64 ky = 0; ky < k.ne[1]; ++ky)
+                for (i64 kx = 0; kx < k.ne[0]; ++kx) {
+                    const i64 ix = x * prm(0) + kx * prm(4) - prm(2), iy = y * prm(1) + ky * prm(5) - prm(3);
+                    if (ix >= 0 && ix < b.ne[0] && iy >= 0 && iy < b.ne[1]) sum += get(k, kx, ky, c, o) * input(ix, iy, c, n);
+                }
+        r.at(x, y, o, n) = sum;
+    });
+    return r;
+}
+
 inline ref_tensor add_id(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& b = *node.src[1];
@@ -962,6 +1009,12 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::arange:
         r = ref_detail::arange(node);
+        break;
+    case op_kind::im2col:
+        r = ref_detail::im2col(node);
+        break;
+    case op_kind::conv_2d:
+        r = ref_detail::conv_2d(node);
         break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");

@@ -423,6 +423,61 @@ inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& r
     return finish(arange(ctx, start, start + step * static_cast<float>(c.ne[0]), step));
 }
 
+/// A convolution's geometry drawn at random (im2col's parity cases and catalogue rows):
+/// kernel [kw, kh, ic, oc] and input [iw, ih, ic, n] (1-D: [k, ic, oc] and [iw, ic, n]),
+/// strides 1 to 3, pads 0 to 2, dilations 1 to 2; the input is never smaller than the
+/// dilated kernel, so every draw has an output.
+struct conv_draw {
+    extents kernel, input;
+    int s0 = 1, s1 = 0, p0 = 0, p1 = 0, d0 = 1, d1 = 0;
+    bool two_d = true;
+};
+inline conv_draw random_conv(std::mt19937& rng, bool two_d) {
+    const auto upto = [&](int n) { return 1 + static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    conv_draw c;
+    c.two_d = two_d;
+    c.s0 = upto(3), c.p0 = upto(3) - 1, c.d0 = upto(2);
+    const std::int64_t kw = upto(4), ic = upto(3), oc = upto(3), n = upto(2);
+    const std::int64_t iw = c.d0 * (kw - 1) + upto(9);
+    if (!two_d) {
+        c.kernel = {kw, ic, oc, 1};
+        c.input = {iw, ic, n, 1};
+        return c;
+    }
+    c.s1 = upto(3), c.p1 = upto(3) - 1, c.d1 = upto(2);
+    const std::int64_t kh = upto(4);
+    c.kernel = {kw, kh, ic, oc};
+    c.input = {iw, c.d1 * (kh - 1) + upto(7), ic, n};
+    return c;
+}
+
+/// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
+/// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
+/// bit 1 the input permuted.
+inline built_case build_im2col(context& ctx, const case_spec& c, std::mt19937& rng) {
+    conv_draw g = random_conv(rng, (c.variant & 1) == 0);
+    const std::int64_t min_w = g.input[0], min_h = g.two_d ? g.input[1] : 1;
+    g.input[0] = std::max(c.ne[0], min_w);
+    if (g.two_d) g.input[1] = std::max(c.ne[1], min_h);
+    tensor* a = random_leaf(ctx, elem_type::f16, g.kernel, rng, -1.0, 1.0);
+    tensor* b = input(ctx, type_at(c, 0), g.input, (c.variant & 2) ? 2 : 0, rng);
+    return finish(im2col(ctx, a, b, g.s0, g.s1, g.p0, g.p1, g.d0, g.d1, g.two_d, type_at(c, 1)));
+}
+
+/// conv_2d_direct of a kernel of types[0] [kw, kh, ne2, ne3] over an f32 input [ne0, ne1,
+/// ne2, 1]; variant: 0 a 3 x 3 kernel, stride 1, pad 1 (the size kept), 1 the same with
+/// stride 2, 2 a 2 x 2 kernel, dilation 2, no pad, 3 as 0 with the input permuted.
+inline built_case build_conv_2d(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const bool wide = c.variant != 2;
+    const std::int64_t kw = wide ? 3 : 2;
+    const extents kernel = {kw, kw, c.ne[2], c.ne[3]};
+    tensor* a = random_leaf(ctx, type_at(c, 0), kernel, rng, -1.0, 1.0);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[0], c.ne[1], c.ne[2], 1}, c.variant == 3 ? 2 : 0, rng);
+    const int s = c.variant == 1 ? 2 : 1, p = wide ? 1 : 0, d = wide ? 1 : 2;
+    tensor* out = conv_2d_direct(ctx, a, b, s, s, p, p, d, d);
+    return finish(out, 2.0 * static_cast<double>(out->nelements()) * static_cast<double>(kernel[0] * kernel[1] * kernel[2]));
+}
+
 /// cpy types[0] -> types[1]; variant: bit 0 the source permuted, bit 1 the destination
 /// a row-strided view (unquantized destinations only).
 inline built_case build_cpy(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -521,6 +576,13 @@ inline extents shape_attention(std::mt19937& rng, std::span<const elem_type> typ
     const std::int64_t d = quant ? 32 * g.pick({1, 2, 3, 4}) : g.pick({1, 5, 16, 33, 64, 80, 128});
     return {d, g.pick({1, 2, 7, 32, 100, 257}), g.upto(5), g.pick({1, 2, 3, 4, 8})};
 }
+/// A convolution's input width and height (at least 4, so that conv_2d's 3 x 3 windows
+/// with dilation 2 fit; im2col draws the rest of its geometry), and conv_2d's input and
+/// output channels.
+inline extents shape_conv(std::mt19937& rng, std::span<const elem_type>) {
+    shape_gen g{rng};
+    return {g.pick({4, 5, 8, 17, 32}), g.pick({4, 5, 7, 16}), g.upto(4), g.upto(5)};
+}
 inline extents shape_rope(std::mt19937& rng, std::span<const elem_type>) {
     shape_gen g{rng};
     return {g.pick({2, 6, 10, 18, 34, 64, 66, 128}), g.upto(5), g.upto(7), g.upto(2)};
@@ -596,6 +658,8 @@ inline std::span<const op_cases> catalogue() {
         {"arange", 1, 1, &build_arange, &shape_rows, {1 << 20, 1, 1, 1}},
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
+        {"im2col", 2, 4, &build_im2col, &shape_conv, {64, 64, 1, 1}},
+        {"conv_2d", 1, 4, &build_conv_2d, &shape_conv, {64, 64, 256, 256}},
     };
     return families;
 }

@@ -384,6 +384,54 @@ inline int flash_attn_ext_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// im2col, 1-D and 2-D, of f32 and f16 inputs into f32 and f16, with f32 and f16
+/// kernels, strides, pads and dilations drawn (detail::random_conv), inputs in any layout.
+inline int im2col_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type tb : {elem_type::f32, elem_type::f16})
+        for (elem_type td : {elem_type::f32, elem_type::f16}) {
+            if (!cases.claimed([&] {
+                    return im2col(cases.ctx, cases.leaf(elem_type::f16, {3, 3, 2, 1}), cases.leaf(tb, {4, 4, 2, 1}), 1, 1, 1,
+                                  1, 1, 1, true, td);
+                }))
+                continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const detail::conv_draw c = detail::random_conv(cases.rng, s % 2 == 0);
+                tensor* a = cases.leaf(s % 3 == 0 ? elem_type::f32 : elem_type::f16, c.kernel);
+                tensor* b = cases.input(tb, c.input, cases.any_layout(tb));
+                cases.add(im2col(cases.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1, c.two_d, td));
+            }
+        }
+    return cases.combinations() - before;
+}
+
+/// conv_2d_direct of f32 and f16 kernels over f32 inputs in any layout, strides, pads and
+/// dilations drawn (detail::random_conv); every fourth shape with 16 input and output
+/// channels.
+inline int conv_2d_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (elem_type tk : {elem_type::f32, elem_type::f16}) {
+        if (!cases.claimed([&] {
+                return conv_2d_direct(cases.ctx, cases.leaf(tk, {3, 3, 2, 2}), cases.leaf(elem_type::f32, {4, 4, 2, 1}), 1, 1,
+                                      1, 1, 1, 1);
+            }))
+            continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            detail::conv_draw c = detail::random_conv(cases.rng, true);
+            if (s % 4 == 3) { // channels enough for the CPU's fast path (K * oc >= 256)
+                c.kernel[2] = c.input[2] = 16;
+                c.kernel[3] = 16;
+            }
+            tensor* a = cases.input(tk, c.kernel, cases.any_layout(tk));
+            tensor* b = cases.input(elem_type::f32, c.input, cases.any_layout(elem_type::f32));
+            cases.add(conv_2d_direct(cases.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+        }
+    }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -684,6 +732,8 @@ inline std::span<const parity_family> parity_families() {
         {"misc", 31020, &misc_cases},
         {"timestep_embedding", 31021, &timestep_embedding_cases},
         {"out_prod", 31022, &out_prod_cases},
+        {"im2col", 31019, &im2col_cases},
+        {"conv_2d", 31020, &conv_2d_cases},
     };
     return families;
 }

@@ -56,6 +56,9 @@
 //   sinks)                                                                    (k; v at src[2] the
 //                                                                             same set); f16 mask,
 //                                                                             f32 sinks (src[3, 4])
+//   im2col (kernel, input)          f32 f16          f32 f16 (the kernel:     f32 f16 (the input)
+//                                                    extents only)
+//   conv_2d (kernel, input)         f32              f32 f16 (the kernel)     f32 (the input)
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
@@ -65,6 +68,7 @@
 // glu's and flash_attn_ext's operands have contiguous rows (ggml_is_contiguous_1; other
 // strides are free) and flash_attn_ext's mask is contiguous.
 
+#include <backplane/core/conv_geometry.hpp>
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/rope_functions.hpp>
 #include <backplane/core/tensor.hpp>
@@ -81,11 +85,11 @@ namespace backplane {
 /// The kind of work an op is (the cost model prices each family by its own rate).
 enum class op_family : std::uint8_t {
     none,        ///< computes nothing: leafs and views
-    mul_mat,     ///< matrix products (and attention, flash_attn_ext): compute- or weight-bound
+    mul_mat,     ///< matrix products (and attention, flash_attn_ext, conv_2d): compute- or weight-bound
     elementwise, ///< each result element from the same elements of the sources: memory-bound
     rows,        ///< reductions and per-row transforms: norms, soft_max, rope, sum_rows, sum, mean,
                  ///< argmax, argsort, top_k
-    data,        ///< data movement: copies, cont, get_rows, concat, add_id
+    data,        ///< data movement: copies, cont, get_rows, concat, add_id, im2col
 };
 
 /// Why `node` is not an instance of its op that the op defines: empty when it is. The
@@ -600,6 +604,59 @@ inline std::string_view arange(const tensor& t) noexcept {
     return {};
 }
 
+/// f32 or f16: the kernels' and the inputs' types of the convolutions.
+constexpr bool f32_or_f16(elem_type t) noexcept { return t == elem_type::f32 || t == elem_type::f16; }
+
+/// A convolution's window (conv_slot): strides and dilations positive, pads not
+/// negative; in dimension 1 too when `two_d`.
+inline std::string_view conv_window_rule(const tensor& t, bool two_d) noexcept {
+    const conv_window w = window_of(t);
+    if (w.s0 < 1 || w.d0 < 1 || w.p0 < 0) return "s0 and d0 must be positive, p0 not negative";
+    if (two_d && (w.s1 < 1 || w.d1 < 1 || w.p1 < 0)) return "s1 and d1 must be positive, p1 not negative";
+    return {};
+}
+
+/// im2col: src[0] = the kernel a ([kw, kh, ic, oc]; 1-D: [k, ic, oc]), read for its
+/// extents only; src[1] = the input b ([iw, ih, ic, n]; 1-D: [iw, ic, n]).
+inline std::string_view im2col(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (!f32_or_f16(a.type) || !f32_or_f16(b.type) || !f32_or_f16(t.type)) return "a, b and the result must be f32 or f16";
+    const std::int32_t two_d = t.param<std::int32_t>(conv_slot::is_2d);
+    if (two_d != 0 && two_d != 1) return "is_2D must be 0 or 1";
+    if (const std::string_view why = conv_window_rule(t, two_d == 1); !why.empty()) return why;
+    if (two_d == 1) {
+        if (a.ne[2] != b.ne[2]) return "a and b must have the same channels (dimension 2)";
+    } else {
+        if (t.param<std::int32_t>(conv_slot::p1) != 0) return "the 1-D form has no second dimension to pad (p1 must be 0)";
+        if (a.ne[1] != b.ne[1] || b.ne[3] != 1) return "a and b must have the same channels (dimension 1), b 3-dimensional";
+    }
+    const im2col_geometry g = im2col_geometry_of(t);
+    if (g.kw < 1 || g.kh < 1) return "the kernel is empty";
+    const std::int64_t ow = conv_output_size(g.iw, g.kw, g.w.s0, g.w.p0, g.w.d0);
+    const std::int64_t oh = two_d == 1 ? conv_output_size(g.ih, g.kh, g.w.s1, g.w.p1, g.w.d1) : 1;
+    if (ow < 1 || oh < 1) return "b is too small for the kernel (no output position)";
+    const bool shaped = two_d == 1 ? ne_is(t, g.ic * g.kh * g.kw, ow, oh, g.n) : ne_is(t, g.ic * g.kw, ow, g.n, 1);
+    if (!shaped) return "the result is [ic * kh * kw, ow, oh, n] (1-D: [ic * k, ow, n])";
+    return {};
+}
+
+/// conv_2d: src[0] = the kernel a [kw, kh, ic, oc], src[1] = the input b [iw, ih, ic, n].
+inline std::string_view conv_2d(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (!f32_or_f16(a.type) || b.type != elem_type::f32) return "a (the kernel) must be f32 or f16, b f32";
+    if (const std::string_view why = conv_window_rule(t, true); !why.empty()) return why;
+    if (a.ne[2] != b.ne[2]) return "a and b must have the same channels (dimension 2)";
+    if (a.ne[0] < 1 || a.ne[1] < 1) return "the kernel is empty";
+    const conv_2d_geometry g = conv_2d_geometry_of(t);
+    const std::int64_t ow = conv_output_size(g.iw, g.kw, g.w.s0, g.w.p0, g.w.d0);
+    const std::int64_t oh = conv_output_size(g.ih, g.kh, g.w.s1, g.w.p1, g.w.d1);
+    if (ow < 1 || oh < 1) return "b is too small for the kernel (no output position)";
+    if (t.type != elem_type::f32 || !ne_is(t, ow, oh, a.ne[3], b.ne[3])) return "the result is f32 [ow, oh, oc, n]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -616,7 +673,8 @@ namespace r = op_rules;
 ///   flash_attn_ext (q, k, v,
 ///   optional mask, optional sinks; scale, max_bias, logit_softcap); group_norm (n_groups,
 ///   eps); l2_norm (eps); tri (type); timestep_embedding (timesteps; dim, max_period);
-///   out_prod (a, b).
+///   out_prod (a, b); im2col (kernel, input; s0, s1, p0, p1, d0, d1, is_2D); conv_2d
+///   (kernel, input; s0, s1, p0, p1, d0, d1).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -686,6 +744,9 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"diag",      1, 1, 0, false, false, fam::data,        r::diag},
     {"timestep_embedding", 1, 1, 2, false, false, fam::data, r::timestep_embedding},
     {"out_prod",  2, 2, 0, false, false, fam::mul_mat,     r::out_prod},
+    // convolutions
+    {"im2col",    2, 2, 7, false, false, fam::data,        r::im2col},
+    {"conv_2d",   2, 2, 6, false, false, fam::mul_mat,     r::conv_2d},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -703,7 +764,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "out_prod"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "conv_2d"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

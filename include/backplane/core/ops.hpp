@@ -3,6 +3,7 @@
 // backplane::error naming the op, the shapes and the types of a mistake.
 
 #include <backplane/core/ops/attention.hpp>
+#include <backplane/core/ops/conv.hpp>
 #include <backplane/core/ops/elementwise.hpp>
 #include <backplane/core/ops/glu.hpp>
 #include <backplane/core/ops/layout.hpp>

@@ -51,7 +51,8 @@ struct op_work {
 /// its operands' and result's bytes (mul_mat_id: the experts its columns can use, and
 /// about n_used * n_tokens / n_expert columns per expert); flash_attn_ext the two products
 /// of every query with every position (2 * n_kv * (D_k + D_v) flops per query and head,
-/// the queries as columns) and its sources' and result's bytes, each read once; get_rows
+/// the queries as columns) and its sources' and result's bytes, each read once; conv_2d
+/// 2 * kw * kh * ic flops per result element, its output positions as columns; get_rows
 /// reads only the rows it gathers; other ops their sources' and result's bytes.
 inline op_work work_of(const tensor& t) noexcept {
     op_work w;
@@ -89,6 +90,14 @@ inline op_work work_of(const tensor& t) noexcept {
         w.bytes = static_cast<double>(t.nbytes());
         for (const tensor* s : t.src) w.bytes += nbytes(s);
         w.columns = static_cast<double>(std::max<std::int64_t>(1, q->ne[1]));
+        return w;
+    }
+    case op_kind::conv_2d: { // a product of the kernel with every output position's window
+        const tensor* a = t.src[0];
+        if (a == nullptr || t.src[1] == nullptr) return w;
+        w.flops = 2.0 * static_cast<double>(a->ne[0] * a->ne[1] * a->ne[2]) * static_cast<double>(t.nelements());
+        w.bytes = nbytes(a) + nbytes(t.src[1]) + static_cast<double>(t.nbytes());
+        w.columns = static_cast<double>(std::max<std::int64_t>(1, t.ne[0] * t.ne[1] * t.ne[3]));
         return w;
     }
     case op_kind::get_rows:

@@ -1263,6 +1263,153 @@ TEST_CASE("cpu: glu, every function, fused, swapped and split, in f32, f16 and b
 }
 
 // ---------------------------------------------------------------------------------------
+// convolutions
+
+namespace {
+
+/// One convolution's geometry: strides, pads, dilations (s1, p1, d1 unused in 1-D).
+struct conv_case {
+    extents kernel, input;
+    int s0, s1, p0, p1, d0, d1;
+};
+
+/// 2-D windows: 1 x 1 to 5 x 1 kernels, strides, pads (one wider than the kernel), dilations.
+const conv_case windows_2d[] = {
+    {{3, 3, 2, 4}, {5, 5, 2, 1}, 1, 1, 1, 1, 1, 1}, {{1, 1, 3, 2}, {4, 3, 3, 2}, 1, 1, 0, 0, 1, 1},
+    {{3, 2, 1, 1}, {7, 6, 1, 3}, 2, 3, 0, 2, 1, 2}, {{2, 3, 3, 5}, {9, 4, 3, 1}, 3, 1, 2, 1, 2, 1},
+    {{5, 1, 2, 3}, {5, 1, 2, 2}, 1, 1, 2, 0, 1, 1}, {{4, 4, 1, 1}, {3, 3, 1, 1}, 2, 2, 3, 3, 1, 1},
+};
+
+} // namespace
+
+TEST_CASE("cpu: im2col 1-D and 2-D in f32 and f16, with strides, pads and dilations, any layout", "[cpu][im2col]") {
+    harness h(9119);
+    const conv_case cases_1d[] = {
+        {{3, 2, 4, 1}, {9, 2, 1, 1}, 1, 0, 1, 0, 1, 0}, {{1, 3, 2, 1}, {5, 3, 2, 1}, 2, 0, 0, 0, 1, 0},
+        {{4, 1, 1, 1}, {17, 1, 3, 1}, 3, 0, 2, 0, 2, 0}, {{2, 5, 3, 1}, {2, 5, 1, 1}, 1, 0, 1, 0, 1, 0},
+    };
+    std::size_t s = 0;
+    for (elem_type tb : {f32, f16})
+        for (elem_type td : {f32, f16})
+            for (bool two_d : {true, false})
+                for (const conv_case& c : two_d ? std::span<const conv_case>(windows_2d) : std::span<const conv_case>(cases_1d)) {
+                    tensor* a = h.input(s % 2 ? f16 : f32, c.kernel, layout::contiguous);
+                    tensor* b = h.input(tb, c.input, nth_layout(s++, tb));
+                    tensor* out = im2col(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1, two_d, td);
+                    h.check(out, {.max_nmse = 0.0, .exact = true}, describe(two_d ? "im2col 2-D" : "im2col 1-D", {{"a", a}, {"b", b}}));
+                }
+}
+
+TEST_CASE("cpu: conv_2d and conv_1d (im2col, then mul_mat) match a direct convolution", "[cpu][im2col][conv]") {
+    harness h(9229);
+    cpu_backend backend;
+    const auto close = [&](tensor* out, const bt::ref_tensor& expected, const std::string& what) {
+        REQUIRE(backend.compute(graph(out)).ok());
+        INFO(what << " " << str(out->ne));
+        REQUIRE(out->ne == expected.ne);
+        CHECK(bt::nmse(expected, *out) < 1e-7);
+    };
+    const conv_case cases_2d[] = {
+        {{3, 3, 3, 5}, {8, 7, 3, 2}, 1, 1, 1, 1, 1, 1},
+        {{2, 3, 2, 3}, {9, 6, 2, 1}, 2, 1, 0, 2, 1, 2},
+        {{1, 1, 4, 2}, {5, 3, 4, 3}, 1, 2, 0, 0, 1, 1},
+    };
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : cases_2d) {
+            tensor* a = h.leaf(tk, c.kernel);
+            tensor* b = h.leaf(f32, c.input);
+            // the direct convolution (the oracle of conv_2d_direct) rounds the input to f16 under
+            // an f16 kernel, as the f16 im2col does
+            const bt::ref_tensor direct = bt::ref_forward(*conv_2d_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+            close(conv_2d(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1), direct, describe("conv_2d", {{"a", a}, {"b", b}}));
+        }
+    // 1-D: the 2-D convolution of height 1. ggml's layout: the memory holds [ow, n, oc],
+    // which the result reads as [ow, oc, n] (the same for n = 1).
+    const conv_case cases_1d[] = {
+        {{3, 4, 6, 1}, {11, 4, 1, 1}, 1, 1, 1, 0, 1, 1},
+        {{2, 3, 2, 1}, {9, 3, 2, 1}, 2, 1, 1, 0, 3, 1},
+    };
+    for (const conv_case& c : cases_1d) {
+        tensor* a = h.leaf(f16, c.kernel);
+        tensor* b = h.leaf(f32, c.input);
+        tensor* a2 = reshape(h.ctx, a, {c.kernel[0], 1, c.kernel[1], c.kernel[2]});
+        tensor* b2 = reshape(h.ctx, b, {c.input[0], 1, c.input[1], c.input[2]});
+        const bt::ref_tensor direct = // [ow, 1, oc, n]
+            bt::ref_forward(*conv_2d_direct(h.ctx, a2, b2, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+        const i64 ow = direct.ne[0], oc = direct.ne[2], n = direct.ne[3];
+        bt::ref_tensor expected(f32, {ow, oc, n, 1});
+        for (i64 l = 0; l < ow * oc * n; ++l) { // mul_mat's [ow * n, oc] read as [ow, oc, n]
+            const i64 r = l % (ow * n), o = l / (ow * n);
+            expected.v[static_cast<std::size_t>(l)] = direct.at(r % ow, 0, o, r / ow);
+        }
+        close(conv_1d(h.ctx, a, b, c.s0, c.p0, c.d0), expected, describe("conv_1d", {{"a", a}, {"b", b}}));
+    }
+}
+
+TEST_CASE("cpu: conv_2d_direct against the oracle, f32 and f16 kernels, any layout", "[cpu][conv_2d]") {
+    harness h(9339);
+    std::vector<conv_case> cases(std::begin(windows_2d), std::end(windows_2d));
+    cases.push_back({{3, 3, 16, 8}, {9, 7, 16, 2}, 1, 2, 1, 1, 2, 1}); // the fast path's shapes (K * oc >= 256)
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : cases) {
+            tensor* a = h.input(tk, c.kernel, nth_layout(s, tk));
+            tensor* b = h.input(f32, c.input, nth_layout(s + 1, f32));
+            ++s;
+            tensor* out = conv_2d_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            const std::string what = describe("conv_2d", {{"a", a}, {"b", b}});
+            h.check(out, {.max_nmse = 1e-10}, what);
+            graph g(out);
+            bt::fill_random(*out, h.rng, 10.0, 20.0); // nothing left of the fast mode's run
+            cpu_backend reference({.n_threads = 2, .reference = true});
+            REQUIRE(reference.compute(g).ok());
+            INFO(what << " (reference kernel)");
+            CHECK(bt::nmse(bt::ref_forward(*out), *out) <= 1e-10);
+        }
+}
+
+TEST_CASE("cpu: conv_2d's fast path (unrolled windows times the kernel) matches the reference kernel", "[cpu][conv_2d]") {
+    harness h(9449);
+    // one tile and several (the tile holds about 4 MiB of windows), the GEMM's mat-vec
+    // (oc <= 8) and packed paths, a strided input and a batch of two
+    const conv_case cases[] = {
+        {{3, 3, 8, 16}, {12, 9, 8, 2}, 1, 1, 1, 1, 1, 1},
+        {{3, 3, 128, 4}, {45, 45, 128, 1}, 1, 1, 1, 1, 1, 1},
+        {{3, 3, 128, 12}, {43, 41, 128, 1}, 1, 1, 1, 1, 1, 1},
+        {{2, 3, 6, 24}, {17, 13, 6, 2}, 2, 1, 0, 2, 1, 2},
+    };
+    std::vector<cpu::isa> levels;
+    for (int l = 0; l <= static_cast<int>(cpu::detected_isa()); ++l) levels.push_back(static_cast<cpu::isa>(l));
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : cases) {
+            tensor* a = h.leaf(tk, c.kernel);
+            tensor* b = h.input(f32, c.input, s++ % 2 ? layout::strided_rows : layout::contiguous);
+            tensor* out = conv_2d_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            INFO(describe("conv_2d", {{"a", a}, {"b", b}}));
+            REQUIRE(cpu::choose_kernel(*out, false) == cpu::kernel_kind::fast_conv_2d);
+            graph g(out);
+            cpu_backend reference({.n_threads = 1, .reference = true});
+            REQUIRE(reference.compute(g).ok());
+            const bt::ref_tensor expected = bt::read(*out);
+            for (const cpu::isa level : levels)
+                for (const int threads : {1, 2}) {
+                    INFO("isa " << cpu::to_string(level) << ", " << threads << " threads");
+                    bt::fill_random(*out, h.rng, 10.0, 20.0); // nothing left of the last run
+                    cpu::set_isa_override(level);
+                    cpu_backend fast({.n_threads = threads});
+                    const status st = fast.compute(g);
+                    cpu::clear_isa_override();
+                    REQUIRE(st.ok());
+                    CHECK(bt::nmse(expected, *out) <= 1e-10);
+                }
+        }
+    // too little work per result element for the unrolling to pay: the reference kernel
+    tensor* small = conv_2d_direct(h.ctx, h.leaf(f32, {3, 3, 2, 1}), h.leaf(f32, {8, 8, 2, 1}), 1, 1, 1, 1, 1, 1);
+    CHECK(cpu::choose_kernel(*small, false) == cpu::kernel_kind::conv_2d);
+}
+
+// ---------------------------------------------------------------------------------------
 // In place: the graph allocator gives a node its src[0]'s memory when the layouts match.
 
 TEST_CASE("cpu: in-place ops are correct when dst aliases src[0]", "[cpu][inplace]") {

@@ -52,6 +52,8 @@ struct vulkan_targets {
         {"misc", 4},       // repeat_back, cumsum, tri, diag f32
         {"timestep_embedding", 1}, // f32
         {"out_prod", 1},   // f32 a (quantized a: left to the CPU)
+        {"im2col", 2 * 2},  // f32 f16 input x f32 f16 result (16-bit storage unless both f32)
+        {"conv_2d", 2},     // f32 f16 kernels over f32 inputs (16-bit storage for f16)
     };
 };
 

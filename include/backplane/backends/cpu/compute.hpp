@@ -9,8 +9,9 @@
 //    portable, any layout; the oracle that other backends' tests compare against;
 //  * fast paths where they exist, written per instruction set (p.level): fast::mul_mat
 //    (fast/mul_mat.hpp), the element-wise and row kernels for contiguous f32 rows
-//    (fast/rowwise.hpp) and flash_attn_ext's tiled kernel for f32 and f16 k and v
-//    (fast/attention.hpp).
+//    (fast/rowwise.hpp), flash_attn_ext's tiled kernel for f32 and f16 k and v
+//    (fast/attention.hpp) and conv_2d as unrolled windows times the kernel
+//    (fast/conv.hpp).
 // Reference mode picks the reference kernels for every node. Otherwise a fast path runs
 // when it applies to the node; whether it applies is a pure function of the node, so
 // every thread of a node takes the same path, and a plan can decide it once
@@ -31,12 +32,14 @@
 
 #include <backplane/backends/cpu/compute_params.hpp>
 #include <backplane/backends/cpu/fast/attention.hpp>
+#include <backplane/backends/cpu/fast/conv.hpp>
 #include <backplane/backends/cpu/fast/mul_mat.hpp>
 #include <backplane/backends/cpu/fast/mul_mat_id.hpp>
 #include <backplane/backends/cpu/fast/rowwise.hpp>
 #include <backplane/backends/cpu/kernels/attention.hpp>
 #include <backplane/backends/cpu/kernels/binary.hpp>
 #include <backplane/backends/cpu/kernels/concat.hpp>
+#include <backplane/backends/cpu/kernels/conv.hpp>
 #include <backplane/backends/cpu/kernels/copy.hpp>
 #include <backplane/backends/cpu/kernels/glu.hpp>
 #include <backplane/backends/cpu/kernels/layout.hpp>
@@ -95,10 +98,13 @@ enum class kernel_kind : std::uint8_t {
     diag,         ///< kernels::diag
     timestep_embedding, ///< kernels::timestep_embedding
     out_prod,     ///< kernels::out_prod
+    im2col,       ///< kernels::im2col
+    conv_2d,      ///< kernels::conv_2d
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
     fast_attention, ///< fast::attention: flash_attn_ext with f32 or f16 k and v
+    fast_conv_2d, ///< fast::conv_2d: conv_2d as unrolled windows times the kernel (the fast GEMM)
     fused,        ///< a fused group of nodes (fused.hpp; plan_step::group says which)
 };
 
@@ -109,8 +115,9 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
     constexpr std::array<std::string_view, kernel_kind_count> names = {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
-        "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag", "timestep_embedding", "out_prod", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
-        "fast_attention", "fused"};
+        "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
+        "timestep_embedding", "out_prod", "im2col", "conv_2d", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
+        "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
 }
@@ -152,6 +159,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::mul_mat_id: return kernel_kind::mul_mat_id;
     case op_kind::add_id: return kernel_kind::add_id;
     case op_kind::flash_attn_ext: return kernel_kind::flash_attn_ext;
+    case op_kind::im2col: return kernel_kind::im2col;
+    case op_kind::conv_2d: return kernel_kind::conv_2d;
     default: return kernel_kind::nothing;
     }
 }
@@ -197,6 +206,7 @@ inline kernel_kind choose_kernel(const tensor& node, bool reference) noexcept {
     case kernel_kind::mul_mat: return fast::mul_mat_applies(node) ? kernel_kind::fast_mul_mat : k;
     case kernel_kind::mul_mat_id: return fast::mul_mat_id_applies(node) ? kernel_kind::fast_mul_mat_id : k;
     case kernel_kind::flash_attn_ext: return fast::attention_applies(node) ? kernel_kind::fast_attention : k;
+    case kernel_kind::conv_2d: return fast::conv_2d_applies(node) ? kernel_kind::fast_conv_2d : k;
     default: return k;
     }
 }
@@ -204,7 +214,7 @@ inline kernel_kind choose_kernel(const tensor& node, bool reference) noexcept {
 /// True for the fast paths (fast/), false for the reference kernels and nothing.
 [[nodiscard]] constexpr bool is_fast_path(kernel_kind k) noexcept {
     return k == kernel_kind::fast_rowwise || k == kernel_kind::fast_mul_mat || k == kernel_kind::fast_mul_mat_id ||
-           k == kernel_kind::fast_attention;
+           k == kernel_kind::fast_attention || k == kernel_kind::fast_conv_2d;
 }
 
 namespace detail {
@@ -268,6 +278,7 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return (160 * a->ne[0] / 2 * a->ne[2] * a->ne[3] + 4 * n) * conv;
     case kernel_kind::get_rows:
     case kernel_kind::concat:
+    case kernel_kind::im2col:
         return 10 * conv * n;
     case kernel_kind::glu:
         return (fast ? 4 : 40 * conv) * n; // an exp or erf and a product per element (fast: swiglu)
@@ -279,6 +290,10 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     }
     case kernel_kind::mul_mat_id: {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
+        return fast ? macs / 4 + n : 8 * conv * macs + n;
+    }
+    case kernel_kind::conv_2d: { // the kernel's taps times the input channels per result element
+        const std::int64_t macs = n * std::max<std::int64_t>(conv_2d_geometry_of(node).taps(), 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
     case kernel_kind::flash_attn_ext: { // per query row: a dot product of D_k and a D_v update per position
@@ -312,17 +327,20 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
         return node.nelements();
     case kernel_kind::fast_attention:
         return fast::attention_split_units(node);
+    case kernel_kind::fast_conv_2d:
+        return node.nelements();
     default:
         return node.nrows();
     }
 }
 
 /// Bytes of shared work buffer kernel k needs for node with nth threads (0 for every
-/// kernel but the fast mul_mat's, mul_mat_id's and attention's).
+/// kernel but the fast mul_mat's, mul_mat_id's, attention's and conv_2d's).
 inline std::size_t kernel_work_size(const tensor& node, int nth, kernel_kind k) noexcept {
     if (k == kernel_kind::fast_mul_mat) return fast::mul_mat_work_size(node, nth);
     if (k == kernel_kind::fast_mul_mat_id) return fast::mul_mat_id_work_size(node, nth);
     if (k == kernel_kind::fast_attention) return fast::attention_work_size(node, nth);
+    if (k == kernel_kind::fast_conv_2d) return fast::conv_2d_work_size(node, nth);
     return 0;
 }
 
@@ -425,10 +443,13 @@ template <class = void>
     case kernel_kind::diag: kernels::diag(p, node); return errc::ok;
     case kernel_kind::timestep_embedding: kernels::timestep_embedding(p, node); return errc::ok;
     case kernel_kind::out_prod: kernels::out_prod(p, node); return errc::ok;
+    case kernel_kind::im2col: kernels::im2col(p, node); return errc::ok;
+    case kernel_kind::conv_2d: kernels::conv_2d(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);
     case kernel_kind::fast_attention: return fast::attention(p, node);
+    case kernel_kind::fast_conv_2d: return fast::conv_2d(p, node);
     case kernel_kind::fused: return errc::not_supported; // a group's step runs run_fused (fused.hpp)
     }
     return errc::ok;
@@ -465,7 +486,8 @@ template <class = void>
 template <class = void>
 [[nodiscard]] inline errc compute_forward(const compute_params& p, tensor& node) noexcept {
     kernel_kind k = choose_kernel(node, p.reference);
-    if ((k == kernel_kind::fast_mul_mat || k == kernel_kind::fast_mul_mat_id || k == kernel_kind::fast_attention) &&
+    if ((k == kernel_kind::fast_mul_mat || k == kernel_kind::fast_mul_mat_id || k == kernel_kind::fast_attention ||
+         k == kernel_kind::fast_conv_2d) &&
         !detail::fast_kernel_ready(p, node, k))
         k = reference_kernel(node.op);
     return run_kernel(p, node, k);

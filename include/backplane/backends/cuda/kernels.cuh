@@ -17,6 +17,7 @@
 #include <backplane/backends/cuda/kernels/add_id.cuh>
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/concat.cuh>
+#include <backplane/backends/cuda/kernels/conv.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh>
 #include <backplane/backends/cuda/kernels/elementwise.cuh>
 #include <backplane/backends/cuda/kernels/flash_attn.cuh>
@@ -80,6 +81,8 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::diag:
     case op_kind::timestep_embedding: return launch_misc(node, ctx);
     case op_kind::out_prod: return launch_out_prod(node, ctx);
+    case op_kind::im2col: return launch_im2col(node, ctx);
+    case op_kind::conv_2d: return launch_conv_2d(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

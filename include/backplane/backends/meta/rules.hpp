@@ -286,6 +286,12 @@ inline constexpr rule rules[] = {
      "b's rows split: the result's dimension 1"},
     {op_kind::out_prod, {rule_detail::S, rule_detail::S}, rule_detail::P, rule_detail::ax(1), 0, {}, {}, false,
      "split along the summed dimension: partial sums"},
+    // convolutions
+    {op_kind::im2col, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "every device unrolls the whole input"},
+    {op_kind::conv_2d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(3), -1, {}, {}, false,
+     "the kernel's output channels split: the result's dimension 2"},
+    {op_kind::conv_2d, {rule_detail::M, rule_detail::M}, rule_detail::M},
 };
 // clang-format on
 

@@ -14,6 +14,7 @@
 #include <backplane/backends/vulkan/ops/attention.hpp>
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/backends/vulkan/ops/concat.hpp>
+#include <backplane/backends/vulkan/ops/conv.hpp>
 #include <backplane/backends/vulkan/ops/copy.hpp>
 #include <backplane/backends/vulkan/ops/elementwise.hpp>
 #include <backplane/backends/vulkan/ops/get_rows.hpp>
@@ -63,6 +64,8 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::diag:
     case op_kind::timestep_embedding:
     case op_kind::out_prod: return plan_misc(t, f, d);
+    case op_kind::im2col: return plan_im2col(t, f, d);
+    case op_kind::conv_2d: return plan_conv_2d(t, f, d);
     default: return false;
     }
 }
