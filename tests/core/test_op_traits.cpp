@@ -94,6 +94,8 @@ std::vector<tensor*> one_of_each(context& ctx) {
                                                 ctx.new_tensor_3d(elem_type::q8_0, 32, 8, 2),
                                                 ctx.new_tensor_2d(elem_type::f16, 8, 2), 0.125f, 8.0f, 30.0f),
                                  ctx.new_tensor_1d(elem_type::f32, 4)),
+        pool_1d(ctx, a, pool_op::avg, 3, 2, 1),
+        pool_2d(ctx, a, pool_op::max, 3, 2, 2, 1, 1, 0),
     };
 }
 

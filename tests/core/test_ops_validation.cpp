@@ -463,6 +463,34 @@ TEST_CASE("pad and arange", "[ops][pad][arange]") {
     CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, std::numeric_limits<float>::infinity(), 1.0f));
 }
 
+TEST_CASE("pool_1d and pool_2d", "[ops][pool]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f16, 10, 7, 3, 2);
+    tensor* p1 = pool_1d(ctx, a, pool_op::avg, 3, 2, 1);
+    check_result(p1, elem_type::f32, {5, 7, 3, 2}, op_kind::pool_1d, a); // (10 + 2 - 3) / 2 + 1
+    CHECK(p1->param<std::int32_t>(0) == static_cast<std::int32_t>(pool_op::avg));
+    CHECK(p1->param<std::int32_t>(3) == 1); // p0
+    tensor* p2 = pool_2d(ctx, a, pool_op::max, 3, 2, 3, 1, 0, 1);
+    check_result(p2, elem_type::f32, {3, 8, 3, 2}, op_kind::pool_2d, a); // (10 - 3) / 3 + 1, (7 + 2 - 2) / 1 + 1
+    CHECK(p2->param<std::int32_t>(2) == 2);       // k1
+    CHECK(p2->param<std::int32_t>(6) == 1);       // p1
+    CHECK(pool_1d(ctx, a, pool_op::max, 12, 1, 1)->ne[0] == 1); // the kernel fills the padded row
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 13, 1, 1)); // larger than the padded row
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 0, 1, 0));
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 2, 0, 0));
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 2, 1, -1));
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, static_cast<pool_op>(2), 2, 1, 0));
+    CHECK_OP_ERROR("pool_2d", operands({a}), pool_2d(ctx, a, pool_op::avg, 2, 10, 1, 1, 0, 1)); // k1 past ne1 + 2 p1
+    CHECK_OP_ERROR("pool_2d", operands({a}), pool_2d(ctx, a, pool_op::avg, 2, 2, 1, -3, 0, 0));
+    for (const elem_type t : {elem_type::bf16, elem_type::i32, elem_type::q8_0}) {
+        tensor* x = ctx.new_tensor_2d(t, 32, 4);
+        CHECK_OP_ERROR("pool_1d", operands({x}), pool_1d(ctx, x, pool_op::max, 2, 2, 0));
+        CHECK_OP_ERROR("pool_2d", operands({x}), pool_2d(ctx, x, pool_op::max, 2, 2, 2, 2, 0, 0));
+    }
+    CHECK_NULL_ERROR("pool_1d", pool_1d(ctx, nullptr, pool_op::max, 2, 2, 0));
+    CHECK_NULL_ERROR("pool_2d", pool_2d(ctx, nullptr, pool_op::max, 2, 2, 2, 2, 0, 0));
+}
+
 // ---------------------------------------------------------------------------------------
 // row ops
 

@@ -65,6 +65,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"mul_mat_id", 16 * 3},  // f32 f16 bf16 and the 13 quantized experts x f32 f16 bf16 activations
     {"add_id", 1},           // f32
     {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (each with and without mask, sinks, softcap, ALiBi)
+    {"pool", 2 * 2},         // pool_1d, pool_2d of f32 f16 (max and avg in each)
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

@@ -586,6 +586,30 @@ inline ref_tensor pad(const tensor& node) {
     return r;
 }
 
+/// pool_1d, pool_2d: per window, the max of its cells inside a (-FLT_MAX for none), or
+/// their sum divided by their count (pool_1d; 0 for none) or by k0 k1 (pool_2d).
+inline ref_tensor pool(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const pool_window w = pool_window_of(node);
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        double sum = 0.0, best = -static_cast<double>(std::numeric_limits<float>::max());
+        i64 inside = 0;
+        for (i64 ky = 0; ky < w.k1; ++ky)
+            for (i64 kx = 0; kx < w.k0; ++kx) {
+                const i64 x = i0 * w.s0 - w.p0 + kx, y = i1 * w.s1 - w.p1 + ky;
+                if (x < 0 || x >= a.ne[0] || y < 0 || y >= a.ne[1]) continue;
+                const double v = get(a, x, y, i2, i3);
+                sum += v;
+                best = std::max(best, v);
+                ++inside;
+            }
+        const double divisor = w.avg_over_inside ? static_cast<double>(inside) : static_cast<double>(w.k0) * w.k1;
+        r.at(i0, i1, i2, i3) = w.op == pool_op::max ? best : divisor > 0 ? sum / divisor : 0.0;
+    });
+    return r;
+}
+
 /// arange: start + step * i, the product and the sum each rounded to f32 (ggml's f32
 /// arithmetic, which the result's rounding alone would not reproduce).
 inline ref_tensor arange(const tensor& node) {
@@ -828,6 +852,10 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::arange:
         r = ref_detail::arange(node);
+        break;
+    case op_kind::pool_1d:
+    case op_kind::pool_2d:
+        r = ref_detail::pool(node);
         break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");

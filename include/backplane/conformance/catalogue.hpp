@@ -354,6 +354,12 @@ inline built_case build_pad(context& ctx, const case_spec& c, std::mt19937& rng)
     return finish(pad_ext(ctx, a, w, (c.variant & 1) != 0));
 }
 
+/// pool_1d or pool_2d of a seed-drawn window (random_pool_window); variant: a's layout.
+template <op_kind Op> built_case build_pool(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng);
+    return finish(pool_of(ctx, a, random_pool_window(rng, c.ne, Op == op_kind::pool_2d)));
+}
+
 /// arange of ne[0] values from a seed-driven start and step (f32 only; the type names the
 /// result).
 inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -521,6 +527,8 @@ inline std::span<const op_cases> catalogue() {
         {"arange", 1, 1, &build_arange, &shape_rows, {1 << 20, 1, 1, 1}},
         {"cpy", 2, 4, &build_cpy, &shape_rows, {4096, 1024, 1, 1}},
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
+        {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
+        {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
     };
     return families;
 }

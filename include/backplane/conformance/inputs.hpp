@@ -260,4 +260,31 @@ inline tensor* unary_of(context& ctx, op_kind op, tensor* a, std::mt19937& rng) 
     }
 }
 
+/// A random pooling window for a source of extents ne (pool_2d's when two_d, else
+/// pool_1d's): max or avg, kernels of 1 to 5 cells, strides of 1 to 3 and paddings of 0
+/// up to the kernel's extent, shrunk to fit the padded source. avg's windows may hold
+/// padding only; max's always reach the source (a window of padding only gives -FLT_MAX,
+/// whose square would hide every other element's error in an NMSE).
+inline pool_window random_pool_window(std::mt19937& rng, const extents& ne, bool two_d) {
+    pool_window w;
+    w.op = rng() % 2 != 0 ? pool_op::avg : pool_op::max;
+    const std::uint32_t reach = w.op == pool_op::max ? 0 : 1; // paddings below the kernel, or up to it
+    const auto draw = [&](std::int64_t n, std::int32_t& k, std::int32_t& s, std::int32_t& p) {
+        k = static_cast<std::int32_t>(1 + rng() % 5);
+        s = static_cast<std::int32_t>(1 + rng() % 3);
+        p = static_cast<std::int32_t>(rng() % (static_cast<std::uint32_t>(k) + reach));
+        k = static_cast<std::int32_t>(std::min<std::int64_t>(k, n + 2 * std::int64_t{p}));
+    };
+    w.avg_over_inside = !two_d;
+    draw(ne[0], w.k0, w.s0, w.p0);
+    if (two_d) draw(ne[1], w.k1, w.s1, w.p1);
+    return w;
+}
+
+/// pool_2d of a by w, or pool_1d when w is pool_1d's (avg_over_inside).
+inline tensor* pool_of(context& ctx, tensor* a, const pool_window& w) {
+    if (w.avg_over_inside) return pool_1d(ctx, a, w.op, w.k0, w.s0, w.p0);
+    return pool_2d(ctx, a, w.op, w.k0, w.k1, w.s0, w.s1, w.p0, w.p1);
+}
+
 } // namespace backplane::conformance

@@ -442,6 +442,24 @@ inline int pad_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// pool_1d and pool_2d, max and avg, of every source type: kernels, strides and paddings
+/// that reach past the source and windows of padding only.
+inline int pool_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (const bool two_d : {false, true})
+        for (elem_type t : all_elem_types) {
+            const pool_window probe{.op = pool_op::max, .k0 = 2, .avg_over_inside = !two_d};
+            if (!cases.claimed([&] { return pool_of(cases.ctx, cases.leaf(t, {4, 2, 1, 1}), probe); })) continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const extents ne{cases.gen.upto(17), cases.gen.upto(9), cases.gen.upto(3), cases.gen.upto(2)};
+                tensor* a = cases.input(t, ne, cases.any_layout(t));
+                cases.add(pool_of(cases.ctx, a, random_pool_window(cases.rng, ne, two_d)));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// arange over starts, stops and steps of several magnitudes.
 inline int arange_cases(batch& cases) {
     if (!cases.claimed([&] { return arange(cases.ctx, 0.0f, 4.0f, 1.0f); })) return 0;
@@ -582,6 +600,7 @@ inline std::span<const parity_family> parity_families() {
         {"mul_mat_id", 31016, &mul_mat_id_cases},
         {"add_id", 31017, &add_id_cases},
         {"flash_attn_ext", 31018, &flash_attn_ext_cases},
+        {"pool", 31019, &pool_cases},
     };
     return families;
 }

@@ -65,8 +65,11 @@ enum class op_kind : std::uint8_t {
     mul_mat_id,
     add_id,
     flash_attn_ext,
+    // image and sequence layout (core/ops/image.hpp)
+    pool_1d,
+    pool_2d,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::flash_attn_ext) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::pool_2d) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

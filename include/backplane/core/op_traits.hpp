@@ -50,6 +50,7 @@
 //   sinks)                                                                    (k; v at src[2] the
 //                                                                             same set); f16 mask,
 //                                                                             f32 sinks (src[3, 4])
+//   pool_1d, pool_2d                f32              f32 f16
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
@@ -59,6 +60,7 @@
 // glu's and flash_attn_ext's operands have contiguous rows (ggml_is_contiguous_1; other
 // strides are free) and flash_attn_ext's mask is contiguous.
 
+#include <backplane/core/image_params.hpp>
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/rope_functions.hpp>
 #include <backplane/core/tensor.hpp>
@@ -78,7 +80,7 @@ enum class op_family : std::uint8_t {
     mul_mat,     ///< matrix products (and attention, flash_attn_ext): compute- or weight-bound
     elementwise, ///< each result element from the same elements of the sources: memory-bound
     rows,        ///< reductions and per-row transforms: norms, soft_max, rope, sum_rows, sum, mean,
-                 ///< argmax, argsort, top_k
+                 ///< argmax, argsort, top_k, pooling
     data,        ///< data movement: copies, cont, get_rows, concat, add_id
 };
 
@@ -508,6 +510,24 @@ inline std::string_view arange(const tensor& t) noexcept {
     return {};
 }
 
+// -- image and sequence layout ------------------------------------------------------
+
+/// pool_1d and pool_2d (pool_window_of): f32 or f16 in, f32 out, a kernel that fits the
+/// padded source.
+inline std::string_view pool(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const pool_window w = pool_window_of(t);
+    if (a.type != elem_type::f32 && a.type != elem_type::f16) return "operand must be f32 or f16";
+    if (w.op != pool_op::max && w.op != pool_op::avg) return "unknown pooling (max or avg)";
+    if (w.k0 <= 0 || w.k1 <= 0 || w.s0 <= 0 || w.s1 <= 0 || w.p0 < 0 || w.p1 < 0)
+        return "kernel extents and strides must be positive, paddings not negative";
+    const std::int64_t n0 = pool_extent(a.ne[0], w.k0, w.s0, w.p0), n1 = pool_extent(a.ne[1], w.k1, w.s1, w.p1);
+    if (n0 == 0 || n1 == 0) return "the kernel is larger than the padded source";
+    if (t.type != elem_type::f32 || !ne_is(t, n0, n1, a.ne[2], a.ne[3]))
+        return "the result is f32 [(a.ne0 + 2 p0 - k0) / s0 + 1, (a.ne1 + 2 p1 - k1) / s1 + 1, a.ne2, a.ne3]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -522,7 +542,8 @@ namespace r = op_rules;
 ///   destination); pad (a; lp0, rp0, .. lp3, rp3, circular);
 ///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); add_id (a, b, ids);
 ///   flash_attn_ext (q, k, v,
-///   optional mask, optional sinks; scale, max_bias, logit_softcap).
+///   optional mask, optional sinks; scale, max_bias, logit_softcap); pool_1d (a; op, k0,
+///   s0, p0); pool_2d (a; op, k0, k1, s0, s1, p0, p1).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -581,6 +602,9 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"mul_mat_id", 3, 3, 0, false, false, fam::mul_mat,    r::mul_mat_id},
     {"add_id",    3, 3, 0, false, false, fam::data,        r::add_id},
     {"flash_attn_ext", 3, 5, 3, false, false, fam::mul_mat, r::flash_attn_ext},
+    // image and sequence layout
+    {"pool_1d",   1, 1, 4, false, false, fam::rows,        r::pool},
+    {"pool_2d",   1, 1, 7, false, false, fam::rows,        r::pool},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -598,7 +622,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "flash_attn_ext"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "pool_2d"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

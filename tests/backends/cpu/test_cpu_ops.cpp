@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -20,6 +21,13 @@
 using namespace cpu_test;
 
 namespace {
+
+/// The values of f32 row r (contiguous), as a vector.
+std::vector<float> row_values(const tensor* r) {
+    std::vector<float> v(static_cast<std::size_t>(r->ne[0]));
+    std::memcpy(v.data(), r->data, v.size() * sizeof(float));
+    return v;
+}
 
 std::string describe(std::string_view op,
                      std::initializer_list<std::pair<const char*, const tensor*>> operands) {
@@ -1075,6 +1083,46 @@ TEST_CASE("cpu: pad with zeros or wrapped around, in f32 f16 bf16, any layout", 
         tensor* a = h.input(t, {5, 3, 2, 1}, layout::permuted);
         h.check(pad(h.ctx, a, 3, 0, 1), {.max_nmse = 0.0, .exact = true}, describe("pad", {{"a", a}}));
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// pool_1d, pool_2d
+
+TEST_CASE("cpu: pool_1d and pool_2d, max and avg, of f32 and f16 in any layout", "[cpu][pool]") {
+    harness h(12012);
+    for (elem_type t : {f32, f16}) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+            const pool_window w = conformance::random_pool_window(h.rng, shapes[s], s % 2 == 1);
+            const tolerance tol = w.op == pool_op::max ? tolerance{.max_nmse = 0.0, .exact = true} : tolerance{.max_nmse = 1e-12};
+            h.check(conformance::pool_of(h.ctx, a, w), tol,
+                    describe(s % 2 == 1 ? "pool_2d" : "pool_1d", {{"a", a}}) + (w.op == pool_op::max ? " max" : " avg") +
+                        " k " + std::to_string(w.k0) + "x" + std::to_string(w.k1) + " s " + std::to_string(w.s0) + "x" +
+                        std::to_string(w.s1) + " p " + std::to_string(w.p0) + "x" + std::to_string(w.p1));
+        }
+    }
+}
+
+TEST_CASE("cpu: pool padding cells, as ggml counts them", "[cpu][pool]") {
+    harness h(12013);
+    tensor* a = h.leaf(f32, {3, 1, 1, 1});
+    const float cells[] = {1.0f, 2.0f, 4.0f};
+    std::memcpy(a->data, cells, sizeof cells);
+    // windows of 2 every cell, one padding cell on each side: [p 1] [1 2] [2 4] [4 p]
+    tensor* avg_1d = pool_1d(h.ctx, a, pool_op::avg, 2, 1, 1);
+    tensor* avg_2d = pool_2d(h.ctx, a, pool_op::avg, 2, 1, 1, 1, 1, 0);
+    tensor* max_1d = pool_1d(h.ctx, a, pool_op::max, 2, 1, 1);
+    // windows of 2 every 3 cells, two padding cells on each side: [p p] [2 4]
+    tensor* empty_max = pool_1d(h.ctx, a, pool_op::max, 2, 3, 2);
+    tensor* empty_avg = pool_1d(h.ctx, a, pool_op::avg, 2, 3, 2);
+    for (tensor* r : {avg_1d, avg_2d, max_1d, empty_max, empty_avg}) REQUIRE(h.check(r, {.max_nmse = 0.0, .exact = true}, "pool"));
+    constexpr float lowest = std::numeric_limits<float>::lowest();
+    CHECK(row_values(avg_1d) == std::vector<float>{1.0f, 1.5f, 3.0f, 4.0f}); // padding cells not counted
+    CHECK(row_values(avg_2d) == std::vector<float>{0.5f, 1.5f, 3.0f, 2.0f}); // padding cells count as zeros
+    CHECK(row_values(max_1d) == std::vector<float>{1.0f, 2.0f, 4.0f, 4.0f});
+    CHECK(row_values(empty_max) == std::vector<float>{lowest, 4.0f});
+    CHECK(row_values(empty_avg) == std::vector<float>{0.0f, 3.0f});
 }
 
 TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {

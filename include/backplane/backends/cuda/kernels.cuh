@@ -22,6 +22,7 @@
 #include <backplane/backends/cuda/kernels/flash_attn.cuh>
 #include <backplane/backends/cuda/kernels/get_rows.cuh>
 #include <backplane/backends/cuda/kernels/glu.cuh>
+#include <backplane/backends/cuda/kernels/image.cuh>
 #include <backplane/backends/cuda/kernels/layout.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat_id.cuh>
@@ -69,6 +70,8 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::mul_mat_id: return launch_mul_mat_id(node, ctx);
     case op_kind::add_id: return launch_add_id(node, ctx);
     case op_kind::flash_attn_ext: return launch_flash_attn(node, ctx);
+    case op_kind::pool_1d:
+    case op_kind::pool_2d: return launch_pool(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

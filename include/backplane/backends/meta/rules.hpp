@@ -261,6 +261,13 @@ inline constexpr rule rules[] = {
      "only without ALiBi or sinks"},
     {op_kind::flash_attn_ext, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
      rule_detail::M},
+    // image and sequence layout
+    {op_kind::pool_1d, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows, 0, {}, {}, false,
+     "rows pooled apart"},
+    {op_kind::pool_1d, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::pool_2d, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {},
+     {}, false, "planes pooled apart"},
+    {op_kind::pool_2d, {rule_detail::M, rule_detail::N}, rule_detail::M},
 };
 // clang-format on
 

@@ -18,6 +18,7 @@
 #include <backplane/backends/vulkan/ops/elementwise.hpp>
 #include <backplane/backends/vulkan/ops/get_rows.hpp>
 #include <backplane/backends/vulkan/ops/glu.hpp>
+#include <backplane/backends/vulkan/ops/image.hpp>
 #include <backplane/backends/vulkan/ops/layout.hpp>
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
@@ -53,6 +54,8 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::pad: return plan_pad(t, f, d);
     case op_kind::arange: return plan_arange(t, f, d);
     case op_kind::add_id: return plan_add_id(t, f, d);
+    case op_kind::pool_1d:
+    case op_kind::pool_2d: return plan_pool(t, f, d);
     default: return false;
     }
 }

@@ -1,0 +1,56 @@
+#pragma once
+// pool_1d and pool_2d (core/ops/image.hpp): each result element from a window over its
+// source's dimensions 0 and 1 (pool_1d's window has one row), in f32 and in ggml's order
+// (the window's rows, then the cells of a row), padding cells skipped. The threads split
+// dst's rows.
+
+#include <backplane/backends/cpu/kernels/common.hpp>
+#include <backplane/core/image_params.hpp>
+
+#include <algorithm>
+#include <limits>
+
+namespace backplane::cpu::kernels {
+
+namespace detail {
+
+/// The pooled value of the window whose first cell is (x0, y0) (either may lie in the
+/// padding) in plane (i2, i3) of a, whose elements are T.
+template <float_storage T>
+[[nodiscard]] inline float pooled(const tensor& a, const pool_window& w, i64 x0, i64 y0, i64 i2, i64 i3) noexcept {
+    const bool max = w.op == pool_op::max;
+    float acc = max ? std::numeric_limits<float>::lowest() : 0.0f;
+    i64 inside = 0;
+    for (i64 y = std::max<i64>(y0, 0); y < std::min<i64>(y0 + w.k1, a.ne[1]); ++y) {
+        const std::byte* row = row_ptr(a, y, i2, i3);
+        for (i64 x = std::max<i64>(x0, 0); x < std::min<i64>(x0 + w.k0, a.ne[0]); ++x) {
+            const float v = load<T>(row + static_cast<std::size_t>(x) * a.nb[0]);
+            acc = max ? (v < acc ? acc : v) : acc + v; // max keeps a NaN that comes last, as ggml's std::max(v, acc)
+            ++inside;
+        }
+    }
+    if (max) return acc;
+    if (w.avg_over_inside) return inside > 0 ? acc / static_cast<float>(inside) : 0.0f;
+    return acc / static_cast<float>(i64{w.k0} * w.k1);
+}
+
+} // namespace detail
+
+template <class = void>
+inline void pool(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const pool_window w = pool_window_of(dst);
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    visit_float(a.type, [&]<class T>() {
+        for (i64 r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = row_of(r, dst.ne);
+            std::byte* out = row_ptr(dst, i1, i2, i3);
+            const i64 y0 = i1 * w.s1 - w.p1; // pool_1d: row i1 of a
+            for (i64 i0 = 0; i0 < dst.ne[0]; ++i0)
+                store<float>(out + static_cast<std::size_t>(i0) * dst.nb[0],
+                             detail::pooled<T>(a, w, i0 * w.s0 - w.p0, y0, i2, i3));
+        }
+    });
+}
+
+} // namespace backplane::cpu::kernels

@@ -1,0 +1,58 @@
+#pragma once
+// pool_1d and pool_2d: each result element (f32) from a window over dimensions 0 and 1
+// of a (f32 or f16, any strides), in f32 and in the CPU's order (the window's rows, then
+// the cells of a row), padding cells skipped; avg divides by the cells inside a (pool_1d)
+// or by k0 k1 (pool_2d), as ggml's. One thread per result element.
+
+#include <backplane/backends/cuda/kernels/common.cuh>
+#include <backplane/core/image_params.hpp>
+
+#include <cstdint>
+
+namespace backplane::cuda::kernels {
+
+namespace image_detail {
+
+/// The pooled value of the window whose first cell is (x0, y0) (either may lie in the
+/// padding) in plane (i2, i3) of a.
+__device__ __forceinline__ float pooled(const tview& a, const pool_window& w, i64 x0, i64 y0, i64 i2, i64 i3) {
+    const bool is_max = w.op == pool_op::max;
+    float acc = is_max ? __int_as_float(static_cast<int>(0xff7fffffu)) : 0.0f; // -FLT_MAX
+    i64 inside = 0;
+    const i64 x1 = x0 + w.k0 < a.ne[0] ? x0 + w.k0 : a.ne[0];
+    const i64 y1 = y0 + w.k1 < a.ne[1] ? y0 + w.k1 : a.ne[1];
+    for (i64 y = y0 > 0 ? y0 : 0; y < y1; ++y)
+        for (i64 x = x0 > 0 ? x0 : 0; x < x1; ++x) {
+            const float v = load(a, x, y, i2, i3);
+            acc = is_max ? (v < acc ? acc : v) : __fadd_rn(acc, v);
+            ++inside;
+        }
+    if (is_max) return acc;
+    if (w.avg_over_inside) return inside > 0 ? __fdiv_rn(acc, static_cast<float>(inside)) : 0.0f;
+    return __fdiv_rn(acc, static_cast<float>(static_cast<i64>(w.k0) * w.k1));
+}
+
+__global__ void k_pool(tview d, tview a, pool_window w) {
+    const i64 n = d.nelements();
+    for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += static_cast<i64>(gridDim.x) * blockDim.x) {
+        i64 i0, i1, i2, i3;
+        unravel(i, d.ne, i0, i1, i2, i3);
+        store(d, i0, i1, i2, i3, pooled(a, w, i0 * w.s0 - w.p0, i1 * w.s1 - w.p1, i2, i3));
+    }
+}
+
+} // namespace image_detail
+
+/// pool_1d and pool_2d (kernel_table::launch): f32 or f16 sources, any strides.
+inline cudaError_t launch_pool(const tensor& node, const detail::launch_context& ctx) noexcept {
+    const tensor* a = node.src[0];
+    if (a == nullptr || node.type != elem_type::f32 || (a->type != elem_type::f32 && a->type != elem_type::f16))
+        return cudaErrorInvalidValue;
+    if (node.nelements() <= 0) return cudaSuccess;
+    image_detail::k_pool<<<blocks_for(node.nelements(), 256), 256, 0, ctx.stream>>>(view_of(node), view_of(*a),
+                                                                                   pool_window_of(node));
+    return cudaGetLastError();
+}
+
+} // namespace backplane::cuda::kernels

@@ -1,0 +1,55 @@
+#pragma once
+// Image and sequence layout: pooling (pool_1d, pool_2d), as ggml's ops of those names.
+// Their parameters as nodes hold them: core/image_params.hpp.
+
+#include <backplane/core/image_params.hpp>
+#include <backplane/core/ops/node.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+namespace backplane {
+
+namespace detail {
+/// Writes `values` into node's op_params slots 0, 1, ...
+inline void set_int_params(tensor& node, std::initializer_list<int> values) {
+    std::size_t slot = 0;
+    for (const int v : values) node.set_param(slot++, static_cast<std::int32_t>(v));
+}
+} // namespace detail
+
+/// Each row of a (dimension 0) pooled by windows of k0 cells every s0 cells, the row
+/// padded by p0 cells on both sides, as ggml's pool_1d: the result is f32
+/// [(a.ne0 + 2 p0 - k0) / s0 + 1, a.ne1, a.ne2, a.ne3] and element i reads a's cells
+/// i s0 - p0 .. i s0 - p0 + k0 - 1. Padding cells are skipped: max is the largest cell
+/// inside a (-FLT_MAX for a window of padding only), avg the f32 sum of the cells inside
+/// a divided by their count (0 for a window of padding only). a is f32 or f16 in any
+/// layout. Needs k0 > 0, s0 > 0, p0 >= 0 and k0 <= a.ne0 + 2 p0. Op params: op, k0, s0, p0.
+inline tensor* pool_1d(context& ctx, tensor* a, pool_op op, int k0, int s0, int p0) {
+    detail::require_tensor("pool_1d", "a", a);
+    tensor node = detail::proposed(op_kind::pool_1d, elem_type::f32,
+                                   {pool_extent(a->ne[0], k0, s0, p0), a->ne[1], a->ne[2], a->ne[3]}, {a});
+    detail::set_int_params(node, {static_cast<int>(op), k0, s0, p0});
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// Each plane of a (dimensions 0 and 1) pooled by k0 x k1 windows every s0 cells along
+/// dimension 0 and s1 along dimension 1, the plane padded by p0 and p1 cells on both
+/// sides, as ggml's pool_2d: the result is f32 [(a.ne0 + 2 p0 - k0) / s0 + 1,
+/// (a.ne1 + 2 p1 - k1) / s1 + 1, a.ne2, a.ne3]. max skips the padding cells (-FLT_MAX for
+/// a window of padding only); avg, unlike pool_1d's, counts them as zeros: the f32 sum of
+/// the cells inside a divided by k0 k1. a is f32 or f16 in any layout. ggml takes the
+/// paddings as floats, stores them truncated to integers and computes the result's shape
+/// from the untruncated ones; here they are integers, so both agree. Op params: op, k0,
+/// k1, s0, s1, p0, p1.
+inline tensor* pool_2d(context& ctx, tensor* a, pool_op op, int k0, int k1, int s0, int s1, int p0, int p1) {
+    detail::require_tensor("pool_2d", "a", a);
+    tensor node = detail::proposed(
+        op_kind::pool_2d, elem_type::f32,
+        {pool_extent(a->ne[0], k0, s0, p0), pool_extent(a->ne[1], k1, s1, p1), a->ne[2], a->ne[3]}, {a});
+    detail::set_int_params(node, {static_cast<int>(op), k0, k1, s0, s1, p0, p1});
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+} // namespace backplane
