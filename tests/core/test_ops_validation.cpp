@@ -491,6 +491,32 @@ TEST_CASE("pool_1d and pool_2d", "[ops][pool]") {
     CHECK_NULL_ERROR("pool_2d", pool_2d(ctx, nullptr, pool_op::max, 2, 2, 2, 2, 0, 0));
 }
 
+TEST_CASE("upscale, upscale_ext and interpolate", "[ops][upscale]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 5, 4, 3, 2);
+    tensor* u = upscale(ctx, a, 3, scale_mode::bilinear);
+    check_result(u, elem_type::f32, {15, 12, 3, 2}, op_kind::upscale, a);
+    CHECK(u->param<std::int32_t>(0) == 1);
+    check_result(upscale_ext(ctx, a, 2, 9, 1, 4), elem_type::f32, {2, 9, 1, 4}, op_kind::upscale, a);
+    const auto bicubic_corners = static_cast<std::uint32_t>(scale_mode::bicubic) | scale_align_corners;
+    CHECK(interpolate(ctx, a, 7, 3, 3, 2, bicubic_corners)->param<std::int32_t>(0) == 0x102);
+    CHECK(interpolate(ctx, a, 2, 2, 3, 2, static_cast<std::uint32_t>(scale_mode::bilinear) | scale_antialias)->ne[0] == 2);
+    CHECK_OP_ERROR("upscale", operands({a}), upscale(ctx, a, 1));
+    CHECK_OP_ERROR("upscale", operands({a}), interpolate(ctx, a, 0, 4, 3, 2, 0));
+    CHECK_OP_ERROR("upscale", operands({a}), interpolate(ctx, a, 5, 4, 3, 2, 3));      // no fourth mode
+    CHECK_OP_ERROR("upscale", operands({a}), interpolate(ctx, a, 5, 4, 3, 2, 1u << 10)); // an unknown flag
+    CHECK_OP_ERROR("upscale", operands({a}),
+                   interpolate(ctx, a, 5, 4, 3, 2, static_cast<std::uint32_t>(scale_mode::bicubic) | scale_antialias));
+    for (const elem_type t : {elem_type::f16, elem_type::bf16, elem_type::i32}) {
+        tensor* x = ctx.new_tensor_2d(t, 4, 4);
+        CHECK_OP_ERROR("upscale", operands({x}), upscale(ctx, x, 2));
+    }
+    tensor* empty = ctx.new_tensor_2d(elem_type::f32, 0, 4);
+    CHECK_OP_ERROR("upscale", operands({empty}), interpolate(ctx, empty, 2, 4, 1, 1, 0));
+    CHECK_NULL_ERROR("upscale", upscale(ctx, nullptr, 2));
+    CHECK_NULL_ERROR("upscale", interpolate(ctx, nullptr, 2, 2, 1, 1, 0));
+}
+
 // ---------------------------------------------------------------------------------------
 // row ops
 

@@ -66,6 +66,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"add_id", 1},           // f32
     {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (each with and without mask, sinks, softcap, ALiBi)
     {"pool", 2 * 2},         // pool_1d, pool_2d of f32 f16 (max and avg in each)
+    {"upscale", 4},          // nearest, bilinear, bicubic, antialiased bilinear of f32 (each with and without aligned corners)
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

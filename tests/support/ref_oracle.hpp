@@ -610,6 +610,66 @@ inline ref_tensor pool(const tensor& node) {
     return r;
 }
 
+/// The bicubic convolution weight at distance x (coefficient -0.75), in double.
+inline double cubic_weight(double x) {
+    constexpr double a = -0.75;
+    x = std::abs(x);
+    if (x <= 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    return x < 2.0 ? ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a : 0.0;
+}
+
+/// upscale: source coordinates in f32 as ggml computes them (they pick the cells),
+/// weights and sums in double.
+inline ref_tensor upscale(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const interpolation m = interpolation_of(node);
+    const i64 n0 = a.ne[0], n1 = a.ne[1];
+    const auto clamped = [](i64 i, i64 n) { return std::clamp<i64>(i, 0, n - 1); };
+    const auto nearest = [&](i64 i, std::size_t d) { return clamped(static_cast<i64>(static_cast<float>(i) / m.sf[d]), a.ne[d]); };
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const i64 j2 = nearest(i2, 2), j3 = nearest(i3, 3);
+        const auto cell = [&](i64 x, i64 y) { return get(a, clamped(x, n0), clamped(y, n1), j2, j3); };
+        double v = 0.0;
+        if (m.mode == scale_mode::nearest) {
+            v = cell(nearest(i0, 0), nearest(i1, 1));
+        } else if (m.antialias) {
+            const float x = (static_cast<float>(i0) + m.offset) / m.sf[0], y = (static_cast<float>(i1) + m.offset) / m.sf[1];
+            const double s0 = std::max(1.0, 1.0 / m.sf[0]), s1 = std::max(1.0, 1.0 / m.sf[1]);
+            // ggml's range of cells: [trunc(x - s + o), trunc(x + s + o)), which leaves out the
+            // last cell within the support when o is 0 (aligned corners)
+            const auto first = [&](float c, double sup) { return std::max<i64>(static_cast<i64>(c - static_cast<float>(sup) + m.offset), 0); };
+            const auto end = [&](float c, double sup, i64 n) { return std::min<i64>(static_cast<i64>(c + static_cast<float>(sup) + m.offset), n); };
+            double total = 0.0;
+            for (i64 sy = first(y, s1); sy < end(y, s1, n1); ++sy)
+                for (i64 sx = first(x, s0); sx < end(x, s0, n0); ++sx) {
+                    const double w = std::max(0.0, 1.0 - std::abs((sx - x + m.offset) / s0)) *
+                                     std::max(0.0, 1.0 - std::abs((sy - y + m.offset) / s1));
+                    v += w * cell(sx, sy);
+                    total += w;
+                }
+            if (total > 0.0) v /= total;
+        } else {
+            const float x = (static_cast<float>(i0) + m.offset) / m.sf[0] - m.offset;
+            const float y = (static_cast<float>(i1) + m.offset) / m.sf[1] - m.offset;
+            const auto fx = static_cast<i64>(std::floor(x)), fy = static_cast<i64>(std::floor(y));
+            if (m.mode == scale_mode::bilinear) { // distances to the clamped lower neighbour, clamped to [0, 1]
+                const double dx = std::clamp(static_cast<double>(x) - clamped(fx, n0), 0.0, 1.0);
+                const double dy = std::clamp(static_cast<double>(y) - clamped(fy, n1), 0.0, 1.0);
+                v = cell(fx, fy) * (1 - dx) * (1 - dy) + cell(fx + 1, fy) * dx * (1 - dy) + cell(fx, fy + 1) * (1 - dx) * dy +
+                    cell(fx + 1, fy + 1) * dx * dy;
+            } else {
+                const double dx = static_cast<double>(x) - static_cast<double>(fx), dy = static_cast<double>(y) - static_cast<double>(fy);
+                for (i64 ky = -1; ky <= 2; ++ky)
+                    for (i64 kx = -1; kx <= 2; ++kx)
+                        v += cubic_weight(dx - kx) * cubic_weight(dy - ky) * cell(fx + kx, fy + ky);
+            }
+        }
+        r.at(i0, i1, i2, i3) = v;
+    });
+    return r;
+}
+
 /// arange: start + step * i, the product and the sum each rounded to f32 (ggml's f32
 /// arithmetic, which the result's rounding alone would not reproduce).
 inline ref_tensor arange(const tensor& node) {
@@ -856,6 +916,9 @@ inline ref_tensor ref_forward(const tensor& node) {
     case op_kind::pool_1d:
     case op_kind::pool_2d:
         r = ref_detail::pool(node);
+        break;
+    case op_kind::upscale:
+        r = ref_detail::upscale(node);
         break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");

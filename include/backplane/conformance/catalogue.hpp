@@ -360,6 +360,16 @@ template <op_kind Op> built_case build_pool(context& ctx, const case_spec& c, st
     return finish(pool_of(ctx, a, random_pool_window(rng, c.ne, Op == op_kind::pool_2d)));
 }
 
+/// upscale of a to seed-drawn extents (random_upscale_extents); variant: bits 0-1 the
+/// mode (upscale_modes: nearest, bilinear, bicubic, antialiased bilinear), bit 2 aligned
+/// corners, bit 3 a transposed.
+inline built_case build_upscale(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, (c.variant & 8) != 0 ? 3 : 0, rng);
+    const extents r = random_upscale_extents(rng, c.ne);
+    const std::uint32_t mode = upscale_modes[c.variant & 3] | ((c.variant & 4) != 0 ? scale_align_corners : 0u);
+    return finish(interpolate(ctx, a, r[0], r[1], r[2], r[3], mode));
+}
+
 /// arange of ne[0] values from a seed-driven start and step (f32 only; the type names the
 /// result).
 inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -529,6 +539,7 @@ inline std::span<const op_cases> catalogue() {
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
+        {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},
     };
     return families;
 }

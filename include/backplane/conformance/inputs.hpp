@@ -281,6 +281,20 @@ inline pool_window random_pool_window(std::mt19937& rng, const extents& ne, bool
     return w;
 }
 
+/// The modes upscale takes, each a scale_mode with its flags (antialiased bilinear apart).
+inline constexpr std::uint32_t upscale_modes[] = {static_cast<std::uint32_t>(scale_mode::nearest),
+                                                  static_cast<std::uint32_t>(scale_mode::bilinear),
+                                                  static_cast<std::uint32_t>(scale_mode::bicubic),
+                                                  static_cast<std::uint32_t>(scale_mode::bilinear) | scale_antialias};
+
+/// Random result extents for upscaling a source of extents ne: each from 1 to twice
+/// the source's plus one (up and down).
+inline extents random_upscale_extents(std::mt19937& rng, const extents& ne) {
+    extents r{};
+    for (std::size_t i = 0; i < max_dims; ++i) r[i] = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(2 * ne[i] + 1));
+    return r;
+}
+
 /// pool_2d of a by w, or pool_1d when w is pool_1d's (avg_over_inside).
 inline tensor* pool_of(context& ctx, tensor* a, const pool_window& w) {
     if (w.avg_over_inside) return pool_1d(ctx, a, w.op, w.k0, w.s0, w.p0);

@@ -460,6 +460,23 @@ inline int pool_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// upscale in every mode, corners aligned or not, up and down in every dimension.
+inline int upscale_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (const std::uint32_t mode : upscale_modes) {
+        if (!cases.claimed([&] { return interpolate(cases.ctx, cases.leaf(elem_type::f32, {4, 2, 1, 1}), 8, 4, 1, 1, mode); }))
+            continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const extents ne{cases.gen.upto(9), cases.gen.upto(7), cases.gen.upto(3), cases.gen.upto(2)};
+            tensor* a = cases.input(elem_type::f32, ne, cases.any_layout(elem_type::f32));
+            const extents r = random_upscale_extents(cases.rng, ne);
+            cases.add(interpolate(cases.ctx, a, r[0], r[1], r[2], r[3], mode | (s % 2 != 0 ? scale_align_corners : 0u)));
+        }
+    }
+    return cases.combinations() - before;
+}
+
 /// arange over starts, stops and steps of several magnitudes.
 inline int arange_cases(batch& cases) {
     if (!cases.claimed([&] { return arange(cases.ctx, 0.0f, 4.0f, 1.0f); })) return 0;
@@ -601,6 +618,7 @@ inline std::span<const parity_family> parity_families() {
         {"add_id", 31017, &add_id_cases},
         {"flash_attn_ext", 31018, &flash_attn_ext_cases},
         {"pool", 31019, &pool_cases},
+        {"upscale", 31020, &upscale_cases},
     };
     return families;
 }

@@ -1,11 +1,13 @@
 #pragma once
-// The parameters of the image and sequence layout ops (pool_1d, pool_2d) as their nodes
+// The parameters of the image and sequence layout ops (pool_1d, pool_2d, upscale) as their nodes
 // hold them in op_params, read in this one place by the op's rule, every backend's kernel
 // and the tests. The builders and their semantics: core/ops/image.hpp.
 
+#include <backplane/core/interpolate.hpp>
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/tensor.hpp>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace backplane {
@@ -47,6 +49,25 @@ inline pool_window pool_window_of(const tensor& t) noexcept {
             t.param<std::int32_t>(5),
             t.param<std::int32_t>(6),
             false};
+}
+
+/// The interpolation of an upscale node (op param: the mode and its flags): ggml's scale
+/// factors ne / a.ne in f32, (ne - 1) / (a.ne - 1) in dimensions 0 and 1 with aligned
+/// corners where both extents exceed 1, and its pixel offset.
+inline interpolation interpolation_of(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const auto flags = static_cast<std::uint32_t>(t.param<std::int32_t>(0));
+    interpolation m;
+    m.mode = static_cast<scale_mode>(flags & 0xffu);
+    m.antialias = (flags & scale_antialias) != 0;
+    for (std::size_t i = 0; i < max_dims; ++i) m.sf[i] = static_cast<float>(t.ne[i]) / static_cast<float>(a.ne[i]);
+    if ((flags & scale_align_corners) != 0) {
+        m.offset = 0.0f;
+        for (std::size_t i = 0; i < 2; ++i)
+            if (t.ne[i] > 1 && a.ne[i] > 1)
+                m.sf[i] = static_cast<float>(t.ne[i] - 1) / static_cast<float>(a.ne[i] - 1);
+    }
+    return m;
 }
 
 } // namespace backplane

@@ -68,8 +68,9 @@ enum class op_kind : std::uint8_t {
     // image and sequence layout (core/ops/image.hpp)
     pool_1d,
     pool_2d,
+    upscale,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::pool_2d) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::upscale) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

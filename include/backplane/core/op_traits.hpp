@@ -51,6 +51,7 @@
 //                                                                             same set); f16 mask,
 //                                                                             f32 sinks (src[3, 4])
 //   pool_1d, pool_2d                f32              f32 f16
+//   upscale                         f32              f32
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
@@ -528,6 +529,22 @@ inline std::string_view pool(const tensor& t) noexcept {
     return {};
 }
 
+/// upscale: f32 to f32 of any positive extents; a known mode, whose flags are aligned
+/// corners and, for bilinear, antialiasing.
+inline std::string_view upscale(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const auto flags = static_cast<std::uint32_t>(t.param<std::int32_t>(0));
+    const std::uint32_t mode = flags & 0xffu;
+    if (a.type != elem_type::f32 || t.type != elem_type::f32) return "operand and result must be f32";
+    if (mode >= static_cast<std::uint32_t>(scale_mode_count) || (flags & ~(0xffu | scale_align_corners | scale_antialias)) != 0)
+        return "unknown mode or flag (nearest, bilinear, bicubic; aligned corners, antialias)";
+    if ((flags & scale_antialias) != 0 && mode != static_cast<std::uint32_t>(scale_mode::bilinear))
+        return "antialias is for bilinear only";
+    for (std::size_t i = 0; i < max_dims; ++i)
+        if (a.ne[i] <= 0 || t.ne[i] <= 0) return "extents must be positive";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -543,7 +560,7 @@ namespace r = op_rules;
 ///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); add_id (a, b, ids);
 ///   flash_attn_ext (q, k, v,
 ///   optional mask, optional sinks; scale, max_bias, logit_softcap); pool_1d (a; op, k0,
-///   s0, p0); pool_2d (a; op, k0, k1, s0, s1, p0, p1).
+///   s0, p0); pool_2d (a; op, k0, k1, s0, s1, p0, p1); upscale (a; mode and flags).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -605,6 +622,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // image and sequence layout
     {"pool_1d",   1, 1, 4, false, false, fam::rows,        r::pool},
     {"pool_2d",   1, 1, 7, false, false, fam::rows,        r::pool},
+    {"upscale",   1, 1, 1, false, false, fam::data,        r::upscale},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -622,7 +640,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "pool_2d"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "upscale"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

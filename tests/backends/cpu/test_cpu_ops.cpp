@@ -1125,6 +1125,44 @@ TEST_CASE("cpu: pool padding cells, as ggml counts them", "[cpu][pool]") {
     CHECK(row_values(empty_avg) == std::vector<float>{0.0f, 3.0f});
 }
 
+// ---------------------------------------------------------------------------------------
+// upscale
+
+TEST_CASE("cpu: upscale in every mode, corners aligned or not, up and down, any layout", "[cpu][upscale]") {
+    harness h(13013);
+    const auto& shapes = plain_shapes();
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        const extents ne = {std::min<i64>(shapes[s][0], 9), shapes[s][1], shapes[s][2], shapes[s][3]};
+        tensor* a = h.input(f32, ne, nth_layout(s, f32));
+        for (const std::uint32_t mode : conformance::upscale_modes) {
+            const std::uint32_t flags = mode | (s % 2 != 0 ? scale_align_corners : 0u);
+            const extents r = conformance::random_upscale_extents(h.rng, ne);
+            const tolerance tol = mode == 0 ? tolerance{.max_nmse = 0.0, .exact = true} : tolerance{.max_nmse = 1e-10};
+            h.check(interpolate(h.ctx, a, r[0], r[1], r[2], r[3], flags), tol,
+                    describe("upscale", {{"a", a}}) + " mode " + std::to_string(flags) + " to " + str(r));
+        }
+    }
+}
+
+TEST_CASE("cpu: upscale of a row by 2, as ggml samples it", "[cpu][upscale]") {
+    harness h(13014);
+    tensor* a = h.leaf(f32, {2, 1, 1, 1});
+    const float cells[] = {0.0f, 4.0f};
+    std::memcpy(a->data, cells, sizeof cells);
+    tensor* nearest = upscale(h.ctx, a, 2, scale_mode::nearest);
+    tensor* half_pixel = interpolate(h.ctx, a, 4, 1, 1, 1, static_cast<std::uint32_t>(scale_mode::bilinear));
+    tensor* corners = interpolate(h.ctx, a, 4, 1, 1, 1, static_cast<std::uint32_t>(scale_mode::bilinear) | scale_align_corners);
+    for (tensor* r : {nearest, half_pixel, corners}) REQUIRE(h.check(r, {.max_nmse = 1e-12}, "upscale"));
+    CHECK(nearest->ne[1] == 2);
+    CHECK(row_values(nearest) == std::vector<float>{0.0f, 0.0f, 4.0f, 4.0f});
+    CHECK(row_values(half_pixel) == std::vector<float>{0.0f, 1.0f, 3.0f, 4.0f}); // at -0.25 (clamped), 0.25, 0.75, 1.25 (clamped)
+    const std::vector<float> c = row_values(corners);                             // at 0, 1/3, 2/3, 1
+    CHECK(c[0] == 0.0f);
+    CHECK(c[1] == Approx(4.0 / 3.0));
+    CHECK(c[2] == Approx(8.0 / 3.0));
+    CHECK(c[3] == 4.0f);
+}
+
 TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {
     harness h(8338);
     for (const auto& [start, stop, step] : std::vector<std::array<float, 3>>{

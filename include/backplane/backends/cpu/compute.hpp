@@ -87,6 +87,7 @@ enum class kernel_kind : std::uint8_t {
     add_id,       ///< kernels::add_id
     flash_attn_ext, ///< kernels::flash_attn_ext
     pool,         ///< kernels::pool: pool_1d, pool_2d
+    upscale,      ///< kernels::upscale
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -101,7 +102,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
     constexpr std::array<std::string_view, kernel_kind_count> names = {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
-        "mul_mat_id", "add_id", "flash_attn_ext", "pool", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
+        "mul_mat_id", "add_id", "flash_attn_ext", "pool", "upscale", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
         "fast_attention", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -137,6 +138,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::flash_attn_ext: return kernel_kind::flash_attn_ext;
     case op_kind::pool_1d:
     case op_kind::pool_2d: return kernel_kind::pool;
+    case op_kind::upscale: return kernel_kind::upscale;
     default: return kernel_kind::nothing;
     }
 }
@@ -254,6 +256,8 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         const pool_window w = pool_window_of(node);
         return 10 * conv * n * std::max<std::int64_t>(std::int64_t{w.k0} * w.k1, 1);
     }
+    case kernel_kind::upscale: // up to 16 loads and their weights per element (bicubic)
+        return 40 * n;
     case kernel_kind::mul_mat: {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
@@ -397,6 +401,7 @@ template <class = void>
     case kernel_kind::add_id: return kernels::add_id(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::flash_attn_ext: return kernels::flash_attn_ext(p, node) ? errc::ok : errc::alloc_failed;
     case kernel_kind::pool: kernels::pool(p, node); return errc::ok;
+    case kernel_kind::upscale: kernels::upscale(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

@@ -72,6 +72,7 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::flash_attn_ext: return launch_flash_attn(node, ctx);
     case op_kind::pool_1d:
     case op_kind::pool_2d: return launch_pool(node, ctx);
+    case op_kind::upscale: return launch_upscale(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

@@ -58,6 +58,7 @@ enum class condition : std::uint8_t {
     unpadded_axis,  ///< pad: nothing is added along the split axis
     local_heads,    ///< flash_attn_ext: heads split only without ALiBi or sinks (which read each
                     ///< head's global index) and with a mask of one plane or one per head
+    unscaled_axis,  ///< upscale: the result has the source's extent along the split axis
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
@@ -268,6 +269,9 @@ inline constexpr rule rules[] = {
     {op_kind::pool_2d, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {},
      {}, false, "planes pooled apart"},
     {op_kind::pool_2d, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::upscale, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {},
+     condition::unscaled_axis, false, "planes resampled apart"},
+    {op_kind::upscale, {rule_detail::M, rule_detail::N}, rule_detail::M},
 };
 // clang-format on
 
@@ -437,6 +441,9 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
         case condition::local_heads:
             ok = !(t.param<float>(1) > 0.0f) && t.src[4] == nullptr &&
                  (t.src[3] == nullptr || t.src[3]->ne[2] == 1 || t.src[3]->ne[2] == t.src[0]->ne[2]);
+            break;
+        case condition::unscaled_axis:
+            ok = axis >= 0 && t.src[0] != nullptr && t.ne[static_cast<std::size_t>(axis)] == t.src[0]->ne[static_cast<std::size_t>(axis)];
             break;
         case condition::unpadded_axis:
             ok = axis >= 0 && t.param<std::int32_t>(2 * static_cast<std::size_t>(axis)) == 0 &&

@@ -56,6 +56,7 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::add_id: return plan_add_id(t, f, d);
     case op_kind::pool_1d:
     case op_kind::pool_2d: return plan_pool(t, f, d);
+    case op_kind::upscale: return plan_upscale(t, f, d);
     default: return false;
     }
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Image and sequence layout: pooling (pool_1d, pool_2d), as ggml's ops of those names.
+// Image and sequence layout: pooling (pool_1d, pool_2d) and resampling (upscale), as
+// ggml's ops of those names.
 // Their parameters as nodes hold them: core/image_params.hpp.
 
 #include <backplane/core/image_params.hpp>
@@ -50,6 +51,41 @@ inline tensor* pool_2d(context& ctx, tensor* a, pool_op op, int k0, int k1, int 
         {pool_extent(a->ne[0], k0, s0, p0), pool_extent(a->ne[1], k1, s1, p1), a->ne[2], a->ne[3]}, {a});
     detail::set_int_params(node, {static_cast<int>(op), k0, k1, s0, s1, p0, p1});
     return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// a resampled to extents ne0 .. ne3 (up or down), as ggml's interpolate: f32 in and out,
+/// `mode` a scale_mode ORed with scale_align_corners and (bilinear only)
+/// scale_antialias. Each dimension i has ggml's f32 scale factor sf_i = ne_i / a.ne_i;
+/// with aligned corners, dimensions 0 and 1 take (ne_i - 1) / (a.ne_i - 1) where both
+/// exceed 1 and the pixel offset o is 0, else 0.5. Dimensions 2 and 3 (and every
+/// dimension under nearest) take source index floor(i / sf) (f32 quotient); bilinear and
+/// bicubic interpolate in dimensions 0 and 1 around the source point (i + o) / sf - o,
+/// their neighbours clamped to the source's edges (bicubic: ggml's and PyTorch's
+/// coefficient -0.75); antialiased bilinear weighs the source cells within max(1, 1 / sf)
+/// of (i + o) / sf by triangle filters (PyTorch's antialias=True). Coordinates are
+/// computed in f32 as ggml's CPU computes them (the formulas: core/interpolate.hpp).
+/// a in any layout. Op param: mode | flags.
+inline tensor* interpolate(context& ctx, tensor* a, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2,
+                           std::int64_t ne3, std::uint32_t mode) {
+    detail::require_tensor("upscale", "a", a);
+    tensor node = detail::proposed(op_kind::upscale, elem_type::f32, {ne0, ne1, ne2, ne3}, {a});
+    node.set_param(0, static_cast<std::int32_t>(mode));
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// interpolate to extents ne0 .. ne3, as ggml's upscale_ext.
+inline tensor* upscale_ext(context& ctx, tensor* a, int ne0, int ne1, int ne2, int ne3,
+                           scale_mode mode = scale_mode::nearest) {
+    return interpolate(ctx, a, ne0, ne1, ne2, ne3, static_cast<std::uint32_t>(mode));
+}
+
+/// interpolate to dimensions 0 and 1 times scale_factor (more than 1, as ggml asserts),
+/// as ggml's upscale.
+inline tensor* upscale(context& ctx, tensor* a, int scale_factor, scale_mode mode = scale_mode::nearest) {
+    detail::require_tensor("upscale", "a", a);
+    if (scale_factor <= 1) detail::op_error("upscale", "the scale factor must be above 1", {{"a", a}});
+    return interpolate(ctx, a, a->ne[0] * scale_factor, a->ne[1] * scale_factor, a->ne[2], a->ne[3],
+                       static_cast<std::uint32_t>(mode));
 }
 
 } // namespace backplane

@@ -1,8 +1,9 @@
 #pragma once
 // pool_1d and pool_2d (core/ops/image.hpp): each result element from a window over its
 // source's dimensions 0 and 1 (pool_1d's window has one row), in f32 and in ggml's order
-// (the window's rows, then the cells of a row), padding cells skipped. The threads split
-// dst's rows.
+// (the window's rows, then the cells of a row), padding cells skipped. upscale: each
+// result element from its source plane by core/interpolate.hpp's formulas. The threads
+// split dst's rows.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/image_params.hpp>
@@ -51,6 +52,23 @@ inline void pool(const compute_params& p, tensor& dst) noexcept {
                              detail::pooled<T>(a, w, i0 * w.s0 - w.p0, y0, i2, i3));
         }
     });
+}
+
+template <class = void>
+inline void upscale(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const interpolation m = interpolation_of(dst);
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, dst.ne);
+        const std::byte* plane = row_ptr(a, 0, interp::nearest(i2, m.sf[2], a.ne[2]), interp::nearest(i3, m.sf[3], a.ne[3]));
+        const auto at = [&](i64 x, i64 y) {
+            return load<float>(plane + static_cast<std::size_t>(x) * a.nb[0] + static_cast<std::size_t>(y) * a.nb[1]);
+        };
+        std::byte* out = row_ptr(dst, i1, i2, i3);
+        for (i64 i0 = 0; i0 < dst.ne[0]; ++i0)
+            store<float>(out + static_cast<std::size_t>(i0) * dst.nb[0], interp::sample(m, at, i0, i1, a.ne[0], a.ne[1]));
+    }
 }
 
 } // namespace backplane::cpu::kernels

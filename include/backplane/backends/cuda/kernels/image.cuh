@@ -2,7 +2,8 @@
 // pool_1d and pool_2d: each result element (f32) from a window over dimensions 0 and 1
 // of a (f32 or f16, any strides), in f32 and in the CPU's order (the window's rows, then
 // the cells of a row), padding cells skipped; avg divides by the cells inside a (pool_1d)
-// or by k0 k1 (pool_2d), as ggml's. One thread per result element.
+// or by k0 k1 (pool_2d), as ggml's. upscale: f32, core/interpolate.hpp's formulas, as
+// the CPU. One thread per result element.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/core/image_params.hpp>
@@ -32,14 +33,30 @@ __device__ __forceinline__ float pooled(const tview& a, const pool_window& w, i6
     return __fdiv_rn(acc, static_cast<float>(static_cast<i64>(w.k0) * w.k1));
 }
 
-__global__ void k_pool(tview d, tview a, pool_window w) {
+/// Calls f(i0, i1, i2, i3) for each element of d that this thread computes (a grid-stride
+/// loop over d's elements).
+template <class F> __device__ __forceinline__ void for_each_element(const tview& d, const F& f) {
     const i64 n = d.nelements();
     for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += static_cast<i64>(gridDim.x) * blockDim.x) {
         i64 i0, i1, i2, i3;
         unravel(i, d.ne, i0, i1, i2, i3);
-        store(d, i0, i1, i2, i3, pooled(a, w, i0 * w.s0 - w.p0, i1 * w.s1 - w.p1, i2, i3));
+        f(i0, i1, i2, i3);
     }
+}
+
+__global__ void k_pool(tview d, tview a, pool_window w) {
+    for_each_element(d, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        store(d, i0, i1, i2, i3, pooled(a, w, i0 * w.s0 - w.p0, i1 * w.s1 - w.p1, i2, i3));
+    });
+}
+
+__global__ void k_upscale(tview d, tview a, interpolation m) {
+    for_each_element(d, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const char* plane = a.row(0, interp::nearest(i2, m.sf[2], a.ne[2]), interp::nearest(i3, m.sf[3], a.ne[3]));
+        const auto at = [&](i64 x, i64 y) { return *reinterpret_cast<const float*>(plane + x * a.nb[0] + y * a.nb[1]); };
+        store(d, i0, i1, i2, i3, interp::sample(m, at, i0, i1, a.ne[0], a.ne[1]));
+    });
 }
 
 } // namespace image_detail
@@ -52,6 +69,16 @@ inline cudaError_t launch_pool(const tensor& node, const detail::launch_context&
     if (node.nelements() <= 0) return cudaSuccess;
     image_detail::k_pool<<<blocks_for(node.nelements(), 256), 256, 0, ctx.stream>>>(view_of(node), view_of(*a),
                                                                                    pool_window_of(node));
+    return cudaGetLastError();
+}
+
+/// upscale (kernel_table::launch): f32, any strides.
+inline cudaError_t launch_upscale(const tensor& node, const detail::launch_context& ctx) noexcept {
+    const tensor* a = node.src[0];
+    if (a == nullptr || node.type != elem_type::f32 || a->type != elem_type::f32) return cudaErrorInvalidValue;
+    if (node.nelements() <= 0) return cudaSuccess;
+    image_detail::k_upscale<<<blocks_for(node.nelements(), 256), 256, 0, ctx.stream>>>(view_of(node), view_of(*a),
+                                                                                      interpolation_of(node));
     return cudaGetLastError();
 }
 

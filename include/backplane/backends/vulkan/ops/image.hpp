@@ -1,11 +1,13 @@
 #pragma once
-// pool_1d and pool_2d (pool.comp). The window travels in the push constants' b_ne and
-// b_nb, which a node of one source leaves free (see the shader). One invocation per
-// destination element; any strides and offsets.
+// pool_1d and pool_2d (pool.comp), upscale (interpolate.comp). The pooling window and
+// the scale factors travel in the push constants' b_ne and b_nb, which a node of one
+// source leaves free (see the shaders). One invocation per destination element; any
+// strides and offsets.
 //
-//   op                 source  variant   needs
-//   pool_1d, pool_2d   f32     pool_f32  -
-//   pool_1d, pool_2d   f16     pool_f16  16-bit storage
+//   op                 source  variant          needs
+//   pool_1d, pool_2d   f32     pool_f32         -
+//   pool_1d, pool_2d   f16     pool_f16         16-bit storage
+//   upscale            f32     interpolate_f32  -
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/core/image_params.hpp>
@@ -28,6 +30,18 @@ inline bool plan_pool(const tensor& t, const features& f, dispatch& d) noexcept 
     d.pc = shapes_of(t);
     d.pc.b_ne = {u(w.k0), u(w.k1), u(w.s0), u(w.s1)};
     d.pc.b_nb = {u(w.p0), u(w.p1), w.op == pool_op::max ? 0u : 1u, w.avg_over_inside ? 1u : 0u};
+    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    return true;
+}
+
+inline bool plan_upscale(const tensor& t, const features&, dispatch& d) noexcept {
+    const tensor* a = t.src[0];
+    if (a == nullptr || a->type != elem_type::f32 || t.type != elem_type::f32) return false;
+    const interpolation m = interpolation_of(t);
+    d.shader = "interpolate_f32";
+    d.pc = shapes_of(t);
+    d.pc.b_nb = {float_bits(m.sf[0]), float_bits(m.sf[1]), float_bits(m.sf[2]), float_bits(m.sf[3])};
+    d.pc.prm = {static_cast<std::uint32_t>(m.mode), m.antialias ? 1u : 0u, float_bits(m.offset), 0u};
     d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
     return true;
 }
