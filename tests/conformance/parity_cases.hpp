@@ -108,6 +108,7 @@ BACKPLANE_PARITY_CASE("mul_mat_id", "mul_mat_id for every weight and activation 
 BACKPLANE_PARITY_CASE("add_id", "add_id of a row per expert", "")
 BACKPLANE_PARITY_CASE("pool", "pool_1d and pool_2d, max and avg, with padding", "")
 BACKPLANE_PARITY_CASE("upscale", "upscale in every mode, corners aligned or not, up and down", "")
+BACKPLANE_PARITY_CASE("remap", "pad_reflect_1d and roll", "")
 BACKPLANE_PARITY_CASE("flash_attn_ext", "flash_attn_ext for every k and v type with masks, sinks, softcap, ALiBi and views", "")
 
 #undef BACKPLANE_PARITY_CASE

@@ -517,6 +517,32 @@ TEST_CASE("upscale, upscale_ext and interpolate", "[ops][upscale]") {
     CHECK_NULL_ERROR("upscale", interpolate(ctx, nullptr, 2, 2, 1, 1, 0));
 }
 
+TEST_CASE("pad_reflect_1d and roll", "[ops][remap]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::bf16, 5, 4, 3);
+    tensor* p = pad_reflect_1d(ctx, a, 4, 2);
+    check_result(p, elem_type::bf16, {11, 4, 3, 1}, op_kind::pad_reflect_1d, a);
+    CHECK(p->param<std::int32_t>(0) == 4);
+    CHECK(p->param<std::int32_t>(1) == 2);
+    tensor* r = roll(ctx, a, -4, 3, 2);
+    check_result(r, elem_type::bf16, {5, 4, 3, 1}, op_kind::roll, a);
+    CHECK(r->param<std::int32_t>(0) == -4);
+    CHECK(r->param<std::int32_t>(2) == 2);
+    CHECK_OP_ERROR("pad_reflect_1d", operands({a}), pad_reflect_1d(ctx, a, 5, 0)); // a pad as long as the row
+    CHECK_OP_ERROR("pad_reflect_1d", operands({a}), pad_reflect_1d(ctx, a, 0, 5));
+    CHECK_OP_ERROR("pad_reflect_1d", operands({a}), pad_reflect_1d(ctx, a, -1, 0));
+    CHECK_OP_ERROR("roll", operands({a}), roll(ctx, a, 5));
+    CHECK_OP_ERROR("roll", operands({a}), roll(ctx, a, 0, -4));
+    CHECK_OP_ERROR("roll", operands({a}), roll(ctx, a, 0, 0, 0, 1)); // dimension 3 has one element
+    for (const elem_type t : {elem_type::i32, elem_type::q8_0}) {
+        tensor* x = ctx.new_tensor_2d(t, 32, 4);
+        CHECK_OP_ERROR("pad_reflect_1d", operands({x}), pad_reflect_1d(ctx, x, 1, 1));
+        CHECK_OP_ERROR("roll", operands({x}), roll(ctx, x, 1));
+    }
+    CHECK_NULL_ERROR("pad_reflect_1d", pad_reflect_1d(ctx, nullptr, 1, 1));
+    CHECK_NULL_ERROR("roll", roll(ctx, nullptr, 1));
+}
+
 // ---------------------------------------------------------------------------------------
 // row ops
 

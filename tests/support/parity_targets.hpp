@@ -67,6 +67,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (each with and without mask, sinks, softcap, ALiBi)
     {"pool", 2 * 2},         // pool_1d, pool_2d of f32 f16 (max and avg in each)
     {"upscale", 4},          // nearest, bilinear, bicubic, antialiased bilinear of f32 (each with and without aligned corners)
+    {"remap", 2 * 3},        // pad_reflect_1d, roll of f32 f16 bf16
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

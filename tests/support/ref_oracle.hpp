@@ -670,6 +670,28 @@ inline ref_tensor upscale(const tensor& node) {
     return r;
 }
 
+/// pad_reflect_1d: dst[i] = a[i - p0], the index reflected at a's ends (|j|, then
+/// 2 (n - 1) - j past the end). roll: dst[i] = a[(i - shift) mod ne] in each dimension.
+inline ref_tensor remap(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const bool reflect = node.op == op_kind::pad_reflect_1d;
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        extents j{i0, i1, i2, i3};
+        if (reflect) {
+            j[0] = std::abs(i0 - node.param<std::int32_t>(0));
+            if (j[0] >= a.ne[0]) j[0] = 2 * (a.ne[0] - 1) - j[0];
+        } else {
+            for (std::size_t d = 0; d < max_dims; ++d) {
+                const i64 n = a.ne[d];
+                j[d] = (((j[d] - node.param<std::int32_t>(d)) % n) + n) % n;
+            }
+        }
+        r.at(i0, i1, i2, i3) = get(a, j[0], j[1], j[2], j[3]);
+    });
+    return r;
+}
+
 /// arange: start + step * i, the product and the sum each rounded to f32 (ggml's f32
 /// arithmetic, which the result's rounding alone would not reproduce).
 inline ref_tensor arange(const tensor& node) {
@@ -919,6 +941,10 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::upscale:
         r = ref_detail::upscale(node);
+        break;
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll:
+        r = ref_detail::remap(node);
         break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");

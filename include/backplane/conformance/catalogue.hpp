@@ -370,6 +370,12 @@ inline built_case build_upscale(context& ctx, const case_spec& c, std::mt19937& 
     return finish(interpolate(ctx, a, r[0], r[1], r[2], r[3], mode));
 }
 
+/// pad_reflect_1d or roll of a by seed-drawn pads or shifts (remap_of); variant: a's layout.
+template <op_kind Op> built_case build_remap(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng);
+    return finish(remap_of(ctx, a, Op == op_kind::pad_reflect_1d, rng));
+}
+
 /// arange of ne[0] values from a seed-driven start and step (f32 only; the type names the
 /// result).
 inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -540,6 +546,8 @@ inline std::span<const op_cases> catalogue() {
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
         {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},
+        {"pad_reflect_1d", 1, 4, &build_remap<op_kind::pad_reflect_1d>, &shape_rows, {4096, 1024, 1, 1}},
+        {"roll", 1, 4, &build_remap<op_kind::roll>, &shape_rows, {4096, 1024, 1, 1}},
     };
     return families;
 }

@@ -295,6 +295,16 @@ inline extents random_upscale_extents(std::mt19937& rng, const extents& ne) {
     return r;
 }
 
+/// pad_reflect_1d (reflect) of a by random pads below a.ne0, or roll by random shifts of
+/// magnitude below each extent.
+inline tensor* remap_of(context& ctx, tensor* a, bool reflect, std::mt19937& rng) {
+    const auto below = [&](std::int64_t n) { return static_cast<int>(rng() % static_cast<std::uint32_t>(n)); };
+    if (reflect) return pad_reflect_1d(ctx, a, below(a->ne[0]), below(a->ne[0]));
+    std::array<int, max_dims> s{};
+    for (std::size_t i = 0; i < max_dims; ++i) s[i] = below(a->ne[i]) * (rng() % 2 != 0 ? -1 : 1);
+    return roll(ctx, a, s[0], s[1], s[2], s[3]);
+}
+
 /// pool_2d of a by w, or pool_1d when w is pool_1d's (avg_over_inside).
 inline tensor* pool_of(context& ctx, tensor* a, const pool_window& w) {
     if (w.avg_over_inside) return pool_1d(ctx, a, w.op, w.k0, w.s0, w.p0);

@@ -477,6 +477,25 @@ inline int upscale_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// pad_reflect_1d and roll of every float type.
+inline int remap_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (const bool reflect : {true, false})
+        for (elem_type t : all_elem_types) {
+            if (!cases.claimed([&] {
+                    tensor* probe = cases.leaf(t, {4, 2, 1, 1});
+                    return reflect ? pad_reflect_1d(cases.ctx, probe, 1, 2) : roll(cases.ctx, probe, 1, -1);
+                }))
+                continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                tensor* a = cases.input(t, cases.gen.rows(t, 2000), cases.any_layout(t));
+                cases.add(remap_of(cases.ctx, a, reflect, cases.rng));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// arange over starts, stops and steps of several magnitudes.
 inline int arange_cases(batch& cases) {
     if (!cases.claimed([&] { return arange(cases.ctx, 0.0f, 4.0f, 1.0f); })) return 0;
@@ -619,6 +638,7 @@ inline std::span<const parity_family> parity_families() {
         {"flash_attn_ext", 31018, &flash_attn_ext_cases},
         {"pool", 31019, &pool_cases},
         {"upscale", 31020, &upscale_cases},
+        {"remap", 31021, &remap_cases},
     };
     return families;
 }

@@ -8,7 +8,7 @@
 // soft_max; 5e-4 for flash_attn_ext (ggml's test-backend-ops figure: a target may keep
 // scores or sums in f16); 1e-4 for sum into f16 or bf16 (its one element may round one step apart when
 // the f32 sums differ in their last bit); argmax, argsort, top_k, get_rows of unquantized
-// rows, set_rows into an unquantized destination, pad, arange, max pooling and nearest upscaling exact.
+// rows, set_rows into an unquantized destination, pad, pad_reflect_1d, roll, arange, max pooling and nearest upscaling exact.
 //
 // default_max_nmse: a kernel against the double-precision test oracle, which rounds the
 // exact result once where a kernel rounds its f32 steps too: NMSE 1e-7; 5e-4 when an f16,
@@ -42,6 +42,8 @@ inline threshold threshold_for(const tensor& node) {
     case op_kind::set_rows:
         return is_quantized(node.type) ? threshold{1e-7, false} : threshold{0.0, true};
     case op_kind::pad:
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll:
     case op_kind::arange:
         return {0.0, true};
     case op_kind::pool_1d:

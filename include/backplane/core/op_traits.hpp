@@ -52,6 +52,7 @@
 //                                                                             f32 sinks (src[3, 4])
 //   pool_1d, pool_2d                f32              f32 f16
 //   upscale                         f32              f32
+//   pad_reflect_1d, roll            = a              f32 f16 bf16
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
@@ -545,6 +546,31 @@ inline std::string_view upscale(const tensor& t) noexcept {
     return {};
 }
 
+/// pad_reflect_1d: p0 and p1 (op params 0, 1) below a.ne0, the result a's type with
+/// extents (a.ne0 + p0 + p1, a.ne1, a.ne2, a.ne3).
+inline std::string_view pad_reflect_1d(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const std::int32_t p0 = t.param<std::int32_t>(0), p1 = t.param<std::int32_t>(1);
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (p0 < 0 || p1 < 0 || p0 >= a.ne[0] || p1 >= a.ne[0]) return "pads must be at least 0 and below a.ne0";
+    if (t.type != a.type || !ne_is(t, a.ne[0] + p0 + p1, a.ne[1], a.ne[2], a.ne[3]))
+        return "the result has a's type and extents (a.ne0 + p0 + p1, a.ne1, a.ne2, a.ne3)";
+    return {};
+}
+
+/// roll: a shift per dimension (op params 0 .. 3) of magnitude below its extent; the
+/// result has a's type and shape.
+inline std::string_view roll(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    for (std::size_t i = 0; i < max_dims; ++i) {
+        const std::int64_t s = t.param<std::int32_t>(i);
+        if (s <= -a.ne[i] || s >= a.ne[i]) return "each shift's magnitude must be below its dimension's extent";
+    }
+    if (t.type != a.type || !same_ne(t, a)) return "the result has a's type and shape";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -560,7 +586,8 @@ namespace r = op_rules;
 ///   arange (no source; start, stop, step); mul_mat_id (as, b, ids); add_id (a, b, ids);
 ///   flash_attn_ext (q, k, v,
 ///   optional mask, optional sinks; scale, max_bias, logit_softcap); pool_1d (a; op, k0,
-///   s0, p0); pool_2d (a; op, k0, k1, s0, s1, p0, p1); upscale (a; mode and flags).
+///   s0, p0); pool_2d (a; op, k0, k1, s0, s1, p0, p1); upscale (a; mode and flags);
+///   pad_reflect_1d (a; p0, p1); roll (a; shift0 .. shift3).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -623,6 +650,8 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"pool_1d",   1, 1, 4, false, false, fam::rows,        r::pool},
     {"pool_2d",   1, 1, 7, false, false, fam::rows,        r::pool},
     {"upscale",   1, 1, 1, false, false, fam::data,        r::upscale},
+    {"pad_reflect_1d", 1, 1, 2, false, false, fam::data,   r::pad_reflect_1d},
+    {"roll",      1, 1, 4, false, false, fam::data,        r::roll},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -640,7 +669,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "upscale"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "roll"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -1163,6 +1163,38 @@ TEST_CASE("cpu: upscale of a row by 2, as ggml samples it", "[cpu][upscale]") {
     CHECK(c[3] == 4.0f);
 }
 
+// ---------------------------------------------------------------------------------------
+// pad_reflect_1d, roll
+
+TEST_CASE("cpu: pad_reflect_1d and roll of f32 f16 bf16 in any layout", "[cpu][remap]") {
+    harness h(14014);
+    for (elem_type t : {f32, f16, bf16}) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+            const bool reflect = s % 2 == 0;
+            tensor* r = conformance::remap_of(h.ctx, a, reflect, h.rng);
+            h.check(r, {.max_nmse = 0.0, .exact = true},
+                    describe(reflect ? "pad_reflect_1d" : "roll", {{"a", a}}) + " params " + std::to_string(r->param<std::int32_t>(0)) +
+                        " " + std::to_string(r->param<std::int32_t>(1)) + " " + std::to_string(r->param<std::int32_t>(2)));
+        }
+    }
+}
+
+TEST_CASE("cpu: pad_reflect_1d mirrors without the ends, roll wraps around", "[cpu][remap]") {
+    harness h(14015);
+    tensor* a = h.leaf(f32, {4, 1, 1, 1});
+    const float cells[] = {1.0f, 2.0f, 3.0f, 4.0f};
+    std::memcpy(a->data, cells, sizeof cells);
+    tensor* reflected = pad_reflect_1d(h.ctx, a, 2, 3);
+    tensor* right = roll(h.ctx, a, 1);
+    tensor* left = roll(h.ctx, a, -3);
+    for (tensor* r : {reflected, right, left}) REQUIRE(h.check(r, {.max_nmse = 0.0, .exact = true}, "remap"));
+    CHECK(row_values(reflected) == std::vector<float>{3.0f, 2.0f, 1.0f, 2.0f, 3.0f, 4.0f, 3.0f, 2.0f, 1.0f});
+    CHECK(row_values(right) == std::vector<float>{4.0f, 1.0f, 2.0f, 3.0f});
+    CHECK(row_values(left) == std::vector<float>{4.0f, 1.0f, 2.0f, 3.0f});
+}
+
 TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {
     harness h(8338);
     for (const auto& [start, stop, step] : std::vector<std::array<float, 3>>{

@@ -50,6 +50,7 @@ struct vulkan_targets {
         {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (16-bit storage)
         {"pool", 2 * 2},   // pool_1d, pool_2d of f32 f16 (16-bit storage)
         {"upscale", 4},    // nearest, bilinear, bicubic, antialiased bilinear of f32
+        {"remap", 2 * 3},  // pad_reflect_1d, roll of f32 f16 bf16 (16-bit storage)
     };
 };
 

@@ -88,6 +88,7 @@ enum class kernel_kind : std::uint8_t {
     flash_attn_ext, ///< kernels::flash_attn_ext
     pool,         ///< kernels::pool: pool_1d, pool_2d
     upscale,      ///< kernels::upscale
+    remap,        ///< kernels::remap: pad_reflect_1d, roll
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -102,7 +103,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
     constexpr std::array<std::string_view, kernel_kind_count> names = {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
-        "mul_mat_id", "add_id", "flash_attn_ext", "pool", "upscale", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
+        "mul_mat_id", "add_id", "flash_attn_ext", "pool", "upscale", "remap", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
         "fast_attention", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -139,6 +140,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::pool_1d:
     case op_kind::pool_2d: return kernel_kind::pool;
     case op_kind::upscale: return kernel_kind::upscale;
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll: return kernel_kind::remap;
     default: return kernel_kind::nothing;
     }
 }
@@ -402,6 +405,7 @@ template <class = void>
     case kernel_kind::flash_attn_ext: return kernels::flash_attn_ext(p, node) ? errc::ok : errc::alloc_failed;
     case kernel_kind::pool: kernels::pool(p, node); return errc::ok;
     case kernel_kind::upscale: kernels::upscale(p, node); return errc::ok;
+    case kernel_kind::remap: kernels::remap(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

@@ -73,6 +73,8 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::pool_1d:
     case op_kind::pool_2d: return launch_pool(node, ctx);
     case op_kind::upscale: return launch_upscale(node, ctx);
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll: return launch_remap(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

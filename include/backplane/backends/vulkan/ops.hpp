@@ -57,6 +57,8 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::pool_1d:
     case op_kind::pool_2d: return plan_pool(t, f, d);
     case op_kind::upscale: return plan_upscale(t, f, d);
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll: return plan_remap(t, f, d);
     default: return false;
     }
 }

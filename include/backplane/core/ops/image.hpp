@@ -1,6 +1,6 @@
 #pragma once
-// Image and sequence layout: pooling (pool_1d, pool_2d) and resampling (upscale), as
-// ggml's ops of those names.
+// Image and sequence layout: pooling (pool_1d, pool_2d), resampling (upscale) and
+// rearranging (pad_reflect_1d, roll), as ggml's ops of those names.
 // Their parameters as nodes hold them: core/image_params.hpp.
 
 #include <backplane/core/image_params.hpp>
@@ -86,6 +86,31 @@ inline tensor* upscale(context& ctx, tensor* a, int scale_factor, scale_mode mod
     if (scale_factor <= 1) detail::op_error("upscale", "the scale factor must be above 1", {{"a", a}});
     return interpolate(ctx, a, a->ne[0] * scale_factor, a->ne[1] * scale_factor, a->ne[2], a->ne[3],
                        static_cast<std::uint32_t>(mode));
+}
+
+/// a's rows (dimension 0) with p0 cells before and p1 after, mirrored from the row without
+/// repeating its ends, as ggml's pad_reflect_1d: [a, b, c, d] padded by 2 and 1 is
+/// [c, b, a, b, c, d, c]. The result has a's type and extents (a.ne0 + p0 + p1, a.ne1,
+/// a.ne2, a.ne3). Needs 0 <= p0, p1 < a.ne0. f32, f16 or bf16 in any layout (ggml: f32,
+/// contiguous); values are copied as bits. Op params: p0, p1.
+inline tensor* pad_reflect_1d(context& ctx, tensor* a, int p0, int p1) {
+    detail::require_tensor("pad_reflect_1d", "a", a);
+    tensor node = detail::proposed(op_kind::pad_reflect_1d, a->type,
+                                   {a->ne[0] + p0 + p1, a->ne[1], a->ne[2], a->ne[3]}, {a});
+    detail::set_int_params(node, {p0, p1});
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// a with its elements moved by shift_i along each dimension i, those moved past the end
+/// wrapped around to the start, as ggml's roll: element i of the result is a's element
+/// (i - shift) mod a.ne in each dimension. Needs |shift_i| < a.ne_i. f32, f16 or bf16 in
+/// any layout (ggml: f32, elements contiguous); values are copied as bits. Op params:
+/// shift0 .. shift3.
+inline tensor* roll(context& ctx, tensor* a, int shift0, int shift1 = 0, int shift2 = 0, int shift3 = 0) {
+    detail::require_tensor("roll", "a", a);
+    tensor node = detail::proposed(op_kind::roll, a->type, a->ne, {a});
+    detail::set_int_params(node, {shift0, shift1, shift2, shift3});
+    return detail::make_node(ctx, node, {{"a", a}});
 }
 
 } // namespace backplane

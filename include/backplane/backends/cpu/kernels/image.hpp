@@ -2,13 +2,17 @@
 // pool_1d and pool_2d (core/ops/image.hpp): each result element from a window over its
 // source's dimensions 0 and 1 (pool_1d's window has one row), in f32 and in ggml's order
 // (the window's rows, then the cells of a row), padding cells skipped. upscale: each
-// result element from its source plane by core/interpolate.hpp's formulas. The threads
-// split dst's rows.
+// result element from its source plane by core/interpolate.hpp's formulas. remap
+// (pad_reflect_1d, roll): each result element a source element's bits, its index mapped
+// dimension by dimension (core/index_maps.hpp). The threads split dst's rows.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/image_params.hpp>
+#include <backplane/core/index_maps.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <limits>
 
 namespace backplane::cpu::kernels {
@@ -68,6 +72,26 @@ inline void upscale(const compute_params& p, tensor& dst) noexcept {
         std::byte* out = row_ptr(dst, i1, i2, i3);
         for (i64 i0 = 0; i0 < dst.ne[0]; ++i0)
             store<float>(out + static_cast<std::size_t>(i0) * dst.nb[0], interp::sample(m, at, i0, i1, a.ne[0], a.ne[1]));
+    }
+}
+
+template <class = void>
+inline void remap(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const bool reflect = dst.op == op_kind::pad_reflect_1d;
+    std::array<i64, max_dims> shift{};
+    for (std::size_t d = 0; d < max_dims && !reflect; ++d) shift[d] = dst.param<std::int32_t>(d);
+    const std::size_t ts = type_size(dst.type);
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, dst.ne);
+        const std::byte* in = row_ptr(a, rolled_index(i1, shift[1], a.ne[1]), rolled_index(i2, shift[2], a.ne[2]),
+                                      rolled_index(i3, shift[3], a.ne[3]));
+        std::byte* out = row_ptr(dst, i1, i2, i3);
+        for (i64 i0 = 0; i0 < dst.ne[0]; ++i0) {
+            const i64 j0 = reflect ? reflected_index(i0, dst.param<std::int32_t>(0), a.ne[0]) : rolled_index(i0, shift[0], a.ne[0]);
+            std::memcpy(out + static_cast<std::size_t>(i0) * dst.nb[0], in + static_cast<std::size_t>(j0) * a.nb[0], ts);
+        }
     }
 }
 

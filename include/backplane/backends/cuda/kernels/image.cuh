@@ -3,10 +3,12 @@
 // of a (f32 or f16, any strides), in f32 and in the CPU's order (the window's rows, then
 // the cells of a row), padding cells skipped; avg divides by the cells inside a (pool_1d)
 // or by k0 k1 (pool_2d), as ggml's. upscale: f32, core/interpolate.hpp's formulas, as
-// the CPU. One thread per result element.
+// the CPU. pad_reflect_1d and roll: f32 f16 bf16 copied as bits, core/index_maps.hpp's
+// index maps. One thread per result element.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/core/image_params.hpp>
+#include <backplane/core/index_maps.hpp>
 
 #include <cstdint>
 
@@ -59,6 +61,25 @@ __global__ void k_upscale(tview d, tview a, interpolation m) {
     });
 }
 
+/// pad_reflect_1d's p0 (reflect) or roll's shifts.
+struct remap_params {
+    bool reflect;
+    i64 v[4];
+};
+
+/// U: the element as an unsigned integer of its size.
+template <class U>
+__global__ void k_remap(tview d, tview a, remap_params m) {
+    for_each_element(d, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const i64 c[4] = {i0, i1, i2, i3};
+        i64 j[4];
+        for (int k = 0; k < 4; ++k) j[k] = m.reflect ? c[k] : rolled_index(c[k], m.v[k], a.ne[k]);
+        if (m.reflect) j[0] = reflected_index(i0, m.v[0], a.ne[0]);
+        *reinterpret_cast<U*>(d.row(i1, i2, i3) + i0 * d.nb[0]) =
+            *reinterpret_cast<const U*>(a.row(j[1], j[2], j[3]) + j[0] * a.nb[0]);
+    });
+}
+
 } // namespace image_detail
 
 /// pool_1d and pool_2d (kernel_table::launch): f32 or f16 sources, any strides.
@@ -79,6 +100,24 @@ inline cudaError_t launch_upscale(const tensor& node, const detail::launch_conte
     if (node.nelements() <= 0) return cudaSuccess;
     image_detail::k_upscale<<<blocks_for(node.nelements(), 256), 256, 0, ctx.stream>>>(view_of(node), view_of(*a),
                                                                                       interpolation_of(node));
+    return cudaGetLastError();
+}
+
+/// pad_reflect_1d and roll (kernel_table::launch): f32, f16, bf16, any strides.
+inline cudaError_t launch_remap(const tensor& node, const detail::launch_context& ctx) noexcept {
+    using namespace image_detail;
+    const tensor* a = node.src[0];
+    if (a == nullptr || a->type != node.type) return cudaErrorInvalidValue;
+    if (node.nelements() <= 0) return cudaSuccess;
+    remap_params m{node.op == op_kind::pad_reflect_1d, {}};
+    for (std::size_t i = 0; i < max_dims; ++i) m.v[i] = node.param<std::int32_t>(i);
+    const unsigned blocks = blocks_for(node.nelements(), 256);
+    switch (node.type) {
+    case elem_type::f32: k_remap<std::uint32_t><<<blocks, 256, 0, ctx.stream>>>(view_of(node), view_of(*a), m); break;
+    case elem_type::f16:
+    case elem_type::bf16: k_remap<std::uint16_t><<<blocks, 256, 0, ctx.stream>>>(view_of(node), view_of(*a), m); break;
+    default: return cudaErrorNotSupported;
+    }
     return cudaGetLastError();
 }
 

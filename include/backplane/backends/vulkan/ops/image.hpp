@@ -1,5 +1,6 @@
 #pragma once
-// pool_1d and pool_2d (pool.comp), upscale (interpolate.comp). The pooling window and
+// pool_1d and pool_2d (pool.comp), upscale (interpolate.comp), pad_reflect_1d and roll
+// (remap.comp, whose p.offs.w says which, p.prm their parameters). The pooling window and
 // the scale factors travel in the push constants' b_ne and b_nb, which a node of one
 // source leaves free (see the shaders). One invocation per destination element; any
 // strides and offsets.
@@ -8,6 +9,9 @@
 //   pool_1d, pool_2d   f32     pool_f32         -
 //   pool_1d, pool_2d   f16     pool_f16         16-bit storage
 //   upscale            f32     interpolate_f32  -
+//   pad_reflect_1d,    f32     remap_32         -
+//   roll               f16,    remap_16         16-bit storage
+//                      bf16
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/core/image_params.hpp>
@@ -42,6 +46,25 @@ inline bool plan_upscale(const tensor& t, const features&, dispatch& d) noexcept
     d.pc = shapes_of(t);
     d.pc.b_nb = {float_bits(m.sf[0]), float_bits(m.sf[1]), float_bits(m.sf[2]), float_bits(m.sf[3])};
     d.pc.prm = {static_cast<std::uint32_t>(m.mode), m.antialias ? 1u : 0u, float_bits(m.offset), 0u};
+    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    return true;
+}
+
+inline bool plan_remap(const tensor& t, const features& f, dispatch& d) noexcept {
+    const tensor* a = t.src[0];
+    if (a == nullptr || a->type != t.type) return false;
+    switch (t.type) {
+    case elem_type::f32: d.shader = "remap_32"; break;
+    case elem_type::f16:
+    case elem_type::bf16:
+        if (!f.storage16) return false;
+        d.shader = "remap_16";
+        break;
+    default: return false;
+    }
+    d.pc = shapes_of(t);
+    for (std::size_t i = 0; i < max_dims; ++i) d.pc.prm[i] = static_cast<std::uint32_t>(t.param<std::int32_t>(i));
+    d.pc.offs[3] = t.op == op_kind::roll ? 1u : 0u;
     d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
     return true;
 }
