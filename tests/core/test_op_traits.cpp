@@ -107,6 +107,11 @@ std::vector<tensor*> one_of_each(context& ctx) {
                1, 0, 1, 2, true, elem_type::f16),
         conv_2d_direct(ctx, ctx.new_tensor_4d(elem_type::f16, 3, 3, 2, 4), ctx.new_tensor_4d(elem_type::f32, 8, 6, 2, 2), 2,
                        1, 1, 0, 1, 2),
+        pool_1d(ctx, a, pool_op::avg, 3, 2, 1),
+        pool_2d(ctx, a, pool_op::max, 3, 2, 2, 1, 1, 0),
+        interpolate(ctx, a, 32, 17, 2, 1, static_cast<std::uint32_t>(scale_mode::bicubic) | scale_align_corners),
+        pad_reflect_1d(ctx, a, 3, 5),
+        roll(ctx, a, -3, 7),
     };
 }
 

@@ -541,6 +541,86 @@ TEST_CASE("pad and arange", "[ops][pad][arange]") {
     CHECK_OP_ERROR("arange", operands({}), arange(ctx, 0.0f, std::numeric_limits<float>::infinity(), 1.0f));
 }
 
+TEST_CASE("pool_1d and pool_2d", "[ops][pool]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f16, 10, 7, 3, 2);
+    tensor* p1 = pool_1d(ctx, a, pool_op::avg, 3, 2, 1);
+    check_result(p1, elem_type::f32, {5, 7, 3, 2}, op_kind::pool_1d, a); // (10 + 2 - 3) / 2 + 1
+    CHECK(p1->param<std::int32_t>(0) == static_cast<std::int32_t>(pool_op::avg));
+    CHECK(p1->param<std::int32_t>(3) == 1); // p0
+    tensor* p2 = pool_2d(ctx, a, pool_op::max, 3, 2, 3, 1, 0, 1);
+    check_result(p2, elem_type::f32, {3, 8, 3, 2}, op_kind::pool_2d, a); // (10 - 3) / 3 + 1, (7 + 2 - 2) / 1 + 1
+    CHECK(p2->param<std::int32_t>(2) == 2);       // k1
+    CHECK(p2->param<std::int32_t>(6) == 1);       // p1
+    CHECK(pool_1d(ctx, a, pool_op::max, 12, 1, 1)->ne[0] == 1); // the kernel fills the padded row
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 13, 1, 1)); // larger than the padded row
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 0, 1, 0));
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 2, 0, 0));
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, pool_op::max, 2, 1, -1));
+    CHECK_OP_ERROR("pool_1d", operands({a}), pool_1d(ctx, a, static_cast<pool_op>(2), 2, 1, 0));
+    CHECK_OP_ERROR("pool_2d", operands({a}), pool_2d(ctx, a, pool_op::avg, 2, 10, 1, 1, 0, 1)); // k1 past ne1 + 2 p1
+    CHECK_OP_ERROR("pool_2d", operands({a}), pool_2d(ctx, a, pool_op::avg, 2, 2, 1, -3, 0, 0));
+    for (const elem_type t : {elem_type::bf16, elem_type::i32, elem_type::q8_0}) {
+        tensor* x = ctx.new_tensor_2d(t, 32, 4);
+        CHECK_OP_ERROR("pool_1d", operands({x}), pool_1d(ctx, x, pool_op::max, 2, 2, 0));
+        CHECK_OP_ERROR("pool_2d", operands({x}), pool_2d(ctx, x, pool_op::max, 2, 2, 2, 2, 0, 0));
+    }
+    CHECK_NULL_ERROR("pool_1d", pool_1d(ctx, nullptr, pool_op::max, 2, 2, 0));
+    CHECK_NULL_ERROR("pool_2d", pool_2d(ctx, nullptr, pool_op::max, 2, 2, 2, 2, 0, 0));
+}
+
+TEST_CASE("upscale, upscale_ext and interpolate", "[ops][upscale]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_4d(elem_type::f32, 5, 4, 3, 2);
+    tensor* u = upscale(ctx, a, 3, scale_mode::bilinear);
+    check_result(u, elem_type::f32, {15, 12, 3, 2}, op_kind::upscale, a);
+    CHECK(u->param<std::int32_t>(0) == 1);
+    check_result(upscale_ext(ctx, a, 2, 9, 1, 4), elem_type::f32, {2, 9, 1, 4}, op_kind::upscale, a);
+    const auto bicubic_corners = static_cast<std::uint32_t>(scale_mode::bicubic) | scale_align_corners;
+    CHECK(interpolate(ctx, a, 7, 3, 3, 2, bicubic_corners)->param<std::int32_t>(0) == 0x102);
+    CHECK(interpolate(ctx, a, 2, 2, 3, 2, static_cast<std::uint32_t>(scale_mode::bilinear) | scale_antialias)->ne[0] == 2);
+    CHECK_OP_ERROR("upscale", operands({a}), upscale(ctx, a, 1));
+    CHECK_OP_ERROR("upscale", operands({a}), interpolate(ctx, a, 0, 4, 3, 2, 0));
+    CHECK_OP_ERROR("upscale", operands({a}), interpolate(ctx, a, 5, 4, 3, 2, 3));      // no fourth mode
+    CHECK_OP_ERROR("upscale", operands({a}), interpolate(ctx, a, 5, 4, 3, 2, 1u << 10)); // an unknown flag
+    CHECK_OP_ERROR("upscale", operands({a}),
+                   interpolate(ctx, a, 5, 4, 3, 2, static_cast<std::uint32_t>(scale_mode::bicubic) | scale_antialias));
+    for (const elem_type t : {elem_type::f16, elem_type::bf16, elem_type::i32}) {
+        tensor* x = ctx.new_tensor_2d(t, 4, 4);
+        CHECK_OP_ERROR("upscale", operands({x}), upscale(ctx, x, 2));
+    }
+    tensor* empty = ctx.new_tensor_2d(elem_type::f32, 0, 4);
+    CHECK_OP_ERROR("upscale", operands({empty}), interpolate(ctx, empty, 2, 4, 1, 1, 0));
+    CHECK_NULL_ERROR("upscale", upscale(ctx, nullptr, 2));
+    CHECK_NULL_ERROR("upscale", interpolate(ctx, nullptr, 2, 2, 1, 1, 0));
+}
+
+TEST_CASE("pad_reflect_1d and roll", "[ops][remap]") {
+    context ctx({.no_alloc = true});
+    tensor* a = ctx.new_tensor_3d(elem_type::bf16, 5, 4, 3);
+    tensor* p = pad_reflect_1d(ctx, a, 4, 2);
+    check_result(p, elem_type::bf16, {11, 4, 3, 1}, op_kind::pad_reflect_1d, a);
+    CHECK(p->param<std::int32_t>(0) == 4);
+    CHECK(p->param<std::int32_t>(1) == 2);
+    tensor* r = roll(ctx, a, -4, 3, 2);
+    check_result(r, elem_type::bf16, {5, 4, 3, 1}, op_kind::roll, a);
+    CHECK(r->param<std::int32_t>(0) == -4);
+    CHECK(r->param<std::int32_t>(2) == 2);
+    CHECK_OP_ERROR("pad_reflect_1d", operands({a}), pad_reflect_1d(ctx, a, 5, 0)); // a pad as long as the row
+    CHECK_OP_ERROR("pad_reflect_1d", operands({a}), pad_reflect_1d(ctx, a, 0, 5));
+    CHECK_OP_ERROR("pad_reflect_1d", operands({a}), pad_reflect_1d(ctx, a, -1, 0));
+    CHECK_OP_ERROR("roll", operands({a}), roll(ctx, a, 5));
+    CHECK_OP_ERROR("roll", operands({a}), roll(ctx, a, 0, -4));
+    CHECK_OP_ERROR("roll", operands({a}), roll(ctx, a, 0, 0, 0, 1)); // dimension 3 has one element
+    for (const elem_type t : {elem_type::i32, elem_type::q8_0}) {
+        tensor* x = ctx.new_tensor_2d(t, 32, 4);
+        CHECK_OP_ERROR("pad_reflect_1d", operands({x}), pad_reflect_1d(ctx, x, 1, 1));
+        CHECK_OP_ERROR("roll", operands({x}), roll(ctx, x, 1));
+    }
+    CHECK_NULL_ERROR("pad_reflect_1d", pad_reflect_1d(ctx, nullptr, 1, 1));
+    CHECK_NULL_ERROR("roll", roll(ctx, nullptr, 1));
+}
+
 // ---------------------------------------------------------------------------------------
 // row ops
 

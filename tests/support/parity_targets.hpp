@@ -71,6 +71,9 @@ inline constexpr family_count op_table_combinations[] = {
     {"out_prod", 1 + 12},    // a f32 and the 13 quantized types but q8_K, b f32
     {"im2col", 2 * 2},       // f32 f16 input x f32 f16 result (1-D and 2-D, f32 and f16 kernels in each)
     {"conv_2d", 2},          // f32 f16 kernels over f32 inputs
+    {"pool", 2 * 2},         // pool_1d, pool_2d of f32 f16 (max and avg in each)
+    {"upscale", 4},          // nearest, bilinear, bicubic, antialiased bilinear of f32 (each with and without aligned corners)
+    {"remap", 2 * 3},        // pad_reflect_1d, roll of f32 f16 bf16
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

@@ -744,6 +744,112 @@ inline ref_tensor pad(const tensor& node) {
     return r;
 }
 
+/// pool_1d, pool_2d: per window, the max of its cells inside a (-FLT_MAX for none), or
+/// their sum divided by their count (pool_1d; 0 for none) or by k0 k1 (pool_2d).
+inline ref_tensor pool(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const pool_window w = pool_window_of(node);
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        double sum = 0.0, best = -static_cast<double>(std::numeric_limits<float>::max());
+        i64 inside = 0;
+        for (i64 ky = 0; ky < w.k1; ++ky)
+            for (i64 kx = 0; kx < w.k0; ++kx) {
+                const i64 x = i0 * w.s0 - w.p0 + kx, y = i1 * w.s1 - w.p1 + ky;
+                if (x < 0 || x >= a.ne[0] || y < 0 || y >= a.ne[1]) continue;
+                const double v = get(a, x, y, i2, i3);
+                sum += v;
+                best = std::max(best, v);
+                ++inside;
+            }
+        const double divisor = w.avg_over_inside ? static_cast<double>(inside) : static_cast<double>(w.k0) * w.k1;
+        r.at(i0, i1, i2, i3) = w.op == pool_op::max ? best : divisor > 0 ? sum / divisor : 0.0;
+    });
+    return r;
+}
+
+/// The bicubic convolution weight at distance x (coefficient -0.75), in double.
+inline double cubic_weight(double x) {
+    constexpr double a = -0.75;
+    x = std::abs(x);
+    if (x <= 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    return x < 2.0 ? ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a : 0.0;
+}
+
+/// upscale: source coordinates in f32 as ggml computes them (they pick the cells),
+/// weights and sums in double.
+inline ref_tensor upscale(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const interpolation m = interpolation_of(node);
+    const i64 n0 = a.ne[0], n1 = a.ne[1];
+    const auto clamped = [](i64 i, i64 n) { return std::clamp<i64>(i, 0, n - 1); };
+    const auto nearest = [&](i64 i, std::size_t d) { return clamped(static_cast<i64>(static_cast<float>(i) / m.sf[d]), a.ne[d]); };
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        const i64 j2 = nearest(i2, 2), j3 = nearest(i3, 3);
+        const auto cell = [&](i64 x, i64 y) { return get(a, clamped(x, n0), clamped(y, n1), j2, j3); };
+        double v = 0.0;
+        if (m.mode == scale_mode::nearest) {
+            v = cell(nearest(i0, 0), nearest(i1, 1));
+        } else if (m.antialias) {
+            const float x = (static_cast<float>(i0) + m.offset) / m.sf[0], y = (static_cast<float>(i1) + m.offset) / m.sf[1];
+            const double s0 = std::max(1.0, 1.0 / m.sf[0]), s1 = std::max(1.0, 1.0 / m.sf[1]);
+            // ggml's range of cells: [trunc(x - s + o), trunc(x + s + o)), which leaves out the
+            // last cell within the support when o is 0 (aligned corners)
+            const auto first = [&](float c, double sup) { return std::max<i64>(static_cast<i64>(c - static_cast<float>(sup) + m.offset), 0); };
+            const auto end = [&](float c, double sup, i64 n) { return std::min<i64>(static_cast<i64>(c + static_cast<float>(sup) + m.offset), n); };
+            double total = 0.0;
+            for (i64 sy = first(y, s1); sy < end(y, s1, n1); ++sy)
+                for (i64 sx = first(x, s0); sx < end(x, s0, n0); ++sx) {
+                    const double w = std::max(0.0, 1.0 - std::abs((sx - x + m.offset) / s0)) *
+                                     std::max(0.0, 1.0 - std::abs((sy - y + m.offset) / s1));
+                    v += w * cell(sx, sy);
+                    total += w;
+                }
+            if (total > 0.0) v /= total;
+        } else {
+            const float x = (static_cast<float>(i0) + m.offset) / m.sf[0] - m.offset;
+            const float y = (static_cast<float>(i1) + m.offset) / m.sf[1] - m.offset;
+            const auto fx = static_cast<i64>(std::floor(x)), fy = static_cast<i64>(std::floor(y));
+            if (m.mode == scale_mode::bilinear) { // distances to the clamped lower neighbour, clamped to [0, 1]
+                const double dx = std::clamp(static_cast<double>(x) - clamped(fx, n0), 0.0, 1.0);
+                const double dy = std::clamp(static_cast<double>(y) - clamped(fy, n1), 0.0, 1.0);
+                v = cell(fx, fy) * (1 - dx) * (1 - dy) + cell(fx + 1, fy) * dx * (1 - dy) + cell(fx, fy + 1) * (1 - dx) * dy +
+                    cell(fx + 1, fy + 1) * dx * dy;
+            } else {
+                const double dx = static_cast<double>(x) - static_cast<double>(fx), dy = static_cast<double>(y) - static_cast<double>(fy);
+                for (i64 ky = -1; ky <= 2; ++ky)
+                    for (i64 kx = -1; kx <= 2; ++kx)
+                        v += cubic_weight(dx - kx) * cubic_weight(dy - ky) * cell(fx + kx, fy + ky);
+            }
+        }
+        r.at(i0, i1, i2, i3) = v;
+    });
+    return r;
+}
+
+/// pad_reflect_1d: dst[i] = a[i - p0], the index reflected at a's ends (|j|, then
+/// 2 (n - 1) - j past the end). roll: dst[i] = a[(i - shift) mod ne] in each dimension.
+inline ref_tensor remap(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const bool reflect = node.op == op_kind::pad_reflect_1d;
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        extents j{i0, i1, i2, i3};
+        if (reflect) {
+            j[0] = std::abs(i0 - node.param<std::int32_t>(0));
+            if (j[0] >= a.ne[0]) j[0] = 2 * (a.ne[0] - 1) - j[0];
+        } else {
+            for (std::size_t d = 0; d < max_dims; ++d) {
+                const i64 n = a.ne[d];
+                j[d] = (((j[d] - node.param<std::int32_t>(d)) % n) + n) % n;
+            }
+        }
+        r.at(i0, i1, i2, i3) = get(a, j[0], j[1], j[2], j[3]);
+    });
+    return r;
+}
+
 /// arange: start + step * i, the product and the sum each rounded to f32 (ggml's f32
 /// arithmetic, which the result's rounding alone would not reproduce).
 inline ref_tensor arange(const tensor& node) {
@@ -1015,6 +1121,16 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::conv_2d:
         r = ref_detail::conv_2d(node);
+    case op_kind::pool_1d:
+    case op_kind::pool_2d:
+        r = ref_detail::pool(node);
+        break;
+    case op_kind::upscale:
+        r = ref_detail::upscale(node);
+        break;
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll:
+        r = ref_detail::remap(node);
         break;
     default:
         if (!is_unary_elementwise(node.op)) throw std::logic_error("ref_oracle::ref_forward: unknown op");

@@ -414,6 +414,28 @@ inline built_case build_pad(context& ctx, const case_spec& c, std::mt19937& rng)
     return finish(pad_ext(ctx, a, w, (c.variant & 1) != 0));
 }
 
+/// pool_1d or pool_2d of a seed-drawn window (random_pool_window); variant: a's layout.
+template <op_kind Op> built_case build_pool(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng);
+    return finish(pool_of(ctx, a, random_pool_window(rng, c.ne, Op == op_kind::pool_2d)));
+}
+
+/// upscale of a to seed-drawn extents (random_upscale_extents); variant: bits 0-1 the
+/// mode (upscale_modes: nearest, bilinear, bicubic, antialiased bilinear), bit 2 aligned
+/// corners, bit 3 a transposed.
+inline built_case build_upscale(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, (c.variant & 8) != 0 ? 3 : 0, rng);
+    const extents r = random_upscale_extents(rng, c.ne);
+    const std::uint32_t mode = upscale_modes[c.variant & 3] | ((c.variant & 4) != 0 ? scale_align_corners : 0u);
+    return finish(interpolate(ctx, a, r[0], r[1], r[2], r[3], mode));
+}
+
+/// pad_reflect_1d or roll of a by seed-drawn pads or shifts (remap_of); variant: a's layout.
+template <op_kind Op> built_case build_remap(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, c.variant, rng);
+    return finish(remap_of(ctx, a, Op == op_kind::pad_reflect_1d, rng));
+}
+
 /// arange of ne[0] values from a seed-driven start and step (f32 only; the type names the
 /// result).
 inline built_case build_arange(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -660,6 +682,11 @@ inline std::span<const op_cases> catalogue() {
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
         {"im2col", 2, 4, &build_im2col, &shape_conv, {64, 64, 1, 1}},
         {"conv_2d", 1, 4, &build_conv_2d, &shape_conv, {64, 64, 256, 256}},
+        {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
+        {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
+        {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},
+        {"pad_reflect_1d", 1, 4, &build_remap<op_kind::pad_reflect_1d>, &shape_rows, {4096, 1024, 1, 1}},
+        {"roll", 1, 4, &build_remap<op_kind::roll>, &shape_rows, {4096, 1024, 1, 1}},
     };
     return families;
 }

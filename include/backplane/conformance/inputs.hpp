@@ -260,4 +260,55 @@ inline tensor* unary_of(context& ctx, op_kind op, tensor* a, std::mt19937& rng) 
     }
 }
 
+/// A random pooling window for a source of extents ne (pool_2d's when two_d, else
+/// pool_1d's): max or avg, kernels of 1 to 5 cells, strides of 1 to 3 and paddings of 0
+/// up to the kernel's extent, shrunk to fit the padded source. avg's windows may hold
+/// padding only; max's always reach the source (a window of padding only gives -FLT_MAX,
+/// whose square would hide every other element's error in an NMSE).
+inline pool_window random_pool_window(std::mt19937& rng, const extents& ne, bool two_d) {
+    pool_window w;
+    w.op = rng() % 2 != 0 ? pool_op::avg : pool_op::max;
+    const std::uint32_t reach = w.op == pool_op::max ? 0 : 1; // paddings below the kernel, or up to it
+    const auto draw = [&](std::int64_t n, std::int32_t& k, std::int32_t& s, std::int32_t& p) {
+        k = static_cast<std::int32_t>(1 + rng() % 5);
+        s = static_cast<std::int32_t>(1 + rng() % 3);
+        p = static_cast<std::int32_t>(rng() % (static_cast<std::uint32_t>(k) + reach));
+        k = static_cast<std::int32_t>(std::min<std::int64_t>(k, n + 2 * std::int64_t{p}));
+    };
+    w.avg_over_inside = !two_d;
+    draw(ne[0], w.k0, w.s0, w.p0);
+    if (two_d) draw(ne[1], w.k1, w.s1, w.p1);
+    return w;
+}
+
+/// The modes upscale takes, each a scale_mode with its flags (antialiased bilinear apart).
+inline constexpr std::uint32_t upscale_modes[] = {static_cast<std::uint32_t>(scale_mode::nearest),
+                                                  static_cast<std::uint32_t>(scale_mode::bilinear),
+                                                  static_cast<std::uint32_t>(scale_mode::bicubic),
+                                                  static_cast<std::uint32_t>(scale_mode::bilinear) | scale_antialias};
+
+/// Random result extents for upscaling a source of extents ne: each from 1 to twice
+/// the source's plus one (up and down).
+inline extents random_upscale_extents(std::mt19937& rng, const extents& ne) {
+    extents r{};
+    for (std::size_t i = 0; i < max_dims; ++i) r[i] = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(2 * ne[i] + 1));
+    return r;
+}
+
+/// pad_reflect_1d (reflect) of a by random pads below a.ne0, or roll by random shifts of
+/// magnitude below each extent.
+inline tensor* remap_of(context& ctx, tensor* a, bool reflect, std::mt19937& rng) {
+    const auto below = [&](std::int64_t n) { return static_cast<int>(rng() % static_cast<std::uint32_t>(n)); };
+    if (reflect) return pad_reflect_1d(ctx, a, below(a->ne[0]), below(a->ne[0]));
+    std::array<int, max_dims> s{};
+    for (std::size_t i = 0; i < max_dims; ++i) s[i] = below(a->ne[i]) * (rng() % 2 != 0 ? -1 : 1);
+    return roll(ctx, a, s[0], s[1], s[2], s[3]);
+}
+
+/// pool_2d of a by w, or pool_1d when w is pool_1d's (avg_over_inside).
+inline tensor* pool_of(context& ctx, tensor* a, const pool_window& w) {
+    if (w.avg_over_inside) return pool_1d(ctx, a, w.op, w.k0, w.s0, w.p0);
+    return pool_2d(ctx, a, w.op, w.k0, w.k1, w.s0, w.s1, w.p0, w.p1);
+}
+
 } // namespace backplane::conformance

@@ -503,6 +503,60 @@ inline int pad_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// pool_1d and pool_2d, max and avg, of every source type: kernels, strides and paddings
+/// that reach past the source and windows of padding only.
+inline int pool_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (const bool two_d : {false, true})
+        for (elem_type t : all_elem_types) {
+            const pool_window probe{.op = pool_op::max, .k0 = 2, .avg_over_inside = !two_d};
+            if (!cases.claimed([&] { return pool_of(cases.ctx, cases.leaf(t, {4, 2, 1, 1}), probe); })) continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const extents ne{cases.gen.upto(17), cases.gen.upto(9), cases.gen.upto(3), cases.gen.upto(2)};
+                tensor* a = cases.input(t, ne, cases.any_layout(t));
+                cases.add(pool_of(cases.ctx, a, random_pool_window(cases.rng, ne, two_d)));
+            }
+        }
+    return cases.combinations() - before;
+}
+
+/// upscale in every mode, corners aligned or not, up and down in every dimension.
+inline int upscale_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (const std::uint32_t mode : upscale_modes) {
+        if (!cases.claimed([&] { return interpolate(cases.ctx, cases.leaf(elem_type::f32, {4, 2, 1, 1}), 8, 4, 1, 1, mode); }))
+            continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const extents ne{cases.gen.upto(9), cases.gen.upto(7), cases.gen.upto(3), cases.gen.upto(2)};
+            tensor* a = cases.input(elem_type::f32, ne, cases.any_layout(elem_type::f32));
+            const extents r = random_upscale_extents(cases.rng, ne);
+            cases.add(interpolate(cases.ctx, a, r[0], r[1], r[2], r[3], mode | (s % 2 != 0 ? scale_align_corners : 0u)));
+        }
+    }
+    return cases.combinations() - before;
+}
+
+/// pad_reflect_1d and roll of every float type.
+inline int remap_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (const bool reflect : {true, false})
+        for (elem_type t : all_elem_types) {
+            if (!cases.claimed([&] {
+                    tensor* probe = cases.leaf(t, {4, 2, 1, 1});
+                    return reflect ? pad_reflect_1d(cases.ctx, probe, 1, 2) : roll(cases.ctx, probe, 1, -1);
+                }))
+                continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                tensor* a = cases.input(t, cases.gen.rows(t, 2000), cases.any_layout(t));
+                cases.add(remap_of(cases.ctx, a, reflect, cases.rng));
+            }
+        }
+    return cases.combinations() - before;
+}
+
 /// arange over starts, stops and steps of several magnitudes.
 inline int arange_cases(batch& cases) {
     if (!cases.claimed([&] { return arange(cases.ctx, 0.0f, 4.0f, 1.0f); })) return 0;
@@ -734,6 +788,9 @@ inline std::span<const parity_family> parity_families() {
         {"out_prod", 31022, &out_prod_cases},
         {"im2col", 31019, &im2col_cases},
         {"conv_2d", 31020, &conv_2d_cases},
+        {"pool", 31019, &pool_cases},
+        {"upscale", 31020, &upscale_cases},
+        {"remap", 31021, &remap_cases},
     };
     return families;
 }

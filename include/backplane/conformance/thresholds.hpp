@@ -8,8 +8,8 @@
 // soft_max; 5e-4 for flash_attn_ext (ggml's test-backend-ops figure: a target may keep
 // scores or sums in f16); 1e-4 for sum into f16 or bf16 (its one element may round one step apart when
 // the f32 sums differ in their last bit); argmax, argsort, top_k, get_rows of unquantized
-// rows, set_rows into an unquantized destination, pad, arange, repeat, tri, diag and im2col
-// exact.
+// rows, set_rows into an unquantized destination, pad, pad_reflect_1d, roll, arange, repeat,
+// tri, diag, im2col, max pooling and nearest upscaling exact.
 //
 // default_max_nmse: a kernel against the double-precision test oracle, which rounds the
 // exact result once where a kernel rounds its f32 steps too: NMSE 1e-7; 5e-4 when an f16,
@@ -44,11 +44,18 @@ inline threshold threshold_for(const tensor& node) {
         return is_quantized(node.type) ? threshold{1e-7, false} : threshold{0.0, true};
     case op_kind::pad:
     case op_kind::im2col:
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll:
     case op_kind::arange:
     case op_kind::repeat:
     case op_kind::tri:
     case op_kind::diag:
         return {0.0, true};
+    case op_kind::pool_1d:
+    case op_kind::pool_2d:
+        return pool_window_of(node).op == pool_op::max ? threshold{0.0, true} : threshold{};
+    case op_kind::upscale:
+        return interpolation_of(node).mode == scale_mode::nearest ? threshold{0.0, true} : threshold{};
     case op_kind::mul_mat:
     case op_kind::mul_mat_id:
         return {a != nullptr && a->type == elem_type::f32 ? 1e-7 : 5e-4, false};

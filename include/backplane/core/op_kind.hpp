@@ -79,8 +79,14 @@ enum class op_kind : std::uint8_t {
     // convolutions
     im2col,
     conv_2d,
+    // image and sequence layout (core/ops/image.hpp)
+    pool_1d,
+    pool_2d,
+    upscale,
+    pad_reflect_1d,
+    roll,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::conv_2d) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::roll) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

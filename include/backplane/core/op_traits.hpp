@@ -59,6 +59,9 @@
 //   im2col (kernel, input)          f32 f16          f32 f16 (the kernel:     f32 f16 (the input)
 //                                                    extents only)
 //   conv_2d (kernel, input)         f32              f32 f16 (the kernel)     f32 (the input)
+//   pool_1d, pool_2d                f32              f32 f16
+//   upscale                         f32              f32
+//   pad_reflect_1d, roll            = a              f32 f16 bf16
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
@@ -69,6 +72,7 @@
 // strides are free) and flash_attn_ext's mask is contiguous.
 
 #include <backplane/core/conv_geometry.hpp>
+#include <backplane/core/image_params.hpp>
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/rope_functions.hpp>
 #include <backplane/core/tensor.hpp>
@@ -88,7 +92,7 @@ enum class op_family : std::uint8_t {
     mul_mat,     ///< matrix products (and attention, flash_attn_ext, conv_2d): compute- or weight-bound
     elementwise, ///< each result element from the same elements of the sources: memory-bound
     rows,        ///< reductions and per-row transforms: norms, soft_max, rope, sum_rows, sum, mean,
-                 ///< argmax, argsort, top_k
+                 ///< argmax, argsort, top_k, pooling
     data,        ///< data movement: copies, cont, get_rows, concat, add_id, im2col
 };
 
@@ -654,6 +658,62 @@ inline std::string_view conv_2d(const tensor& t) noexcept {
     const std::int64_t oh = conv_output_size(g.ih, g.kh, g.w.s1, g.w.p1, g.w.d1);
     if (ow < 1 || oh < 1) return "b is too small for the kernel (no output position)";
     if (t.type != elem_type::f32 || !ne_is(t, ow, oh, a.ne[3], b.ne[3])) return "the result is f32 [ow, oh, oc, n]";
+// -- image and sequence layout ------------------------------------------------------
+
+/// pool_1d and pool_2d (pool_window_of): f32 or f16 in, f32 out, a kernel that fits the
+/// padded source.
+inline std::string_view pool(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const pool_window w = pool_window_of(t);
+    if (a.type != elem_type::f32 && a.type != elem_type::f16) return "operand must be f32 or f16";
+    if (w.op != pool_op::max && w.op != pool_op::avg) return "unknown pooling (max or avg)";
+    if (w.k0 <= 0 || w.k1 <= 0 || w.s0 <= 0 || w.s1 <= 0 || w.p0 < 0 || w.p1 < 0)
+        return "kernel extents and strides must be positive, paddings not negative";
+    const std::int64_t n0 = pool_extent(a.ne[0], w.k0, w.s0, w.p0), n1 = pool_extent(a.ne[1], w.k1, w.s1, w.p1);
+    if (n0 == 0 || n1 == 0) return "the kernel is larger than the padded source";
+    if (t.type != elem_type::f32 || !ne_is(t, n0, n1, a.ne[2], a.ne[3]))
+        return "the result is f32 [(a.ne0 + 2 p0 - k0) / s0 + 1, (a.ne1 + 2 p1 - k1) / s1 + 1, a.ne2, a.ne3]";
+    return {};
+}
+
+/// upscale: f32 to f32 of any positive extents; a known mode, whose flags are aligned
+/// corners and, for bilinear, antialiasing.
+inline std::string_view upscale(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const auto flags = static_cast<std::uint32_t>(t.param<std::int32_t>(0));
+    const std::uint32_t mode = flags & 0xffu;
+    if (a.type != elem_type::f32 || t.type != elem_type::f32) return "operand and result must be f32";
+    if (mode >= static_cast<std::uint32_t>(scale_mode_count) || (flags & ~(0xffu | scale_align_corners | scale_antialias)) != 0)
+        return "unknown mode or flag (nearest, bilinear, bicubic; aligned corners, antialias)";
+    if ((flags & scale_antialias) != 0 && mode != static_cast<std::uint32_t>(scale_mode::bilinear))
+        return "antialias is for bilinear only";
+    for (std::size_t i = 0; i < max_dims; ++i)
+        if (a.ne[i] <= 0 || t.ne[i] <= 0) return "extents must be positive";
+    return {};
+}
+
+/// pad_reflect_1d: p0 and p1 (op params 0, 1) below a.ne0, the result a's type with
+/// extents (a.ne0 + p0 + p1, a.ne1, a.ne2, a.ne3).
+inline std::string_view pad_reflect_1d(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const std::int32_t p0 = t.param<std::int32_t>(0), p1 = t.param<std::int32_t>(1);
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    if (p0 < 0 || p1 < 0 || p0 >= a.ne[0] || p1 >= a.ne[0]) return "pads must be at least 0 and below a.ne0";
+    if (t.type != a.type || !ne_is(t, a.ne[0] + p0 + p1, a.ne[1], a.ne[2], a.ne[3]))
+        return "the result has a's type and extents (a.ne0 + p0 + p1, a.ne1, a.ne2, a.ne3)";
+    return {};
+}
+
+/// roll: a shift per dimension (op params 0 .. 3) of magnitude below its extent; the
+/// result has a's type and shape.
+inline std::string_view roll(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (!float_type(a.type)) return "operand must be f32, f16 or bf16";
+    for (std::size_t i = 0; i < max_dims; ++i) {
+        const std::int64_t s = t.param<std::int32_t>(i);
+        if (s <= -a.ne[i] || s >= a.ne[i]) return "each shift's magnitude must be below its dimension's extent";
+    }
+    if (t.type != a.type || !same_ne(t, a)) return "the result has a's type and shape";
     return {};
 }
 
@@ -674,7 +734,9 @@ namespace r = op_rules;
 ///   optional mask, optional sinks; scale, max_bias, logit_softcap); group_norm (n_groups,
 ///   eps); l2_norm (eps); tri (type); timestep_embedding (timesteps; dim, max_period);
 ///   out_prod (a, b); im2col (kernel, input; s0, s1, p0, p1, d0, d1, is_2D); conv_2d
-///   (kernel, input; s0, s1, p0, p1, d0, d1).
+///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
+///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
+///   (a; shift0 .. shift3).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -747,6 +809,12 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // convolutions
     {"im2col",    2, 2, 7, false, false, fam::data,        r::im2col},
     {"conv_2d",   2, 2, 6, false, false, fam::mul_mat,     r::conv_2d},
+    // image and sequence layout
+    {"pool_1d",   1, 1, 4, false, false, fam::rows,        r::pool},
+    {"pool_2d",   1, 1, 7, false, false, fam::rows,        r::pool},
+    {"upscale",   1, 1, 1, false, false, fam::data,        r::upscale},
+    {"pad_reflect_1d", 1, 1, 2, false, false, fam::data,   r::pad_reflect_1d},
+    {"roll",      1, 1, 4, false, false, fam::data,        r::roll},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -764,7 +832,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "conv_2d"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "roll"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

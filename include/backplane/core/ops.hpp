@@ -6,6 +6,7 @@
 #include <backplane/core/ops/conv.hpp>
 #include <backplane/core/ops/elementwise.hpp>
 #include <backplane/core/ops/glu.hpp>
+#include <backplane/core/ops/image.hpp>
 #include <backplane/core/ops/layout.hpp>
 #include <backplane/core/ops/matmul.hpp>
 #include <backplane/core/ops/misc.hpp>

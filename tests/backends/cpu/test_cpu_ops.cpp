@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -20,6 +21,13 @@
 using namespace cpu_test;
 
 namespace {
+
+/// The values of f32 row r (contiguous), as a vector.
+std::vector<float> row_values(const tensor* r) {
+    std::vector<float> v(static_cast<std::size_t>(r->ne[0]));
+    std::memcpy(v.data(), r->data, v.size() * sizeof(float));
+    return v;
+}
 
 std::string describe(std::string_view op,
                      std::initializer_list<std::pair<const char*, const tensor*>> operands) {
@@ -1182,8 +1190,114 @@ TEST_CASE("cpu: out_prod of f32 and every quantized a, broadcast over dims 2 and
             tensor* b = h.input(f32, shapes[s].second, nth_layout(s + 1, f32));
             h.check(out_prod(h.ctx, a, b), {.max_nmse = 1e-7, .max_rel = 8 * ulp(f32), .rel_floor = 1.0},
                     describe("out_prod", {{"a", a}, {"b", b}}));
+// ---------------------------------------------------------------------------------------
+// pool_1d, pool_2d
+
+TEST_CASE("cpu: pool_1d and pool_2d, max and avg, of f32 and f16 in any layout", "[cpu][pool]") {
+    harness h(12012);
+    for (elem_type t : {f32, f16}) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+            const pool_window w = conformance::random_pool_window(h.rng, shapes[s], s % 2 == 1);
+            const tolerance tol = w.op == pool_op::max ? tolerance{.max_nmse = 0.0, .exact = true} : tolerance{.max_nmse = 1e-12};
+            h.check(conformance::pool_of(h.ctx, a, w), tol,
+                    describe(s % 2 == 1 ? "pool_2d" : "pool_1d", {{"a", a}}) + (w.op == pool_op::max ? " max" : " avg") +
+                        " k " + std::to_string(w.k0) + "x" + std::to_string(w.k1) + " s " + std::to_string(w.s0) + "x" +
+                        std::to_string(w.s1) + " p " + std::to_string(w.p0) + "x" + std::to_string(w.p1));
         }
     }
+}
+
+TEST_CASE("cpu: pool padding cells, as ggml counts them", "[cpu][pool]") {
+    harness h(12013);
+    tensor* a = h.leaf(f32, {3, 1, 1, 1});
+    const float cells[] = {1.0f, 2.0f, 4.0f};
+    std::memcpy(a->data, cells, sizeof cells);
+    // windows of 2 every cell, one padding cell on each side: [p 1] [1 2] [2 4] [4 p]
+    tensor* avg_1d = pool_1d(h.ctx, a, pool_op::avg, 2, 1, 1);
+    tensor* avg_2d = pool_2d(h.ctx, a, pool_op::avg, 2, 1, 1, 1, 1, 0);
+    tensor* max_1d = pool_1d(h.ctx, a, pool_op::max, 2, 1, 1);
+    // windows of 2 every 3 cells, two padding cells on each side: [p p] [2 4]
+    tensor* empty_max = pool_1d(h.ctx, a, pool_op::max, 2, 3, 2);
+    tensor* empty_avg = pool_1d(h.ctx, a, pool_op::avg, 2, 3, 2);
+    for (tensor* r : {avg_1d, avg_2d, max_1d, empty_max, empty_avg}) REQUIRE(h.check(r, {.max_nmse = 0.0, .exact = true}, "pool"));
+    constexpr float lowest = std::numeric_limits<float>::lowest();
+    CHECK(row_values(avg_1d) == std::vector<float>{1.0f, 1.5f, 3.0f, 4.0f}); // padding cells not counted
+    CHECK(row_values(avg_2d) == std::vector<float>{0.5f, 1.5f, 3.0f, 2.0f}); // padding cells count as zeros
+    CHECK(row_values(max_1d) == std::vector<float>{1.0f, 2.0f, 4.0f, 4.0f});
+    CHECK(row_values(empty_max) == std::vector<float>{lowest, 4.0f});
+    CHECK(row_values(empty_avg) == std::vector<float>{0.0f, 3.0f});
+}
+
+// ---------------------------------------------------------------------------------------
+// upscale
+
+TEST_CASE("cpu: upscale in every mode, corners aligned or not, up and down, any layout", "[cpu][upscale]") {
+    harness h(13013);
+    const auto& shapes = plain_shapes();
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        const extents ne = {std::min<i64>(shapes[s][0], 9), shapes[s][1], shapes[s][2], shapes[s][3]};
+        tensor* a = h.input(f32, ne, nth_layout(s, f32));
+        for (const std::uint32_t mode : conformance::upscale_modes) {
+            const std::uint32_t flags = mode | (s % 2 != 0 ? scale_align_corners : 0u);
+            const extents r = conformance::random_upscale_extents(h.rng, ne);
+            const tolerance tol = mode == 0 ? tolerance{.max_nmse = 0.0, .exact = true} : tolerance{.max_nmse = 1e-10};
+            h.check(interpolate(h.ctx, a, r[0], r[1], r[2], r[3], flags), tol,
+                    describe("upscale", {{"a", a}}) + " mode " + std::to_string(flags) + " to " + str(r));
+        }
+    }
+}
+
+TEST_CASE("cpu: upscale of a row by 2, as ggml samples it", "[cpu][upscale]") {
+    harness h(13014);
+    tensor* a = h.leaf(f32, {2, 1, 1, 1});
+    const float cells[] = {0.0f, 4.0f};
+    std::memcpy(a->data, cells, sizeof cells);
+    tensor* nearest = upscale(h.ctx, a, 2, scale_mode::nearest);
+    tensor* half_pixel = interpolate(h.ctx, a, 4, 1, 1, 1, static_cast<std::uint32_t>(scale_mode::bilinear));
+    tensor* corners = interpolate(h.ctx, a, 4, 1, 1, 1, static_cast<std::uint32_t>(scale_mode::bilinear) | scale_align_corners);
+    for (tensor* r : {nearest, half_pixel, corners}) REQUIRE(h.check(r, {.max_nmse = 1e-12}, "upscale"));
+    CHECK(nearest->ne[1] == 2);
+    CHECK(row_values(nearest) == std::vector<float>{0.0f, 0.0f, 4.0f, 4.0f});
+    CHECK(row_values(half_pixel) == std::vector<float>{0.0f, 1.0f, 3.0f, 4.0f}); // at -0.25 (clamped), 0.25, 0.75, 1.25 (clamped)
+    const std::vector<float> c = row_values(corners);                             // at 0, 1/3, 2/3, 1
+    CHECK(c[0] == 0.0f);
+    CHECK(c[1] == Approx(4.0 / 3.0));
+    CHECK(c[2] == Approx(8.0 / 3.0));
+    CHECK(c[3] == 4.0f);
+}
+
+// ---------------------------------------------------------------------------------------
+// pad_reflect_1d, roll
+
+TEST_CASE("cpu: pad_reflect_1d and roll of f32 f16 bf16 in any layout", "[cpu][remap]") {
+    harness h(14014);
+    for (elem_type t : {f32, f16, bf16}) {
+        const auto& shapes = plain_shapes();
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            tensor* a = h.input(t, shapes[s], nth_layout(s, t));
+            const bool reflect = s % 2 == 0;
+            tensor* r = conformance::remap_of(h.ctx, a, reflect, h.rng);
+            h.check(r, {.max_nmse = 0.0, .exact = true},
+                    describe(reflect ? "pad_reflect_1d" : "roll", {{"a", a}}) + " params " + std::to_string(r->param<std::int32_t>(0)) +
+                        " " + std::to_string(r->param<std::int32_t>(1)) + " " + std::to_string(r->param<std::int32_t>(2)));
+        }
+    }
+}
+
+TEST_CASE("cpu: pad_reflect_1d mirrors without the ends, roll wraps around", "[cpu][remap]") {
+    harness h(14015);
+    tensor* a = h.leaf(f32, {4, 1, 1, 1});
+    const float cells[] = {1.0f, 2.0f, 3.0f, 4.0f};
+    std::memcpy(a->data, cells, sizeof cells);
+    tensor* reflected = pad_reflect_1d(h.ctx, a, 2, 3);
+    tensor* right = roll(h.ctx, a, 1);
+    tensor* left = roll(h.ctx, a, -3);
+    for (tensor* r : {reflected, right, left}) REQUIRE(h.check(r, {.max_nmse = 0.0, .exact = true}, "remap"));
+    CHECK(row_values(reflected) == std::vector<float>{3.0f, 2.0f, 1.0f, 2.0f, 3.0f, 4.0f, 3.0f, 2.0f, 1.0f});
+    CHECK(row_values(right) == std::vector<float>{4.0f, 1.0f, 2.0f, 3.0f});
+    CHECK(row_values(left) == std::vector<float>{4.0f, 1.0f, 2.0f, 3.0f});
 }
 
 TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {

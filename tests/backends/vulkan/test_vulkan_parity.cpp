@@ -54,6 +54,9 @@ struct vulkan_targets {
         {"out_prod", 1},   // f32 a (quantized a: left to the CPU)
         {"im2col", 2 * 2},  // f32 f16 input x f32 f16 result (16-bit storage unless both f32)
         {"conv_2d", 2},     // f32 f16 kernels over f32 inputs (16-bit storage for f16)
+        {"pool", 2 * 2},   // pool_1d, pool_2d of f32 f16 (16-bit storage)
+        {"upscale", 4},    // nearest, bilinear, bicubic, antialiased bilinear of f32
+        {"remap", 2 * 3},  // pad_reflect_1d, roll of f32 f16 bf16 (16-bit storage)
     };
 };
 

@@ -42,6 +42,7 @@
 #include <backplane/backends/cpu/kernels/conv.hpp>
 #include <backplane/backends/cpu/kernels/copy.hpp>
 #include <backplane/backends/cpu/kernels/glu.hpp>
+#include <backplane/backends/cpu/kernels/image.hpp>
 #include <backplane/backends/cpu/kernels/layout.hpp>
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/misc.hpp>
@@ -100,6 +101,9 @@ enum class kernel_kind : std::uint8_t {
     out_prod,     ///< kernels::out_prod
     im2col,       ///< kernels::im2col
     conv_2d,      ///< kernels::conv_2d
+    pool,         ///< kernels::pool: pool_1d, pool_2d
+    upscale,      ///< kernels::upscale
+    remap,        ///< kernels::remap: pad_reflect_1d, roll
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -116,8 +120,8 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
-        "timestep_embedding", "out_prod", "im2col", "conv_2d", "fast_rowwise", "fast_mul_mat", "fast_mul_mat_id",
-        "fast_attention", "fast_conv_2d", "fused"};
+        "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "fast_rowwise",
+        "fast_mul_mat", "fast_mul_mat_id", "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
 }
@@ -161,6 +165,11 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::flash_attn_ext: return kernel_kind::flash_attn_ext;
     case op_kind::im2col: return kernel_kind::im2col;
     case op_kind::conv_2d: return kernel_kind::conv_2d;
+    case op_kind::pool_1d:
+    case op_kind::pool_2d: return kernel_kind::pool;
+    case op_kind::upscale: return kernel_kind::upscale;
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll: return kernel_kind::remap;
     default: return kernel_kind::nothing;
     }
 }
@@ -284,6 +293,12 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return (fast ? 4 : 40 * conv) * n; // an exp or erf and a product per element (fast: swiglu)
     case kernel_kind::set_rows:
         return (is_quantized(node.type) ? 40 : 10) * conv * node.src[0]->nelements();
+    case kernel_kind::pool: { // a load and a max or sum per cell of each window
+        const pool_window w = pool_window_of(node);
+        return 10 * conv * n * std::max<std::int64_t>(std::int64_t{w.k0} * w.k1, 1);
+    }
+    case kernel_kind::upscale: // up to 16 loads and their weights per element (bicubic)
+        return 40 * n;
     case kernel_kind::mul_mat: {
         const std::int64_t macs = n * std::max<std::int64_t>(a->ne[0], 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
@@ -445,6 +460,9 @@ template <class = void>
     case kernel_kind::out_prod: kernels::out_prod(p, node); return errc::ok;
     case kernel_kind::im2col: kernels::im2col(p, node); return errc::ok;
     case kernel_kind::conv_2d: kernels::conv_2d(p, node); return errc::ok;
+    case kernel_kind::pool: kernels::pool(p, node); return errc::ok;
+    case kernel_kind::upscale: kernels::upscale(p, node); return errc::ok;
+    case kernel_kind::remap: kernels::remap(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

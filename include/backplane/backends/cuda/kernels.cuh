@@ -23,6 +23,7 @@
 #include <backplane/backends/cuda/kernels/flash_attn.cuh>
 #include <backplane/backends/cuda/kernels/get_rows.cuh>
 #include <backplane/backends/cuda/kernels/glu.cuh>
+#include <backplane/backends/cuda/kernels/image.cuh>
 #include <backplane/backends/cuda/kernels/layout.cuh>
 #include <backplane/backends/cuda/kernels/misc.cuh>
 #include <backplane/backends/cuda/kernels/out_prod.cuh>
@@ -83,6 +84,11 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::out_prod: return launch_out_prod(node, ctx);
     case op_kind::im2col: return launch_im2col(node, ctx);
     case op_kind::conv_2d: return launch_conv_2d(node, ctx);
+    case op_kind::pool_1d:
+    case op_kind::pool_2d: return launch_pool(node, ctx);
+    case op_kind::upscale: return launch_upscale(node, ctx);
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll: return launch_remap(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

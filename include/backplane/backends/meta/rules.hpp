@@ -58,6 +58,8 @@ enum class condition : std::uint8_t {
     unpadded_axis,  ///< pad: nothing is added along the split axis
     local_heads,    ///< flash_attn_ext: heads split only without ALiBi or sinks (which read each
                     ///< head's global index) and with a mask of one plane or one per head
+    unscaled_axis,  ///< upscale: the result has the source's extent along the split axis
+    unrolled_axis,  ///< roll: no shift along the split axis
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
@@ -292,6 +294,21 @@ inline constexpr rule rules[] = {
     {op_kind::conv_2d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(3), -1, {}, {}, false,
      "the kernel's output channels split: the result's dimension 2"},
     {op_kind::conv_2d, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    // image and sequence layout
+    {op_kind::pool_1d, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows, 0, {}, {}, false,
+     "rows pooled apart"},
+    {op_kind::pool_1d, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::pool_2d, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {},
+     {}, false, "planes pooled apart"},
+    {op_kind::pool_2d, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::upscale, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {},
+     condition::unscaled_axis, false, "planes resampled apart"},
+    {op_kind::upscale, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::pad_reflect_1d, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_rows, 0, {}, {}, false,
+     "rows reflected apart"},
+    {op_kind::pad_reflect_1d, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::roll, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_all, 0, {}, condition::unrolled_axis},
+    {op_kind::roll, {rule_detail::M, rule_detail::N}, rule_detail::M},
 };
 // clang-format on
 
@@ -462,6 +479,10 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
             ok = !(t.param<float>(1) > 0.0f) && t.src[4] == nullptr &&
                  (t.src[3] == nullptr || t.src[3]->ne[2] == 1 || t.src[3]->ne[2] == t.src[0]->ne[2]);
             break;
+        case condition::unscaled_axis:
+            ok = axis >= 0 && t.src[0] != nullptr && t.ne[static_cast<std::size_t>(axis)] == t.src[0]->ne[static_cast<std::size_t>(axis)];
+            break;
+        case condition::unrolled_axis: ok = axis >= 0 && t.param<std::int32_t>(static_cast<std::size_t>(axis)) == 0; break;
         case condition::unpadded_axis:
             ok = axis >= 0 && t.param<std::int32_t>(2 * static_cast<std::size_t>(axis)) == 0 &&
                  t.param<std::int32_t>(2 * static_cast<std::size_t>(axis) + 1) == 0;

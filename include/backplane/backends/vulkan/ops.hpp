@@ -19,6 +19,7 @@
 #include <backplane/backends/vulkan/ops/elementwise.hpp>
 #include <backplane/backends/vulkan/ops/get_rows.hpp>
 #include <backplane/backends/vulkan/ops/glu.hpp>
+#include <backplane/backends/vulkan/ops/image.hpp>
 #include <backplane/backends/vulkan/ops/layout.hpp>
 #include <backplane/backends/vulkan/ops/misc.hpp>
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
@@ -66,6 +67,11 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::out_prod: return plan_misc(t, f, d);
     case op_kind::im2col: return plan_im2col(t, f, d);
     case op_kind::conv_2d: return plan_conv_2d(t, f, d);
+    case op_kind::pool_1d:
+    case op_kind::pool_2d: return plan_pool(t, f, d);
+    case op_kind::upscale: return plan_upscale(t, f, d);
+    case op_kind::pad_reflect_1d:
+    case op_kind::roll: return plan_remap(t, f, d);
     default: return false;
     }
 }

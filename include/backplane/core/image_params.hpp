@@ -1,0 +1,73 @@
+#pragma once
+// The parameters of the image and sequence layout ops (pool_1d, pool_2d, upscale) as their nodes
+// hold them in op_params, read in this one place by the op's rule, every backend's kernel
+// and the tests. The builders and their semantics: core/ops/image.hpp.
+
+#include <backplane/core/interpolate.hpp>
+#include <backplane/core/op_kind.hpp>
+#include <backplane/core/tensor.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace backplane {
+
+/// What a pooling window computes (ggml's ggml_op_pool, with its values).
+enum class pool_op : std::int32_t { max = 0, avg = 1 };
+
+/// A pooling window over dimensions 0 and 1 of its source; pool_1d's is k1 = s1 = 1,
+/// p1 = 0 (dimension 0 alone).
+struct pool_window {
+    pool_op op = pool_op::max;
+    std::int32_t k0 = 1, k1 = 1; ///< kernel extents
+    std::int32_t s0 = 1, s1 = 1; ///< strides
+    std::int32_t p0 = 0, p1 = 0; ///< padding cells before (and after) the source
+    /// avg divides by the cells inside the source (pool_1d), not by k0 * k1 (pool_2d,
+    /// whose padding cells count as zeros)
+    bool avg_over_inside = false;
+};
+
+/// The extent of a pooled dimension of extent n, (n + 2p - k) / s + 1; 0 when the kernel
+/// does not fit the padded source or a parameter is out of range.
+constexpr std::int64_t pool_extent(std::int64_t n, std::int32_t k, std::int32_t s, std::int32_t p) noexcept {
+    const std::int64_t padded = n + 2 * std::int64_t{p};
+    if (k <= 0 || s <= 0 || p < 0 || padded < k) return 0;
+    return (padded - k) / s + 1;
+}
+
+/// The window of a pool_1d node (op, k0, s0, p0) or a pool_2d node (op, k0, k1, s0, s1,
+/// p0, p1).
+inline pool_window pool_window_of(const tensor& t) noexcept {
+    const auto op = static_cast<pool_op>(t.param<std::int32_t>(0));
+    if (t.op == op_kind::pool_1d)
+        return {op, t.param<std::int32_t>(1), 1, t.param<std::int32_t>(2), 1, t.param<std::int32_t>(3), 0, true};
+    return {op,
+            t.param<std::int32_t>(1),
+            t.param<std::int32_t>(2),
+            t.param<std::int32_t>(3),
+            t.param<std::int32_t>(4),
+            t.param<std::int32_t>(5),
+            t.param<std::int32_t>(6),
+            false};
+}
+
+/// The interpolation of an upscale node (op param: the mode and its flags): ggml's scale
+/// factors ne / a.ne in f32, (ne - 1) / (a.ne - 1) in dimensions 0 and 1 with aligned
+/// corners where both extents exceed 1, and its pixel offset.
+inline interpolation interpolation_of(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const auto flags = static_cast<std::uint32_t>(t.param<std::int32_t>(0));
+    interpolation m;
+    m.mode = static_cast<scale_mode>(flags & 0xffu);
+    m.antialias = (flags & scale_antialias) != 0;
+    for (std::size_t i = 0; i < max_dims; ++i) m.sf[i] = static_cast<float>(t.ne[i]) / static_cast<float>(a.ne[i]);
+    if ((flags & scale_align_corners) != 0) {
+        m.offset = 0.0f;
+        for (std::size_t i = 0; i < 2; ++i)
+            if (t.ne[i] > 1 && a.ne[i] > 1)
+                m.sf[i] = static_cast<float>(t.ne[i] - 1) / static_cast<float>(a.ne[i] - 1);
+    }
+    return m;
+}
+
+} // namespace backplane
