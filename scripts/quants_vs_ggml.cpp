@@ -1,11 +1,15 @@
 // Compares backplane's reference quantizers and dequantizers (core/types.hpp,
-// core/quants.hpp, core/kquants.hpp) with ggml's quantize_row_<type>_ref and
-// dequantize_row_<type> on seeded rows: many scales, ties, all-positive, few-level,
-// constant and zero blocks; and the two quantizers of model files that differ from those
+// core/quants.hpp, core/kquants.hpp, core/iquants.hpp) with ggml's quantize_row_<type>_ref
+// and dequantize_row_<type> on seeded rows: many scales, ties, all-positive, few-level,
+// constant and zero blocks; the two quantizers of model files that differ from those
 // ("file": quantize_weights_row's q8_0 and iq4_nl) with what llama-quantize calls,
-// quantize_row_q8_0_ref and quantize_iq4_nl.
+// quantize_row_q8_0_ref and quantize_iq4_nl, and iq3_xxs's (quantize_row_iq3_xxs_ref,
+// which is quantize_iq3_xxs without an importance matrix); and the dequantizers of the types backplane
+// does not quantize (iq3_xxs ... iq1_m) on seeded random blocks.
 // Built and run by scripts/check_quants_ggml against a ggml checkout; not part of the build.
 
+#include <backplane/core/iquants.hpp>
+#include <backplane/core/iquants_search.hpp>
 #include <backplane/core/kquants.hpp>
 #include <backplane/core/quants.hpp>
 
@@ -67,6 +71,39 @@ int compare(const char* name, void (*q_ours)(const float*, Ours*, std::int64_t),
     return bad + (same ? 0 : 1);
 }
 
+/// Dequantizes seeded random blocks both ways (every scale a random f16 of magnitude
+/// 2^-14 to 2^3 where the block has one at its start) and compares the values (NaN
+/// equal to NaN). Returns the number of blocks that differ.
+template <class Ours, class Theirs>
+int compare_dequantize(const char* name, void (*d_ours)(const Ours*, float*, std::int64_t),
+                       void (*d_theirs)(const Theirs*, float*, std::int64_t), unsigned seed, bool scale_first = true) {
+    static_assert(sizeof(Ours) == sizeof(Theirs));
+    constexpr int blocks = 4096, qk = 256;
+    std::mt19937 rng(seed);
+    std::vector<Ours> a(blocks);
+    auto* bytes = reinterpret_cast<unsigned char*>(a.data());
+    for (std::size_t i = 0; i < a.size() * sizeof(Ours); ++i) bytes[i] = static_cast<unsigned char>(rng());
+    if (scale_first)
+        for (std::size_t b = 0; b < a.size(); ++b) {
+            const auto h = static_cast<std::uint16_t>((rng() & 0x8000u) | ((1u + rng() % 18u) << 10) | (rng() & 0x3ffu));
+            std::memcpy(bytes + b * sizeof(Ours), &h, 2);
+        }
+    std::vector<float> ya(blocks * qk), yb(blocks * qk);
+    d_ours(a.data(), ya.data(), blocks * qk);
+    d_theirs(reinterpret_cast<const Theirs*>(a.data()), yb.data(), blocks * qk);
+    int bad = 0;
+    for (int b = 0; b < blocks; ++b) {
+        bool same = true;
+        for (int j = 0; j < qk; ++j) {
+            const float u = ya[b * qk + j], v = yb[b * qk + j];
+            same = same && (std::memcmp(&u, &v, sizeof u) == 0 || (std::isnan(u) && std::isnan(v)));
+        }
+        bad += !same;
+    }
+    std::printf("%-11s %6d random blocks: dequantized values of %d differ\n", name, blocks, bad);
+    return bad;
+}
+
 /// Drops the blocks whose magnitudes are all below 1e-15 (ggml's iq4_nl leaves their
 /// nibbles as the block before left them).
 std::vector<float> without_tiny_blocks(const std::vector<float>& x) {
@@ -102,6 +139,20 @@ int main(int argc, char** argv) {
     bad += compare<bp::block_q5_K, block_q5_K, 256>("q5_K", bp::quantize_row_q5_K, quantize_row_q5_K_ref, bp::dequantize_row_q5_K, dequantize_row_q5_K, large);
     bad += compare<bp::block_q6_K, block_q6_K, 256>("q6_K", bp::quantize_row_q6_K, quantize_row_q6_K_ref, bp::dequantize_row_q6_K, dequantize_row_q6_K, large);
     bad += compare<bp::block_q8_K, block_q8_K, 256>("q8_K", bp::quantize_row_q8_K, quantize_row_q8_K_ref, bp::dequantize_row_q8_K, dequantize_row_q8_K, large);
+    bad += compare<bp::block_iq4_xs, block_iq4_xs, 256>("iq4_xs", bp::quantize_row_iq4_xs, quantize_row_iq4_xs_ref, bp::dequantize_row_iq4_xs, dequantize_row_iq4_xs, large);
+    bad += compare<bp::block_tq1_0, block_tq1_0, 256>("tq1_0", bp::quantize_row_tq1_0, quantize_row_tq1_0_ref, bp::dequantize_row_tq1_0, dequantize_row_tq1_0, large);
+    bad += compare<bp::block_tq2_0, block_tq2_0, 256>("tq2_0", bp::quantize_row_tq2_0, quantize_row_tq2_0_ref, bp::dequantize_row_tq2_0, dequantize_row_tq2_0, large);
+    iq3xs_init_impl(256); // ggml's lattice tables, which its quantizer needs
+    bad += compare<bp::block_iq3_xxs, block_iq3_xxs, 256>("iq3_xxs file", bp::quantize_row_iq3_xxs, quantize_row_iq3_xxs_ref, bp::dequantize_row_iq3_xxs, dequantize_row_iq3_xxs, large);
+    bad += compare_dequantize<bp::block_iq4_xs, block_iq4_xs>("iq4_xs", bp::dequantize_row_iq4_xs, dequantize_row_iq4_xs, seed);
+    bad += compare_dequantize<bp::block_iq3_xxs, block_iq3_xxs>("iq3_xxs", bp::dequantize_row_iq3_xxs, dequantize_row_iq3_xxs, seed);
+    bad += compare_dequantize<bp::block_iq3_s, block_iq3_s>("iq3_s", bp::dequantize_row_iq3_s, dequantize_row_iq3_s, seed);
+    bad += compare_dequantize<bp::block_iq2_xxs, block_iq2_xxs>("iq2_xxs", bp::dequantize_row_iq2_xxs, dequantize_row_iq2_xxs, seed);
+    bad += compare_dequantize<bp::block_iq2_xs, block_iq2_xs>("iq2_xs", bp::dequantize_row_iq2_xs, dequantize_row_iq2_xs, seed);
+    bad += compare_dequantize<bp::block_iq2_s, block_iq2_s>("iq2_s", bp::dequantize_row_iq2_s, dequantize_row_iq2_s, seed);
+    bad += compare_dequantize<bp::block_iq1_s, block_iq1_s>("iq1_s", bp::dequantize_row_iq1_s, dequantize_row_iq1_s, seed);
+    bad += compare_dequantize<bp::block_iq1_m, block_iq1_m>("iq1_m", bp::dequantize_row_iq1_m, dequantize_row_iq1_m, seed, false);
+    bad += compare_dequantize<bp::block_tq1_0, block_tq1_0>("tq1_0", bp::dequantize_row_tq1_0, dequantize_row_tq1_0, seed, false);
     std::printf("%s\n", bad == 0 ? "every format identical to ggml's" : "DIFFERENCES");
     return bad == 0 ? 0 : 1;
 }

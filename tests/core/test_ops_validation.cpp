@@ -46,6 +46,14 @@ std::string type_text(const tensor* t) {
     case elem_type::q8_K: return "q8_K";
     case elem_type::i32: return "i32";
     case elem_type::i64: return "i64";
+    case elem_type::iq4_xs: return "iq4_xs";
+    case elem_type::iq3_xxs: return "iq3_xxs";
+    case elem_type::iq3_s: return "iq3_s";
+    case elem_type::iq2_xxs: return "iq2_xxs";
+    case elem_type::iq2_xs: return "iq2_xs";
+    case elem_type::iq2_s: return "iq2_s";
+    case elem_type::iq1_s: return "iq1_s";
+    case elem_type::iq1_m: return "iq1_m";
     default: break; // the types these cases use are named above
     }
     return "?";
@@ -1429,6 +1437,19 @@ TEST_CASE("cpy: converts and aliases its destination", "[ops][copy]") {
     CHECK(cpy(ctx, l1, ctx.new_tensor_2d(elem_type::i64, 2, 3))->type == elem_type::i64);
     CHECK_OP_ERROR("cpy", operands({l1, i1}), cpy(ctx, l1, i1));
     CHECK_OP_ERROR("cpy", operands({i1, l1}), cpy(ctx, i1, l1));
+    // the lattice i-quants are read, copied as they are, but never converted into (as
+    // ggml's CPU, which has no from_float for them); iq4_xs, tq1_0 and tq2_0 are
+    tensor* f256 = ctx.new_tensor_2d(elem_type::f32, 256, 2);
+    for (const elem_type t : {elem_type::iq3_xxs, elem_type::iq3_s, elem_type::iq2_xxs, elem_type::iq2_xs,
+                              elem_type::iq2_s, elem_type::iq1_s, elem_type::iq1_m}) {
+        INFO(to_string(t));
+        tensor* lq = ctx.new_tensor_2d(t, 256, 2);
+        CHECK_OP_ERROR("cpy", operands({f256, lq}), cpy(ctx, f256, lq));
+        CHECK(cpy(ctx, lq, f256)->type == elem_type::f32);
+        CHECK(cpy(ctx, lq, ctx.new_tensor_2d(t, 256, 2))->type == t);
+    }
+    for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0})
+        CHECK(cpy(ctx, f256, ctx.new_tensor_2d(t, 256, 2))->type == t);
 }
 
 TEST_CASE("set_rows: writes into and aliases its destination", "[ops][set_rows]") {
@@ -1471,6 +1492,10 @@ TEST_CASE("set_rows: writes into and aliases its destination", "[ops][set_rows]"
     CHECK_OP_ERROR("set_rows", operands({aq, bq, idx}), set_rows(ctx, aq, bq, idx)); // quantized rows written
     tensor* ai = ctx.new_tensor_2d(elem_type::i32, 8, 10);
     CHECK_OP_ERROR("set_rows", operands({ai, b, idx}), set_rows(ctx, ai, b, idx)); // an i32 destination
+    tensor* alat = ctx.new_tensor_2d(elem_type::iq2_s, 256, 10);
+    tensor* b256 = ctx.new_tensor_2d(elem_type::f32, 256, 3);
+    CHECK_OP_ERROR("set_rows", operands({alat, b256, idx}), set_rows(ctx, alat, b256, idx)); // f32 does not convert into iq2_s
+    CHECK(set_rows(ctx, ctx.new_tensor_2d(elem_type::iq4_xs, 256, 10), b256, idx)->type == elem_type::iq4_xs);
     tensor* a3 = ctx.new_tensor_3d(elem_type::f32, 8, 10, 3);
     tensor* b3 = ctx.new_tensor_3d(elem_type::f32, 8, 3, 3);
     tensor* idx2 = ctx.new_tensor_2d(elem_type::i32, 3, 2); // 2 does not divide 3

@@ -1,4 +1,4 @@
-// The block formats of core/quants.hpp and core/kquants.hpp: layouts read as ggml's
+// The block formats of core/quants.hpp, core/kquants.hpp and core/iquants.hpp: layouts read as ggml's
 // formulas say, round trips within each format's step on seeded data of many scales,
 // ties, all-zero blocks and the sign of the largest magnitude.
 
@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -276,7 +278,7 @@ TEST_CASE("convert: quantize_weights_row is from_float_row but for iq4_nl's sear
     const std::vector<float> x = seeded_row(11, 1.0f); // 256 values
     const auto n = static_cast<std::int64_t>(x.size());
     for (const elem_type t : all_elem_types) {
-        if (!is_quantized(t)) continue;
+        if (!is_quantized(t) || !weights_quantizer_missing(t).empty()) continue;
         INFO(to_string(t));
         std::vector<std::byte> file(row_size(t, n)), op(row_size(t, n)), own(row_size(t, n));
         quantize_weights_row(t, x.data(), file.data(), n);
@@ -287,6 +289,9 @@ TEST_CASE("convert: quantize_weights_row is from_float_row but for iq4_nl's sear
             CHECK(file != op);
         } else if (t == elem_type::q8_0) {
             quantize_row_q8_0_ties_away(x.data(), reinterpret_cast<block_q8_0*>(own.data()), n);
+            CHECK(file == own);
+        } else if (t == elem_type::iq3_xxs) { // f32 does not convert into it: only files are written
+            quantize_row_iq3_xxs(x.data(), reinterpret_cast<block_iq3_xxs*>(own.data()), n);
             CHECK(file == own);
         } else {
             CHECK(file == op);
@@ -511,7 +516,7 @@ TEST_CASE("convert: every quantized element type converts rows through its own b
     };
     int covered = 0;
     for (elem_type t : all_elem_types) {
-        if (!is_quantized(t)) continue;
+        if (!is_quantized(t) || !converts_from_float(t)) continue;
         INFO(to_string(t));
         ++covered;
         const std::int64_t n = 2 * max_block_size;
@@ -545,5 +550,199 @@ TEST_CASE("convert: every quantized element type converts rows through its own b
             dequantize_block(t, odd.data() + 1 + static_cast<std::size_t>(b) * type_size(t), back_block.data() + b * bs);
         CHECK(back_block == back_format);
     }
-    CHECK(covered == 13);
+    CHECK(covered == 16); // all but iq3_xxs ... iq1_m, which f32 does not convert into
+}
+
+// ---------------------------------------------------------------------------------------
+// core/iquants.hpp: the i-quants and ternary types
+
+namespace {
+
+/// A row of n values: normal and uniform values of the given scale.
+std::vector<float> seeded_values(std::uint32_t seed, float scale, std::size_t n) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, scale);
+    std::uniform_real_distribution<float> ud(-scale, scale);
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = i % 3 == 0 ? ud(rng) : nd(rng);
+    return x;
+}
+
+/// Root mean square of x - y over that of x.
+double relative_rms(const std::vector<float>& x, const std::vector<float>& y) {
+    double e = 0, s = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        e += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
+        s += static_cast<double>(x[i]) * x[i];
+    }
+    return std::sqrt(e / s);
+}
+
+/// x quantized to t and read back (through convert.hpp).
+std::vector<float> round_trip(elem_type t, const std::vector<float>& x) {
+    const auto n = static_cast<std::int64_t>(x.size());
+    std::vector<std::byte> q(row_size(t, n));
+    std::vector<float> y(x.size());
+    from_float_row(t, x.data(), q.data(), n);
+    to_float_row(t, q.data(), y.data(), n);
+    return y;
+}
+
+} // namespace
+
+TEST_CASE("iquants: a 7-bit sign group stands for 8 signs with an even number of minus signs", "[quants]") {
+    for (unsigned g = 0; g < 128; ++g) {
+        const std::uint8_t s = detail::even_signs(g);
+        CHECK((s & 127u) == g);
+        CHECK(std::popcount(static_cast<unsigned>(s)) % 2 == 0);
+    }
+}
+
+TEST_CASE("iquants: blocks read as ggml's formulas", "[quants]") {
+    std::vector<float> y(qk_k);
+    SECTION("iq4_xs: d times (6-bit scale - 32) times iq4_nl's table") {
+        block_iq4_xs b{};
+        b.d = f32_to_f16(0.5f);
+        b.scales_l[0] = 0x01 | 0x00;  // sub-block 0: low bits 1, sub-block 1: 0
+        b.scales_h = 2u << 0 | 1u << 2; // sub-block 0: high bits 2 (scale 33), sub-block 1: 1 (16)
+        b.qs[0] = 0x0f;                // value 0: code 15, value 16: code 0
+        b.qs[16] = 0x80;               // sub-block 1's value 0: code 0, value 16: code 8
+        dequantize_row_iq4_xs(&b, y.data(), qk_k);
+        CHECK(y[0] == 0.5f * 1 * 113);
+        CHECK(y[16] == 0.5f * 1 * -127);
+        CHECK(y[32] == 0.5f * -16 * -127);
+        CHECK(y[48] == 0.5f * -16 * 1);
+        CHECK(y[255] == 0.5f * -32 * -127); // scale 0, code 0
+    }
+    SECTION("tq2_0: two bits a value, code - 1, value 32 l + m in bits 2 l of byte m") {
+        block_tq2_0 b{};
+        b.d = f32_to_f16(3.0f);
+        b.qs[5] = 0b00'10'01'00; // values 5, 37, 69, 101: codes 0, 1, 2, 0
+        dequantize_row_tq2_0(&b, y.data(), qk_k);
+        CHECK(y[5] == -3.0f);
+        CHECK(y[37] == 0.0f);
+        CHECK(y[69] == 3.0f);
+        CHECK(y[101] == -3.0f);
+        CHECK(y[128 + 5] == -3.0f); // byte 37: zero, so code 0
+    }
+    SECTION("tq1_0: five trits a byte, the first most significant, quantize and read back") {
+        std::vector<float> x(qk_k, 0.0f);
+        x[3] = 2.0f;         // byte 3's first trit
+        x[3 + 32] = -2.0f;   // its second
+        x[160 + 7] = 2.0f;   // byte 32 + 7's first trit
+        x[240 + 2] = -2.0f;  // qh byte 2's first trit
+        x[240 + 12] = 2.0f;  // qh byte 0's fourth trit
+        block_tq1_0 b{};
+        quantize_row_tq1_0(x.data(), &b, qk_k);
+        CHECK(f16_to_f32(b.d) == 2.0f);
+        dequantize_row_tq1_0(&b, y.data(), qk_k);
+        CHECK(y == x);
+        CHECK(b.qs[0] == ((121u * 256 + 242) / 243)); // all zero codes: 11111 in base 3
+    }
+    SECTION("iq2_xxs: grid magnitudes times d (s + 1/2) / 4, signs from the group and its parity") {
+        block_iq2_xxs b{};
+        b.d = f32_to_f16(1.0f);
+        const std::uint32_t aux = 1u | (3u << 28); // group 0: sign bit 0 (and so bit 7), scale 3
+        std::memcpy(reinterpret_cast<std::uint8_t*>(b.qs) + 4, &aux, 4);
+        dequantize_row_iq2_xxs(&b, y.data(), qk_k);
+        const float db = (0.5f + 3.0f) * 0.25f;
+        const auto g = detail::iq2xxs_grid[0];
+        CHECK(y[0] == -db * static_cast<float>(g & 0xff));
+        CHECK(y[1] == db * static_cast<float>((g >> 8) & 0xff));
+        CHECK(y[7] == -db * static_cast<float>((g >> 56) & 0xff));
+        CHECK(y[8] == db * static_cast<float>(g & 0xff));
+    }
+    SECTION("iq1_s: d (2 s + 1) (grid value + the shift)") {
+        block_iq1_s b{};
+        b.d = f32_to_f16(0.25f);
+        b.qh[0] = static_cast<std::uint16_t>(2u << 12 | 0x8000u); // scale 2, shift -1/8
+        dequantize_row_iq1_s(&b, y.data(), qk_k);
+        const auto v0 = static_cast<float>(static_cast<std::int8_t>(detail::iq1s_grid[0] & 0xff));
+        CHECK(y[0] == 0.25f * 5.0f * (v0 - 0.125f));
+        CHECK(y[32] == 0.25f * 1.0f * (v0 + 0.125f)); // sub-block 1: scale 0, shift +1/8
+    }
+}
+
+TEST_CASE("iquants: round trips of iq4_xs, tq1_0 and tq2_0 on seeded data of many scales", "[quants]") {
+    for (const float scale : scales) {
+        INFO("scale " << scale);
+        const std::vector<float> x = seeded_values(7, scale, 4 * qk_k);
+        CHECK(relative_rms(x, round_trip(elem_type::iq4_xs, x)) < 0.085); // about 0.080 here
+        // ternary formats keep the sign of each large value and zero the small ones
+        for (const elem_type t : {elem_type::tq1_0, elem_type::tq2_0}) {
+            const std::vector<float> y = round_trip(t, x);
+            CHECK(relative_rms(x, y) < 1.0);
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                const float d = std::fabs(y[i]);
+                if (d != 0.0f) CHECK(std::signbit(y[i]) == std::signbit(x[i]));
+            }
+        }
+    }
+    SECTION("ternary data of one magnitude is exact, and an all-zero block stores d = 0") {
+        std::vector<float> x(2 * qk_k);
+        std::mt19937 rng(3);
+        for (std::size_t i = 0; i < qk_k; ++i) x[i] = 0.75f * static_cast<float>(static_cast<int>(rng() % 3) - 1);
+        x[0] = 0.75f;
+        for (const elem_type t : {elem_type::tq1_0, elem_type::tq2_0}) CHECK(round_trip(t, x) == x);
+    }
+    SECTION("iq4_xs: a sub-block of zeros reads back as zeros beside large ones") {
+        std::vector<float> x = seeded_values(9, 1.0f, qk_k);
+        std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
+        const std::vector<float> y = round_trip(elem_type::iq4_xs, x);
+        for (std::size_t i = 64; i < 96; ++i) CHECK(std::fabs(y[i]) < 0.05f);
+    }
+}
+
+TEST_CASE("iquants: iq3_xxs's grid search, for model files", "[quants]") {
+    const auto file_round_trip = [](const std::vector<float>& x) {
+        const auto n = static_cast<std::int64_t>(x.size());
+        std::vector<std::byte> q(row_size(elem_type::iq3_xxs, n));
+        std::vector<float> y(x.size());
+        quantize_weights_row(elem_type::iq3_xxs, x.data(), q.data(), n);
+        to_float_row(elem_type::iq3_xxs, q.data(), y.data(), n);
+        return std::pair{q, y};
+    };
+    for (const float scale : scales) {
+        INFO("scale " << scale);
+        const std::vector<float> x = seeded_values(13, scale, 4 * qk_k);
+        const auto [q, y] = file_round_trip(x);
+        CHECK(relative_rms(x, y) < 0.25); // about 0.2 here: 3 bits a value on a grid
+        CHECK(file_round_trip(x).first == q); // deterministic
+        // the signs are the values' but for at most one value of least magnitude per 8
+        int flipped = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) flipped += y[i] != 0.0f && std::signbit(y[i]) != std::signbit(x[i]);
+        CHECK(flipped <= static_cast<int>(x.size() / 8));
+    }
+    SECTION("a super-block of zeros stores zeros") {
+        const auto [q, y] = file_round_trip(std::vector<float>(qk_k, 0.0f));
+        for (const std::byte b : q) CHECK(b == std::byte{0});
+    }
+    SECTION("the lattice tables: every grid entry is its own key, every other key has neighbours") {
+        const detail::iq3_lattice& lat = detail::iq3xxs_lattice();
+        CHECK(&lat == &detail::iq3xxs_lattice()); // built once
+        int on_grid = 0;
+        for (int key = 0; key < detail::iq3_lattice::keys; ++key) {
+            if (lat.map[key] >= 0) {
+                ++on_grid;
+                CHECK(detail::iq3_lattice::key_of(lat.codes[lat.map[key]].data()) == key);
+            } else {
+                CHECK(lat.neighbours[static_cast<std::size_t>(-lat.map[key] - 1)] > 0);
+            }
+        }
+        CHECK(on_grid == 256);
+    }
+}
+
+TEST_CASE("iquants: the lattice types are read but not written", "[quants]") {
+    const std::vector<float> x = seeded_values(5, 1.0f, qk_k);
+    for (const elem_type t : {elem_type::iq3_xxs, elem_type::iq3_s, elem_type::iq2_xxs, elem_type::iq2_xs,
+                              elem_type::iq2_s, elem_type::iq1_s, elem_type::iq1_m}) {
+        INFO(to_string(t));
+        CHECK_FALSE(converts_from_float(t));
+        std::vector<std::byte> q(row_size(t, qk_k));
+        if (t != elem_type::iq3_xxs) CHECK_THROWS_AS(quantize_weights_row(t, x.data(), q.data(), qk_k), error);
+    }
+    CHECK_THROWS_WITH(quantize_weights_row(elem_type::iq2_xxs, x.data(), nullptr, qk_k),
+                      Catch::Contains("importance matrix"));
+    for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0}) CHECK(converts_from_float(t));
 }

@@ -364,7 +364,11 @@ TEST_CASE("type traits", "[types][traits]") {
         {elem_type::i64, "i64"},   {elem_type::q4_1, "q4_1"}, {elem_type::q5_0, "q5_0"},
         {elem_type::q5_1, "q5_1"}, {elem_type::q2_K, "q2_K"}, {elem_type::q3_K, "q3_K"},
         {elem_type::q4_K, "q4_K"}, {elem_type::q5_K, "q5_K"}, {elem_type::q6_K, "q6_K"},
-        {elem_type::q8_K, "q8_K"}, {elem_type::iq4_nl, "iq4_nl"}, {elem_type::mxfp4, "mxfp4"}};
+        {elem_type::q8_K, "q8_K"}, {elem_type::iq4_nl, "iq4_nl"}, {elem_type::mxfp4, "mxfp4"},
+        {elem_type::iq4_xs, "iq4_xs"}, {elem_type::iq3_xxs, "iq3_xxs"}, {elem_type::iq3_s, "iq3_s"},
+        {elem_type::iq2_xxs, "iq2_xxs"}, {elem_type::iq2_xs, "iq2_xs"}, {elem_type::iq2_s, "iq2_s"},
+        {elem_type::iq1_s, "iq1_s"}, {elem_type::iq1_m, "iq1_m"}, {elem_type::tq1_0, "tq1_0"},
+        {elem_type::tq2_0, "tq2_0"}};
     STATIC_REQUIRE(std::size(names) == elem_type_count);
     for (auto [t, name] : names) {
         CHECK(to_string(t) == name);

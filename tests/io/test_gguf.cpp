@@ -143,14 +143,16 @@ TEST_CASE("gguf: element types carry ggml's type numbers, both ways") {
         {elem_type::q5_0, 6},  {elem_type::q5_1, 7},  {elem_type::q8_0, 8},   {elem_type::q2_K, 10},
         {elem_type::q3_K, 11}, {elem_type::q4_K, 12}, {elem_type::q5_K, 13},  {elem_type::q6_K, 14},
         {elem_type::q8_K, 15}, {elem_type::iq4_nl, 20}, {elem_type::i32, 26}, {elem_type::i64, 27},
-        {elem_type::bf16, 30}, {elem_type::mxfp4, 39}};
+        {elem_type::bf16, 30}, {elem_type::mxfp4, 39}, {elem_type::iq2_xxs, 16}, {elem_type::iq2_xs, 17},
+        {elem_type::iq3_xxs, 18}, {elem_type::iq1_s, 19}, {elem_type::iq3_s, 21}, {elem_type::iq2_s, 22},
+        {elem_type::iq4_xs, 23}, {elem_type::iq1_m, 29}, {elem_type::tq1_0, 34}, {elem_type::tq2_0, 35}};
     STATIC_REQUIRE(std::size(ids) == elem_type_count);
     for (auto [t, id] : ids) {
         INFO(to_string(t));
         CHECK(gg::ggml_type_of(t) == id);
         CHECK(gg::elem_type_of_ggml(id) == t);
     }
-    for (const std::uint32_t unknown : {4u, 5u, 9u, 16u, 19u, 21u, 28u, 29u, 31u, 38u, 40u, 0xffffffffu})
+    for (const std::uint32_t unknown : {4u, 5u, 9u, 24u, 25u, 28u, 31u, 32u, 33u, 36u, 37u, 38u, 40u, 0xffffffffu})
         CHECK_FALSE(gg::elem_type_of_ggml(unknown).has_value());
 }
 
@@ -281,9 +283,9 @@ TEST_CASE("gguf: malformed files are rejected with a clear status") {
     SECTION("unknown types") {
         CHECK_THAT(reject(patched(good, 33, std::uint32_t{77})),
                    Catch::Contains("unknown type 77"));
-        // ggml's iq2_xxs (16): a type backplane does not read; the message lists those it does
-        CHECK_THAT(reject(patched(good, 70, std::uint32_t{16})),
-                   Catch::Contains("ggml type 16") && Catch::Contains("q4_K") && Catch::Contains("mxfp4"));
+        // ggml's f64 (28): a type backplane does not read; the message lists those it does
+        CHECK_THAT(reject(patched(good, 70, std::uint32_t{28})),
+                   Catch::Contains("ggml type 28") && Catch::Contains("q4_K") && Catch::Contains("tq2_0"));
     }
     SECTION("misaligned, out-of-range and overlapping tensors") {
         CHECK_THAT(reject(patched(good, 74, std::uint64_t{4})),

@@ -47,22 +47,25 @@ struct family_count {
 /// What the op table's rules define, per family (core/op_traits.hpp), which the CPU
 /// computes in full: update an entry when a rule or an op changes.
 inline constexpr family_count op_table_combinations[] = {
-    {"copy", 16 * 16 + 2 + 18}, // cpy between the 3 float and 13 quantized types, i32 -> i32, i64 -> i64; dup / cont of each type
+    {"copy", 26 * 19 + 7 + 2 + 28}, // cpy from the 3 float and 23 quantized types into the 3 float and the 16 quantized
+                                    // types f32 converts into, each of the 7 others into itself, i32 -> i32, i64 -> i64;
+                                    // dup / cont of each type
     {"binary", 4 * 9},       // add, sub, mul, div: f32 f16 bf16 x f32 f16 bf16
     {"unary", 24 * 3},       // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32 f16 bf16
     {"rows", 3 + 3 + 4},     // sum_rows, argmax of f32 f16 bf16; norm, rms_norm, l2_norm, group_norm f32
     {"soft_max", 3 * 2},     // no mask, f32 mask, f16 mask; each again with sinks (and ALiBi where masked)
-    {"mul_mat", 16 * 3},     // f32 f16 bf16 and the 13 quantized weights x f32 f16 bf16 activations
-    {"get_rows", 16 + 1},    // f32 f16 bf16, the 13 quantized types and i32 rows
+    {"mul_mat", 26 * 3},     // f32 f16 bf16 and the 23 quantized weights x f32 f16 bf16 activations
+    {"get_rows", 26 + 1},    // f32 f16 bf16, the 23 quantized types and i32 rows
     {"rope", 5 * 2},         // normal, neox, mrope, imrope, vision of f32, f16
     {"glu", 2 * 3},          // fused, split of f32 f16 bf16 (every function in each)
     {"reduce", 2 * 3},       // sum, mean of f32 f16 bf16
     {"sort", 2 * 3},         // argsort, top_k of f32 f16 bf16
-    {"concat", 18},          // every type
-    {"set_rows", 16 * 3 * 2}, // into f32 f16 bf16 and the 13 quantized types, from f32 f16 bf16 rows, by i32 or i64 indices
+    {"concat", 28},          // every type
+    {"set_rows", 19 * 3 * 2}, // into f32 f16 bf16 and the 16 quantized types f32 converts into, from f32 f16 bf16 rows,
+                              // by i32 or i64 indices
     {"pad", 3},              // f32 f16 bf16
     {"arange", 1},           // f32
-    {"mul_mat_id", 16 * 3},  // f32 f16 bf16 and the 13 quantized experts x f32 f16 bf16 activations
+    {"mul_mat_id", 26 * 3},  // f32 f16 bf16 and the 23 quantized experts x f32 f16 bf16 activations
     {"add_id", 1},           // f32
     {"flash_attn_ext", 5 * 5}, // k x v of f32 f16 bf16 q8_0 q4_0 (each with and without mask, sinks, softcap, ALiBi)
     {"repeat", 4},           // f32 f16 bf16 i32

@@ -64,7 +64,10 @@
 //   pad_reflect_1d, roll            = a              f32 f16 bf16
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
-// iq4_nl, mxfp4); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types.
+// iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
+// tq2_0); flash_attn_ext's k and v take q8_0 and q4_0 of them, the KV-cache types. As a
+// result (cpy from another type, set_rows' destination) only those f32 converts into
+// (converts_from_float: not iq3_xxs ... iq1_m, as ggml's CPU has no from_float for them).
 //
 // Any layout is allowed (byte strides, views, permutations), except that quantized
 // operands keep their rows' blocks contiguous, mul_mat's weights are not transposed, and
@@ -175,6 +178,7 @@ inline std::string_view copy(const tensor& t) noexcept {
     if (a.nelements() != t.nelements()) return "a and the result must have the same number of elements";
     if (!whole_blocks(a)) return "a quantized source must have contiguous rows of whole blocks";
     if (is_quantized(t.type) && !t.is_contiguous()) return "a quantized destination must be contiguous";
+    if (a.type != t.type && !converts_from_float(t.type)) return "f32 does not convert into the result's type";
     return {};
 }
 
@@ -489,6 +493,7 @@ inline std::string_view set_rows(const tensor& t) noexcept {
     const tensor& idx = *t.src[1];
     const tensor& a = *t.src[2];
     if (!real_type(a.type)) return "a (the destination) must be a float or quantized type";
+    if (!converts_from_float(a.type)) return "f32 does not convert into a's type";
     if (!float_type(b.type)) return "b (the rows written) must be f32, f16 or bf16";
     if (!index_type(idx.type)) return "indices must be i32 or i64";
     if (a.ne[0] != b.ne[0] || a.ne[2] != b.ne[2] || a.ne[3] != b.ne[3])

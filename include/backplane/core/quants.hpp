@@ -144,6 +144,29 @@ struct iq4nl_fit {
     [[nodiscard]] float scale() const noexcept { return sumq2 > 0.0f ? sumqx / sumq2 : 0.0f; }
 };
 
+/// ggml's scale search of iq4_nl's codes for a block of 32 without importance weights:
+/// the fit of the first scale, which maps the value of largest magnitude to the table's
+/// top (+127), then 15 more inverse scales (k - 127) / max for k in [-7, 7]; the refit
+/// d = sum(w q x) / sum(w q^2) (w = x^2) of the codes with the largest
+/// (sum w q x)^2 / sum(w q^2), the first of equals. 0 for a block of magnitudes below
+/// 1e-15. (quantize_row_iq4_nl_search's scale, and iq4_xs's of each sub-block.)
+inline float iq4nl_searched_scale(const float* xb) noexcept {
+    const float vmax = signed_max(xb, qk_small);
+    if (std::fabs(vmax) < 1e-15f) return 0.0f;
+    const float top = -static_cast<float>(iq4nl_values[0]);
+    const iq4nl_fit first(xb, 1.0f / (vmax / top));
+    float d = first.scale();
+    float best = d * first.sumqx;
+    for (int k = -7; k <= 7; ++k) {
+        const iq4nl_fit f(xb, static_cast<float>(k + iq4nl_values[0]) / vmax);
+        if (f.sumq2 > 0.0f && f.sumqx * f.sumqx > best * f.sumq2) {
+            d = f.sumqx / f.sumq2;
+            best = d * f.sumqx;
+        }
+    }
+    return d;
+}
+
 /// The index of mxfp4_values whose value times d is nearest to x (a tie takes the lower).
 /// d is a power of two, so each value times d is exact: fused into the subtraction or not,
 /// the distances are the same.
@@ -239,12 +262,10 @@ inline void quantize_row_iq4_nl(const float* x, block_iq4_nl* y, std::int64_t n)
 }
 
 /// iq4_nl with ggml's scale search, what llama-quantize writes without an importance
-/// matrix (ggml's quantize_iq4_nl): the fit of the first scale, which maps the value of
-/// largest magnitude to the table's top (+127 here, where quantize_row_iq4_nl maps it to
-/// -127), then 15 more inverse scales (k - 127) / max for k in [-7, 7]; the refit
-/// d = sum(w q x) / sum(w q^2) of the codes with the largest (sum w q x)^2 / sum(w q^2)
-/// is stored (the first of equals), and each value takes the entry nearest to x / d (the
-/// f32 d). On normal and uniform data its weighted squared error (w = x^2) is about 9 %
+/// matrix (ggml's quantize_iq4_nl): d = detail::iq4nl_searched_scale (whose first scale
+/// maps the value of largest magnitude to the table's top, +127, where
+/// quantize_row_iq4_nl maps it to -127) is stored, and each value takes the entry nearest
+/// to x / d (the f32 d). On normal and uniform data its weighted squared error (w = x^2) is about 9 %
 /// below quantize_row_iq4_nl's, though a block now and then comes out worse (the codes are
 /// chosen again for the chosen scale, which is not refitted to them). A block of
 /// magnitudes below 1e-15 stores d = 0 and index 8 everywhere (the entry nearest 0), as
@@ -252,22 +273,7 @@ inline void quantize_row_iq4_nl(const float* x, block_iq4_nl* y, std::int64_t n)
 inline void quantize_row_iq4_nl_search(const float* x, block_iq4_nl* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_small; ++b) {
         const float* xb = x + b * qk_small;
-        const float vmax = detail::signed_max(xb, qk_small);
-        float d = 0.0f;
-        if (std::fabs(vmax) >= 1e-15f) {
-            const float top = -static_cast<float>(iq4nl_values[0]);
-            const detail::iq4nl_fit first(xb, 1.0f / (vmax / top));
-            d = first.scale();
-            float best = d * first.sumqx;
-            for (int k = -7; k <= 7; ++k) {
-                const float id = static_cast<float>(k + iq4nl_values[0]) / vmax;
-                const detail::iq4nl_fit f(xb, id);
-                if (f.sumq2 > 0.0f && f.sumqx * f.sumqx > best * f.sumq2) {
-                    d = f.sumqx / f.sumq2;
-                    best = d * f.sumqx;
-                }
-            }
-        }
+        const float d = detail::iq4nl_searched_scale(xb);
         y[b].d = f32_to_f16(d);
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         std::uint8_t q[qk_small];

@@ -2,11 +2,12 @@
 // Element types and their storage.
 //
 // Float types are stored element by element; quantized types in blocks (32 values, or
-// super-blocks of 256 for the K-quants), bit-compatible with ggml's types of the same name
+// super-blocks of 256 for the K-quants, the i-quants but iq4_nl and the ternary types),
+// bit-compatible with ggml's types of the same name
 // so that weights from GGUF files are used as they are. Row sizes of quantized tensors are
 // therefore counted in blocks: a row of n values needs n / block_size blocks, and n must be
 // a multiple of the block size. The block layouts beyond q8_0 and q4_0 and their
-// quantizers are in quants.hpp and kquants.hpp; row conversions of every type in
+// quantizers are in quants.hpp, kquants.hpp and iquants.hpp; row conversions of every type in
 // convert.hpp.
 
 #include <backplane/core/detail/unfused.hpp>
@@ -44,13 +45,26 @@ enum class elem_type : std::uint8_t {
     q8_K,
     iq4_nl,
     mxfp4,
+    iq4_xs,
+    iq3_xxs,
+    iq3_s,
+    iq2_xxs,
+    iq2_xs,
+    iq2_s,
+    iq1_s,
+    iq1_m,
+    tq1_0,
+    tq2_0,
 };
 
-inline constexpr std::size_t elem_type_count = 18;
+inline constexpr std::size_t elem_type_count = 28;
 inline constexpr std::array<elem_type, elem_type_count> all_elem_types = {
-    elem_type::f32,  elem_type::f16,  elem_type::bf16, elem_type::q8_0,   elem_type::q4_0,  elem_type::i32,
-    elem_type::i64,  elem_type::q4_1, elem_type::q5_0, elem_type::q5_1,   elem_type::q2_K,  elem_type::q3_K,
-    elem_type::q4_K, elem_type::q5_K, elem_type::q6_K, elem_type::q8_K,   elem_type::iq4_nl, elem_type::mxfp4};
+    elem_type::f32,    elem_type::f16,     elem_type::bf16,  elem_type::q8_0,    elem_type::q4_0,
+    elem_type::i32,    elem_type::i64,     elem_type::q4_1,  elem_type::q5_0,    elem_type::q5_1,
+    elem_type::q2_K,   elem_type::q3_K,    elem_type::q4_K,  elem_type::q5_K,    elem_type::q6_K,
+    elem_type::q8_K,   elem_type::iq4_nl,  elem_type::mxfp4, elem_type::iq4_xs,  elem_type::iq3_xxs,
+    elem_type::iq3_s,  elem_type::iq2_xxs, elem_type::iq2_xs, elem_type::iq2_s,  elem_type::iq1_s,
+    elem_type::iq1_m,  elem_type::tq1_0,   elem_type::tq2_0};
 
 /// 16-bit IEEE half and bfloat16 as distinct storage types (no arithmetic on purpose:
 /// convert to float, compute, convert back).
@@ -87,6 +101,10 @@ struct type_traits {
     std::size_t type_size;    ///< bytes per block
     bool is_quantized;
     bool is_float;            ///< holds real numbers (f32, f16, bf16, quantized)
+    /// f32 rows convert into it (from_float_row): what cpy and set_rows may write. As
+    /// ggml's CPU (its from_float), every type but the i-quants of the lattice grids
+    /// (iq3_xxs ... iq1_m), whose quantizers are searches for model files only.
+    bool from_float = true;
 };
 
 namespace detail {
@@ -111,9 +129,19 @@ inline constexpr std::array<type_traits, elem_type_count + 1> type_table = {{
     {"q8_K", 256, 292, true, true},
     {"iq4_nl", 32, 18, true, true},
     {"mxfp4", 32, 17, true, true},
-    {"?", 1, 0, false, false}, // any other value
+    {"iq4_xs", 256, 136, true, true},
+    {"iq3_xxs", 256, 98, true, true, false},
+    {"iq3_s", 256, 110, true, true, false},
+    {"iq2_xxs", 256, 66, true, true, false},
+    {"iq2_xs", 256, 74, true, true, false},
+    {"iq2_s", 256, 82, true, true, false},
+    {"iq1_s", 256, 50, true, true, false},
+    {"iq1_m", 256, 56, true, true, false},
+    {"tq1_0", 256, 54, true, true},
+    {"tq2_0", 256, 66, true, true},
+    {"?", 1, 0, false, false, false}, // any other value
 }};
-static_assert(static_cast<std::size_t>(elem_type::mxfp4) + 1 == elem_type_count, "type_table follows elem_type");
+static_assert(static_cast<std::size_t>(elem_type::tq2_0) + 1 == elem_type_count, "type_table follows elem_type");
 } // namespace detail
 
 /// The most values and bytes a block of any type holds (the K-quants' super-blocks; q8_K).
@@ -132,6 +160,8 @@ constexpr std::string_view to_string(elem_type t) noexcept { return traits(t).na
 constexpr std::int64_t block_size(elem_type t) noexcept { return traits(t).block_size; }
 constexpr std::size_t type_size(elem_type t) noexcept { return traits(t).type_size; }
 constexpr bool is_quantized(elem_type t) noexcept { return traits(t).is_quantized; }
+/// Whether f32 rows convert into t (type_traits::from_float).
+constexpr bool converts_from_float(elem_type t) noexcept { return traits(t).from_float; }
 
 /// Bytes of a row of n values (n must be a multiple of the block size).
 constexpr std::size_t row_size(elem_type t, std::int64_t n) noexcept {

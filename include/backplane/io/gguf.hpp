@@ -24,9 +24,10 @@
 // counts and lengths are bounded by the bytes left before anything is allocated; extents
 // must be positive and their product fit; tensor types must be one of backplane's element
 // types (f32, f16, bf16, i32, i64 and the quantized q8_0, q4_0, q4_1, q5_0, q5_1, q2_K to
-// q6_K, q8_K, iq4_nl, mxfp4) with whole blocks; each tensor's bytes must lie inside the
-// data section, aligned (to general.alignment, and from the file's start to what its
-// elements need: 8 bytes for i64, 4 for f32, i32 and q8_K, 1 for mxfp4, 2 for the rest),
+// q6_K, q8_K, iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m,
+// tq1_0, tq2_0) with whole blocks; each tensor's bytes must lie inside the data section,
+// aligned (to general.alignment, and from the file's start to what its elements need:
+// 8 bytes for i64, 4 for f32, i32 and q8_K, 1 for mxfp4 and iq1_m, 2 for the rest),
 // without overlapping another.
 // Any violation is an errc::invalid_argument status naming the byte offset and what was
 // expected. Nothing aborts, nothing leaks.
@@ -133,7 +134,8 @@ constexpr std::size_t storage_alignment(elem_type t) noexcept {
     case elem_type::i32: return 4;
     case elem_type::q8_K: return 4; // an f32 scale first
     case elem_type::i64: return 8;
-    case elem_type::mxfp4: return 1; // bytes only
+    case elem_type::mxfp4:
+    case elem_type::iq1_m: return 1; // bytes only
     default: return 2; // f16, bf16, and the other blocks (f16 scales)
     }
 }
@@ -176,6 +178,16 @@ constexpr std::uint32_t ggml_type_of(elem_type t) noexcept {
     case elem_type::q8_K: return 15;
     case elem_type::iq4_nl: return 20;
     case elem_type::mxfp4: return 39;
+    case elem_type::iq4_xs: return 23;
+    case elem_type::iq3_xxs: return 18;
+    case elem_type::iq3_s: return 21;
+    case elem_type::iq2_xxs: return 16;
+    case elem_type::iq2_xs: return 17;
+    case elem_type::iq2_s: return 22;
+    case elem_type::iq1_s: return 19;
+    case elem_type::iq1_m: return 29;
+    case elem_type::tq1_0: return 34;
+    case elem_type::tq2_0: return 35;
     }
     return 0xffffffffu;
 }

@@ -7,8 +7,9 @@
 // replays it; the last results are compared.
 //
 // The CUDA backend claims every combination the CPU computes but quantization into q8_K
-// (the K-quants' activation type; a copy of q8_K into itself is claimed). Without a GPU
-// each case still
+// (the K-quants' activation type; a copy of q8_K into itself is claimed), iq4_xs, tq1_0
+// and tq2_0, and any reading of the lattice i-quants iq3_xxs ... iq1_m (their copies into
+// themselves and concat are claimed). Without a GPU each case still
 // checks that claim (supports_op is host code), then warns that it skipped the run.
 
 #include <backplane/backends/cuda.hpp>
@@ -25,9 +26,14 @@ struct cuda_targets {
     // The op table's counts (parity_targets.hpp) narrowed to the types CUDA computes.
     static constexpr auto expected = parity::narrowed(
         parity::op_table_combinations,
-        {{"copy", 16 * 15 + 1 + 2 + 18}, // cpy from f32 f16 bf16 and the 13 quantized types into each of them but q8_K,
-                                          // q8_K into itself, i32 -> i32, i64 -> i64; dup / cont of each type
-         {"set_rows", 15 * 3 * 2}});      // into f32 f16 bf16 and the 12 quantized types but q8_K
+        {{"copy", 19 * 15 + 11 + 2 + 28}, // cpy from f32 f16 bf16, the 13 quantized types, iq4_xs tq1_0 tq2_0 into
+                                           // f32 f16 bf16 and the 12 quantized types but q8_K; q8_K, iq4_xs, tq1_0,
+                                           // tq2_0 and the 7 lattice i-quants into themselves, i32 -> i32, i64 -> i64;
+                                           // dup / cont of each type
+         {"mul_mat", 19 * 3},              // f32 f16 bf16, the 13 quantized types, iq4_xs tq1_0 tq2_0 x f32 f16 bf16
+         {"get_rows", 19 + 1},             // those 19 types and i32 rows
+         {"set_rows", 15 * 3 * 2},         // into f32 f16 bf16 and the 12 quantized types but q8_K
+         {"mul_mat_id", 19 * 3}});         // as mul_mat
     static bool claims(const backplane::tensor& t) { return backplane::cuda::supports_op(t); }
 
     /// Device 0 with cuBLAS (when built in) and without; none, and why, without a GPU.

@@ -36,7 +36,10 @@ scale_fields scales_of(elem_type t) {
     case elem_type::q4_K:
     case elem_type::q5_K: return {{0, 2}};
     case elem_type::q5_0:
-    case elem_type::iq4_nl: return {{0, -1}};
+    case elem_type::iq4_nl:
+    case elem_type::iq4_xs: return {{0, -1}};
+    case elem_type::tq1_0: return {{52, -1}};
+    case elem_type::tq2_0: return {{64, -1}};
     case elem_type::q2_K: return {{80, 82}};
     case elem_type::q3_K: return {{108, -1}};
     case elem_type::q6_K: return {{208, -1}};
@@ -68,7 +71,8 @@ void random_block(elem_type t, std::mt19937& rng, std::byte* blk) {
 TEST_CASE("CUDA dequantization equals core's bit for bit", "[cuda][quants]") {
     constexpr elem_type types[] = {elem_type::q4_1, elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl,
                                    elem_type::mxfp4, elem_type::q2_K, elem_type::q3_K, elem_type::q4_K,
-                                   elem_type::q5_K, elem_type::q6_K, elem_type::q8_K};
+                                   elem_type::q5_K, elem_type::q6_K, elem_type::q8_K,  elem_type::iq4_xs,
+                                   elem_type::tq1_0, elem_type::tq2_0};
     for (const elem_type t : types) {
         SECTION(std::string(to_string(t))) {
             namespace cq = backplane::cuda::quant;
@@ -117,6 +121,16 @@ TEST_CASE("CUDA dequantization leaves q8_0 and q4_0 to the older kernels", "[cud
     CHECK_FALSE(cq::extended(elem_type::q4_0));
     CHECK_FALSE(cq::extended(elem_type::f16));
     CHECK_FALSE(cq::quantizable(elem_type::q8_K));
+    for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0}) {
+        CHECK(cq::extended(t));
+        CHECK_FALSE(cq::quantizable(t));
+    }
+    for (const elem_type t : {elem_type::iq3_xxs, elem_type::iq3_s, elem_type::iq2_xxs, elem_type::iq2_xs,
+                              elem_type::iq2_s, elem_type::iq1_s, elem_type::iq1_m}) {
+        CHECK_FALSE(cq::extended(t));
+        CHECK(cq::block_values(t) == backplane::block_size(t)); // copied as blocks
+        CHECK(cq::block_bytes(t) == static_cast<int>(backplane::type_size(t)));
+    }
     CHECK(cq::quantizable(elem_type::q4_K));
     CHECK(cq::quantizable(elem_type::mxfp4));
 }

@@ -280,7 +280,7 @@ TEST_CASE("vulkan: quantized types dequantize and quantize bit for bit as core d
         REQUIRE(be->synchronize());
     };
     for (const elem_type t : all_elem_types) {
-        if (!is_quantized(t)) continue;
+        if (!is_quantized(t) || !converts_from_float(t)) continue; // the lattice i-quants: read on the CPU only
         INFO("type " << to_string(t));
         const std::size_t bytes = row_size(t, width) * rows;
         std::vector<std::byte> q(bytes);

@@ -24,7 +24,12 @@ std::vector<quantized> quantize_every_type(const float* x, std::int64_t rows, st
         out.push_back(std::move(q));
     };
     for (const elem_type t : all_elem_types) {
-        if (!is_quantized(t))
+        if (is_quantized(t) && !converts_from_float(t) && weights_quantizer_missing(t).empty()) {
+            bytes_of(t, "quantize_weights_row", // a lattice i-quant: files only
+                     [&](const float* in, std::byte* row) { quantize_weights_row(t, in, row, n); });
+            continue;
+        }
+        if (!is_quantized(t) || !converts_from_float(t)) // the other lattice i-quants are only read
             continue;
         bytes_of(t, "from_float_row",
                  [&](const float* in, std::byte* row) { from_float_row(t, in, row, n); });

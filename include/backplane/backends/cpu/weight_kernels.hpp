@@ -5,6 +5,9 @@
 //    to q8_K (fast/kquant.hpp);
 //  * q4_1, q5_0, q5_1, iq4_nl and mxfp4: the kernels of q8_0 and q4_0 with their decoders
 //    (fast/quant_types.hpp).
+// The i-quants but iq4_nl (iq4_xs, iq3_xxs ... iq1_m) and the ternary tq1_0, tq2_0 have no
+// fast kernels yet: the reference kernel computes them, their rows dequantized by
+// core/convert.hpp (to_float_row).
 // AVX-512 VNNI, AVX2 and portable levels, chosen at run time.
 //
 // Include it in one translation unit of a program (any one: it fills tables the CPU

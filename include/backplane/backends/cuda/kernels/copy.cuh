@@ -161,6 +161,9 @@ template <class F> cudaError_t visit_real(elem_type t, F&& f) {
     case elem_type::q5_K: return f(type_tag<elem_type::q5_K>{});
     case elem_type::q6_K: return f(type_tag<elem_type::q6_K>{});
     case elem_type::q8_K: return f(type_tag<elem_type::q8_K>{});
+    case elem_type::iq4_xs: return f(type_tag<elem_type::iq4_xs>{});
+    case elem_type::tq1_0: return f(type_tag<elem_type::tq1_0>{});
+    case elem_type::tq2_0: return f(type_tag<elem_type::tq2_0>{});
     default: return visit_float(t, static_cast<F&&>(f));
     }
 }
@@ -421,6 +424,14 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
     case 176: k_copy_units<176><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 210: k_copy_units<210><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     case 292: k_copy_units<292><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 50: k_copy_units<50><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 54: k_copy_units<54><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 56: k_copy_units<56><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 66: k_copy_units<66><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 74: k_copy_units<74><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 82: k_copy_units<82><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 98: k_copy_units<98><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
+    case 136: k_copy_units<136><<<g.grid, g.block, 0, ctx.stream>>>(d, s, bs); break;
     default: return cudaErrorNotSupported;
     }
     return cudaGetLastError();
@@ -429,9 +440,10 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
 } // namespace copy_detail
 
 /// dup / cont / cpy of node.src[0] into node (kernel_table::launch). Supported pairs:
-/// every type into itself; any float or quantized type to f32 f16 bf16 q8_0 q4_0 q4_1
-/// q5_0 q5_1 iq4_nl mxfp4 q2_K q3_K q4_K q5_K q6_K (q8_K: cudaErrorNotSupported;
-/// supports.hpp narrows it).
+/// every type into itself; any float or quantized type but the lattice i-quants
+/// (iq3_xxs ... iq1_m) to f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_K q3_K
+/// q4_K q5_K q6_K (q8_K, iq4_xs, tq1_0, tq2_0: cudaErrorNotSupported; supports.hpp
+/// narrows them).
 inline cudaError_t launch_copy(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace copy_detail;
     const tensor* src = node.src[0];

@@ -1,7 +1,9 @@
 #pragma once
 // The values of the weight types beyond q8_0 and q4_0 as the CUDA kernels read them:
-// q4_1, q5_0, q5_1, iq4_nl, mxfp4 (blocks of 32) and q2_K ... q6_K, q8_K (super-blocks
-// of 256), layouts as core/quants.hpp and core/kquants.hpp document them.
+// q4_1, q5_0, q5_1, iq4_nl, mxfp4 (blocks of 32) and q2_K ... q6_K, q8_K, iq4_xs, tq1_0,
+// tq2_0 (super-blocks of 256), layouts as core/quants.hpp, core/kquants.hpp and
+// core/iquants.hpp document them. (The lattice i-quants, iq3_xxs ... iq1_m, are not read
+// here: the CUDA backend only copies their blocks as they are.)
 //
 // Every function is __host__ __device__ and gives exactly core's dequantize_row_* value:
 // the same f32 operations in the same order, each rounded on its own (__fmul_rn,
@@ -54,9 +56,18 @@ constexpr bool extended(elem_type t) noexcept {
     case elem_type::q4_K:
     case elem_type::q5_K:
     case elem_type::q6_K:
-    case elem_type::q8_K: return true;
+    case elem_type::q8_K:
+    case elem_type::iq4_xs:
+    case elem_type::tq1_0:
+    case elem_type::tq2_0: return true;
     default: return false;
     }
+}
+
+/// The types here that are read but never written by quantize<T>: q8_K (the K-quants'
+/// activation type), iq4_xs, tq1_0, tq2_0.
+constexpr bool read_only(elem_type t) noexcept {
+    return t == elem_type::q8_K || t == elem_type::iq4_xs || t == elem_type::tq1_0 || t == elem_type::tq2_0;
 }
 
 /// Values per block of a quantized type (core's block_size, as a switch device code can
@@ -68,7 +79,17 @@ BACKPLANE_CUDA_HD constexpr int block_values(elem_type t) noexcept {
     case elem_type::q4_K:
     case elem_type::q5_K:
     case elem_type::q6_K:
-    case elem_type::q8_K: return 256;
+    case elem_type::q8_K:
+    case elem_type::iq4_xs:
+    case elem_type::iq3_xxs:
+    case elem_type::iq3_s:
+    case elem_type::iq2_xxs:
+    case elem_type::iq2_xs:
+    case elem_type::iq2_s:
+    case elem_type::iq1_s:
+    case elem_type::iq1_m:
+    case elem_type::tq1_0:
+    case elem_type::tq2_0: return 256;
     default: return 32;
     }
 }
@@ -89,6 +110,16 @@ BACKPLANE_CUDA_HD constexpr int block_bytes(elem_type t) noexcept {
     case elem_type::q5_K: return 176;
     case elem_type::q6_K: return 210;
     case elem_type::q8_K: return 292;
+    case elem_type::iq4_xs: return 136;
+    case elem_type::iq3_xxs: return 98;
+    case elem_type::iq3_s: return 110;
+    case elem_type::iq2_xxs: return 66;
+    case elem_type::iq2_xs: return 74;
+    case elem_type::iq2_s: return 82;
+    case elem_type::iq1_s: return 50;
+    case elem_type::iq1_m: return 56;
+    case elem_type::tq1_0: return 54;
+    case elem_type::tq2_0: return 66;
     default: return 0;
     }
 }
@@ -193,6 +224,13 @@ BACKPLANE_CUDA_HD inline float table(std::uint64_t lo, std::uint64_t hi, int q) 
 
 /// Code j (0..31) of a 32-value block's nibbles qs: low nibble of byte j, high of j - 16.
 BACKPLANE_CUDA_HD inline int nibble(const u8* qs, int j) { return j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4); }
+
+/// tq1_0's base-3 digit k (0 the most significant) of byte q, as core's detail::trit: the
+/// byte times 3^k kept to 8 bits, times 3, over 256.
+BACKPLANE_CUDA_HD inline int trit(int q, int k) {
+    const int pow3 = k == 0 ? 1 : k == 1 ? 3 : k == 2 ? 9 : k == 3 ? 27 : 81;
+    return (((q * pow3) & 255) * 3) >> 8;
+}
 
 /// e8m0_to_f32_half (core/quants.hpp): 2^(e - 128).
 BACKPLANE_CUDA_HD inline float e8m0_half(std::uint32_t e) {
@@ -661,8 +699,8 @@ BACKPLANE_CUDA_HD inline void quantize_q6_K(const float* x, u8* blk) {
 
 } // namespace detail
 
-/// Whether quantize<T> exists for t: every type here but q8_K.
-constexpr bool quantizable(elem_type t) noexcept { return extended(t) && t != elem_type::q8_K; }
+/// Whether quantize<T> exists for t: every type here but the read-only ones.
+constexpr bool quantizable(elem_type t) noexcept { return extended(t) && !read_only(t); }
 
 /// Quantizes block_values(T) values x (32, or 256 for the K-quants) into the block of
 /// type T (quantizable) at blk, byte for byte as core's quantize_row_* (finite x).
@@ -777,6 +815,20 @@ template <elem_type T> BACKPLANE_CUDA_HD inline float value(const u8* blk, int j
         return mul(mul(f16_at(blk + 208), static_cast<float>(sc)), static_cast<float>(q));
     } else if constexpr (T == elem_type::q8_K) { // d (f32) qs[256] bsums[16]
         return mul(from_bits(u32_at(blk)), static_cast<float>(static_cast<std::int8_t>(blk[4 + j])));
+    } else if constexpr (T == elem_type::iq4_xs) { // d scales_h scales_l[4] qs[128]
+        const int ib = j / 32, l = j % 32;
+        const int sc = ((blk[4 + ib / 2] >> (4 * (ib % 2))) & 15) | (((u16_at(blk + 2) >> (2 * ib)) & 3) << 4);
+        const float dl = mul(f16_at(blk), static_cast<float>(sc - 32));
+        return mul(dl, table(iq4nl_lo, iq4nl_hi, nibble(blk + 8 + 16 * ib, l)));
+    } else if constexpr (T == elem_type::tq1_0) { // qs[48] qh[4] d
+        // value 32 k + m (< 160): trit k of byte m; 160 + 16 k + m (< 240): of byte
+        // 32 + m; 240 + 4 k + m: of byte 48 + m
+        const int at = j < 160 ? j % 32 : j < 240 ? 32 + (j - 160) % 16 : 48 + (j - 240) % 4;
+        const int k = j < 160 ? j / 32 : j < 240 ? (j - 160) / 16 : (j - 240) / 4;
+        return mul(static_cast<float>(trit(blk[at], k) - 1), f16_at(blk + 52));
+    } else if constexpr (T == elem_type::tq2_0) { // qs[64] d
+        const int q = (blk[32 * (j / 128) + j % 32] >> (2 * ((j / 32) % 4))) & 3;
+        return mul(static_cast<float>(q - 1), f16_at(blk + 64));
     } else {
         static_assert(T == elem_type::q4_1, "quant::value reads the quantized types but q8_0 and q4_0");
         return 0.0f;
@@ -865,6 +917,8 @@ template <elem_type T> BACKPLANE_CUDA_HD inline void values32(const u8* blk, int
     } else if constexpr (T == elem_type::q8_K) {
         const float d = from_bits(u32_at(blk));
         for (int jj = 0; jj < 32; ++jj) x[jj] = mul(d, static_cast<float>(static_cast<std::int8_t>(blk[4 + j0 + jj])));
+    } else if constexpr (T == elem_type::iq4_xs || T == elem_type::tq1_0 || T == elem_type::tq2_0) {
+        for (int jj = 0; jj < 32; ++jj) x[jj] = value<T>(blk, j0 + jj);
     } else {
         static_assert(T == elem_type::q4_1, "quant::values32 reads the quantized types but q8_0 and q4_0");
     }
@@ -884,6 +938,9 @@ BACKPLANE_CUDA_HD inline float value(elem_type t, const u8* blk, int j) {
     case elem_type::q5_K: return value<elem_type::q5_K>(blk, j);
     case elem_type::q6_K: return value<elem_type::q6_K>(blk, j);
     case elem_type::q8_K: return value<elem_type::q8_K>(blk, j);
+    case elem_type::iq4_xs: return value<elem_type::iq4_xs>(blk, j);
+    case elem_type::tq1_0: return value<elem_type::tq1_0>(blk, j);
+    case elem_type::tq2_0: return value<elem_type::tq2_0>(blk, j);
     default: return 0.0f;
     }
 }
@@ -903,6 +960,9 @@ template <class F, class R> R visit(elem_type t, F&& f, R otherwise) {
     case elem_type::q5_K: return f(std::integral_constant<elem_type, elem_type::q5_K>{});
     case elem_type::q6_K: return f(std::integral_constant<elem_type, elem_type::q6_K>{});
     case elem_type::q8_K: return f(std::integral_constant<elem_type, elem_type::q8_K>{});
+    case elem_type::iq4_xs: return f(std::integral_constant<elem_type, elem_type::iq4_xs>{});
+    case elem_type::tq1_0: return f(std::integral_constant<elem_type, elem_type::tq1_0>{});
+    case elem_type::tq2_0: return f(std::integral_constant<elem_type, elem_type::tq2_0>{});
     default: return otherwise;
     }
 }

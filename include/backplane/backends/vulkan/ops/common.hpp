@@ -103,6 +103,19 @@ inline constexpr elem_type more_quants[] = {elem_type::q4_1, elem_type::q5_0, el
                                             elem_type::q5_K, elem_type::q6_K, elem_type::q8_K};
 inline constexpr std::size_t n_more_quants = std::size(more_quants);
 
+/// The quantized types the shaders only read (get_rows, copies to f32, mul_mat; not
+/// mul_mat_id, no other copies): iq4_xs, tq1_0, tq2_0, in the order of those tables.
+/// The other i-quants the CPU computes.
+inline constexpr elem_type read_quants[] = {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0};
+inline constexpr std::size_t n_read_quants = std::size(read_quants);
+
+/// t's index in read_quants, or -1.
+constexpr int read_quant_index(elem_type t) noexcept {
+    for (std::size_t i = 0; i < n_read_quants; ++i)
+        if (read_quants[i] == t) return static_cast<int>(i);
+    return -1;
+}
+
 /// t's index in more_quants, or -1.
 constexpr int more_quant_index(elem_type t) noexcept {
     for (std::size_t i = 0; i < n_more_quants; ++i)

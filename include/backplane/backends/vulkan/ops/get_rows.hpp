@@ -14,6 +14,8 @@
 //   q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K
 //           f32   get_rows_<type>  16-bit storage
 //   mxfp4   f32   get_rows_mxfp4   8-bit and 16-bit storage (its blocks are read as bytes)
+//   iq4_xs, tq1_0, tq2_0 (read_quants)
+//           f32   get_rows_<type>  16-bit storage
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 
@@ -24,6 +26,8 @@ namespace get_rows_detail {
 inline constexpr std::string_view more_shaders[n_more_quants] = {
     "get_rows_q4_1", "get_rows_q5_0", "get_rows_q5_1", "get_rows_iq4_nl", "get_rows_mxfp4", "get_rows_q2_K",
     "get_rows_q3_K", "get_rows_q4_K", "get_rows_q5_K", "get_rows_q6_K", "get_rows_q8_K"};
+/// The variants of read_quants, in its order.
+inline constexpr std::string_view read_shaders[n_read_quants] = {"get_rows_iq4_xs", "get_rows_tq1_0", "get_rows_tq2_0"};
 } // namespace get_rows_detail
 
 inline bool plan_get_rows(const tensor& t, const features& f, dispatch& d) noexcept {
@@ -40,9 +44,9 @@ inline bool plan_get_rows(const tensor& t, const features& f, dispatch& d) noexc
     case elem_type::q8_0: d.shader = "get_rows_q8_0"; break;
     case elem_type::q4_0: d.shader = "get_rows_q4_0"; break;
     default: {
-        const int q = more_quant_index(a->type);
-        if (q < 0) return false;
-        d.shader = get_rows_detail::more_shaders[q];
+        const int q = more_quant_index(a->type), r = read_quant_index(a->type);
+        if (q < 0 && r < 0) return false;
+        d.shader = q >= 0 ? get_rows_detail::more_shaders[q] : get_rows_detail::read_shaders[r];
     }
     }
     if (!storable(a->type, f)) return false;

@@ -2,7 +2,8 @@
 // mul_mat (mul_mat.comp): dst f32 [M, N, ne2, ne3] = a [K, M, ...] times b [K, N, ne2, ne3]
 // per batch, a broadcast over b's batches. Weights (a): f32, f16, bf16 and every quantized
 // type (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K;
-// shaders/quants.glsl dequantizes the ones past q4_0); activations (b): f32, f16, bf16;
+// iq4_xs, tq1_0, tq2_0 but in mul_mat_id; shaders/quants.glsl dequantizes the ones past
+// q4_0); activations (b): f32, f16, bf16;
 // any strides. Everything 16-bit (all but f32) needs 16-bit storage, mxfp4 (read as
 // bytes) 8-bit storage too.
 //
@@ -27,7 +28,8 @@ namespace backplane::vulkan::detail {
 namespace mul_mat_detail {
 
 /// A kernel's shape (mul_mat.comp) and the variants by weights (f32, f16 or bf16, q8_0,
-/// q4_0, then more_quants in their order) and activations (f32, f16 or bf16).
+/// q4_0, then more_quants, then read_quants in their order; an empty name: none) and
+/// activations (f32, f16 or bf16).
 struct kernel {
     std::uint32_t rows, columns; ///< of dst per workgroup
     std::uint32_t invocations;
@@ -35,7 +37,7 @@ struct kernel {
     /// Throughput on full blocks relative to the tiled kernel's (measured on lavapipe;
     /// on GPUs the choice matters less): the smaller blocks cost more per element.
     double speed;
-    std::string_view shaders[4 + n_more_quants][2];
+    std::string_view shaders[4 + n_more_quants + n_read_quants][2];
 };
 
 inline constexpr kernel tiled{128, 128, 64, (128 + 128) * 16 * 4, 1.0,
@@ -53,7 +55,10 @@ inline constexpr kernel tiled{128, 128, 64, (128 + 128) * 16 * 4, 1.0,
                                {"mul_mat_q4_K_f32", "mul_mat_q4_K_half"},
                                {"mul_mat_q5_K_f32", "mul_mat_q5_K_half"},
                                {"mul_mat_q6_K_f32", "mul_mat_q6_K_half"},
-                               {"mul_mat_q8_K_f32", "mul_mat_q8_K_half"}}};
+                               {"mul_mat_q8_K_f32", "mul_mat_q8_K_half"},
+                               {"mul_mat_iq4_xs_f32", "mul_mat_iq4_xs_half"},
+                               {"mul_mat_tq1_0_f32", "mul_mat_tq1_0_half"},
+                               {"mul_mat_tq2_0_f32", "mul_mat_tq2_0_half"}}};
 inline constexpr kernel narrow{128, 32, 64, (128 + 32) * 16 * 4, 0.55,
                                {{"mul_mat_narrow_f32_f32", "mul_mat_narrow_f32_half"},
                                 {"mul_mat_narrow_half_f32", "mul_mat_narrow_half_half"},
@@ -69,7 +74,10 @@ inline constexpr kernel narrow{128, 32, 64, (128 + 32) * 16 * 4, 0.55,
                                 {"mul_mat_narrow_q4_K_f32", "mul_mat_narrow_q4_K_half"},
                                 {"mul_mat_narrow_q5_K_f32", "mul_mat_narrow_q5_K_half"},
                                 {"mul_mat_narrow_q6_K_f32", "mul_mat_narrow_q6_K_half"},
-                                {"mul_mat_narrow_q8_K_f32", "mul_mat_narrow_q8_K_half"}}};
+                                {"mul_mat_narrow_q8_K_f32", "mul_mat_narrow_q8_K_half"},
+                                {"mul_mat_narrow_iq4_xs_f32", "mul_mat_narrow_iq4_xs_half"},
+                                {"mul_mat_narrow_tq1_0_f32", "mul_mat_narrow_tq1_0_half"},
+                                {"mul_mat_narrow_tq2_0_f32", "mul_mat_narrow_tq2_0_half"}}};
 inline constexpr kernel mat_vec{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                 {{"mul_mat_vec_f32_f32", "mul_mat_vec_f32_half"},
                                  {"mul_mat_vec_half_f32", "mul_mat_vec_half_half"},
@@ -85,8 +93,12 @@ inline constexpr kernel mat_vec{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                  {"mul_mat_vec_q4_K_f32", "mul_mat_vec_q4_K_half"},
                                  {"mul_mat_vec_q5_K_f32", "mul_mat_vec_q5_K_half"},
                                  {"mul_mat_vec_q6_K_f32", "mul_mat_vec_q6_K_half"},
-                                 {"mul_mat_vec_q8_K_f32", "mul_mat_vec_q8_K_half"}}};
-/// mul_mat_id's kernel: the mat-vec one, its matrix picked per column by an expert id.
+                                 {"mul_mat_vec_q8_K_f32", "mul_mat_vec_q8_K_half"},
+                                 {"mul_mat_vec_iq4_xs_f32", "mul_mat_vec_iq4_xs_half"},
+                                 {"mul_mat_vec_tq1_0_f32", "mul_mat_vec_tq1_0_half"},
+                                 {"mul_mat_vec_tq2_0_f32", "mul_mat_vec_tq2_0_half"}}};
+/// mul_mat_id's kernel: the mat-vec one, its matrix picked per column by an expert id
+/// (none for read_quants: the CPU computes those).
 inline constexpr kernel mat_vec_id{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                    {{"mul_mat_id_f32_f32", "mul_mat_id_f32_half"},
                                     {"mul_mat_id_half_f32", "mul_mat_id_half_half"},
@@ -112,8 +124,8 @@ constexpr int weight_index(elem_type t) noexcept {
     case elem_type::q8_0: return 2;
     case elem_type::q4_0: return 3;
     default: {
-        const int q = more_quant_index(t);
-        return q < 0 ? -1 : 4 + q;
+        const int q = more_quant_index(t), r = read_quant_index(t);
+        return q >= 0 ? 4 + q : r >= 0 ? 4 + static_cast<int>(n_more_quants) + r : -1;
     }
     }
 }
@@ -200,6 +212,7 @@ inline bool plan_mul_mat_id(const tensor& t, const features& f, dispatch& d) noe
     std::array<std::uint32_t, 4> ne{}, nb{};
     if (ids == nullptr || ids->type != elem_type::i32 || !shape32(*ids, ne, nb)) return false;
     d.shader = mat_vec_id.shaders[ia][ib];
+    if (d.shader.empty()) return false;
     d.pc = push_of(t);
     d.pc.prm[2] = nb[0];
     d.pc.prm[3] = nb[1];

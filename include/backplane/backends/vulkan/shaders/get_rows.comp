@@ -19,6 +19,8 @@
 //   get_rows_<type> q4_1 q5_0 q5_1  16-bit storage; mxfp4, read as bytes, 8-bit storage
 //                   iq4_nl mxfp4    too (dequantized by quants.glsl)
 //                   q2_K ... q8_K
+//                   iq4_xs tq1_0
+//                   tq2_0
 //
 // variant: get_rows_f32 -DA_F32
 // variant: get_rows_i32 -DA_I32
@@ -37,6 +39,9 @@
 // variant: get_rows_q5_K -DA_QX -DQ_Q5_K
 // variant: get_rows_q6_K -DA_QX -DQ_Q6_K
 // variant: get_rows_q8_K -DA_QX -DQ_Q8_K
+// variant: get_rows_iq4_xs -DA_QX -DQ_IQ4_XS
+// variant: get_rows_tq1_0 -DA_QX -DQ_TQ1_0
+// variant: get_rows_tq2_0 -DA_QX -DQ_TQ2_0
 #include "common.glsl"
 #include "convert.glsl"
 

@@ -39,7 +39,8 @@
 //
 // Types (A_*: the weights, B_*: the activations):
 //   A_F32, A_HALF (f16, or bf16 when prm.x bit 0 is set), A_Q8_0, A_Q4_0
-//   A_QX with Q_<TYPE>: q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K ... q6_K, q8_K, dequantized
+//   A_QX with Q_<TYPE>: q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K ... q6_K, q8_K, iq4_xs,
+//     tq1_0, tq2_0 (not with MUL_MAT_ID), dequantized
 //     8 values at a time by quants.glsl (mxfp4's blocks are read as bytes: 8-bit storage)
 //   B_F32, B_HALF (f16, or bf16 when prm.x bit 1 is set)
 // Everything 16-bit (all but f32) needs 16-bit storage; values become f32 as they are
@@ -99,6 +100,12 @@
 // variant: mul_mat_q6_K_half -DA_QX -DQ_Q6_K -DB_HALF
 // variant: mul_mat_q8_K_f32 -DA_QX -DQ_Q8_K -DB_F32
 // variant: mul_mat_q8_K_half -DA_QX -DQ_Q8_K -DB_HALF
+// variant: mul_mat_iq4_xs_f32 -DA_QX -DQ_IQ4_XS -DB_F32
+// variant: mul_mat_iq4_xs_half -DA_QX -DQ_IQ4_XS -DB_HALF
+// variant: mul_mat_tq1_0_f32 -DA_QX -DQ_TQ1_0 -DB_F32
+// variant: mul_mat_tq1_0_half -DA_QX -DQ_TQ1_0 -DB_HALF
+// variant: mul_mat_tq2_0_f32 -DA_QX -DQ_TQ2_0 -DB_F32
+// variant: mul_mat_tq2_0_half -DA_QX -DQ_TQ2_0 -DB_HALF
 // variant: mul_mat_narrow_q4_1_f32 -DNARROW -DA_QX -DQ_Q4_1 -DB_F32
 // variant: mul_mat_narrow_q4_1_half -DNARROW -DA_QX -DQ_Q4_1 -DB_HALF
 // variant: mul_mat_narrow_q5_0_f32 -DNARROW -DA_QX -DQ_Q5_0 -DB_F32
@@ -121,6 +128,12 @@
 // variant: mul_mat_narrow_q6_K_half -DNARROW -DA_QX -DQ_Q6_K -DB_HALF
 // variant: mul_mat_narrow_q8_K_f32 -DNARROW -DA_QX -DQ_Q8_K -DB_F32
 // variant: mul_mat_narrow_q8_K_half -DNARROW -DA_QX -DQ_Q8_K -DB_HALF
+// variant: mul_mat_narrow_iq4_xs_f32 -DNARROW -DA_QX -DQ_IQ4_XS -DB_F32
+// variant: mul_mat_narrow_iq4_xs_half -DNARROW -DA_QX -DQ_IQ4_XS -DB_HALF
+// variant: mul_mat_narrow_tq1_0_f32 -DNARROW -DA_QX -DQ_TQ1_0 -DB_F32
+// variant: mul_mat_narrow_tq1_0_half -DNARROW -DA_QX -DQ_TQ1_0 -DB_HALF
+// variant: mul_mat_narrow_tq2_0_f32 -DNARROW -DA_QX -DQ_TQ2_0 -DB_F32
+// variant: mul_mat_narrow_tq2_0_half -DNARROW -DA_QX -DQ_TQ2_0 -DB_HALF
 // variant: mul_mat_vec_q4_1_f32 -DMV -DA_QX -DQ_Q4_1 -DB_F32
 // variant: mul_mat_vec_q4_1_half -DMV -DA_QX -DQ_Q4_1 -DB_HALF
 // variant: mul_mat_vec_q5_0_f32 -DMV -DA_QX -DQ_Q5_0 -DB_F32
@@ -143,6 +156,12 @@
 // variant: mul_mat_vec_q6_K_half -DMV -DA_QX -DQ_Q6_K -DB_HALF
 // variant: mul_mat_vec_q8_K_f32 -DMV -DA_QX -DQ_Q8_K -DB_F32
 // variant: mul_mat_vec_q8_K_half -DMV -DA_QX -DQ_Q8_K -DB_HALF
+// variant: mul_mat_vec_iq4_xs_f32 -DMV -DA_QX -DQ_IQ4_XS -DB_F32
+// variant: mul_mat_vec_iq4_xs_half -DMV -DA_QX -DQ_IQ4_XS -DB_HALF
+// variant: mul_mat_vec_tq1_0_f32 -DMV -DA_QX -DQ_TQ1_0 -DB_F32
+// variant: mul_mat_vec_tq1_0_half -DMV -DA_QX -DQ_TQ1_0 -DB_HALF
+// variant: mul_mat_vec_tq2_0_f32 -DMV -DA_QX -DQ_TQ2_0 -DB_F32
+// variant: mul_mat_vec_tq2_0_half -DMV -DA_QX -DQ_TQ2_0 -DB_HALF
 // variant: mul_mat_id_q4_1_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_1 -DB_F32
 // variant: mul_mat_id_q4_1_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_1 -DB_HALF
 // variant: mul_mat_id_q5_0_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_0 -DB_F32

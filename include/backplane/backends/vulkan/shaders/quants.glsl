@@ -1,6 +1,7 @@
 // Dequantizing the weight types beyond q8_0 and q4_0: q4_1, q5_0, q5_1, iq4_nl, mxfp4
-// (blocks of 32 values) and the K-quants q2_K, q3_K, q4_K, q5_K, q6_K, q8_K (blocks of
-// 256), as core's dequantize_row_* compute them (core/quants.hpp, core/kquants.hpp): the
+// (blocks of 32 values), the K-quants q2_K, q3_K, q4_K, q5_K, q6_K, q8_K, and iq4_xs,
+// tq1_0, tq2_0 (blocks of 256), as core's dequantize_row_* compute them
+// (core/quants.hpp, core/kquants.hpp, core/iquants.hpp): the
 // same f32 operations in the same order, each `precise` so that no compiler fuses a
 // product into a multiply-add, scales widened from f16 exactly. Bit for bit as long as
 // the device keeps subnormal products (mxfp4's two smallest exponents scale by 2^-128
@@ -9,7 +10,7 @@
 // The including shader defines, before including this file (after common.glsl and
 // convert.glsl):
 //   Q_<TYPE>    the block type: Q_Q4_1, Q_Q5_0, Q_Q5_1, Q_IQ4_NL, Q_MXFP4, Q_Q2_K,
-//               Q_Q3_K, Q_Q4_K, Q_Q5_K, Q_Q6_K or Q_Q8_K;
+//               Q_Q3_K, Q_Q4_K, Q_Q5_K, Q_Q6_K, Q_Q8_K, Q_IQ4_XS, Q_TQ1_0 or Q_TQ2_0;
 //   Q_UNIT(i)   unit i of the binding that holds the blocks, as a uint: a 16-bit word
 //               (every type but mxfp4), or a byte (mxfp4: its 17-byte blocks are not
 //               2-byte aligned, so its binding is read as uint8_t, which needs 8-bit
@@ -35,6 +36,9 @@
 //   q5_K    0 d, 2 dmin, 4 scales[12], 16 qh[32], 48 qs[128]
 //   q6_K    0 ql[128], 128 qh[64], 192 scales[16] (i8), 208 d   (d * sc) * (q - 32)
 //   q8_K    0 d (f32), 4 qs[256] (i8), 260 bsums   d * q
+//   iq4_xs  0 d, 2 scales_h, 4 scales_l[4], 8 qs[128]   (d * (sc - 32)) * iq4nl[q], 32 a scale
+//   tq1_0   0 qs[48], 48 qh[4], 52 d           (q - 1) * d, q a base-3 digit (trit)
+//   tq2_0   0 qs[64], 64 d                     (q - 1) * d, q of 2 bits
 // Every field a value reads from starts at an even offset (mxfp4's quants excepted), so
 // eight consecutive bytes are four 16-bit words.
 #ifndef BACKPLANE_QUANTS_GLSL
@@ -77,8 +81,17 @@
 #elif defined(Q_Q8_K)
 #define Q_BLOCK 256u
 #define Q_UNITS 146u
+#elif defined(Q_IQ4_XS)
+#define Q_BLOCK 256u
+#define Q_UNITS 68u
+#elif defined(Q_TQ1_0)
+#define Q_BLOCK 256u
+#define Q_UNITS 27u
+#elif defined(Q_TQ2_0)
+#define Q_BLOCK 256u
+#define Q_UNITS 33u
 #else
-#error "quants.glsl: define the block type (Q_Q4_1 ... Q_Q8_K)"
+#error "quants.glsl: define the block type (Q_Q4_1 ... Q_Q8_K, Q_IQ4_XS, Q_TQ1_0, Q_TQ2_0)"
 #endif
 
 // ---------------------------------------------------------------------------------------
@@ -124,14 +137,14 @@ void q_fifth8(uint base, uint qh, uint j, inout uvec4 lo, inout uvec4 hi) {
 // Sign-extended bytes.
 ivec4 q_signed(uvec4 b) { return (ivec4(b) << 24) >> 24; }
 
-#if defined(Q_IQ4_NL)
+#if defined(Q_IQ4_NL) || defined(Q_IQ4_XS)
 const float q_table[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0,
                                     38.0, 53.0, 69.0, 89.0, 113.0);
 #elif defined(Q_MXFP4)
 const float q_table[16] = float[16](0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0, -3.0, -4.0, -6.0,
                                     -8.0, -12.0);
 #endif
-#if defined(Q_IQ4_NL) || defined(Q_MXFP4)
+#if defined(Q_IQ4_NL) || defined(Q_IQ4_XS) || defined(Q_MXFP4)
 vec4 q_lookup(uvec4 q) { return vec4(q_table[q.x], q_table[q.y], q_table[q.z], q_table[q.w]); }
 #endif
 
@@ -143,6 +156,15 @@ uvec2 q_scale_min(uint base, uint j) {
     const uint i = j & 3u;
     const uint a = q_byte(base, 4u + i), b = q_byte(base, 8u + i), c = q_byte(base, 12u + i);
     return j < 4u ? uvec2(a, b) & 63u : uvec2((c & 15u) | ((a >> 6) << 4), (c >> 4) | ((b >> 6) << 4));
+}
+#endif
+
+#if defined(Q_TQ1_0)
+// The base-3 digits k (0 the most significant) of tq1_0's bytes b, which hold five each
+// as a fixed-point fraction: the byte times 3^k, kept to 8 bits, times 3, over 256.
+uvec4 q_trits(uvec4 b, uint k) {
+    const uint pow3[5] = uint[5](1u, 3u, 9u, 27u, 81u);
+    return (((b * pow3[k]) & 0xffu) * 3u) >> 8;
 }
 #endif
 
@@ -182,6 +204,16 @@ vec2 q_scales(uint base, uint j) {
     return vec2(dl, 0.0);
 #elif defined(Q_Q8_K)
     return vec2(uintBitsToFloat(q_word(base, 0u) | (q_word(base, 1u) << 16)), 0.0);
+#elif defined(Q_IQ4_XS)
+    const uint ib = j >> 5; // the sub-block of 32
+    const uint sl = (q_byte(base, 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 15u;
+    const uint sh = (q_word(base, 1u) >> (2u * ib)) & 3u;
+    precise float dl = q_half(base, 0u) * float(int(sl | (sh << 4)) - 32);
+    return vec2(dl, 0.0);
+#elif defined(Q_TQ1_0)
+    return vec2(q_half(base, 52u), 0.0);
+#elif defined(Q_TQ2_0)
+    return vec2(q_half(base, 64u), 0.0);
 #endif
 }
 
@@ -257,6 +289,35 @@ void q_eight_with(uint base, uint j, vec2 s, out vec4 lo, out vec4 hi) {
     q_bytes8(base, 4u + j, a, b);
     precise vec4 x = s.x * vec4(q_signed(a)); // d * q
     precise vec4 y = s.x * vec4(q_signed(b));
+#elif defined(Q_IQ4_XS)
+    q_nibbles8(base, 8u + 16u * (j >> 5), j & 31u, a, b);
+    precise vec4 x = s.x * q_lookup(a); // (d * (sc - 32)) * table[q]
+    precise vec4 y = s.x * q_lookup(b);
+#elif defined(Q_TQ1_0)
+    // values 32 k + m (< 160): trit k of byte m; 160 + 16 k + m (< 240): of byte 32 + m;
+    // 240 + 4 k + m: of qh's byte m (48 + m), so eight of those span two trits
+    if (j < 160u) {
+        q_bytes8(base, j & 31u, a, b);
+        a = q_trits(a, j >> 5);
+        b = q_trits(b, j >> 5);
+    } else if (j < 240u) {
+        q_bytes8(base, 32u + ((j - 160u) & 15u), a, b);
+        a = q_trits(a, (j - 160u) >> 4);
+        b = q_trits(b, (j - 160u) >> 4);
+    } else {
+        uvec4 unused;
+        q_bytes8(base, 48u, a, unused);
+        b = q_trits(a, ((j - 240u) >> 2) + 1u);
+        a = q_trits(a, (j - 240u) >> 2);
+    }
+    precise vec4 x = vec4(ivec4(a) - 1) * s.x; // (q - 1) * d
+    precise vec4 y = vec4(ivec4(b) - 1) * s.x;
+#elif defined(Q_TQ2_0)
+    // value 128 h + 32 l + m: bits 2 l of byte 32 h + m
+    q_bytes8(base, 32u * (j >> 7) + (j & 31u), a, b);
+    const uint sh = 2u * ((j >> 5) & 3u);
+    precise vec4 x = vec4(ivec4((a >> sh) & 3u) - 1) * s.x; // (q - 1) * d
+    precise vec4 y = vec4(ivec4((b >> sh) & 3u) - 1) * s.x;
 #endif
     lo = x;
     hi = y;
