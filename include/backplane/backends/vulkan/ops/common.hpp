@@ -185,4 +185,17 @@ constexpr int any_index(elem_type t) noexcept {
 
 inline std::uint32_t float_bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x); }
 
+/// Sets d's shader to the variant of a shader that copies t's values as bits: `v32` for
+/// f32, `v16` for f16 and bf16 (16-bit storage); false for another type.
+inline bool pick_bits_variant(elem_type t, const features& f, std::string_view v32, std::string_view v16,
+                              dispatch& d) noexcept {
+    if (t == elem_type::f32) {
+        d.shader = v32;
+        return true;
+    }
+    if ((t != elem_type::f16 && t != elem_type::bf16) || !f.storage16) return false;
+    d.shader = v16;
+    return true;
+}
+
 } // namespace backplane::vulkan::detail

@@ -52,16 +52,7 @@ inline bool plan_upscale(const tensor& t, const features&, dispatch& d) noexcept
 
 inline bool plan_remap(const tensor& t, const features& f, dispatch& d) noexcept {
     const tensor* a = t.src[0];
-    if (a == nullptr || a->type != t.type) return false;
-    switch (t.type) {
-    case elem_type::f32: d.shader = "remap_32"; break;
-    case elem_type::f16:
-    case elem_type::bf16:
-        if (!f.storage16) return false;
-        d.shader = "remap_16";
-        break;
-    default: return false;
-    }
+    if (a == nullptr || a->type != t.type || !pick_bits_variant(t.type, f, "remap_32", "remap_16", d)) return false;
     d.pc = shapes_of(t);
     for (std::size_t i = 0; i < max_dims; ++i) d.pc.prm[i] = static_cast<std::uint32_t>(t.param<std::int32_t>(i));
     d.pc.offs[3] = t.op == op_kind::roll ? 1u : 0u;

@@ -15,16 +15,7 @@ namespace backplane::vulkan::detail {
 
 inline bool plan_pad(const tensor& t, const features& f, dispatch& d) noexcept {
     const tensor* a = t.src[0];
-    if (a == nullptr || a->type != t.type) return false;
-    switch (t.type) {
-    case elem_type::f32: d.shader = "pad_32"; break;
-    case elem_type::f16:
-    case elem_type::bf16:
-        if (!f.storage16) return false;
-        d.shader = "pad_16";
-        break;
-    default: return false;
-    }
+    if (a == nullptr || a->type != t.type || !pick_bits_variant(t.type, f, "pad_32", "pad_16", d)) return false;
     d.pc = shapes_of(t);
     for (std::size_t i = 0; i < max_dims; ++i) d.pc.prm[i] = static_cast<std::uint32_t>(t.param<std::int32_t>(2 * i));
     d.pc.offs[3] = t.param<std::int32_t>(8) != 0 ? 1u : 0u;
