@@ -663,6 +663,9 @@ inline std::string_view conv_2d(const tensor& t) noexcept {
     const std::int64_t oh = conv_output_size(g.ih, g.kh, g.w.s1, g.w.p1, g.w.d1);
     if (ow < 1 || oh < 1) return "b is too small for the kernel (no output position)";
     if (t.type != elem_type::f32 || !ne_is(t, ow, oh, a.ne[3], b.ne[3])) return "the result is f32 [ow, oh, oc, n]";
+    return {};
+}
+
 // -- image and sequence layout ------------------------------------------------------
 
 /// pool_1d and pool_2d (pool_window_of): f32 or f16 in, f32 out, a kernel that fits the
