@@ -2,9 +2,9 @@
 // The geometry of the convolution ops, in one place: ggml's output extent of a sliding
 // window, the parameter slots the ops share, and each op's node read as the 2-D form its
 // kernels compute (im2col's 1-D form is a 2-D one of height 1). The rules, the builders
-// and every backend's kernels read these.
-
-#include <backplane/core/tensor.hpp>
+// and every backend's kernels read these. The readers of a node are templates on the
+// tensor type, so that this header needs no tensor.hpp, which includes op_traits.hpp,
+// which includes this header.
 
 #include <array>
 #include <cstddef>
@@ -36,10 +36,11 @@ struct conv_window {
 };
 
 /// The window of a convolution node (conv_slot's first six slots).
-inline conv_window window_of(const tensor& t) noexcept {
+template <class Node> conv_window window_of(const Node& t) noexcept {
     namespace s = conv_slot;
-    return {t.param<std::int32_t>(s::s0), t.param<std::int32_t>(s::s1), t.param<std::int32_t>(s::p0),
-            t.param<std::int32_t>(s::p1), t.param<std::int32_t>(s::d0), t.param<std::int32_t>(s::d1)};
+    return {t.template param<std::int32_t>(s::s0), t.template param<std::int32_t>(s::s1),
+            t.template param<std::int32_t>(s::p0), t.template param<std::int32_t>(s::p1),
+            t.template param<std::int32_t>(s::d0), t.template param<std::int32_t>(s::d1)};
 }
 
 /// An im2col node as the 2-D form: the input b [iw, ih, ic, n] and the result [ic * kh *
@@ -52,20 +53,20 @@ struct im2col_geometry {
     std::int64_t iw = 1, ih = 1;
     std::int64_t ow = 1, oh = 1, n = 1;
     conv_window w;
-    std::array<std::size_t, max_dims> b_nb{}; ///< b's strides as [iw, ih, ic, n]
-    std::array<std::size_t, max_dims> d_nb{}; ///< the result's as [ic * kh * kw, ow, oh, n]
+    std::array<std::size_t, 4> b_nb{}; ///< b's strides as [iw, ih, ic, n]
+    std::array<std::size_t, 4> d_nb{}; ///< the result's as [ic * kh * kw, ow, oh, n]
 };
 
 /// The geometry of im2col node t (src[0] the kernel, src[1] the input).
-inline im2col_geometry im2col_geometry_of(const tensor& t) noexcept {
-    const tensor& a = *t.src[0];
-    const tensor& b = *t.src[1];
+template <class Node> im2col_geometry im2col_geometry_of(const Node& t) noexcept {
+    const Node& a = *t.src[0];
+    const Node& b = *t.src[1];
     im2col_geometry g;
     g.w = window_of(t);
     g.kw = a.ne[0];
     g.iw = b.ne[0];
     g.ow = t.ne[1];
-    if (t.param<std::int32_t>(conv_slot::is_2d) == 1) {
+    if (t.template param<std::int32_t>(conv_slot::is_2d) == 1) {
         g.kh = a.ne[1];
         g.ic = b.ne[2];
         g.ih = b.ne[1];
@@ -94,9 +95,9 @@ struct conv_2d_geometry {
     [[nodiscard]] std::int64_t taps() const noexcept { return kw * kh * ic; }
 };
 
-inline conv_2d_geometry conv_2d_geometry_of(const tensor& t) noexcept {
-    const tensor& a = *t.src[0];
-    const tensor& b = *t.src[1];
+template <class Node> conv_2d_geometry conv_2d_geometry_of(const Node& t) noexcept {
+    const Node& a = *t.src[0];
+    const Node& b = *t.src[1];
     return {a.ne[0], a.ne[1], a.ne[2], a.ne[3], b.ne[0], b.ne[1], t.ne[0], t.ne[1], b.ne[3], window_of(t)};
 }
 

@@ -668,6 +668,37 @@ TEST_CASE("meta mul_mat_id: every expert's rows split over the devices", "[meta]
     CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
 }
 
+TEST_CASE("meta conv_2d: the kernel's output channels split over the devices", "[meta]") {
+    const int n = GENERATE(2, 3);
+    INFO("devices: " << n);
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        if (t.name == "kernel") return split_state::even(3, t.ne[3], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *kernel, *image;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.kernel = w.new_tensor_4d(elem_type::f32, 3, 3, 2, 6); // 3 x 3, 2 channels into 6
+        t.image = w.new_tensor_4d(elem_type::f32, 7, 5, 2, 2);  // 7 x 5, 2 channels, 2 images
+        t.kernel->name = "kernel";
+        t.image->name = "image";
+        return t;
+    };
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.kernel, *mt.kernel, small_integers(3 * 3 * 2 * 6, 61));
+    set_same(*r.image, *mt.image, small_integers(7 * 5 * 2 * 2, 62));
+    tensor* ro = conv_2d_direct(tw.rg, r.kernel, r.image, 1, 2, 1, 1, 1, 1);
+    tensor* mo = conv_2d_direct(tw.mg, mt.kernel, mt.image, 1, 2, 1, 1, 1, 1);
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind("axis2", 0) == 0);
+    CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
 TEST_CASE("meta flash_attn_ext: heads split with k and v split or cut in groups, the mask one plane", "[meta]") {
     const int n = GENERATE(2, 4);
     const bool kv_split = GENERATE(true, false);
