@@ -111,6 +111,7 @@ BACKPLANE_PARITY_CASE("repeat", "repeat of every type it takes", "")
 BACKPLANE_PARITY_CASE("misc", "repeat_back, cumsum, tri and diag", "")
 BACKPLANE_PARITY_CASE("timestep_embedding", "timestep_embedding of even and odd dims", "")
 BACKPLANE_PARITY_CASE("out_prod", "out_prod of f32 and quantized a, broadcast", "[mul_mat]")
+BACKPLANE_PARITY_CASE("count_acc", "count_equal of i32 tensors and acc into views", "")
 
 #undef BACKPLANE_PARITY_CASE
 

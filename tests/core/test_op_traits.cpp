@@ -103,6 +103,8 @@ std::vector<tensor*> one_of_each(context& ctx) {
         diag(ctx, ctx.new_tensor_3d(elem_type::f32, 8, 1, 2)),
         timestep_embedding(ctx, ctx.new_tensor_1d(elem_type::f32, 4), 9, 1000),
         out_prod(ctx, ctx.new_tensor_3d(elem_type::q8_0, 64, 8, 2), ctx.new_tensor_3d(elem_type::f32, 5, 8, 4)),
+        count_equal(ctx, ctx.new_tensor_2d(elem_type::i32, 6, 2), ctx.new_tensor_2d(elem_type::i32, 6, 2)),
+        acc(ctx, a, ctx.new_tensor_2d(elem_type::f32, 8, 2), 256, 512, 512, 4),
     };
 }
 

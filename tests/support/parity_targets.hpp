@@ -69,6 +69,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"misc", 4},             // repeat_back, cumsum, tri, diag f32
     {"timestep_embedding", 1}, // f32
     {"out_prod", 1 + 12},    // a f32 and the 13 quantized types but q8_K, b f32
+    {"count_acc", 2},        // count_equal i32, acc f32
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

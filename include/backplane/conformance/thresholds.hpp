@@ -8,7 +8,7 @@
 // soft_max; 5e-4 for flash_attn_ext (ggml's test-backend-ops figure: a target may keep
 // scores or sums in f16); 1e-4 for sum into f16 or bf16 (its one element may round one step apart when
 // the f32 sums differ in their last bit); argmax, argsort, top_k, get_rows of unquantized
-// rows, set_rows into an unquantized destination, pad, arange, repeat, tri and diag exact.
+// rows, set_rows into an unquantized destination, pad, arange, repeat, tri, diag, count_equal and acc exact.
 //
 // default_max_nmse: a kernel against the double-precision test oracle, which rounds the
 // exact result once where a kernel rounds its f32 steps too: NMSE 1e-7; 5e-4 when an f16,
@@ -46,6 +46,8 @@ inline threshold threshold_for(const tensor& node) {
     case op_kind::repeat:
     case op_kind::tri:
     case op_kind::diag:
+    case op_kind::count_equal:
+    case op_kind::acc:
         return {0.0, true};
     case op_kind::mul_mat:
     case op_kind::mul_mat_id:

@@ -52,6 +52,7 @@ struct vulkan_targets {
         {"misc", 4},       // repeat_back, cumsum, tri, diag f32
         {"timestep_embedding", 1}, // f32
         {"out_prod", 1},   // f32 a (quantized a: left to the CPU)
+        {"count_acc", 2},  // count_equal i32, acc f32
     };
 };
 

@@ -286,6 +286,8 @@ inline constexpr rule rules[] = {
      "b's rows split: the result's dimension 1"},
     {op_kind::out_prod, {rule_detail::S, rule_detail::S}, rule_detail::P, rule_detail::ax(1), 0, {}, {}, false,
      "split along the summed dimension: partial sums"},
+    {op_kind::count_equal, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::acc, {rule_detail::M, rule_detail::M}, rule_detail::M},
 };
 // clang-format on
 

@@ -62,7 +62,9 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::tri:
     case op_kind::diag:
     case op_kind::timestep_embedding:
-    case op_kind::out_prod: return plan_misc(t, f, d);
+    case op_kind::out_prod:
+    case op_kind::count_equal:
+    case op_kind::acc: return plan_misc(t, f, d);
     default: return false;
     }
 }
