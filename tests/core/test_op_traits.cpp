@@ -112,6 +112,8 @@ std::vector<tensor*> one_of_each(context& ctx) {
         interpolate(ctx, a, 32, 17, 2, 1, static_cast<std::uint32_t>(scale_mode::bicubic) | scale_align_corners),
         pad_reflect_1d(ctx, a, 3, 5),
         roll(ctx, a, -3, 7),
+        count_equal(ctx, ctx.new_tensor_2d(elem_type::i32, 6, 2), ctx.new_tensor_2d(elem_type::i32, 6, 2)),
+        acc(ctx, a, ctx.new_tensor_2d(elem_type::f32, 8, 2), 256, 512, 512, 4),
     };
 }
 

@@ -852,6 +852,34 @@ TEST_CASE("timestep_embedding and out_prod", "[ops][misc]") {
     CHECK_NULL_ERROR("out_prod", out_prod(ctx, a, nullptr));
 }
 
+TEST_CASE("count_equal and acc", "[ops][misc]") {
+    context ctx({.no_alloc = true});
+    tensor* i = ctx.new_tensor_3d(elem_type::i32, 5, 4, 3);
+    tensor* j = ctx.new_tensor_3d(elem_type::i32, 5, 4, 3);
+    check_result(count_equal(ctx, i, j), elem_type::i64, {1, 1, 1, 1}, op_kind::count_equal, i, j);
+    tensor* f = ctx.new_tensor_3d(elem_type::f32, 5, 4, 3);
+    tensor* j2 = ctx.new_tensor_3d(elem_type::i32, 5, 4, 2);
+    CHECK_OP_ERROR("count_equal", operands({f, j}), count_equal(ctx, f, j));
+    CHECK_OP_ERROR("count_equal", operands({i, j2}), count_equal(ctx, i, j2));
+    CHECK_NULL_ERROR("count_equal", count_equal(ctx, i, nullptr));
+
+    tensor* a = ctx.new_tensor_3d(elem_type::f32, 8, 6, 3); // 576 bytes
+    tensor* b = ctx.new_tensor_2d(elem_type::f32, 3, 2);
+    tensor* r = acc(ctx, a, b, 32, 192, 576, 36);
+    check_result(r, elem_type::f32, {8, 6, 3, 1}, op_kind::acc, a, b);
+    const std::int32_t want[] = {32, 192, 576, 36, 0}; // ggml's slots: nb1, nb2, nb3, offset, inplace
+    for (std::size_t k = 0; k < 5; ++k) CHECK(r->param<std::int32_t>(k) == want[k]);
+    CHECK_OP_ERROR("acc", operands({a, b}), acc(ctx, a, b, 32, 192, 576, 2));    // offset not a multiple of 4
+    CHECK_OP_ERROR("acc", operands({a, b}), acc(ctx, a, b, 8, 192, 576, 0));     // rows of 12 bytes every 8: overlap
+    CHECK_OP_ERROR("acc", operands({a, b}), acc(ctx, a, b, 32, 192, 576, 560));  // past a's end
+    CHECK_OP_ERROR("acc", operands({a, b}), acc(ctx, a, b, std::size_t{1} << 33, 0, 0, 0));
+    tensor* at = transpose(ctx, ctx.new_tensor_2d(elem_type::f32, 6, 8));
+    CHECK_OP_ERROR("acc", operands({at, b}), acc(ctx, at, b, 32, 192, 576, 0)); // a not contiguous
+    tensor* h = ctx.new_tensor_2d(elem_type::f16, 3, 2);
+    CHECK_OP_ERROR("acc", operands({a, h}), acc(ctx, a, h, 32, 192, 576, 0));
+    CHECK_NULL_ERROR("acc", acc(ctx, nullptr, b, 32, 192, 576, 0));
+}
+
 TEST_CASE("soft_max: mask rules", "[ops][soft_max]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_4d(elem_type::f32, 8, 4, 6, 2);

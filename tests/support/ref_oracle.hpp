@@ -514,6 +514,32 @@ inline ref_tensor out_prod(const tensor& node) {
     return r;
 }
 
+/// count_equal: the positions where a and b agree.
+inline ref_tensor count_equal(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(a.ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        r.at(0) += get(a, i0, i1, i2, i3) == get(b, i0, i1, i2, i3) ? 1.0 : 0.0;
+    });
+    return r;
+}
+
+/// acc: a, with each element of b added at its place in the view (a contiguous: the
+/// element at byte x is a's element x / 4 in order).
+inline ref_tensor acc(const tensor& node) {
+    const tensor& b = *node.src[1];
+    ref_tensor r = read(*node.src[0]);
+    r.type = node.type;
+    const i64 nb[4] = {4, node.param<std::int32_t>(0), node.param<std::int32_t>(1), node.param<std::int32_t>(2)};
+    const i64 offset = node.param<std::int32_t>(3);
+    for_each_index(b.ne, [&](i64 j0, i64 j1, i64 j2, i64 j3) {
+        const i64 at = offset + j0 * nb[0] + j1 * nb[1] + j2 * nb[2] + j3 * nb[3];
+        r.v[static_cast<std::size_t>(at / 4)] += get(b, j0, j1, j2, j3);
+    });
+    return r;
+}
+
 /// ALiBi's slope of head h of n_head (ggml's formula, in double).
 inline double alibi_slope(double max_bias, i64 n_head, i64 h) {
     if (!(max_bias > 0.0)) return 1.0;
@@ -1080,6 +1106,12 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::out_prod:
         r = ref_detail::out_prod(node);
+        break;
+    case op_kind::count_equal:
+        r = ref_detail::count_equal(node);
+        break;
+    case op_kind::acc:
+        r = ref_detail::acc(node);
         break;
     case op_kind::soft_max:
         r = ref_detail::soft_max(node);

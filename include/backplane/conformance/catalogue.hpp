@@ -262,6 +262,23 @@ inline built_case build_out_prod(context& ctx, const case_spec& c, std::mt19937&
     return finish(out_prod(ctx, a, b), 2.0 * static_cast<double>(c.ne[0] * c.ne[1] * (c.ne[1] + 2) * c.ne[2] * c.ne[3]));
 }
 
+/// count_equal of i32 a and b of the spec's extents, values in 0 .. 2; variant: b's layout.
+inline built_case build_count_equal(context& ctx, const case_spec& c, std::mt19937& rng) {
+    tensor* a = input(ctx, type_at(c, 0), c.ne, 0, rng, 0.0, 3.0);
+    return finish(count_equal(ctx, a, input(ctx, type_at(c, 0), c.ne, c.variant, rng, 0.0, 3.0)));
+}
+
+/// acc of b (the spec's extents) into a contiguous a whose rows hold b's rows, variant
+/// (0 .. 3) elements apart, at an offset of 1 + variant elements.
+inline built_case build_acc(context& ctx, const case_spec& c, std::mt19937& rng) {
+    const auto gap = static_cast<std::size_t>(c.variant);
+    const std::size_t nb1 = 4 * (static_cast<std::size_t>(c.ne[0]) + gap), nb2 = nb1 * static_cast<std::size_t>(c.ne[1]),
+                      nb3 = nb2 * static_cast<std::size_t>(c.ne[2]), offset = 4 * (1 + gap);
+    const auto n = static_cast<std::int64_t>((offset + nb3 * static_cast<std::size_t>(c.ne[3])) / 4);
+    tensor* a = input(ctx, type_at(c, 0), {n, 1, 1, 1}, 0, rng);
+    return finish(acc(ctx, a, input(ctx, type_at(c, 0), c.ne, 1, rng), nb1, nb2, nb3, offset));
+}
+
 /// argsort, top_k; variant: a's layout (bits 0, 1), argsort's order (bit 2). top_k's k is
 /// drawn from 1 .. ne0.
 template <op_kind Op> built_case build_sort(context& ctx, const case_spec& c, std::mt19937& rng) {
@@ -661,6 +678,8 @@ inline std::span<const op_cases> catalogue() {
         {"diag", 1, 4, &build_diag, &shape_matrix, {1024, 1, 4, 1}},
         {"timestep_embedding", 1, 2, &build_timestep_embedding, &shape_matrix, {512, 320, 1, 1}},
         {"out_prod", 1, 2, &build_out_prod, &shape_rows, {1024, 256, 1, 1}},
+        {"count_equal", 1, 4, &build_count_equal, &shape_rows, {4096, 1024, 1, 1}, 0b1},
+        {"acc", 1, 4, &build_acc, &shape_rows, {4096, 512, 1, 1}},
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},

@@ -754,6 +754,36 @@ inline int out_prod_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// count_equal of i32 tensors (few distinct values) and acc of f32 b into a's views
+/// (a's own strides or gaps between b's rows, at an offset).
+inline int count_acc_cases(batch& cases) {
+    int found = 0;
+    const elem_type i = elem_type::i32, f = elem_type::f32;
+    if (cases.claimed([&] { return count_equal(cases.ctx, cases.leaf(i, {4, 2, 1, 1}), cases.leaf(i, {4, 2, 1, 1})); })) {
+        cases.combination();
+        ++found;
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const extents ne = cases.gen.rows(i);
+            cases.add(count_equal(cases.ctx, cases.input(i, ne, cases.any_layout(i), 0, 3), cases.input(i, ne, cases.any_layout(i), 0, 3)));
+        }
+    }
+    if (cases.claimed([&] { return acc(cases.ctx, cases.leaf(f, {4, 2, 1, 1}), cases.leaf(f, {2, 1, 1, 1}), 16, 32, 32, 4); })) {
+        cases.combination();
+        ++found;
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const extents bne = cases.gen.rows(f, 1000);
+            const std::int64_t gap = s % 2 ? cases.gen.upto(3) : 0; // elements between b's rows in a
+            const std::int64_t nb1 = 4 * (bne[0] + gap), nb2 = nb1 * bne[1], nb3 = nb2 * bne[2];
+            const std::int64_t offset = 4 * cases.gen.upto(5);
+            const std::int64_t n = (offset + nb3 * bne[3]) / 4 + cases.gen.upto(4); // a holds the view and a little more
+            tensor* a = cases.input(f, {n, 1, 1, 1}, layout::contiguous);
+            cases.add(acc(cases.ctx, a, cases.input(f, bne, cases.any_layout(f)), static_cast<std::size_t>(nb1),
+                          static_cast<std::size_t>(nb2), static_cast<std::size_t>(nb3), static_cast<std::size_t>(offset)));
+        }
+    }
+    return found;
+}
+
 /// A family of parity cases.
 struct parity_family {
     std::string_view name;        ///< "binary"
@@ -791,6 +821,7 @@ inline std::span<const parity_family> parity_families() {
         {"pool", 31019, &pool_cases},
         {"upscale", 31020, &upscale_cases},
         {"remap", 31021, &remap_cases},
+        {"count_acc", 31023, &count_acc_cases},
     };
     return families;
 }

@@ -85,8 +85,10 @@ enum class op_kind : std::uint8_t {
     upscale,
     pad_reflect_1d,
     roll,
+    count_equal,
+    acc,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::roll) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::acc) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

@@ -33,6 +33,8 @@
 //   timestep_embedding              f32 [dim, N]     f32 [N] (timesteps)
 //   out_prod                        f32              f32 quantized (not     f32
 //                                                    q8_K, not transposed)
+//   count_equal                     i64 (1 element)  i32                      i32, a's shape
+//   acc                             f32              f32, contiguous          f32 (in a's view)
 //   soft_max                        f32              f32                      none, f32, f16 mask
 //                                                                             (src[2]: f32 sinks)
 //   mul_mat                         f32              f32 f16 bf16 quantized   f32 f16 bf16
@@ -76,6 +78,7 @@
 
 #include <backplane/core/conv_geometry.hpp>
 #include <backplane/core/image_params.hpp>
+#include <backplane/core/acc_view.hpp>
 #include <backplane/core/op_kind.hpp>
 #include <backplane/core/rope_functions.hpp>
 #include <backplane/core/tensor.hpp>
@@ -340,6 +343,28 @@ inline std::string_view out_prod(const tensor& t) noexcept {
     if (t.type != elem_type::f32 || !ne_is(t, a.ne[0], b.ne[0], b.ne[2], b.ne[3]))
         return "the result is f32 [a.ne0, b.ne0, b.ne2, b.ne3]";
     return {};
+}
+
+/// count_equal: i32 a and b of one shape; the result one i64.
+inline std::string_view count_equal(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (a.type != elem_type::i32 || b.type != elem_type::i32) return "a and b must be i32";
+    if (!same_ne(a, b)) return "a and b must have the same shape";
+    if (t.type != elem_type::i64 || !ne_is(t, 1, 1, 1, 1)) return "the result is one i64";
+    return {};
+}
+
+/// acc: f32 a (contiguous) and b, the view core/acc_view.hpp checks (params 0 .. 3), the
+/// inplace flag 0 or 1 (param 4); the result has a's type and shape.
+inline std::string_view acc(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (a.type != elem_type::f32 || t.src[1]->type != elem_type::f32) return "a and b must be f32";
+    if (!a.is_contiguous()) return "a must be contiguous";
+    if (t.type != elem_type::f32 || !same_ne(t, a)) return "the result has a's type and shape";
+    if (t.param<std::int32_t>(4) != 0 && t.param<std::int32_t>(4) != 1) return "inplace must be 0 or 1";
+    const char* why = acc_view_fault(t);
+    return why == nullptr ? std::string_view{} : why;
 }
 
 inline std::string_view soft_max(const tensor& t) noexcept {
@@ -744,7 +769,7 @@ namespace r = op_rules;
 ///   out_prod (a, b); im2col (kernel, input; s0, s1, p0, p1, d0, d1, is_2D); conv_2d
 ///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
-///   (a; shift0 .. shift3).
+///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -823,6 +848,8 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"upscale",   1, 1, 1, false, false, fam::data,        r::upscale},
     {"pad_reflect_1d", 1, 1, 2, false, false, fam::data,   r::pad_reflect_1d},
     {"roll",      1, 1, 4, false, false, fam::data,        r::roll},
+    {"count_equal", 2, 2, 0, false, false, fam::rows,      r::count_equal},
+    {"acc",       2, 2, 5, false, false, fam::data,        r::acc},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -840,7 +867,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "roll"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "acc"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

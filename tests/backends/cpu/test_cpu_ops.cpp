@@ -1187,6 +1187,8 @@ TEST_CASE("cpu: out_prod of f32 and every quantized a, broadcast over dims 2 and
             {{m, 5, 1, 1}, {7, 5, 1, 1}}, {{m, 3, 2, 1}, {4, 3, 4, 3}}, {{m, 1, 1, 2}, {9, 1, 3, 2}}};
         for (std::size_t s = 0; s < shapes.size(); ++s) {
             tensor* a = h.input(ta, shapes[s].first, is_quantized(ta) ? layout::contiguous : nth_layout(s, ta));
+            if (is_quantized(ta)) // whole super-blocks of random values (the harness fills blocks of 32)
+                backplane::conformance::detail::fill(*a, h.rng, -1.0, 1.0);
             tensor* b = h.input(f32, shapes[s].second, nth_layout(s + 1, f32));
             h.check(out_prod(h.ctx, a, b), {.max_nmse = 1e-7, .max_rel = 8 * ulp(f32), .rel_floor = 1.0},
                     describe("out_prod", {{"a", a}, {"b", b}}));
@@ -1298,6 +1300,38 @@ TEST_CASE("cpu: pad_reflect_1d mirrors without the ends, roll wraps around", "[c
     CHECK(row_values(reflected) == std::vector<float>{3.0f, 2.0f, 1.0f, 2.0f, 3.0f, 4.0f, 3.0f, 2.0f, 1.0f});
     CHECK(row_values(right) == std::vector<float>{4.0f, 1.0f, 2.0f, 3.0f});
     CHECK(row_values(left) == std::vector<float>{4.0f, 1.0f, 2.0f, 3.0f});
+}
+
+TEST_CASE("cpu: count_equal of i32 tensors in any layout", "[cpu][misc]") {
+    harness h(8998);
+    const auto& shapes = plain_shapes();
+    for (std::size_t s = 0; s < shapes.size(); s += 3) {
+        tensor* a = h.input(i32, shapes[s], nth_layout(s, i32), 0, 3); // few values: many matches
+        tensor* b = h.input(i32, shapes[s], nth_layout(s + 1, i32), 0, 3);
+        h.check(count_equal(h.ctx, a, b), {.max_nmse = 0.0, .exact = true}, describe("count_equal", {{"a", a}, {"b", b}}));
+    }
+}
+
+TEST_CASE("cpu: acc into views with gaps, offsets and broadcast-free strides", "[cpu][misc]") {
+    harness h(9119);
+    struct view_case {
+        extents a, b;
+        std::size_t nb1, nb2, nb3, offset; // in elements of 4 bytes
+    };
+    const view_case cases[] = {
+        {{8, 6, 3, 2}, {3, 2, 2, 1}, 8, 48, 144, 9},      // a's own strides, from element (1, 1, 0, 0)
+        {{8, 6, 3, 2}, {8, 6, 3, 2}, 8, 48, 144, 0},      // all of a
+        {{40, 1, 1, 1}, {3, 4, 1, 1}, 5, 20, 20, 1},      // rows of 3 every 5 elements of a vector
+        {{7, 5, 3, 1}, {7, 5, 3, 1}, 7, 35, 105, 0},      // odd sizes
+        {{16, 4, 1, 1}, {1, 1, 1, 1}, 0, 0, 0, 63},       // the last element
+        {{9, 9, 1, 1}, {2, 3, 2, 1}, 9, 30, 90, 4},       // a gap between planes
+    };
+    for (const view_case& c : cases) {
+        tensor* a = h.input(f32, c.a, layout::contiguous);
+        tensor* b = h.input(f32, c.b, layout::strided_rows);
+        h.check(acc(h.ctx, a, b, 4 * c.nb1, 4 * c.nb2, 4 * c.nb3, 4 * c.offset), {.max_nmse = 0.0, .exact = true},
+                describe("acc", {{"a", a}, {"b", b}}));
+    }
 }
 
 TEST_CASE("cpu: arange in f32 as ggml rounds it", "[cpu][arange]") {
@@ -1632,6 +1666,8 @@ TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads
     nodes.push_back(cumsum(h.ctx, a));
     nodes.push_back(tri(h.ctx, h.input(f32, {9, 9, 3, 2}, layout::permuted), tri_type::lower));
     nodes.push_back(diag(h.ctx, h.input(f32, {9, 1, 3, 2}, layout::strided_rows)));
+    nodes.push_back(count_equal(h.ctx, h.input(i32, {9, 5, 3, 2}, layout::permuted, 0, 2), h.input(i32, {9, 5, 3, 2}, layout::contiguous, 0, 2)));
+    nodes.push_back(acc(h.ctx, h.input(f32, {64, 5, 3, 2}, layout::contiguous), h.input(f32, {9, 2, 2, 1}, layout::strided_rows), 256, 1280, 3840, 8));
     nodes.push_back(timestep_embedding(h.ctx, h.input(f32, {7, 1, 1, 1}, layout::contiguous, 0, 20), 33));
     nodes.push_back(out_prod(h.ctx, h.input(q4_0, {64, 5, 1, 2}, layout::contiguous), h.input(f32, {9, 5, 3, 2}, layout::permuted)));
     nodes.push_back(soft_max(h.ctx, a, h.leaf(f32, {64, 7, 1, 2}), 0.3f));
@@ -1730,8 +1766,10 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
         verify(attempt([&] { return tri(h.ctx, in(ta, {5, 5, 2, 1}), tri_type::upper); }), "tri " + a_name);
         verify(attempt([&] { return diag(h.ctx, in(ta, {5, 1, 2, 1})); }), "diag " + a_name);
         verify(attempt([&] { return timestep_embedding(h.ctx, in(ta, {5, 1, 1, 1}), 9); }), "timestep_embedding " + a_name);
+        verify(attempt([&] { return count_equal(h.ctx, in(ta, ne), in(ta, ne)); }), "count_equal " + a_name);
+        verify(attempt([&] { return acc(h.ctx, in(ta, ne), in(ta, {3, 2, 1, 1}), 256, 1024, 4096, 4); }), "acc " + a_name);
         for (elem_type tb : types)
-            verify(attempt([&] { return out_prod(h.ctx, in(ta, {256, 3, 1, 1}), in(tb, {5, 3, 2, 1})); }),
+            verify(attempt([&] { return out_prod(h.ctx, in(ta, {64, 3, 1, 1}), in(tb, {5, 3, 2, 1})); }),
                    "out_prod " + a_name + " " + std::string(to_string(tb)));
         verify(attempt([&] { return soft_max(h.ctx, in(ta, ne)); }), "soft_max " + a_name);
         verify(attempt([&] { return swiglu(h.ctx, in(ta, ne)); }), "swiglu " + a_name);

@@ -60,6 +60,7 @@ struct vulkan_targets {
         {"pool", 2 * 2},   // pool_1d, pool_2d of f32 f16 (16-bit storage)
         {"upscale", 4},    // nearest, bilinear, bicubic, antialiased bilinear of f32
         {"remap", 2 * 3},  // pad_reflect_1d, roll of f32 f16 bf16 (16-bit storage)
+        {"count_acc", 2},  // count_equal i32, acc f32
     };
 };
 

@@ -104,6 +104,8 @@ enum class kernel_kind : std::uint8_t {
     pool,         ///< kernels::pool: pool_1d, pool_2d
     upscale,      ///< kernels::upscale
     remap,        ///< kernels::remap: pad_reflect_1d, roll
+    count_equal,  ///< kernels::count_equal
+    acc,          ///< kernels::acc
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -120,7 +122,8 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
         "nothing", "copy", "binary", "unary", "sum_rows", "sum", "sort_rows", "argmax", "norm",
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
-        "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "fast_rowwise",
+        "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "count_equal", "acc",
+        "fast_rowwise",
         "fast_mul_mat", "fast_mul_mat_id", "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -151,6 +154,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::diag: return kernel_kind::diag;
     case op_kind::timestep_embedding: return kernel_kind::timestep_embedding;
     case op_kind::out_prod: return kernel_kind::out_prod;
+    case op_kind::count_equal: return kernel_kind::count_equal;
+    case op_kind::acc: return kernel_kind::acc;
     case op_kind::soft_max: return kernel_kind::soft_max;
     case op_kind::mul_mat: return kernel_kind::mul_mat;
     case op_kind::get_rows: return kernel_kind::get_rows;
@@ -270,6 +275,7 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::group_norm: // three passes over each group
         return 30 * n;
     case kernel_kind::repeat_back: // every element of a read once
+    case kernel_kind::count_equal:
         return 10 * a->nelements();
     case kernel_kind::timestep_embedding: // an exp, a cos and a sin per pair
         return 80 * n;
@@ -330,6 +336,7 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::sort_rows:
         return node.src[0]->nrows();
     case kernel_kind::sum:
+    case kernel_kind::count_equal:
         return 1; // one result element
     case kernel_kind::set_rows:
         return node.src[0]->nrows();
@@ -463,6 +470,8 @@ template <class = void>
     case kernel_kind::pool: kernels::pool(p, node); return errc::ok;
     case kernel_kind::upscale: kernels::upscale(p, node); return errc::ok;
     case kernel_kind::remap: kernels::remap(p, node); return errc::ok;
+    case kernel_kind::count_equal: kernels::count_equal(p, node); return errc::ok;
+    case kernel_kind::acc: kernels::acc(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

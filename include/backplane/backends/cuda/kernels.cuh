@@ -80,7 +80,9 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::cumsum:
     case op_kind::tri:
     case op_kind::diag:
-    case op_kind::timestep_embedding: return launch_misc(node, ctx);
+    case op_kind::timestep_embedding:
+    case op_kind::count_equal:
+    case op_kind::acc: return launch_misc(node, ctx);
     case op_kind::out_prod: return launch_out_prod(node, ctx);
     case op_kind::im2col: return launch_im2col(node, ctx);
     case op_kind::conv_2d: return launch_conv_2d(node, ctx);

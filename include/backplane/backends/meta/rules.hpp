@@ -309,6 +309,8 @@ inline constexpr rule rules[] = {
     {op_kind::pad_reflect_1d, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::roll, {rule_detail::S, rule_detail::N}, rule_detail::S, axes_all, 0, {}, condition::unrolled_axis},
     {op_kind::roll, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::count_equal, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::acc, {rule_detail::M, rule_detail::M}, rule_detail::M},
 };
 // clang-format on
 

@@ -72,6 +72,9 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::upscale: return plan_upscale(t, f, d);
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return plan_remap(t, f, d);
+    case op_kind::out_prod:
+    case op_kind::count_equal:
+    case op_kind::acc: return plan_misc(t, f, d);
     default: return false;
     }
 }

@@ -1,8 +1,9 @@
 #pragma once
 // Small ops of vision, audio and state-space models: repeat and repeat_back (tiling and
 // its adjoint), cumsum (running sums along rows), tri (a triangle of each matrix), diag
-// (a vector spread onto a diagonal) and timestep_embedding (diffusion models' sinusoidal
-// embedding).
+// (a vector spread onto a diagonal), timestep_embedding (diffusion models' sinusoidal
+// embedding), count_equal (matches of two i32 tensors) and acc (a tensor added into a
+// view of another).
 
 #include <backplane/core/ops/node.hpp>
 #include <backplane/core/tri_type.hpp>
@@ -61,6 +62,35 @@ inline tensor* diag(context& ctx, tensor* a) {
     detail::require_tensor("diag", "a", a);
     return detail::make_node(ctx, detail::proposed(op_kind::diag, a->type, {a->ne[0], a->ne[0], a->ne[2], a->ne[3]}, {a}),
                              {{"a", a}});
+}
+
+/// ggml_count_equal: the number of positions at which a and b (i32, one shape, any
+/// layouts) hold the same value, as one i64 (ggml's CPU: i32 only).
+inline tensor* count_equal(context& ctx, tensor* a, tensor* b) {
+    detail::require_tensor("count_equal", "a", a);
+    detail::require_tensor("count_equal", "b", b);
+    return detail::make_node(ctx, detail::proposed(op_kind::count_equal, elem_type::i64, {1, 1, 1, 1}, {a, b}),
+                             {{"a", a}, {"b", b}});
+}
+
+/// ggml_acc: a (f32, contiguous) with b (f32, any layout) added into the view of a with
+/// b's extents, byte strides (4, nb1, nb2, nb3) and byte offset `offset`: the result (a's
+/// shape) holds a[x] + b[j] where element x of a is element j of the view, a[x] elsewhere.
+/// op_params as ggml stores them: nb1, nb2, nb3, offset, inplace (0: the result has
+/// memory of its own; the graph allocator may still give it a's). The view must lie inside
+/// a, its strides and offset be multiples of 4 bytes, and it must not overlap itself (each
+/// stride at least the span of the dimensions below it; ggml does not check, and its
+/// threads then race): core/acc_view.hpp.
+inline tensor* acc(context& ctx, tensor* a, tensor* b, std::size_t nb1, std::size_t nb2, std::size_t nb3,
+                   std::size_t offset) {
+    detail::require_tensor("acc", "a", a);
+    detail::require_tensor("acc", "b", b);
+    tensor node = detail::proposed(op_kind::acc, a->type, a->ne, {a, b});
+    const std::size_t params[] = {nb1, nb2, nb3, offset};
+    for (std::size_t i = 0; i < 4; ++i) // ggml's 32-bit slots; a value they cannot hold is refused as negative
+        node.set_param(i, params[i] <= 0x7fffffff ? static_cast<std::int32_t>(params[i]) : std::int32_t{-1});
+    node.set_param(4, std::int32_t{0});
+    return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
 }
 
 /// ggml_timestep_embedding: the sinusoidal embedding of each timestep t = timesteps[i]

@@ -1,10 +1,12 @@
 #pragma once
-// repeat, repeat_back, cumsum, tri, diag and timestep_embedding. repeat, tri and diag
+// repeat, repeat_back, cumsum, tri, diag, timestep_embedding, count_equal and acc
+// (core/acc_view.hpp's view). repeat, tri and diag
 // copy their values as bits (any type they take is exact) and write zeros elsewhere;
 // repeat_back sums in double and rounds once; cumsum adds in f32 from the left, and
 // timestep_embedding computes in f32, as ggml. The threads split dst's rows.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
+#include <backplane/core/acc_view.hpp>
 #include <backplane/core/tri_type.hpp>
 
 #include <cmath>
@@ -101,6 +103,44 @@ inline void cumsum(const compute_params& p, tensor& dst) noexcept {
             const float x = load<float>(in + static_cast<std::size_t>(i0) * a.nb[0]);
             sum = i0 == 0 ? x : sum + x;
             store<float>(out + static_cast<std::size_t>(i0) * dst.nb[0], sum);
+        }
+    }
+}
+
+/// count_equal: the number of positions where a and b (i32) are equal, as one i64. One
+/// thread counts (split_units is 1).
+template <class = void>
+inline void count_equal(const compute_params& p, tensor& dst) noexcept {
+    if (p.ith != 0) return;
+    const tensor& a = *dst.src[0];
+    const tensor& b = *dst.src[1];
+    std::int64_t n = 0;
+    for (i64 q = 0; q < a.nrows(); ++q) {
+        const auto [i1, i2, i3] = row_of(q, a.ne);
+        for (i64 i0 = 0; i0 < a.ne[0]; ++i0)
+            n += load_i32(detail::element_ptr(a, i0, i1, i2, i3)) == load_i32(detail::element_ptr(b, i0, i1, i2, i3));
+    }
+    std::memcpy(dst.data, &n, sizeof n);
+}
+
+/// acc: dst (a's shape, contiguous) = a, plus b's element j where dst's byte position lies
+/// in acc's view at element j (core/acc_view.hpp). Each element of dst is written after
+/// its one read of a, so dst may be a's memory.
+template <class = void>
+inline void acc(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const tensor& b = *dst.src[1];
+    const acc_view view = acc_view_of(dst);
+    const bool any = b.nelements() > 0;
+    const auto [q0, q1] = split_work(dst.nrows(), p);
+    for (i64 q = q0; q < q1; ++q) {
+        const auto [i1, i2, i3] = row_of(q, dst.ne);
+        for (i64 i0 = 0; i0 < dst.ne[0]; ++i0) {
+            const i64 at = static_cast<i64>(row_offset(a, i1, i2, i3)) + i0 * 4; // a is contiguous
+            float v = load<float>(detail::element_ptr(a, i0, i1, i2, i3));
+            i64 j[4] = {};
+            if (any && acc_source(view, b.ne.data(), at, j)) v += load<float>(detail::element_ptr(b, j[0], j[1], j[2], j[3]));
+            store<float>(row_ptr(dst, i1, i2, i3) + static_cast<std::size_t>(i0) * dst.nb[0], v);
         }
     }
 }

@@ -3,10 +3,12 @@
 // kernels (backends/cpu/kernels/misc.hpp): repeat, tri and diag copy values as bits (U:
 // an unsigned integer of the element's size) and write zeros elsewhere; repeat_back sums
 // in double; cumsum adds in f32 from the left (one thread per row); timestep_embedding
-// computes in f32 (expf, cosf, sinf). Any strides.
+// computes in f32 (expf, cosf, sinf); count_equal counts per thread and adds with one
+// atomicAdd each; acc adds b in f32 through core/acc_view.hpp's view. Any strides.
 
 #include <backplane/backends/cuda/kernels/common.cuh>
 #include <backplane/backends/cuda/kernels/copy.cuh> // elem_io
+#include <backplane/core/acc_view.hpp>
 #include <backplane/core/tri_type.hpp>
 
 #include <cmath>
@@ -94,6 +96,36 @@ __global__ void k_timestep_embedding(tview d, tview a, int half, float log_perio
     }
 }
 
+__global__ void k_count_equal(tview a, tview b, unsigned long long* count) {
+    const i64 n = a.nelements();
+    unsigned long long mine = 0;
+    for (i64 e = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += static_cast<i64>(gridDim.x) * blockDim.x) {
+        const i64 i0 = e % a.ne[0];
+        i64 i1, i2, i3;
+        unravel_row(e / a.ne[0], a.ne, i1, i2, i3);
+        mine += *reinterpret_cast<const std::int32_t*>(element(a, i0, i1, i2, i3)) ==
+                *reinterpret_cast<const std::int32_t*>(element(b, i0, i1, i2, i3));
+    }
+    if (mine != 0) atomicAdd(count, mine);
+}
+
+__global__ void k_acc(tview d, tview a, tview b, acc_view view) {
+    const i64 rows = d.nrows();
+    const bool any = b.nelements() > 0;
+    for (i64 r = row_first(); r < rows; r += row_step()) {
+        i64 i1, i2, i3;
+        unravel_row(r, d.ne, i1, i2, i3);
+        for (i64 i0 = col_first(); i0 < d.ne[0]; i0 += col_step()) {
+            const char* pa = element(a, i0, i1, i2, i3);
+            float v = *reinterpret_cast<const float*>(pa);
+            i64 j[4] = {};
+            if (any && acc_source(view, b.ne, pa - a.data, j))
+                v = __fadd_rn(v, *reinterpret_cast<const float*>(element(b, j[0], j[1], j[2], j[3])));
+            *reinterpret_cast<float*>(d.row(i1, i2, i3) + i0 * d.nb[0]) = v;
+        }
+    }
+}
+
 inline cudaError_t launch_copy_or_zero(const tview& d, const tview& a, pick how, std::int32_t type, cudaStream_t s) {
     const rows_grid g = rows_geometry(d.ne[0], d.nrows());
     if (type_size(d.type) == 4)
@@ -105,12 +137,12 @@ inline cudaError_t launch_copy_or_zero(const tview& d, const tview& a, pick how,
 
 } // namespace misc_detail
 
-/// repeat (f32, f16, bf16, i32), repeat_back, cumsum, tri, diag, timestep_embedding (f32)
-/// (kernel_table::launch).
+/// repeat (f32, f16, bf16, i32), repeat_back, cumsum, tri, diag, timestep_embedding, acc
+/// (f32), count_equal (i32) (kernel_table::launch).
 inline cudaError_t launch_misc(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace misc_detail;
     const tensor* a = node.src[0];
-    if (a == nullptr || a->type != node.type) return cudaErrorInvalidValue;
+    if (a == nullptr || (a->type != node.type && node.op != op_kind::count_equal)) return cudaErrorInvalidValue;
     if (node.nelements() <= 0) return cudaSuccess;
     const tview d = view_of(node), va = view_of(*a);
     switch (node.op) {
@@ -125,6 +157,17 @@ inline cudaError_t launch_misc(const tensor& node, const detail::launch_context&
     case op_kind::cumsum:
         k_cumsum<<<blocks_for(d.nrows(), 128), 128, 0, ctx.stream>>>(d, va);
         return cudaGetLastError();
+    case op_kind::count_equal: {
+        if (cudaError_t e = cudaMemsetAsync(d.data, 0, sizeof(std::int64_t), ctx.stream); e != cudaSuccess) return e;
+        k_count_equal<<<blocks_for(va.nelements(), 256 * 8), 256, 0, ctx.stream>>>(va, view_of(*node.src[1]),
+                                                                              reinterpret_cast<unsigned long long*>(d.data));
+        return cudaGetLastError();
+    }
+    case op_kind::acc: {
+        const rows_grid g = rows_geometry(d.ne[0], d.nrows());
+        k_acc<<<g.grid, g.block, 0, ctx.stream>>>(d, va, view_of(*node.src[1]), acc_view_of(node));
+        return cudaGetLastError();
+    }
     case op_kind::timestep_embedding: {
         const rows_grid g = rows_geometry(d.ne[0], d.nrows());
         k_timestep_embedding<<<g.grid, g.block, 0, ctx.stream>>>(d, va, node.param<std::int32_t>(0) / 2,

@@ -8,12 +8,18 @@
 // sin(a[i] * f_j) at j + half, f_j = exp(-prm.y * j / half) (prm.x = half = dim / 2,
 // prm.y the bits of log(max_period) as the host's f32 log gives it), 0 past 2 half.
 // out_prod: dst[c] = sum over k of a[c.x, k, c.z / (ne.z / a_ne.z), c.w / (ne.w / a_ne.w)]
-// * b[c.y, k, c.z, c.w] in f32 (source 1 b). Every op but cumsum: one invocation per
-// destination element; any strides and offsets.
+// * b[c.y, k, c.z, c.w] in f32 (source 1 b). count_equal: one workgroup counts the
+// positions where a and b (i32) are equal and writes an i64 (two words, low first). acc:
+// a[c] (a contiguous, its element c at byte 4 at(c, a_nb)) plus b's element j where that
+// byte lies in the view (prm: nb1, nb2, nb3, offset in bytes; core/acc_view.hpp). Every op
+// but cumsum and count_equal: one invocation per destination element; any strides and
+// offsets.
 //
 //   repeat_32        f32, i32
 //   repeat_16        f16, bf16 (needs 16-bit storage)
-//   tri_f32, diag_f32, repeat_back_f32, cumsum_f32, timestep_embedding_f32, out_prod_f32   f32
+//   tri_f32, diag_f32, repeat_back_f32, cumsum_f32, timestep_embedding_f32, out_prod_f32,
+//   acc_f32          f32
+//   count_equal_i32  i32 -> i64
 //
 // variant: repeat_32 -DREPEAT -DUNIT32
 // variant: repeat_16 -DREPEAT -DUNIT16
@@ -23,6 +29,8 @@
 // variant: cumsum_f32 -DCUMSUM
 // variant: timestep_embedding_f32 -DTIMESTEP
 // variant: out_prod_f32 -DOUT_PROD
+// variant: count_equal_i32 -DCOUNT_EQUAL
+// variant: acc_f32 -DACC
 #include "common.glsl"
 
 #if defined(UNIT16)
@@ -35,8 +43,10 @@
 layout(local_size_x = 128) in;
 layout(binding = 0, std430) readonly buffer A { UNIT a[]; };
 layout(binding = 2, std430) writeonly buffer D { UNIT d[]; };
-#if defined(OUT_PROD)
+#if defined(OUT_PROD) || defined(ACC)
 layout(binding = 1, std430) readonly buffer B { float b[]; };
+#elif defined(COUNT_EQUAL)
+layout(binding = 1, std430) readonly buffer B { uint b[]; };
 #endif
 
 float a_at(uvec4 c) { return uintBitsToFloat(uint(a[p.offs.x + at(c, p.a_nb)])); }
@@ -53,7 +63,53 @@ void main() {
         d[p.offs.z + at(uvec4(i0, r.y, r.z, r.w), p.nb)] = floatBitsToUint(sum);
     }
 }
+#elif defined(COUNT_EQUAL)
+shared uint s_count[128];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint n = p.a_ne.x * p.a_ne.y * p.a_ne.z * p.a_ne.w;
+    uint count = 0u;
+    for (uint e = tid; e < n; e += 128u) {
+        const uvec4 c = coords(e, p.a_ne);
+        if (a[p.offs.x + at(c, p.a_nb)] == b[p.offs.y + at(c, p.b_nb)]) ++count;
+    }
+    s_count[tid] = count;
+    barrier();
+    for (uint k = 64u; k > 0u; k >>= 1) {
+        if (tid < k) s_count[tid] += s_count[tid + k];
+        barrier();
+    }
+    if (tid == 0u) {
+        d[p.offs.z] = s_count[0];
+        d[p.offs.z + 1u] = 0u; // counts stay below 2^32 (32-bit extents)
+    }
+}
 #else
+#if defined(ACC)
+// True when byte `at` of the destination lies in acc's view at b's element j (as
+// core/acc_view.hpp's acc_source).
+bool acc_source(uint at, out uvec4 j) {
+    j = uvec4(0u);
+    if (at < p.prm.w) return false;
+    uint rel = at - p.prm.w;
+    const uvec4 nb = uvec4(4u, p.prm.x, p.prm.y, p.prm.z);
+    uvec4 span;
+    span.y = 4u * p.b_ne.x;
+    span.z = span.y + (p.b_ne.y - 1u) * nb.y;
+    span.w = span.z + (p.b_ne.z - 1u) * nb.z;
+    for (int k = 3; k >= 1; --k) {
+        const uint jk = p.b_ne[k] > 1u ? rel / nb[k] : 0u;
+        if (jk >= p.b_ne[k]) return false;
+        rel -= jk * nb[k];
+        if (rel >= span[k]) return false; // in a gap between the view's rows
+        j[k] = jk;
+    }
+    j.x = rel / 4u;
+    return j.x < p.b_ne.x;
+}
+#endif
+
 // True when tri of type `type` keeps column i0 of row i1 (core/tri_type.hpp).
 bool tri_keeps(uint type, uint i0, uint i1) {
     if (type == 0u) return i0 >= i1;
@@ -93,6 +149,11 @@ void main() {
     for (uint k = 0u; k < p.a_ne.y; ++k)
         sum += a_at(uvec4(ca.x, k, ca.z, ca.w)) * b[p.offs.y + at(uvec4(c.y, k, c.z, c.w), p.b_nb)];
     v = floatBitsToUint(sum);
+#elif defined(ACC)
+    float x = a_at(c);
+    uvec4 j;
+    if (acc_source(4u * at(c, p.a_nb), j)) x += b[p.offs.y + at(j, p.b_nb)];
+    v = floatBitsToUint(x);
 #endif
     d[p.offs.z + at(c, p.nb)] = UNIT(v);
 }
