@@ -1192,6 +1192,10 @@ TEST_CASE("cpu: out_prod of f32 and every quantized a, broadcast over dims 2 and
             tensor* b = h.input(f32, shapes[s].second, nth_layout(s + 1, f32));
             h.check(out_prod(h.ctx, a, b), {.max_nmse = 1e-7, .max_rel = 8 * ulp(f32), .rel_floor = 1.0},
                     describe("out_prod", {{"a", a}, {"b", b}}));
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // pool_1d, pool_2d
 
