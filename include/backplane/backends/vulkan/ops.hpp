@@ -64,7 +64,9 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::tri:
     case op_kind::diag:
     case op_kind::timestep_embedding:
-    case op_kind::out_prod: return plan_misc(t, f, d);
+    case op_kind::out_prod:
+    case op_kind::count_equal:
+    case op_kind::acc: return plan_misc(t, f, d);
     case op_kind::im2col: return plan_im2col(t, f, d);
     case op_kind::conv_2d: return plan_conv_2d(t, f, d);
     case op_kind::pool_1d:
@@ -72,9 +74,6 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::upscale: return plan_upscale(t, f, d);
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return plan_remap(t, f, d);
-    case op_kind::out_prod:
-    case op_kind::count_equal:
-    case op_kind::acc: return plan_misc(t, f, d);
     default: return false;
     }
 }
