@@ -71,7 +71,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"repeat", 4},           // f32 f16 bf16 i32
     {"misc", 4},             // repeat_back, cumsum, tri, diag f32
     {"timestep_embedding", 1}, // f32
-    {"out_prod", 1 + 12},    // a f32 and the 13 quantized types but q8_K, b f32
+    {"out_prod", 1 + 22},    // a f32 and every quantized type but q8_K (ggml's list), b f32
     {"im2col", 2 * 2},       // f32 f16 input x f32 f16 result (1-D and 2-D, f32 and f16 kernels in each)
     {"conv_2d", 2},          // f32 f16 kernels over f32 inputs
     {"pool", 2 * 2},         // pool_1d, pool_2d of f32 f16 (max and avg in each)

@@ -1153,6 +1153,7 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::conv_2d:
         r = ref_detail::conv_2d(node);
+        break;
     case op_kind::pool_1d:
     case op_kind::pool_2d:
         r = ref_detail::pool(node);

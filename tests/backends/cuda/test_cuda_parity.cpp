@@ -33,7 +33,8 @@ struct cuda_targets {
          {"mul_mat", 19 * 3},              // f32 f16 bf16, the 13 quantized types, iq4_xs tq1_0 tq2_0 x f32 f16 bf16
          {"get_rows", 19 + 1},             // those 19 types and i32 rows
          {"set_rows", 15 * 3 * 2},         // into f32 f16 bf16 and the 12 quantized types but q8_K
-         {"mul_mat_id", 19 * 3}});         // as mul_mat
+         {"mul_mat_id", 19 * 3},           // as mul_mat
+         {"out_prod", 1 + 15}});           // a f32, the 12 quantized types but q8_K, iq4_xs tq1_0 tq2_0
     static bool claims(const backplane::tensor& t) { return backplane::cuda::supports_op(t); }
 
     /// Device 0 with cuBLAS (when built in) and without; none, and why, without a GPU.

@@ -67,7 +67,8 @@ template <class = void>
 inline void im2col(const compute_params& p, tensor& dst) noexcept {
     const tensor& b = *dst.src[1];
     const im2col_geometry g = im2col_geometry_of(dst);
-    const auto [r0, r1] = split_work(g.ow * g.oh * g.n, p);
+    const work_range work = split_work(g.ow * g.oh * g.n, p);
+    const i64 r0 = work.begin, r1 = work.end; // not a structured binding: lambdas below use them
     visit_float(b.type, [&]<class B>() {
         visit_float(dst.type, [&]<class D>() {
             for (i64 r = r0; r < r1; ++r) {
@@ -88,7 +89,8 @@ inline void conv_2d(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const tensor& b = *dst.src[1];
     const conv_2d_geometry g = conv_2d_geometry_of(dst);
-    const auto [r0, r1] = split_work(dst.nrows(), p);
+    const work_range work = split_work(dst.nrows(), p);
+    const i64 r0 = work.begin, r1 = work.end; // not a structured binding: lambdas below use them
     const auto rows = [&]<class K>() {
         for (i64 r = r0; r < r1; ++r) {
             const auto [y, o, i] = row_of(r, dst.ne);

@@ -45,7 +45,8 @@ template <class = void>
 inline void pool(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const pool_window w = pool_window_of(dst);
-    const auto [r0, r1] = split_work(dst.nrows(), p);
+    const work_range work = split_work(dst.nrows(), p);
+    const i64 r0 = work.begin, r1 = work.end; // not a structured binding: lambdas below use them
     visit_float(a.type, [&]<class T>() {
         for (i64 r = r0; r < r1; ++r) {
             const auto [i1, i2, i3] = row_of(r, dst.ne);
@@ -62,7 +63,8 @@ template <class = void>
 inline void upscale(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const interpolation m = interpolation_of(dst);
-    const auto [r0, r1] = split_work(dst.nrows(), p);
+    const work_range work = split_work(dst.nrows(), p);
+    const i64 r0 = work.begin, r1 = work.end; // not a structured binding: lambdas below use them
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);
         const std::byte* plane = row_ptr(a, 0, interp::nearest(i2, m.sf[2], a.ne[2]), interp::nearest(i3, m.sf[3], a.ne[3]));
@@ -82,7 +84,8 @@ inline void remap(const compute_params& p, tensor& dst) noexcept {
     std::array<i64, max_dims> shift{};
     for (std::size_t d = 0; d < max_dims && !reflect; ++d) shift[d] = dst.param<std::int32_t>(d);
     const std::size_t ts = type_size(dst.type);
-    const auto [r0, r1] = split_work(dst.nrows(), p);
+    const work_range work = split_work(dst.nrows(), p);
+    const i64 r0 = work.begin, r1 = work.end; // not a structured binding: lambdas below use them
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);
         const std::byte* in = row_ptr(a, rolled_index(i1, shift[1], a.ne[1]), rolled_index(i2, shift[2], a.ne[2]),
