@@ -10,9 +10,10 @@
 // element of the result has one source: ggml's result is open there (threads race).
 
 #include <backplane/core/detail/host_device.hpp>
-#include <backplane/core/tensor.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace backplane {
 
@@ -46,19 +47,24 @@ BACKPLANE_HOST_DEVICE constexpr bool acc_source(const acc_view& v, const std::in
     return j[0] < ne[0];
 }
 
+// The functions that read a node are templates on its type: op_traits.hpp includes this
+// header for acc's rule, and tensor.hpp includes op_traits.hpp.
+
 /// acc's view, from its node's op_params (slots 0 .. 3).
-inline acc_view acc_view_of(const tensor& node) noexcept {
+template <class Tensor>
+acc_view acc_view_of(const Tensor& node) noexcept {
     acc_view v;
-    for (std::size_t d = 1; d < 4; ++d) v.nb[d] = node.param<std::int32_t>(d - 1);
-    v.offset = node.param<std::int32_t>(3);
+    for (std::size_t d = 1; d < 4; ++d) v.nb[d] = node.template param<std::int32_t>(d - 1);
+    v.offset = node.template param<std::int32_t>(3);
     return v;
 }
 
 /// Why the view of `node` (acc: a, b) is not one acc takes: empty when it is. Strides and
 /// offset non-negative multiples of 4 bytes, the view inside a and not overlapping itself.
-inline const char* acc_view_fault(const tensor& node) noexcept {
+template <class Tensor>
+const char* acc_view_fault(const Tensor& node) noexcept {
     const acc_view v = acc_view_of(node);
-    const tensor& b = *node.src[1];
+    const Tensor& b = *node.src[1];
     for (const std::int64_t x : {v.nb[1], v.nb[2], v.nb[3], v.offset})
         if (x < 0 || x % 4 != 0) return "nb1, nb2, nb3 and offset must be non-negative multiples of 4 bytes";
     if (b.nelements() == 0) return nullptr;

@@ -1,11 +1,12 @@
 #pragma once
 // The parameters of the image and sequence layout ops (pool_1d, pool_2d, upscale) as their nodes
 // hold them in op_params, read in this one place by the op's rule, every backend's kernel
-// and the tests. The builders and their semantics: core/ops/image.hpp.
+// and the tests. The builders and their semantics: core/ops/image.hpp. The functions that
+// read a node are templates on its type: op_traits.hpp includes this header for the rules,
+// and tensor.hpp includes op_traits.hpp.
 
 #include <backplane/core/interpolate.hpp>
 #include <backplane/core/op_kind.hpp>
-#include <backplane/core/tensor.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -37,30 +38,26 @@ constexpr std::int64_t pool_extent(std::int64_t n, std::int32_t k, std::int32_t 
 
 /// The window of a pool_1d node (op, k0, s0, p0) or a pool_2d node (op, k0, k1, s0, s1,
 /// p0, p1).
-inline pool_window pool_window_of(const tensor& t) noexcept {
-    const auto op = static_cast<pool_op>(t.param<std::int32_t>(0));
+template <class Tensor>
+pool_window pool_window_of(const Tensor& t) noexcept {
+    const auto param = [&](std::size_t i) { return t.template param<std::int32_t>(i); };
+    const auto op = static_cast<pool_op>(param(0));
     if (t.op == op_kind::pool_1d)
-        return {op, t.param<std::int32_t>(1), 1, t.param<std::int32_t>(2), 1, t.param<std::int32_t>(3), 0, true};
-    return {op,
-            t.param<std::int32_t>(1),
-            t.param<std::int32_t>(2),
-            t.param<std::int32_t>(3),
-            t.param<std::int32_t>(4),
-            t.param<std::int32_t>(5),
-            t.param<std::int32_t>(6),
-            false};
+        return {op, param(1), 1, param(2), 1, param(3), 0, true};
+    return {op, param(1), param(2), param(3), param(4), param(5), param(6), false};
 }
 
 /// The interpolation of an upscale node (op param: the mode and its flags): ggml's scale
 /// factors ne / a.ne in f32, (ne - 1) / (a.ne - 1) in dimensions 0 and 1 with aligned
 /// corners where both extents exceed 1, and its pixel offset.
-inline interpolation interpolation_of(const tensor& t) noexcept {
-    const tensor& a = *t.src[0];
-    const auto flags = static_cast<std::uint32_t>(t.param<std::int32_t>(0));
+template <class Tensor>
+interpolation interpolation_of(const Tensor& t) noexcept {
+    const Tensor& a = *t.src[0];
+    const auto flags = static_cast<std::uint32_t>(t.template param<std::int32_t>(0));
     interpolation m;
     m.mode = static_cast<scale_mode>(flags & 0xffu);
     m.antialias = (flags & scale_antialias) != 0;
-    for (std::size_t i = 0; i < max_dims; ++i) m.sf[i] = static_cast<float>(t.ne[i]) / static_cast<float>(a.ne[i]);
+    for (std::size_t i = 0; i < t.ne.size(); ++i) m.sf[i] = static_cast<float>(t.ne[i]) / static_cast<float>(a.ne[i]);
     if ((flags & scale_align_corners) != 0) {
         m.offset = 0.0f;
         for (std::size_t i = 0; i < 2; ++i)
