@@ -1197,17 +1197,18 @@ inline void fill_random(tensor& t, std::mt19937& rng, double lo = -1.0, double h
     }
     if (is_quantized(t.type)) {
         const std::size_t ts = type_size(t.type);
+        const i64 bs = block_size(t.type);
         for (i64 i3 = 0; i3 < t.ne[3]; ++i3)
             for (i64 i2 = 0; i2 < t.ne[2]; ++i2)
                 for (i64 i1 = 0; i1 < t.ne[1]; ++i1)
-                    for (i64 b = 0; b < t.ne[0] / 32; ++b) {
-                        float vals[32];
-                        for (float& v : vals)
-                            v = static_cast<float>(lo + (hi - lo) * uniform01(rng));
-                        std::byte block[sizeof vals]; // room for any type's encoding of 32 values
-                        from_float_row(t.type, vals, block, 32);
+                    for (i64 b = 0; b < t.ne[0] / bs; ++b) {
+                        float vals[max_block_size];
+                        for (i64 i = 0; i < bs; ++i)
+                            vals[i] = static_cast<float>(lo + (hi - lo) * uniform01(rng));
+                        std::byte block[max_type_size] = {}; // one block of any type (super-blocks too)
+                        from_float_row(t.type, vals, block, bs);
                         std::memcpy(static_cast<std::byte*>(t.data) +
-                                        t.offset_of(b * 32, i1, i2, i3),
+                                        t.offset_of(b * bs, i1, i2, i3),
                                     block, ts);
                     }
         return;
