@@ -64,7 +64,7 @@ inline void upscale(const compute_params& p, tensor& dst) noexcept {
     const tensor& a = *dst.src[0];
     const interpolation m = interpolation_of(dst);
     const work_range work = split_work(dst.nrows(), p);
-    const i64 r0 = work.begin, r1 = work.end; // not a structured binding: lambdas below use them
+    const i64 r0 = work.begin, r1 = work.end;
     for (i64 r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = row_of(r, dst.ne);
         const std::byte* plane = row_ptr(a, 0, interp::nearest(i2, m.sf[2], a.ne[2]), interp::nearest(i3, m.sf[3], a.ne[3]));
