@@ -5,6 +5,8 @@
 #include "file_type.hpp"
 #include "weights.hpp"
 
+#include <backplane/core/quantize_weights.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>

@@ -3,6 +3,7 @@
 // ties, all-zero blocks and the sign of the largest magnitude.
 
 #include <backplane/core/convert.hpp>
+#include <backplane/core/quantize_weights.hpp>
 #include <backplane/core/kquants.hpp>
 #include <backplane/core/quants.hpp>
 

@@ -6,6 +6,7 @@
 #include "quantize_every_type.hpp"
 
 #include <backplane/core/convert.hpp>
+#include <backplane/core/quantize_weights.hpp>
 #include <backplane/core/types.hpp>
 
 #include <cstring>

@@ -27,7 +27,7 @@
 #include <type_traits>
 
 #if BACKPLANE_HAS_X86_KERNELS
-#include <immintrin.h>
+#include <backplane/backends/cpu/detail/x86_intrinsics.hpp>
 #endif
 
 namespace backplane::cpu::fast::attention_detail {

@@ -21,7 +21,7 @@
 
 #if BACKPLANE_HAS_X86_KERNELS
 
-#include <immintrin.h>
+#include <backplane/backends/cpu/detail/x86_intrinsics.hpp>
 
 #include <array>
 #include <cstddef>

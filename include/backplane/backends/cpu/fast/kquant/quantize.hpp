@@ -20,7 +20,7 @@
 #include <limits>
 
 #if BACKPLANE_HAS_X86_KERNELS
-#include <immintrin.h>
+#include <backplane/backends/cpu/detail/x86_intrinsics.hpp>
 #endif
 
 namespace backplane::cpu::fast::kquant {

@@ -24,7 +24,7 @@
 #include <cstdint>
 
 #if BACKPLANE_HAS_X86_KERNELS
-#include <immintrin.h>
+#include <backplane/backends/cpu/detail/x86_intrinsics.hpp>
 
 BACKPLANE_X86_KERNELS_BEGIN
 
