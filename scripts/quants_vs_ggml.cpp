@@ -4,9 +4,10 @@
 // constant and zero blocks; the two quantizers of model files that differ from those
 // ("file": quantize_weights_row's q8_0 and iq4_nl) with what llama-quantize calls,
 // quantize_row_q8_0_ref and quantize_iq4_nl, and the lattice types' grid searches
-// (quantize_row_iq3_xxs_ref and quantize_row_iq3_s_ref: ggml's quantize_iq3_xxs and
-// quantize_iq3_s without an importance matrix); and the dequantizers of the types f32 does
-// not convert into (iq3_xxs ... iq1_m) on seeded random blocks.
+// (core/iquants_search.hpp) with ggml's quantize_<type> without an importance matrix
+// (quantize_row_iq3_xxs_ref, quantize_row_iq3_s_ref, quantize_row_iq2_s_ref); and the
+// dequantizers of the types f32 does not convert into (iq3_xxs ... iq1_m) on seeded
+// random blocks.
 // Built and run by scripts/check_quants_ggml against a ggml checkout; not part of the build.
 
 #include <backplane/core/iquants.hpp>
@@ -147,6 +148,8 @@ int main(int argc, char** argv) {
     bad += compare<bp::block_iq3_xxs, block_iq3_xxs, 256>("iq3_xxs file", bp::quantize_row_iq3_xxs, quantize_row_iq3_xxs_ref, bp::dequantize_row_iq3_xxs, dequantize_row_iq3_xxs, large);
     iq3xs_init_impl(512);
     bad += compare<bp::block_iq3_s, block_iq3_s, 256>("iq3_s file", bp::quantize_row_iq3_s, quantize_row_iq3_s_ref, bp::dequantize_row_iq3_s, dequantize_row_iq3_s, large);
+    iq2xs_init_impl(GGML_TYPE_IQ2_S);
+    bad += compare<bp::block_iq2_s, block_iq2_s, 256>("iq2_s file", bp::quantize_row_iq2_s, quantize_row_iq2_s_ref, bp::dequantize_row_iq2_s, dequantize_row_iq2_s, large);
     bad += compare_dequantize<bp::block_iq4_xs, block_iq4_xs>("iq4_xs", bp::dequantize_row_iq4_xs, dequantize_row_iq4_xs, seed);
     bad += compare_dequantize<bp::block_iq3_xxs, block_iq3_xxs>("iq3_xxs", bp::dequantize_row_iq3_xxs, dequantize_row_iq3_xxs, seed);
     bad += compare_dequantize<bp::block_iq3_s, block_iq3_s>("iq3_s", bp::dequantize_row_iq3_s, dequantize_row_iq3_s, seed);

@@ -298,6 +298,9 @@ TEST_CASE("convert: quantize_weights_row is from_float_row but for iq4_nl's sear
         } else if (t == elem_type::iq3_s) {
             quantize_row_iq3_s(x.data(), reinterpret_cast<block_iq3_s*>(own.data()), n);
             CHECK(file == own);
+        } else if (t == elem_type::iq2_s) {
+            quantize_row_iq2_s(x.data(), reinterpret_cast<block_iq2_s*>(own.data()), n);
+            CHECK(file == own);
         } else {
             CHECK(file == op);
         }
@@ -708,8 +711,9 @@ struct file_quantizer {
     std::size_t values_per_lost_sign; // 0: every sign kept
 };
 const file_quantizer file_quantizers[] = {
-    {elem_type::iq3_xxs, 0.25, 8}, // about 0.20 here: 3.06 bits a value on a grid
-    {elem_type::iq3_s, 0.21, 0},   // about 0.17: 3.44 bits
+    {elem_type::iq3_xxs, 0.25, 8}, // about 0.22 here: 3.06 bits a value on a grid
+    {elem_type::iq3_s, 0.21, 0},   // about 0.18: 3.44 bits
+    {elem_type::iq2_s, 0.32, 0},   // about 0.28: 2.56 bits
 };
 
 /// x written as a model file stores t (quantize_weights_row), and read back.
@@ -764,6 +768,7 @@ TEST_CASE("iquants: the grid searches of the lattice types, for model files", "[
         CHECK(&detail::iq3xxs_lattice() == &detail::iq3xxs_lattice());
         check_lattice(detail::iq3xxs_lattice(), 256);
         check_lattice(detail::iq3s_lattice(), 512);
+        check_lattice(detail::iq2s_lattice(), 1024);
     }
     SECTION("iq3_s: after a sub-block of zeros, the grid indices' low bytes and the signs move up one "
             "sub-block, as ggml writes them") {
@@ -810,7 +815,7 @@ TEST_CASE("iquants: the lattice types f32 does not convert into, and those ggml 
     }
     for (const elem_type t : {elem_type::iq2_xxs, elem_type::iq2_xs, elem_type::iq1_s})
         CHECK_THROWS_WITH(quantize_weights_row(t, x.data(), nullptr, qk_k), Catch::Contains("importance matrix"));
-    for (const elem_type t : {elem_type::iq2_s, elem_type::iq1_m})
+    for (const elem_type t : {elem_type::iq1_m})
         CHECK_THROWS_WITH(quantize_weights_row(t, x.data(), nullptr, qk_k), Catch::Contains("not implemented"));
     for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0}) CHECK(converts_from_float(t));
 }

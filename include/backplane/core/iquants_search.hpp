@@ -126,6 +126,13 @@ inline const iq3_lattice& iq3s_lattice() {
     return lattice;
 }
 
+/// iq2_s's lattice (ggml's iq2xs_init_impl for iq2_s): bytes 8, 25, 43 for l = 0, 1, 2; one
+/// distance.
+inline const iq2_lattice& iq2s_lattice() {
+    static const iq2_lattice lattice(1024, [](int g, int i) { return (grid_byte(iq2s_grid[g], i) - 8) / 17; }, 2, 1);
+    return lattice;
+}
+
 /// The magnitude of code l on the iq2 and iq3 grids (in units of the scale): 2 l + 1.
 inline float odd_level(int l) noexcept { return static_cast<float>(2 * l + 1); }
 
@@ -395,6 +402,65 @@ inline void quantize_row_iq3_s(const float* x, block_iq3_s* y, std::int64_t n) {
         out.d = f32_to_f16(d * 1.033f);
         const float id = 1.0f / d;
         for (int ib = 0; ib < qk_k / 32; ib += 2)
+            out.scales[ib / 2] = static_cast<std::uint8_t>(detail::odd_scale_code(id, scales[ib], 15) |
+                                                           detail::odd_scale_code(id, scales[ib + 1], 15) << 4);
+    }
+}
+
+/// ggml's iq2_s quantizer without an importance matrix (quantize_iq2_s; its
+/// quantize_row_iq2_s_ref): per sub-block of 16, the 8 signs of each 8 values as they are
+/// and a grid search (19 trial scales max / (5 + 0.1 k)) with weights sigma^2 / 2 + x^2,
+/// sigma^2 the super-block's mean square; d = (the largest sub-block scale) / 31, stored
+/// times 0.9875 (ggml's fudge factor), each sub-block's 4-bit scale round((scale / d - 1) / 2).
+/// A sub-block whose magnitudes are all below 1e-8 has scale 0 and writes nothing; a
+/// super-block whose scales are all 0 stores zeros.
+inline void quantize_row_iq2_s(const float* x, block_iq2_s* y, std::int64_t n) {
+    const detail::iq2_lattice& lat = detail::iq2s_lattice();
+    constexpr detail::grid_search_params search{9, 0.1f, 5.0f, false};
+    for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+        block_iq2_s& out = y[b];
+        std::memset(&out, 0, sizeof out);
+        float sumx2 = 0.0f;
+        for (int i = 0; i < qk_k; ++i)
+            sumx2 += detail::unfused(x[i] * x[i]);
+        const float sigma2 = 2.0f * sumx2 / qk_k;
+        float scales[qk_k / 16];
+        float max_scale = 0.0f;
+        for (int ib = 0; ib < qk_k / 16; ++ib) {
+            const float* xb = x + 16 * ib;
+            float w[16], wr[16], xval[16];
+            for (int i = 0; i < 16; ++i)
+                w[i] = detail::unfused(0.25f * sigma2) + detail::unfused(xb[i] * xb[i]);
+            for (int i = 0; i < 16; ++i)
+                wr[i] = std::sqrt(w[i]);
+            std::uint8_t signs[2], l[16];
+            for (int k = 0; k < 2; ++k)
+                signs[k] = detail::split_signs(xb + 8 * k, xval + 8 * k);
+            scales[ib] = 0.0f;
+            if (*std::max_element(xval, xval + 16) < 1e-8f)
+                continue;
+            float scale = detail::grid_search<16>(lat, search, xval, w, wr, l);
+            if (scale < 0.0f) { // never, but as ggml: a positive scale, the signs flipped
+                scale = -scale;
+                for (std::uint8_t& s : signs)
+                    s = static_cast<std::uint8_t>(~s);
+            }
+            for (int k = 0; k < 2; ++k) {
+                const int g = lat.map[detail::iq2_lattice::key_of(l + 8 * k)];
+                const int i8 = 2 * ib + k;
+                out.qs[i8] = static_cast<std::uint8_t>(g & 255);
+                out.qh[i8 / 4] = static_cast<std::uint8_t>(out.qh[i8 / 4] | (g >> 8) << 2 * (i8 % 4));
+                out.qs[qk_k / 8 + i8] = signs[k];
+            }
+            scales[ib] = scale;
+            max_scale = max_scale > scale ? max_scale : scale;
+        }
+        if (max_scale == 0.0f)
+            continue;
+        const float d = max_scale / 31.0f;
+        out.d = f32_to_f16(d * 0.9875f);
+        const float id = 1.0f / d;
+        for (int ib = 0; ib < qk_k / 16; ib += 2)
             out.scales[ib / 2] = static_cast<std::uint8_t>(detail::odd_scale_code(id, scales[ib], 15) |
                                                            detail::odd_scale_code(id, scales[ib + 1], 15) << 4);
     }
