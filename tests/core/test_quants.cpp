@@ -301,6 +301,9 @@ TEST_CASE("convert: quantize_weights_row is from_float_row but for iq4_nl's sear
         } else if (t == elem_type::iq2_s) {
             quantize_row_iq2_s(x.data(), reinterpret_cast<block_iq2_s*>(own.data()), n);
             CHECK(file == own);
+        } else if (t == elem_type::iq1_m) {
+            quantize_row_iq1_m(x.data(), reinterpret_cast<block_iq1_m*>(own.data()), n);
+            CHECK(file == own);
         } else {
             CHECK(file == op);
         }
@@ -704,7 +707,8 @@ TEST_CASE("iquants: round trips of iq4_xs, tq1_0 and tq2_0 on seeded data of man
 namespace {
 
 /// A lattice type's file quantizer as tested: how far its round trip may be off (relative
-/// RMS), and how many signs it may lose per value (iq3_xxs stores 7 of 8 signs).
+/// RMS), and how many signs it may lose per value (iq3_xxs stores 7 of 8 signs, iq1_m none:
+/// its values are levels -1, 0, 1 shifted by +-1/8).
 struct file_quantizer {
     elem_type type;
     double max_error;
@@ -714,6 +718,7 @@ const file_quantizer file_quantizers[] = {
     {elem_type::iq3_xxs, 0.25, 8}, // about 0.22 here: 3.06 bits a value on a grid
     {elem_type::iq3_s, 0.21, 0},   // about 0.18: 3.44 bits
     {elem_type::iq2_s, 0.32, 0},   // about 0.28: 2.56 bits
+    {elem_type::iq1_m, 0.65, 1},   // about 0.60: 1.75 bits
 };
 
 /// x written as a model file stores t (quantize_weights_row), and read back.
@@ -769,6 +774,7 @@ TEST_CASE("iquants: the grid searches of the lattice types, for model files", "[
         check_lattice(detail::iq3xxs_lattice(), 256);
         check_lattice(detail::iq3s_lattice(), 512);
         check_lattice(detail::iq2s_lattice(), 1024);
+        check_lattice(detail::iq1_lattice(), 2048);
     }
     SECTION("iq3_s: after a sub-block of zeros, the grid indices' low bytes and the signs move up one "
             "sub-block, as ggml writes them") {
@@ -787,6 +793,24 @@ TEST_CASE("iquants: the grid searches of the lattice types, for model files", "[
         CHECK(std::memcmp(b.qs, c.qs, sizeof b.qs) == 0);
         CHECK(std::memcmp(b.signs, c.signs, sizeof b.signs) == 0);
     }
+}
+
+TEST_CASE("iquants: iq1_m's search: a sub-block below 1e-7 stores scale code 0 and grid entry 0, "
+          "beside large ones",
+          "[quants]") {
+    std::vector<float> x = seeded_values(23, 1.0f, qk_k);
+    std::fill(x.begin() + 16, x.begin() + 32, 1e-9f); // sub-block 1
+    block_iq1_m b{};
+    quantize_row_iq1_m(x.data(), &b, qk_k);
+    CHECK(b.qs[2] == 0);
+    CHECK(b.qs[3] == 0);
+    CHECK(b.qh[1] == 0);
+    std::uint16_t sc[4];
+    std::memcpy(sc, b.scales, sizeof sc);
+    CHECK(((sc[0] >> 3) & 7) == 0);
+    CHECK((sc[0] & 7) != 0); // sub-block 0's is not
+    const auto [q, y] = file_round_trip(elem_type::iq1_m, x);
+    for (std::size_t i = 16; i < 32; ++i) CHECK(std::fabs(y[i]) < 0.5f); // d (1 + 1/8) at most
 }
 
 TEST_CASE("iquants: the file quantizers give the same bytes from several threads at once", "[quants]") {
@@ -815,7 +839,5 @@ TEST_CASE("iquants: the lattice types f32 does not convert into, and those ggml 
     }
     for (const elem_type t : {elem_type::iq2_xxs, elem_type::iq2_xs, elem_type::iq1_s})
         CHECK_THROWS_WITH(quantize_weights_row(t, x.data(), nullptr, qk_k), Catch::Contains("importance matrix"));
-    for (const elem_type t : {elem_type::iq1_m})
-        CHECK_THROWS_WITH(quantize_weights_row(t, x.data(), nullptr, qk_k), Catch::Contains("not implemented"));
     for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0}) CHECK(converts_from_float(t));
 }

@@ -145,17 +145,16 @@ inline void from_float_row(elem_type t, const float* x, void* y, std::int64_t n)
 }
 
 /// Why quantize_weights_row cannot write type t: empty when it can. ggml quantizes
-/// iq2_xxs, iq2_xs and iq1_s only with an importance matrix (ggml_quantize_requires_imatrix);
-/// the search of iq1_m is not implemented here (its blocks are read, not written).
+/// iq2_xxs, iq2_xs and iq1_s only with an importance matrix (ggml_quantize_requires_imatrix).
 constexpr std::string_view weights_quantizer_missing(elem_type t) noexcept {
     switch (t) {
     case elem_type::iq2_xxs:
     case elem_type::iq2_xs:
     case elem_type::iq1_s: return "ggml quantizes it only with an importance matrix";
-    case elem_type::iq1_m: return "its quantizer is not implemented (its blocks are only read)";
     case elem_type::iq3_xxs: // grid searches for files (iquants_search.hpp)
     case elem_type::iq3_s:
-    case elem_type::iq2_s: return {};
+    case elem_type::iq2_s:
+    case elem_type::iq1_m: return {};
     default: return converts_from_float(t) ? std::string_view{} : "f32 does not convert into it";
     }
 }
@@ -165,7 +164,7 @@ constexpr std::string_view weights_quantizer_missing(elem_type t) noexcept {
 /// from_float_row's but for these: iq4_nl searches its scale (quantize_row_iq4_nl_search),
 /// q8_0 rounds a tie away from zero (quantize_row_q8_0_ties_away), and the lattice types
 /// f32 does not convert into search their grids (iquants_search.hpp: quantize_row_iq3_xxs,
-/// quantize_row_iq3_s, quantize_row_iq2_s). For writing files only: cpy and set_rows
+/// quantize_row_iq3_s, quantize_row_iq2_s, quantize_row_iq1_m). For writing files only: cpy and set_rows
 /// convert with from_float_row, as ggml's CPU does. Throws backplane::error for a type it
 /// cannot write (weights_quantizer_missing).
 inline void quantize_weights_row(elem_type t, const float* x, void* y, std::int64_t n) {
@@ -177,6 +176,7 @@ inline void quantize_weights_row(elem_type t, const float* x, void* y, std::int6
     case elem_type::iq3_xxs: quantize_row_iq3_xxs(x, static_cast<block_iq3_xxs*>(y), n); break;
     case elem_type::iq3_s: quantize_row_iq3_s(x, static_cast<block_iq3_s*>(y), n); break;
     case elem_type::iq2_s: quantize_row_iq2_s(x, static_cast<block_iq2_s*>(y), n); break;
+    case elem_type::iq1_m: quantize_row_iq1_m(x, static_cast<block_iq1_m*>(y), n); break;
     default: from_float_row(t, x, y, n); break;
     }
 }
