@@ -3,9 +3,11 @@
 // and dequantize_row_<type> on seeded rows: many scales, ties, all-positive, few-level,
 // constant and zero blocks; the two quantizers of model files that differ from those
 // ("file": quantize_weights_row's q8_0 and iq4_nl) with what llama-quantize calls,
-// quantize_row_q8_0_ref and quantize_iq4_nl, and iq3_xxs's (quantize_row_iq3_xxs_ref,
-// which is quantize_iq3_xxs without an importance matrix); and the dequantizers of the types backplane
-// does not quantize (iq3_xxs ... iq1_m) on seeded random blocks.
+// quantize_row_q8_0_ref and quantize_iq4_nl, and the lattice types' grid searches
+// (core/iquants_search.hpp) with ggml's quantize_<type> without an importance matrix
+// (quantize_row_iq3_xxs_ref, quantize_row_iq3_s_ref, quantize_row_iq2_s_ref,
+// quantize_iq1_m); and the dequantizers of the types f32 does not convert into (iq3_xxs ... iq1_m) on seeded
+// random blocks.
 // Built and run by scripts/check_quants_ggml against a ggml checkout; not part of the build.
 
 #include <backplane/core/iquants.hpp>
@@ -119,6 +121,9 @@ std::vector<float> without_tiny_blocks(const std::vector<float>& x) {
 /// ggml's quantize_iq4_nl (what llama-quantize runs; no importance weights) on one row.
 void quantize_iq4_nl_rows(const float* x, block_iq4_nl* y, std::int64_t n) { quantize_iq4_nl(x, y, 1, n, nullptr); }
 
+/// ggml's quantize_iq1_m without an importance matrix on one row (it has no _ref).
+void quantize_iq1_m_rows(const float* x, block_iq1_m* y, std::int64_t n) { quantize_iq1_m(x, y, 1, n, nullptr); }
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -144,6 +149,12 @@ int main(int argc, char** argv) {
     bad += compare<bp::block_tq2_0, block_tq2_0, 256>("tq2_0", bp::quantize_row_tq2_0, quantize_row_tq2_0_ref, bp::dequantize_row_tq2_0, dequantize_row_tq2_0, large);
     iq3xs_init_impl(256); // ggml's lattice tables, which its quantizer needs
     bad += compare<bp::block_iq3_xxs, block_iq3_xxs, 256>("iq3_xxs file", bp::quantize_row_iq3_xxs, quantize_row_iq3_xxs_ref, bp::dequantize_row_iq3_xxs, dequantize_row_iq3_xxs, large);
+    iq3xs_init_impl(512);
+    bad += compare<bp::block_iq3_s, block_iq3_s, 256>("iq3_s file", bp::quantize_row_iq3_s, quantize_row_iq3_s_ref, bp::dequantize_row_iq3_s, dequantize_row_iq3_s, large);
+    iq2xs_init_impl(GGML_TYPE_IQ2_S);
+    bad += compare<bp::block_iq2_s, block_iq2_s, 256>("iq2_s file", bp::quantize_row_iq2_s, quantize_row_iq2_s_ref, bp::dequantize_row_iq2_s, dequantize_row_iq2_s, large);
+    iq2xs_init_impl(GGML_TYPE_IQ1_M);
+    bad += compare<bp::block_iq1_m, block_iq1_m, 256>("iq1_m file", bp::quantize_row_iq1_m, quantize_iq1_m_rows, bp::dequantize_row_iq1_m, dequantize_row_iq1_m, large);
     bad += compare_dequantize<bp::block_iq4_xs, block_iq4_xs>("iq4_xs", bp::dequantize_row_iq4_xs, dequantize_row_iq4_xs, seed);
     bad += compare_dequantize<bp::block_iq3_xxs, block_iq3_xxs>("iq3_xxs", bp::dequantize_row_iq3_xxs, dequantize_row_iq3_xxs, seed);
     bad += compare_dequantize<bp::block_iq3_s, block_iq3_s>("iq3_s", bp::dequantize_row_iq3_s, dequantize_row_iq3_s, seed);

@@ -114,7 +114,7 @@ model:
   --n-swa N           its sliding window (gemma2; default 32)
   --wtype T           every matrix of type T: f32, f16, bf16 or a quantized type (q8_0,
                       the default; q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, iq4_nl, mxfp4,
-                      iq4_xs, iq3_xxs, tq1_0, tq2_0)
+                      iq4_xs, iq3_xxs, iq3_s, iq2_s, iq1_m, tq1_0, tq2_0)
   --type F            llama.cpp's mix of types for file type F: q4_K_M, q5_K_M, q6_K,
                       q8_0, q4_0, mxfp4 (experts mxfp4, the rest q8_0)
   --tied              no output.weight: the output reuses token_embd.weight

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
+#include <utility>
 #include <vector>
 
 using namespace backplane;
@@ -293,6 +295,15 @@ TEST_CASE("convert: quantize_weights_row is from_float_row but for iq4_nl's sear
             CHECK(file == own);
         } else if (t == elem_type::iq3_xxs) { // f32 does not convert into it: only files are written
             quantize_row_iq3_xxs(x.data(), reinterpret_cast<block_iq3_xxs*>(own.data()), n);
+            CHECK(file == own);
+        } else if (t == elem_type::iq3_s) {
+            quantize_row_iq3_s(x.data(), reinterpret_cast<block_iq3_s*>(own.data()), n);
+            CHECK(file == own);
+        } else if (t == elem_type::iq2_s) {
+            quantize_row_iq2_s(x.data(), reinterpret_cast<block_iq2_s*>(own.data()), n);
+            CHECK(file == own);
+        } else if (t == elem_type::iq1_m) {
+            quantize_row_iq1_m(x.data(), reinterpret_cast<block_iq1_m*>(own.data()), n);
             CHECK(file == own);
         } else {
             CHECK(file == op);
@@ -694,56 +705,140 @@ TEST_CASE("iquants: round trips of iq4_xs, tq1_0 and tq2_0 on seeded data of man
     }
 }
 
-TEST_CASE("iquants: iq3_xxs's grid search, for model files", "[quants]") {
-    const auto file_round_trip = [](const std::vector<float>& x) {
-        const auto n = static_cast<std::int64_t>(x.size());
-        std::vector<std::byte> q(row_size(elem_type::iq3_xxs, n));
-        std::vector<float> y(x.size());
-        quantize_weights_row(elem_type::iq3_xxs, x.data(), q.data(), n);
-        to_float_row(elem_type::iq3_xxs, q.data(), y.data(), n);
-        return std::pair{q, y};
-    };
-    for (const float scale : scales) {
-        INFO("scale " << scale);
-        const std::vector<float> x = seeded_values(13, scale, 4 * qk_k);
-        const auto [q, y] = file_round_trip(x);
-        CHECK(relative_rms(x, y) < 0.25); // about 0.2 here: 3 bits a value on a grid
-        CHECK(file_round_trip(x).first == q); // deterministic
-        // the signs are the values' but for at most one value of least magnitude per 8
-        int flipped = 0;
-        for (std::size_t i = 0; i < x.size(); ++i) flipped += y[i] != 0.0f && std::signbit(y[i]) != std::signbit(x[i]);
-        CHECK(flipped <= static_cast<int>(x.size() / 8));
-    }
-    SECTION("a super-block of zeros stores zeros") {
-        const auto [q, y] = file_round_trip(std::vector<float>(qk_k, 0.0f));
-        for (const std::byte b : q) CHECK(b == std::byte{0});
-    }
-    SECTION("the lattice tables: every grid entry is its own key, every other key has neighbours") {
-        const detail::iq3_lattice& lat = detail::iq3xxs_lattice();
-        CHECK(&lat == &detail::iq3xxs_lattice()); // built once
-        int on_grid = 0;
-        for (int key = 0; key < detail::iq3_lattice::keys; ++key) {
-            if (lat.map[key] >= 0) {
-                ++on_grid;
-                CHECK(detail::iq3_lattice::key_of(lat.codes[lat.map[key]].data()) == key);
-            } else {
-                CHECK(lat.neighbours[static_cast<std::size_t>(-lat.map[key] - 1)] > 0);
-            }
+namespace {
+
+/// A lattice type's file quantizer as tested: how far its round trip may be off (relative
+/// RMS), and how many signs it may lose per value (iq3_xxs stores 7 of 8 signs, iq1_m none:
+/// its values are levels -1, 0, 1 shifted by +-1/8).
+struct file_quantizer {
+    elem_type type;
+    double max_error;
+    std::size_t values_per_lost_sign; // 0: every sign kept
+};
+const file_quantizer file_quantizers[] = {
+    {elem_type::iq3_xxs, 0.25, 8}, // about 0.22 here: 3.06 bits a value on a grid
+    {elem_type::iq3_s, 0.21, 0},   // about 0.18: 3.44 bits
+    {elem_type::iq2_s, 0.32, 0},   // about 0.28: 2.56 bits
+    {elem_type::iq1_m, 0.65, 1},   // about 0.60: 1.75 bits
+};
+
+/// x written as a model file stores t (quantize_weights_row), and read back.
+std::pair<std::vector<std::byte>, std::vector<float>> file_round_trip(elem_type t, const std::vector<float>& x) {
+    const auto n = static_cast<std::int64_t>(x.size());
+    std::vector<std::byte> q(row_size(t, n));
+    std::vector<float> y(x.size());
+    quantize_weights_row(t, x.data(), q.data(), n);
+    to_float_row(t, q.data(), y.data(), n);
+    return {q, y};
+}
+
+/// A lattice's tables: every entry is its own key, every other key a search can form lists
+/// neighbours (entries of the lattice).
+template <class Lattice> void check_lattice(const Lattice& lat, int entries) {
+    int on_grid = 0, listed = 0;
+    for (int key = 0; key < Lattice::keys; ++key) {
+        if (lat.map[key] >= 0) {
+            ++on_grid;
+            CHECK(Lattice::key_of(lat.codes[static_cast<std::size_t>(lat.map[key])].data()) == key);
+        } else if (lat.reachable(key)) {
+            ++listed;
+            const std::uint16_t* list = lat.neighbours_of(key);
+            CHECK(list[0] > 0);
+            for (int j = 1; j <= list[0]; ++j) CHECK(list[j] < entries);
         }
-        CHECK(on_grid == 256);
+    }
+    CHECK(on_grid == entries);
+    CHECK(listed > 0);
+}
+
+} // namespace
+
+TEST_CASE("iquants: the grid searches of the lattice types, for model files", "[quants]") {
+    for (const file_quantizer& fq : file_quantizers) {
+        INFO(to_string(fq.type));
+        CHECK(weights_quantizer_missing(fq.type).empty());
+        for (const float scale : scales) {
+            INFO("scale " << scale);
+            const std::vector<float> x = seeded_values(13, scale, 4 * qk_k);
+            const auto [q, y] = file_round_trip(fq.type, x);
+            CHECK(relative_rms(x, y) < fq.max_error);
+            CHECK(file_round_trip(fq.type, x).first == q); // deterministic
+            std::size_t flipped = 0;
+            for (std::size_t i = 0; i < x.size(); ++i) flipped += y[i] != 0.0f && std::signbit(y[i]) != std::signbit(x[i]);
+            CHECK(flipped <= (fq.values_per_lost_sign == 0 ? 0 : x.size() / fq.values_per_lost_sign));
+        }
+        const auto [q, y] = file_round_trip(fq.type, std::vector<float>(qk_k, 0.0f));
+        for (const std::byte b : q) CHECK(b == std::byte{0}); // a super-block of zeros stores zeros
+    }
+    SECTION("the lattice tables: built once") {
+        CHECK(&detail::iq3xxs_lattice() == &detail::iq3xxs_lattice());
+        check_lattice(detail::iq3xxs_lattice(), 256);
+        check_lattice(detail::iq3s_lattice(), 512);
+        check_lattice(detail::iq2s_lattice(), 1024);
+        check_lattice(detail::iq1_lattice(), 2048);
+    }
+    SECTION("iq3_s: after a sub-block of zeros, the grid indices' low bytes and the signs move up one "
+            "sub-block, as ggml writes them") {
+        std::vector<float> x = seeded_values(17, 1.0f, qk_k);
+        std::fill(x.begin(), x.begin() + 32, 0.0f);
+        block_iq3_s b{};
+        quantize_row_iq3_s(x.data(), &b, qk_k);
+        CHECK((b.scales[0] & 15) == 0);
+        CHECK(b.qh[0] == 0);
+        for (int k = 56; k < 64; ++k) CHECK(b.qs[k] == 0); // the eighth sub-block's place, unused
+        for (int k = 28; k < 32; ++k) CHECK(b.signs[k] == 0);
+        std::vector<float> shifted(x.begin() + 32, x.end());
+        shifted.resize(qk_k, 0.0f); // the same sub-blocks first: the same low bytes and signs
+        block_iq3_s c{};
+        quantize_row_iq3_s(shifted.data(), &c, qk_k);
+        CHECK(std::memcmp(b.qs, c.qs, sizeof b.qs) == 0);
+        CHECK(std::memcmp(b.signs, c.signs, sizeof b.signs) == 0);
     }
 }
 
-TEST_CASE("iquants: the lattice types are read but not written", "[quants]") {
+TEST_CASE("iquants: iq1_m's search: a sub-block below 1e-7 stores scale code 0 and grid entry 0, "
+          "beside large ones",
+          "[quants]") {
+    std::vector<float> x = seeded_values(23, 1.0f, qk_k);
+    std::fill(x.begin() + 16, x.begin() + 32, 1e-9f); // sub-block 1
+    block_iq1_m b{};
+    quantize_row_iq1_m(x.data(), &b, qk_k);
+    CHECK(b.qs[2] == 0);
+    CHECK(b.qs[3] == 0);
+    CHECK(b.qh[1] == 0);
+    std::uint16_t sc[4];
+    std::memcpy(sc, b.scales, sizeof sc);
+    CHECK(((sc[0] >> 3) & 7) == 0);
+    CHECK((sc[0] & 7) != 0); // sub-block 0's is not
+    const auto [q, y] = file_round_trip(elem_type::iq1_m, x);
+    for (std::size_t i = 16; i < 32; ++i) CHECK(std::fabs(y[i]) < 0.5f); // d (1 + 1/8) at most
+}
+
+TEST_CASE("iquants: the file quantizers give the same bytes from several threads at once", "[quants]") {
+    const std::vector<float> x = seeded_values(19, 1.0f, 2 * qk_k);
+    for (const file_quantizer& fq : file_quantizers) {
+        INFO(to_string(fq.type));
+        const std::vector<std::byte> serial = file_round_trip(fq.type, x).first;
+        std::vector<std::vector<std::byte>> out(4);
+        std::vector<std::thread> threads;
+        for (std::vector<std::byte>& o : out) threads.emplace_back([&] { o = file_round_trip(fq.type, x).first; });
+        for (std::thread& t : threads) t.join();
+        for (const std::vector<std::byte>& o : out) CHECK(o == serial);
+    }
+}
+
+TEST_CASE("iquants: the lattice types f32 does not convert into, and those ggml writes only with an "
+          "importance matrix",
+          "[quants]") {
     const std::vector<float> x = seeded_values(5, 1.0f, qk_k);
     for (const elem_type t : {elem_type::iq3_xxs, elem_type::iq3_s, elem_type::iq2_xxs, elem_type::iq2_xs,
                               elem_type::iq2_s, elem_type::iq1_s, elem_type::iq1_m}) {
         INFO(to_string(t));
         CHECK_FALSE(converts_from_float(t));
         std::vector<std::byte> q(row_size(t, qk_k));
-        if (t != elem_type::iq3_xxs) CHECK_THROWS_AS(quantize_weights_row(t, x.data(), q.data(), qk_k), error);
+        if (!weights_quantizer_missing(t).empty()) CHECK_THROWS_AS(quantize_weights_row(t, x.data(), q.data(), qk_k), error);
     }
-    CHECK_THROWS_WITH(quantize_weights_row(elem_type::iq2_xxs, x.data(), nullptr, qk_k),
-                      Catch::Contains("importance matrix"));
+    for (const elem_type t : {elem_type::iq2_xxs, elem_type::iq2_xs, elem_type::iq1_s})
+        CHECK_THROWS_WITH(quantize_weights_row(t, x.data(), nullptr, qk_k), Catch::Contains("importance matrix"));
     for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0}) CHECK(converts_from_float(t));
 }
