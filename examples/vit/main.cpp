@@ -28,8 +28,10 @@
 //    the mapping) and compares the pooled output and the last hidden states: normalised
 //    mean squared error at most 1e-4 for each, else exit status 1.
 //
-// Exit status: 0 done, 1 failure, 2 bad command line, 77 --require-device and the device
-// named by --device is missing.
+// Exit status: 0 done, 1 failure (a file that is not such a model, with the tensor or key
+// at fault named; a device error; a check above its bound), 2 bad command line (an
+// unknown option or value, a random model's shape that cannot be, --pool cls for a model
+// without a class token), 77 --require-device and the device named by --device is missing.
 
 #include "graph.hpp"
 #include "writer.hpp"
@@ -324,6 +326,8 @@ int run_main(int argc, char** argv) {
     if (o.model_path.empty())
         o.model_path = std::filesystem::temp_directory_path() / default_model_name(o);
     if (o.write_model || !std::filesystem::exists(o.model_path, ec)) {
+        if (auto s = vit::check_random_model(o.hp, o.random); !s) // the shape asked for
+            return bad_usage(s.message());
         const auto t0 = clock_type::now();
         if (auto s = vit::write_random_model(o.model_path, o.hp, o.random); !s)
             return fail("writing the model", s);

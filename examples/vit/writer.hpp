@@ -26,7 +26,8 @@ struct random_model {
 /// +-0.2, the class token and the position embeddings in +-0.5. Matrices of type r.wtype,
 /// the patch kernel f16 (f32 when r.wtype is f32: im2col unrolls into its type), the rest
 /// f32. GELU (clip.use_gelu), CLIP's pixel mean and standard deviation.
-inline status write_random_model(const std::filesystem::path& path, const hparams& hp, const random_model& r) {
+/// Whether a random model of shape hp made as r says can be written.
+inline status check_random_model(const hparams& hp, const random_model& r) {
     if (auto s = hp.validate(); !s)
         return s;
     const elem_type wt = r.wtype;
@@ -37,6 +38,13 @@ inline status write_random_model(const std::filesystem::path& path, const hparam
                                             ") and the feed-forward length (" + std::to_string(hp.n_ff) +
                                             ") must be multiples of " + std::to_string(block_size(wt)) + " for " +
                                             std::string(to_string(wt))};
+    return {};
+}
+
+inline status write_random_model(const std::filesystem::path& path, const hparams& hp, const random_model& r) {
+    if (auto s = check_random_model(hp, r); !s)
+        return s;
+    const elem_type wt = r.wtype;
     gguf::writer w;
     const auto u32 = [](int x) { return static_cast<std::uint32_t>(x); };
     const auto vision = [](const char* name) { return std::string(key_prefix) + name; };
