@@ -5,6 +5,8 @@
 
 #include "model.hpp"
 
+#include <backplane/core/quantize_weights.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
