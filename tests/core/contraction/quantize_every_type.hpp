@@ -20,6 +20,7 @@ namespace contraction {
 struct quantized {
     std::string what; ///< the type and the path, e.g. "q4_K from_float_row"
     std::vector<std::byte> bytes;
+    std::int64_t rows = 0; ///< how many rows the bytes hold
 };
 
 /// Every quantized type's bytes from `rows` rows of n values (n a multiple of 256),

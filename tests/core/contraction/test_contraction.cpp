@@ -62,10 +62,12 @@ TEST_CASE("contraction: core's quantizers built with -march=native -ffp-contract
     for (std::size_t k = 0; k < native.size(); ++k) {
         REQUIRE(native[k].what == plain[k].what);
         REQUIRE(native[k].bytes.size() == plain[k].bytes.size());
+        const std::int64_t held = native[k].rows; // the lattice types' file quantizers take some rows
+        REQUIRE((held == rows || (held > 0 && held < rows)));
         // the rows whose bytes differ, counted
-        const std::size_t row_bytes = native[k].bytes.size() / static_cast<std::size_t>(rows);
+        const std::size_t row_bytes = native[k].bytes.size() / static_cast<std::size_t>(held);
         std::int64_t differ = 0, first = -1;
-        for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t r = 0; r < held; ++r)
             if (std::memcmp(native[k].bytes.data() + row_bytes * static_cast<std::size_t>(r),
                             plain[k].bytes.data() + row_bytes * static_cast<std::size_t>(r),
                             row_bytes) != 0) {
@@ -73,7 +75,7 @@ TEST_CASE("contraction: core's quantizers built with -march=native -ffp-contract
                     first = r;
                 ++differ;
             }
-        INFO(native[k].what << ": " << differ << " of " << rows << " rows differ, the first "
+        INFO(native[k].what << ": " << differ << " of " << held << " rows differ, the first "
                             << first);
         CHECK(differ == 0);
     }
