@@ -114,6 +114,7 @@ std::vector<tensor*> one_of_each(context& ctx) {
         roll(ctx, a, -3, 7),
         count_equal(ctx, ctx.new_tensor_2d(elem_type::i32, 6, 2), ctx.new_tensor_2d(elem_type::i32, 6, 2)),
         acc(ctx, a, ctx.new_tensor_2d(elem_type::f32, 8, 2), 256, 512, 512, 4),
+        conv_transpose_1d(ctx, ctx.new_tensor_3d(elem_type::f16, 3, 4, 2), ctx.new_tensor_2d(elem_type::f32, 7, 2), 2),
     };
 }
 

@@ -453,6 +453,33 @@ TEST_CASE("conv_2d (conv_2d_direct): ggml's shapes and parameters, and refused n
     CHECK_NULL_ERROR("conv_2d", conv_2d_direct(ctx, k, nullptr, 1, 1, 0, 0, 1, 1));
 }
 
+TEST_CASE("conv_transpose_1d: ggml's shapes and parameters, and refused nodes", "[ops][conv_transpose]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_3d(elem_type::f16, 3, 5, 4); // [k, oc, ic]
+    tensor* sig = ctx.new_tensor_2d(elem_type::f32, 10, 4); // [iw, ic]
+    tensor* r = conv_transpose_1d(ctx, k, sig, 2);
+    check_result(r, elem_type::f32, {(10 - 1) * 2 + 3, 5, 1, 1}, op_kind::conv_transpose_1d, k, sig); // ow = 21
+    CHECK(r->param<std::int32_t>(0) == 2);
+    CHECK(r->param<std::int32_t>(1) == 0);
+    CHECK(r->param<std::int32_t>(2) == 1);
+    tensor* k32 = ctx.new_tensor_3d(elem_type::f32, 1, 2, 4);
+    check_result(conv_transpose_1d(ctx, k32, sig, 1), elem_type::f32, {10, 2, 1, 1}, op_kind::conv_transpose_1d, k32, sig);
+
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, sig}), conv_transpose_1d(ctx, k, sig, 0));       // stride 0
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, sig}), conv_transpose_1d(ctx, k, sig, 1, 1, 1)); // a pad
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, sig}), conv_transpose_1d(ctx, k, sig, 1, 0, 2)); // a dilation
+    tensor* batch = ctx.new_tensor_3d(elem_type::f32, 10, 4, 2); // not a matrix
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, batch}), conv_transpose_1d(ctx, k, batch, 1));
+    tensor* three = ctx.new_tensor_2d(elem_type::f32, 10, 3); // channels differ
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, three}), conv_transpose_1d(ctx, k, three, 1));
+    tensor* h = ctx.new_tensor_2d(elem_type::f16, 10, 4);
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, h}), conv_transpose_1d(ctx, k, h, 1)); // an f16 input
+    tensor* bf = ctx.new_tensor_3d(elem_type::bf16, 3, 5, 4);
+    CHECK_OP_ERROR("conv_transpose_1d", operands({bf, sig}), conv_transpose_1d(ctx, bf, sig, 1));
+    CHECK_NULL_ERROR("conv_transpose_1d", conv_transpose_1d(ctx, nullptr, sig, 1));
+    CHECK_NULL_ERROR("conv_transpose_1d", conv_transpose_1d(ctx, k, nullptr, 1));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

@@ -704,6 +704,35 @@ inline ref_tensor conv_2d(const tensor& node) {
     return r;
 }
 
+/// conv_transpose_1d and conv_transpose_2d, from their definition: input value b(ix, iy,
+/// c, i) times tap a(kx, ky, o, c) adds to result (ix s + kx, iy s + ky, o, i) (1-D: b
+/// [iw, ic], a [k, oc, ic], result [ow, oc]); b rounded to f16 first under an f16 kernel.
+inline ref_tensor conv_transpose(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    const bool two_d = node.op != op_kind::conv_transpose_1d;
+    const i64 s0 = node.param<std::int32_t>(0), s1 = two_d ? s0 : 1;
+    const auto input = [&](double v) {
+        return a.type == elem_type::f16 ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(v)))) : v;
+    };
+    ref_tensor r(node.type, node.ne);
+    if (two_d) {
+        for_each_index(b.ne, [&](i64 ix, i64 iy, i64 c, i64 i) {
+            const double v = input(get(b, ix, iy, c, i));
+            for (i64 o = 0; o < a.ne[2]; ++o)
+                for (i64 ky = 0; ky < a.ne[1]; ++ky)
+                    for (i64 kx = 0; kx < a.ne[0]; ++kx) r.at(ix * s0 + kx, iy * s1 + ky, o, i) += get(a, kx, ky, o, c) * v;
+        });
+    } else {
+        for_each_index(b.ne, [&](i64 ix, i64 c, i64, i64) {
+            const double v = input(get(b, ix, c, 0, 0));
+            for (i64 o = 0; o < a.ne[1]; ++o)
+                for (i64 kx = 0; kx < a.ne[0]; ++kx) r.at(ix * s0 + kx, o, 0, 0) += get(a, kx, o, c, 0) * v;
+        });
+    }
+    return r;
+}
+
 inline ref_tensor add_id(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& b = *node.src[1];
@@ -1153,6 +1182,9 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::conv_2d:
         r = ref_detail::conv_2d(node);
+        break;
+    case op_kind::conv_transpose_1d:
+        r = ref_detail::conv_transpose(node);
         break;
     case op_kind::pool_1d:
     case op_kind::pool_2d:

@@ -490,6 +490,40 @@ inline conv_draw random_conv(std::mt19937& rng, bool two_d) {
     return c;
 }
 
+/// A transposed convolution's geometry drawn at random (the parity cases and catalogue
+/// rows): 2-D, the kernel [kw, kh, oc, ic] and input [iw, ih, ic, n]; 1-D, [k, oc, ic] and
+/// [iw, ic]; kernel extents 1 to 4, the stride 1 to 5 (below, at and above the kernel's).
+struct conv_transpose_draw {
+    extents kernel, input;
+    int stride = 1;
+};
+inline conv_transpose_draw random_conv_transpose(std::mt19937& rng, bool two_d) {
+    const auto upto = [&](int n) { return 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(n)); };
+    conv_transpose_draw c;
+    c.stride = static_cast<int>(upto(5));
+    const std::int64_t kw = upto(4), oc = upto(3), ic = upto(4), iw = upto(9);
+    if (!two_d) {
+        c.kernel = {kw, oc, ic, 1};
+        c.input = {iw, ic, 1, 1};
+        return c;
+    }
+    c.kernel = {kw, upto(4), oc, ic};
+    c.input = {iw, upto(7), ic, upto(2)};
+    return c;
+}
+
+/// conv_transpose_1d of a kernel of types[0] [k, ne1, ne2] over an f32 input [ne0, ne2];
+/// variant: bits 0-1 the kernel's width and stride: (2, 2), (3, 1), (4, 2), (3, 3); bit 2
+/// the input transposed.
+inline built_case build_conv_transpose_1d(context& ctx, const case_spec& c, std::mt19937& rng) {
+    static constexpr int widths[] = {2, 3, 4, 3}, strides[] = {2, 1, 2, 3};
+    const int v = c.variant & 3;
+    tensor* a = random_leaf(ctx, type_at(c, 0), {widths[v], c.ne[1], c.ne[2], 1}, rng, -1.0, 1.0);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[0], c.ne[2], 1, 1}, (c.variant & 4) ? 3 : 0, rng);
+    tensor* out = conv_transpose_1d(ctx, a, b, strides[v]);
+    return finish(out, 2.0 * static_cast<double>(widths[v] * c.ne[1] * c.ne[2] * c.ne[0]));
+}
+
 /// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
 /// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
 /// bit 1 the input permuted.
@@ -701,6 +735,7 @@ inline std::span<const op_cases> catalogue() {
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
         {"im2col", 2, 4, &build_im2col, &shape_conv, {64, 64, 1, 1}},
         {"conv_2d", 1, 4, &build_conv_2d, &shape_conv, {64, 64, 256, 256}},
+        {"conv_transpose_1d", 1, 8, &build_conv_transpose_1d, &shape_conv, {1024, 256, 256, 1}},
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
         {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},

@@ -64,6 +64,8 @@
 //   pool_1d, pool_2d                f32              f32 f16
 //   upscale                         f32              f32
 //   pad_reflect_1d, roll            = a              f32 f16 bf16
+//   conv_transpose_1d (kernel,      f32              f32 f16 (the kernel)     f32 (the input)
+//   input)
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -750,6 +752,25 @@ inline std::string_view roll(const tensor& t) noexcept {
     return {};
 }
 
+/// conv_transpose_1d: src[0] = the kernel a [k, oc, ic] (f32 or f16), src[1] = the input
+/// b [iw, ic] (f32, a matrix); params s0, p0, d0 with p0 = 0 and d0 = 1 (all ggml defines).
+inline std::string_view conv_transpose_1d(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    namespace s = conv_transpose_slot;
+    if (!f32_or_f16(a.type) || b.type != elem_type::f32) return "a (the kernel) must be f32 or f16, b f32";
+    if (t.param<std::int32_t>(s::s0) < 1) return "s0 must be positive";
+    if (t.param<std::int32_t>(s::p0) != 0 || t.param<std::int32_t>(s::d0) != 1)
+        return "p0 must be 0 and d0 1 (ggml defines no other)";
+    if (b.ne[2] != 1 || b.ne[3] != 1) return "b must be a matrix [iw, ic]";
+    if (a.ne[3] != 1 || a.ne[2] != b.ne[1]) return "a must be [k, oc, ic] with b's channels (b.ne1) as ic";
+    if (a.ne[0] < 1) return "the kernel is empty";
+    const conv_transpose_geometry g = conv_transpose_geometry_of(t);
+    if (t.type != elem_type::f32 || !ne_is(t, conv_transpose_output_size(g.iw, g.kw, g.s0), g.oc, 1, 1))
+        return "the result is f32 [(iw - 1) s0 + k, oc]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -769,7 +790,8 @@ namespace r = op_rules;
 ///   out_prod (a, b); im2col (kernel, input; s0, s1, p0, p1, d0, d1, is_2D); conv_2d
 ///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
-///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace).
+///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
+///   conv_transpose_1d (kernel, input; s0, p0, d0).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -850,6 +872,8 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"roll",      1, 1, 4, false, false, fam::data,        r::roll},
     {"count_equal", 2, 2, 0, false, false, fam::rows,      r::count_equal},
     {"acc",       2, 2, 5, false, false, fam::data,        r::acc},
+    // transposed and depthwise convolutions, windows
+    {"conv_transpose_1d", 2, 2, 3, false, false, fam::mul_mat, r::conv_transpose_1d},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -867,7 +891,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "acc"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "conv_transpose_1d"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

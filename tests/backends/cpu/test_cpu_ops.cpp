@@ -1520,6 +1520,30 @@ TEST_CASE("cpu: conv_2d_direct against the oracle, f32 and f16 kernels, any layo
         }
 }
 
+TEST_CASE("cpu: conv_transpose_1d against the oracle, f32 and f16 kernels, any layout", "[cpu][conv_transpose]") {
+    harness h(9551);
+    struct case_1d {
+        extents kernel, input; // [k, oc, ic], [iw, ic]
+        int s0;
+    };
+    // strides below, at and above the kernel's width (gaps between the taps), one channel,
+    // one input position, a one-tap kernel
+    const case_1d cases[] = {
+        {{3, 2, 4, 1}, {7, 4, 1, 1}, 1}, {{3, 1, 2, 1}, {5, 2, 1, 1}, 3}, {{2, 3, 1, 1}, {6, 1, 1, 1}, 4},
+        {{5, 2, 3, 1}, {1, 3, 1, 1}, 2}, {{1, 4, 2, 1}, {9, 2, 1, 1}, 2}, {{4, 3, 5, 1}, {8, 5, 1, 1}, 2},
+    };
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const case_1d& c : cases) {
+            tensor* a = h.input(tk, c.kernel, nth_layout(s, tk));
+            tensor* b = h.input(f32, c.input, nth_layout(s + 1, f32));
+            ++s;
+            tensor* out = conv_transpose_1d(h.ctx, a, b, c.s0);
+            REQUIRE(out->ne == extents{(c.input[0] - 1) * c.s0 + c.kernel[0], c.kernel[1], 1, 1});
+            h.check(out, {.max_nmse = 1e-10}, describe("conv_transpose_1d", {{"a", a}, {"b", b}}));
+        }
+}
+
 TEST_CASE("cpu: conv_2d's fast path (unrolled windows times the kernel) matches the reference kernel", "[cpu][conv_2d]") {
     harness h(9449);
     // one tile and several (the tile holds about 4 MiB of windows), the GEMM's mat-vec

@@ -106,6 +106,7 @@ enum class kernel_kind : std::uint8_t {
     remap,        ///< kernels::remap: pad_reflect_1d, roll
     count_equal,  ///< kernels::count_equal
     acc,          ///< kernels::acc
+    conv_transpose, ///< kernels::conv_transpose: conv_transpose_1d, conv_transpose_2d
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -123,7 +124,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
         "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "count_equal", "acc",
-        "fast_rowwise",
+        "conv_transpose", "fast_rowwise",
         "fast_mul_mat", "fast_mul_mat_id", "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -175,6 +176,7 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::upscale: return kernel_kind::upscale;
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return kernel_kind::remap;
+    case op_kind::conv_transpose_1d: return kernel_kind::conv_transpose;
     default: return kernel_kind::nothing;
     }
 }
@@ -316,6 +318,13 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
     case kernel_kind::conv_2d: { // the kernel's taps times the input channels per result element
         const std::int64_t macs = n * std::max<std::int64_t>(conv_2d_geometry_of(node).taps(), 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
+    }
+    case kernel_kind::conv_transpose: { // the taps that reach each result element, times the input channels
+        const conv_transpose_geometry g = conv_transpose_geometry_of(node);
+        const std::int64_t reach = ((g.kw + g.s0 - 1) / std::max<std::int64_t>(g.s0, 1)) *
+                                   ((g.kh + g.s1 - 1) / std::max<std::int64_t>(g.s1, 1));
+        const std::int64_t macs = n * std::max<std::int64_t>(reach * g.ic, 1);
+        return 8 * conv * macs + n;
     }
     case kernel_kind::flash_attn_ext: { // per query row: a dot product of D_k and a D_v update per position
         const tensor& keys = *node.src[1];
@@ -472,6 +481,7 @@ template <class = void>
     case kernel_kind::remap: kernels::remap(p, node); return errc::ok;
     case kernel_kind::count_equal: kernels::count_equal(p, node); return errc::ok;
     case kernel_kind::acc: kernels::acc(p, node); return errc::ok;
+    case kernel_kind::conv_transpose: kernels::conv_transpose(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

@@ -311,6 +311,10 @@ inline constexpr rule rules[] = {
     {op_kind::roll, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::count_equal, {rule_detail::M, rule_detail::M}, rule_detail::M},
     {op_kind::acc, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    // transposed convolutions: a kernel [k, oc, ic] (1-D) or [kw, kh, oc, ic] (2-D)
+    {op_kind::conv_transpose_1d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(1), 0, {}, {}, false,
+     "the kernel's output channels split: the result's dimension 1"},
+    {op_kind::conv_transpose_1d, {rule_detail::M, rule_detail::M}, rule_detail::M},
 };
 // clang-format on
 

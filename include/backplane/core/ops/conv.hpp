@@ -102,4 +102,23 @@ inline tensor* conv_2d_direct(context& ctx, tensor* a, tensor* b, int s0, int s1
     return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
 }
 
+/// 1-D transposed convolution of the signal b [iw, ic] (f32, a matrix, any layout) by the
+/// kernel a [k, oc, ic] (f32 or f16, any layout), as ggml's conv_transpose_1d: f32 [ow,
+/// oc] with ow = (iw - 1) s0 + k; input value b[ix, c] times tap a[kx, o, c] adds to
+/// result (ix s0 + kx, o), so result (x, o) sums a[x - ix s0, o, c] * b[ix, c] over the
+/// channels and the positions ix whose taps reach x, in f32 (per position ix, its sum over
+/// the channels, ix increasing, as ggml's CPU). With an f16 kernel the input is rounded
+/// to f16 first, as ggml's CPU computes it. ggml defines only p0 = 0 and d0 = 1, and the
+/// builder refuses others as it does. Op params: s0, p0, d0 (conv_transpose_slot).
+inline tensor* conv_transpose_1d(context& ctx, tensor* a, tensor* b, int s0, int p0 = 0, int d0 = 1) {
+    detail::require_tensor("conv_transpose_1d", "a", a);
+    detail::require_tensor("conv_transpose_1d", "b", b);
+    tensor node = detail::proposed(op_kind::conv_transpose_1d, elem_type::f32,
+                                   {conv_transpose_output_size(b->ne[0], a->ne[0], s0), a->ne[1], 1, 1}, {a, b});
+    node.set_param(conv_transpose_slot::s0, std::int32_t{s0});
+    node.set_param(conv_transpose_slot::p0, std::int32_t{p0});
+    node.set_param(conv_transpose_slot::d0, std::int32_t{d0});
+    return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
+}
+
 } // namespace backplane
