@@ -480,6 +480,29 @@ TEST_CASE("conv_transpose_1d: ggml's shapes and parameters, and refused nodes", 
     CHECK_NULL_ERROR("conv_transpose_1d", conv_transpose_1d(ctx, k, nullptr, 1));
 }
 
+TEST_CASE("conv_transpose_2d (conv_transpose_2d_p0): ggml's shapes and parameters, and refused nodes", "[ops][conv_transpose]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_4d(elem_type::f16, 3, 2, 5, 4);   // [kw, kh, oc, ic]
+    tensor* img = ctx.new_tensor_4d(elem_type::f32, 6, 7, 4, 2); // [iw, ih, ic, n]
+    tensor* r = conv_transpose_2d_p0(ctx, k, img, 3);
+    // ow = (6 - 1) 3 + 3 = 18, oh = (7 - 1) 3 + 2 = 20
+    check_result(r, elem_type::f32, {18, 20, 5, 2}, op_kind::conv_transpose_2d, k, img);
+    CHECK(r->param<std::int32_t>(0) == 3);
+    tensor* k32 = ctx.new_tensor_4d(elem_type::f32, 1, 1, 2, 4);
+    check_result(conv_transpose_2d_p0(ctx, k32, img, 1), elem_type::f32, {6, 7, 2, 2}, op_kind::conv_transpose_2d, k32, img);
+
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, img}), conv_transpose_2d_p0(ctx, k, img, 0)); // stride 0
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, img}), conv_transpose_2d_p0(ctx, k, img, -1));
+    tensor* three = ctx.new_tensor_4d(elem_type::f32, 6, 7, 3, 2); // channels differ
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, three}), conv_transpose_2d_p0(ctx, k, three, 1));
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 6, 7, 4, 2);
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, h}), conv_transpose_2d_p0(ctx, k, h, 1)); // an f16 input
+    tensor* q = ctx.new_tensor_4d(elem_type::bf16, 3, 2, 5, 4);
+    CHECK_OP_ERROR("conv_transpose_2d", operands({q, img}), conv_transpose_2d_p0(ctx, q, img, 1));
+    CHECK_NULL_ERROR("conv_transpose_2d", conv_transpose_2d_p0(ctx, nullptr, img, 1));
+    CHECK_NULL_ERROR("conv_transpose_2d", conv_transpose_2d_p0(ctx, k, nullptr, 1));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

@@ -1184,6 +1184,7 @@ inline ref_tensor ref_forward(const tensor& node) {
         r = ref_detail::conv_2d(node);
         break;
     case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d:
         r = ref_detail::conv_transpose(node);
         break;
     case op_kind::pool_1d:

@@ -524,6 +524,19 @@ inline built_case build_conv_transpose_1d(context& ctx, const case_spec& c, std:
     return finish(out, 2.0 * static_cast<double>(widths[v] * c.ne[1] * c.ne[2] * c.ne[0]));
 }
 
+/// conv_transpose_2d_p0 of a kernel of types[0] [kw, kw, ne3, ne2] over an f32 input
+/// [ne0, ne1, ne2, 1]; variant: bits 0-1 the kernel's width and stride: (2, 2), (3, 1),
+/// (4, 2), (3, 3); bit 2 the input permuted.
+inline built_case build_conv_transpose_2d(context& ctx, const case_spec& c, std::mt19937& rng) {
+    static constexpr int widths[] = {2, 3, 4, 3}, strides[] = {2, 1, 2, 3};
+    const int v = c.variant & 3;
+    const extents kernel = {widths[v], widths[v], c.ne[3], c.ne[2]};
+    tensor* a = random_leaf(ctx, type_at(c, 0), kernel, rng, -1.0, 1.0);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[0], c.ne[1], c.ne[2], 1}, (c.variant & 4) ? 2 : 0, rng);
+    tensor* out = conv_transpose_2d_p0(ctx, a, b, strides[v]);
+    return finish(out, 2.0 * static_cast<double>(widths[v] * widths[v] * c.ne[3]) * static_cast<double>(c.ne[0] * c.ne[1] * c.ne[2]));
+}
+
 /// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
 /// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
 /// bit 1 the input permuted.
@@ -736,6 +749,7 @@ inline std::span<const op_cases> catalogue() {
         {"im2col", 2, 4, &build_im2col, &shape_conv, {64, 64, 1, 1}},
         {"conv_2d", 1, 4, &build_conv_2d, &shape_conv, {64, 64, 256, 256}},
         {"conv_transpose_1d", 1, 8, &build_conv_transpose_1d, &shape_conv, {1024, 256, 256, 1}},
+        {"conv_transpose_2d", 1, 8, &build_conv_transpose_2d, &shape_conv, {64, 64, 256, 128}},
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
         {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},

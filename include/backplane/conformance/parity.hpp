@@ -432,23 +432,28 @@ inline int conv_2d_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
-/// conv_transpose_1d of f32 and f16 kernels over f32 inputs in any layout, strides from
-/// below to above the kernel's width (detail::random_conv_transpose).
+/// conv_transpose_1d and conv_transpose_2d of f32 and f16 kernels over f32 inputs in any
+/// layout, strides from below to above the kernel's width (detail::random_conv_transpose).
 inline int conv_transpose_cases(batch& cases) {
     const int before = cases.combinations();
-    for (elem_type tk : {elem_type::f32, elem_type::f16}) {
-        if (!cases.claimed([&] {
-                return conv_transpose_1d(cases.ctx, cases.leaf(tk, {3, 2, 2, 1}), cases.leaf(elem_type::f32, {4, 2, 1, 1}), 2);
-            }))
-            continue;
-        cases.combination();
-        for (int s = 0; s < shapes_per_combination; ++s) {
-            const detail::conv_transpose_draw c = detail::random_conv_transpose(cases.rng, false);
-            tensor* a = cases.input(tk, c.kernel, cases.any_layout(tk));
-            tensor* b = cases.input(elem_type::f32, c.input, cases.any_layout(elem_type::f32));
-            cases.add(conv_transpose_1d(cases.ctx, a, b, c.stride));
+    for (const bool two_d : {false, true})
+        for (elem_type tk : {elem_type::f32, elem_type::f16}) {
+            const auto make = [&](tensor* a, tensor* b, int stride) {
+                return two_d ? conv_transpose_2d_p0(cases.ctx, a, b, stride) : conv_transpose_1d(cases.ctx, a, b, stride);
+            };
+            if (!cases.claimed([&] {
+                    return two_d ? make(cases.leaf(tk, {3, 2, 2, 2}), cases.leaf(elem_type::f32, {4, 3, 2, 1}), 2)
+                                 : make(cases.leaf(tk, {3, 2, 2, 1}), cases.leaf(elem_type::f32, {4, 2, 1, 1}), 2);
+                }))
+                continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const detail::conv_transpose_draw c = detail::random_conv_transpose(cases.rng, two_d);
+                tensor* a = cases.input(tk, c.kernel, cases.any_layout(tk));
+                tensor* b = cases.input(elem_type::f32, c.input, cases.any_layout(elem_type::f32));
+                cases.add(make(a, b, c.stride));
+            }
         }
-    }
     return cases.combinations() - before;
 }
 

@@ -64,7 +64,8 @@
 //   pool_1d, pool_2d                f32              f32 f16
 //   upscale                         f32              f32
 //   pad_reflect_1d, roll            = a              f32 f16 bf16
-//   conv_transpose_1d (kernel,      f32              f32 f16 (the kernel)     f32 (the input)
+//   conv_transpose_1d,              f32              f32 f16 (the kernel)     f32 (the input)
+//   conv_transpose_2d (kernel,
 //   input)
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
@@ -771,6 +772,22 @@ inline std::string_view conv_transpose_1d(const tensor& t) noexcept {
     return {};
 }
 
+/// conv_transpose_2d (ggml's conv_transpose_2d_p0): src[0] = the kernel a [kw, kh, oc,
+/// ic] (f32 or f16), src[1] = the input b [iw, ih, ic, n] (f32); param the stride.
+inline std::string_view conv_transpose_2d(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (!f32_or_f16(a.type) || b.type != elem_type::f32) return "a (the kernel) must be f32 or f16, b f32";
+    if (t.param<std::int32_t>(0) < 1) return "the stride must be positive";
+    if (a.ne[3] != b.ne[2]) return "a must be [kw, kh, oc, ic] with b's channels (b.ne2) as ic";
+    if (a.ne[0] < 1 || a.ne[1] < 1) return "the kernel is empty";
+    const conv_transpose_geometry g = conv_transpose_geometry_of(t);
+    if (t.type != elem_type::f32 || !ne_is(t, conv_transpose_output_size(g.iw, g.kw, g.s0),
+                                           conv_transpose_output_size(g.ih, g.kh, g.s1), g.oc, g.n))
+        return "the result is f32 [(iw - 1) s + kw, (ih - 1) s + kh, oc, n]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -791,7 +808,7 @@ namespace r = op_rules;
 ///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
 ///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
-///   conv_transpose_1d (kernel, input; s0, p0, d0).
+///   conv_transpose_1d (kernel, input; s0, p0, d0); conv_transpose_2d (kernel, input; stride).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -874,6 +891,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"acc",       2, 2, 5, false, false, fam::data,        r::acc},
     // transposed and depthwise convolutions, windows
     {"conv_transpose_1d", 2, 2, 3, false, false, fam::mul_mat, r::conv_transpose_1d},
+    {"conv_transpose_2d", 2, 2, 1, false, false, fam::mul_mat, r::conv_transpose_2d},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -891,7 +909,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "conv_transpose_1d"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "conv_transpose_2d"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

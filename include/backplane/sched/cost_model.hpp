@@ -103,7 +103,8 @@ inline op_work work_of(const tensor& t) noexcept {
         w.columns = static_cast<double>(std::max<std::int64_t>(1, t.ne[0] * t.ne[1] * t.ne[3]));
         return w;
     }
-    case op_kind::conv_transpose_1d: { // every input value times every tap of every output channel
+    case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d: { // every input value times every tap of every output channel
         const tensor* a = t.src[0];
         const tensor* b = t.src[1];
         if (a == nullptr || b == nullptr) return w;

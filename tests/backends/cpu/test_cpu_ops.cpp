@@ -1544,6 +1544,31 @@ TEST_CASE("cpu: conv_transpose_1d against the oracle, f32 and f16 kernels, any l
         }
 }
 
+TEST_CASE("cpu: conv_transpose_2d against the oracle, f32 and f16 kernels, any layout, batches", "[cpu][conv_transpose]") {
+    harness h(9661);
+    struct case_2d {
+        extents kernel, input; // [kw, kh, oc, ic], [iw, ih, ic, n]
+        int stride;
+    };
+    // strides below, at and above the kernel's extents, one channel, a 1 x 1 input, a batch
+    // of three (each image its own result; ggml's CPU computes the first only)
+    const case_2d cases[] = {
+        {{3, 3, 2, 4}, {5, 4, 4, 1}, 1}, {{2, 3, 1, 2}, {4, 5, 2, 2}, 2}, {{2, 2, 3, 1}, {3, 3, 1, 3}, 3},
+        {{4, 2, 2, 3}, {1, 1, 3, 1}, 2}, {{1, 1, 2, 2}, {6, 5, 2, 1}, 2}, {{3, 4, 2, 5}, {4, 3, 5, 2}, 2},
+    };
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const case_2d& c : cases) {
+            tensor* a = h.input(tk, c.kernel, nth_layout(s, tk));
+            tensor* b = h.input(f32, c.input, nth_layout(s + 1, f32));
+            ++s;
+            tensor* out = conv_transpose_2d_p0(h.ctx, a, b, c.stride);
+            REQUIRE(out->ne == extents{(c.input[0] - 1) * c.stride + c.kernel[0], (c.input[1] - 1) * c.stride + c.kernel[1],
+                                       c.kernel[2], c.input[3]});
+            h.check(out, {.max_nmse = 1e-10}, describe("conv_transpose_2d", {{"a", a}, {"b", b}}));
+        }
+}
+
 TEST_CASE("cpu: conv_2d's fast path (unrolled windows times the kernel) matches the reference kernel", "[cpu][conv_2d]") {
     harness h(9449);
     // one tile and several (the tile holds about 4 MiB of windows), the GEMM's mat-vec

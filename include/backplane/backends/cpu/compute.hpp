@@ -176,7 +176,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::upscale: return kernel_kind::upscale;
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return kernel_kind::remap;
-    case op_kind::conv_transpose_1d: return kernel_kind::conv_transpose;
+    case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d: return kernel_kind::conv_transpose;
     default: return kernel_kind::nothing;
     }
 }

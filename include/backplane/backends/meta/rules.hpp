@@ -315,6 +315,11 @@ inline constexpr rule rules[] = {
     {op_kind::conv_transpose_1d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(1), 0, {}, {}, false,
      "the kernel's output channels split: the result's dimension 1"},
     {op_kind::conv_transpose_1d, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::conv_transpose_2d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(2), 0, {}, {}, false,
+     "the kernel's output channels split: the result's dimension 2"},
+    {op_kind::conv_transpose_2d, {rule_detail::M, rule_detail::S}, rule_detail::S, rule_detail::ax(3), 0, {}, {}, false,
+     "images split"},
+    {op_kind::conv_transpose_2d, {rule_detail::M, rule_detail::M}, rule_detail::M},
 };
 // clang-format on
 

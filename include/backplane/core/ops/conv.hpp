@@ -121,4 +121,24 @@ inline tensor* conv_transpose_1d(context& ctx, tensor* a, tensor* b, int s0, int
     return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
 }
 
+/// 2-D transposed convolution of the image b [iw, ih, ic, n] (f32, any layout) by the
+/// kernel a [kw, kh, oc, ic] (f32 or f16, any layout), without padding, as ggml's
+/// conv_transpose_2d_p0 (the op conv_transpose_2d): f32 [ow, oh, oc, n] with ow = (iw -
+/// 1) stride + kw and oh = (ih - 1) stride + kh; input value b[ix, iy, c, i] times tap
+/// a[kx, ky, o, c] adds to result (ix stride + kx, iy stride + ky, o, i), in f32 (per
+/// input position, its sum over the channels; input rows, then positions, increasing, as
+/// ggml's CPU). With an f16 kernel the input is rounded to f16 first, as ggml's CPU
+/// computes it. Every image of the batch is computed (ggml's CPU computes the first
+/// image only and leaves the others 0). Op param: the stride.
+inline tensor* conv_transpose_2d_p0(context& ctx, tensor* a, tensor* b, int stride) {
+    detail::require_tensor("conv_transpose_2d", "a", a);
+    detail::require_tensor("conv_transpose_2d", "b", b);
+    tensor node = detail::proposed(op_kind::conv_transpose_2d, elem_type::f32,
+                                   {conv_transpose_output_size(b->ne[0], a->ne[0], stride),
+                                    conv_transpose_output_size(b->ne[1], a->ne[1], stride), a->ne[2], b->ne[3]},
+                                   {a, b});
+    node.set_param(0, std::int32_t{stride});
+    return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
+}
+
 } // namespace backplane

@@ -148,7 +148,7 @@ inline cudaError_t launch_conv_2d(const tensor& node, const detail::launch_conte
     return cudaGetLastError();
 }
 
-/// conv_transpose_1d (kernel_table::launch): an f32 or f16 kernel over an f32 input into
+/// conv_transpose_1d and conv_transpose_2d (kernel_table::launch): an f32 or f16 kernel over an f32 input into
 /// f32, any strides, in the 2-D form of core/conv_geometry.hpp.
 inline cudaError_t launch_conv_transpose(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace conv_detail;

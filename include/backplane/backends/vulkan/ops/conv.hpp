@@ -8,7 +8,8 @@
 //   op       input (b)  kernel    result    variant           needs
 //   im2col   f32, f16   -         f32, f16  im2col_<b>_<dst>  16-bit storage unless both f32
 //   conv_2d  f32        f32, f16  f32       conv_2d_<kernel>  16-bit storage for an f16 kernel
-//   conv_transpose_1d    f32  f32, f16  f32  conv_transpose_<kernel>  16-bit storage for an f16 kernel
+//   conv_transpose_1d, conv_transpose_2d
+//            f32        f32, f16  f32       conv_transpose_<kernel>  16-bit storage for an f16 kernel
 //
 // The transposed convolutions (conv_transpose.comp) gather into each result element the
 // products of the input positions whose taps reach it, the 1-D form as a 2-D one of
@@ -76,7 +77,7 @@ inline bool plan_conv_2d(const tensor& t, const features& f, dispatch& d) noexce
     return true;
 }
 
-/// conv_transpose_1d: the push constants hold the 2-D form (conv_transpose.comp).
+/// conv_transpose_1d and conv_transpose_2d: the push constants hold the 2-D form (conv_transpose.comp).
 inline bool plan_conv_transpose(const tensor& t, const features& f, dispatch& d) noexcept {
     const tensor* a = t.src[0];
     const tensor* b = t.src[1];
