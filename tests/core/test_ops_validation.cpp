@@ -503,6 +503,42 @@ TEST_CASE("conv_transpose_2d (conv_transpose_2d_p0): ggml's shapes and parameter
     CHECK_NULL_ERROR("conv_transpose_2d", conv_transpose_2d_p0(ctx, k, nullptr, 1));
 }
 
+TEST_CASE("conv_2d_dw (conv_2d_dw_direct): ggml's shapes, parameters and layouts, and refused nodes", "[ops][conv_2d_dw]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_4d(elem_type::f32, 3, 2, 1, 4);    // [kw, kh, 1, c]
+    tensor* img = ctx.new_tensor_4d(elem_type::f32, 10, 7, 4, 2); // [iw, ih, c, n]
+    tensor* r = conv_2d_dw_direct(ctx, k, img, 2, 1, 1, 0, 1, 3);
+    // ow = (10 + 2 - 2 - 1) / 2 + 1 = 5, oh = (7 - 3 - 1) / 1 + 1 = 4
+    check_result(r, elem_type::f32, {5, 4, 4, 2}, op_kind::conv_2d_dw, k, img);
+    for (std::size_t i = 0; i < 6; ++i)
+        CHECK(r->param<std::int32_t>(i) == std::array<std::int32_t, 6>{2, 1, 1, 0, 1, 3}[i]);
+    // channel-last (ggml's CWHN): a [c, w, h, n] tensor permuted; the result as ggml's
+    tensor* cwhn = permute(ctx, ctx.new_tensor_4d(elem_type::f32, 4, 10, 7, 2), 2, 0, 1, 3);
+    REQUIRE(channels_last(*cwhn, 4));
+    tensor* rc = conv_2d_dw_direct(ctx, k, cwhn, 1, 1, 1, 1, 1, 1);
+    CHECK(rc->ne == ne_t{10, 8, 4, 2}); // the 3 x 2 kernel padded by 1: oh = 7 + 2 - 2 + 1
+    CHECK(rc->nb == std::array<std::size_t, 4>{16, 160, 4, 1280});
+    CHECK_FALSE(rc->is_contiguous());
+    CHECK(rc->view_src == nullptr);
+    CHECK(rc->nbytes() == 10 * 8 * 4 * 2 * 4);
+    // one channel: not channel-last (ggml's test needs nb0 > nb2)
+    tensor* one = permute(ctx, ctx.new_tensor_4d(elem_type::f32, 1, 10, 7, 2), 2, 0, 1, 3);
+    CHECK(conv_2d_dw_direct(ctx, ctx.new_tensor_4d(elem_type::f32, 3, 3, 1, 1), one, 1, 1, 0, 0, 1, 1)->is_contiguous());
+
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 0, 1, 0, 0, 1, 1)); // stride 0
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 1, 1, -1, 0, 1, 1)); // negative pad
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 1, 1, 0, 0, 1, 0)); // dilation 0
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 1, 1, 0, 0, 1, 7)); // window past b
+    tensor* k2 = ctx.new_tensor_4d(elem_type::f32, 3, 2, 2, 4); // not one plane per channel
+    CHECK_OP_ERROR("conv_2d_dw", operands({k2, img}), conv_2d_dw_direct(ctx, k2, img, 1, 1, 0, 0, 1, 1));
+    tensor* three = ctx.new_tensor_4d(elem_type::f32, 10, 7, 3, 2); // channels differ
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, three}), conv_2d_dw_direct(ctx, k, three, 1, 1, 0, 0, 1, 1));
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 3, 2, 1, 4);
+    CHECK_OP_ERROR("conv_2d_dw", operands({h, img}), conv_2d_dw_direct(ctx, h, img, 1, 1, 0, 0, 1, 1)); // an f16 kernel
+    CHECK_NULL_ERROR("conv_2d_dw", conv_2d_dw_direct(ctx, nullptr, img, 1, 1, 0, 0, 1, 1));
+    CHECK_NULL_ERROR("conv_2d_dw", conv_2d_dw_direct(ctx, k, nullptr, 1, 1, 0, 0, 1, 1));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

@@ -704,6 +704,25 @@ inline ref_tensor conv_2d(const tensor& node) {
     return r;
 }
 
+/// conv_2d_dw: result (x, y, ch, i) sums kernel[kx, ky, 0, ch] * b[x s0 + kx d0 - p0, y s1
+/// + ky d1 - p1, ch, i] over the taps inside b.
+inline ref_tensor conv_2d_dw(const tensor& node) {
+    const tensor& k = *node.src[0];
+    const tensor& b = *node.src[1];
+    const auto prm = [&](std::size_t i) { return static_cast<i64>(node.param<std::int32_t>(i)); };
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 x, i64 y, i64 ch, i64 n) {
+        double sum = 0.0;
+        for (i64 ky = 0; ky < k.ne[1]; ++ky)
+            for (i64 kx = 0; kx < k.ne[0]; ++kx) {
+                const i64 ix = x * prm(0) + kx * prm(4) - prm(2), iy = y * prm(1) + ky * prm(5) - prm(3);
+                if (ix >= 0 && ix < b.ne[0] && iy >= 0 && iy < b.ne[1]) sum += get(k, kx, ky, 0, ch) * get(b, ix, iy, ch, n);
+            }
+        r.at(x, y, ch, n) = sum;
+    });
+    return r;
+}
+
 /// conv_transpose_1d and conv_transpose_2d, from their definition: input value b(ix, iy,
 /// c, i) times tap a(kx, ky, o, c) adds to result (ix s + kx, iy s + ky, o, i) (1-D: b
 /// [iw, ic], a [k, oc, ic], result [ow, oc]); b rounded to f16 first under an f16 kernel.
@@ -1186,6 +1205,9 @@ inline ref_tensor ref_forward(const tensor& node) {
     case op_kind::conv_transpose_1d:
     case op_kind::conv_transpose_2d:
         r = ref_detail::conv_transpose(node);
+        break;
+    case op_kind::conv_2d_dw:
+        r = ref_detail::conv_2d_dw(node);
         break;
     case op_kind::pool_1d:
     case op_kind::pool_2d:

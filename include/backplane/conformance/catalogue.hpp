@@ -537,6 +537,29 @@ inline built_case build_conv_transpose_2d(context& ctx, const case_spec& c, std:
     return finish(out, 2.0 * static_cast<double>(widths[v] * widths[v] * c.ne[3]) * static_cast<double>(c.ne[0] * c.ne[1] * c.ne[2]));
 }
 
+/// conv_2d_dw_direct of an f32 kernel [kw, kw, 1, ne2] over an f32 input [ne0, ne1, ne2,
+/// ne3]; variant: bits 0-1 as conv_2d's (0 a 3 x 3 kernel, stride 1, pad 1; 1 the same
+/// with stride 2; 2 a 2 x 2 kernel, dilation 2, no pad; 3 as 0), bit 2 channel-last
+/// (ggml's CWHN: the input and the kernel permuted from channels first).
+inline built_case build_conv_2d_dw(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const int v = c.variant & 3;
+    const bool wide = v != 2;
+    const std::int64_t kw = wide ? 3 : 2;
+    tensor* a = nullptr;
+    tensor* b = nullptr;
+    if ((c.variant & 4) != 0) {
+        a = permute(ctx, random_leaf(ctx, elem_type::f32, {c.ne[2], kw, kw, 1}, rng, -1.0, 1.0), 3, 0, 1, 2);
+        b = permute(ctx, random_leaf(ctx, elem_type::f32, {c.ne[2], c.ne[0], c.ne[1], c.ne[3]}, rng, -1.0, 1.0), 2, 0, 1, 3);
+    } else {
+        a = random_leaf(ctx, elem_type::f32, {kw, kw, 1, c.ne[2]}, rng, -1.0, 1.0);
+        b = random_leaf(ctx, elem_type::f32, c.ne, rng, -1.0, 1.0);
+    }
+    const int s = v == 1 ? 2 : 1, p = wide ? 1 : 0, d = wide ? 1 : 2;
+    tensor* out = conv_2d_dw_direct(ctx, a, b, s, s, p, p, d, d);
+    return finish(out, 2.0 * static_cast<double>(out->nelements()) * static_cast<double>(kw * kw));
+}
+
 /// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
 /// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
 /// bit 1 the input permuted.
@@ -750,6 +773,7 @@ inline std::span<const op_cases> catalogue() {
         {"conv_2d", 1, 4, &build_conv_2d, &shape_conv, {64, 64, 256, 256}},
         {"conv_transpose_1d", 1, 8, &build_conv_transpose_1d, &shape_conv, {1024, 256, 256, 1}},
         {"conv_transpose_2d", 1, 8, &build_conv_transpose_2d, &shape_conv, {64, 64, 256, 128}},
+        {"conv_2d_dw", 1, 8, &build_conv_2d_dw, &shape_conv, {64, 64, 256, 1}},
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
         {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},

@@ -457,6 +457,32 @@ inline int conv_transpose_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// conv_2d_dw_direct of f32 kernels over f32 inputs, strides, pads and dilations drawn
+/// (detail::random_conv): every other input channel-last (ggml's CWHN: a [c, w, h, n]
+/// tensor permuted, and the kernel likewise), the others in any layout.
+inline int conv_2d_dw_cases(batch& cases) {
+    const int before = cases.combinations();
+    constexpr elem_type f32 = elem_type::f32;
+    if (!cases.claimed([&] { return conv_2d_dw_direct(cases.ctx, cases.leaf(f32, {3, 3, 1, 2}), cases.leaf(f32, {4, 4, 2, 1}), 1, 1, 1, 1, 1, 1); }))
+        return 0;
+    cases.combination();
+    for (int s = 0; s < shapes_per_combination; ++s) {
+        const detail::conv_draw c = detail::random_conv(cases.rng, true);
+        const extents kernel = {c.kernel[0], c.kernel[1], 1, c.input[2]};
+        tensor* a = nullptr;
+        tensor* b = nullptr;
+        if (s % 2 == 0) {
+            a = permute(cases.ctx, cases.input(f32, {kernel[3], kernel[0], kernel[1], 1}, layout::contiguous), 3, 0, 1, 2);
+            b = permute(cases.ctx, cases.input(f32, {c.input[2], c.input[0], c.input[1], c.input[3]}, layout::contiguous), 2, 0, 1, 3);
+        } else {
+            a = cases.input(f32, kernel, cases.any_layout(f32));
+            b = cases.input(f32, c.input, cases.any_layout(f32));
+        }
+        cases.add(conv_2d_dw_direct(cases.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+    }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -848,6 +874,7 @@ inline std::span<const parity_family> parity_families() {
         {"remap", 31021, &remap_cases},
         {"count_acc", 31023, &count_acc_cases},
         {"conv_transpose", 31024, &conv_transpose_cases},
+        {"conv_2d_dw", 31025, &conv_2d_dw_cases},
     };
     return families;
 }

@@ -158,4 +158,35 @@ template <class Node> conv_transpose_geometry conv_transpose_geometry_of(const N
     return g;
 }
 
+/// ggml's channel-last test (ggml_is_contiguous_channels) of an image [w, h, c, n]: the
+/// channels adjacent (nb2 is one element of `elem` bytes) and fastest (nb0 > nb2, nb1 >
+/// nb0), as a [c, w, h, n] tensor permuted to [w, h, c, n] is (ggml's CWHN layout).
+template <class Node> bool channels_last(const Node& t, std::size_t elem) noexcept {
+    return t.nb[0] > t.nb[2] && t.nb[1] > t.nb[0] && t.nb[2] == elem;
+}
+
+/// The strides ggml gives conv_2d_dw's result [ow, oh, c, n] of elements of `elem` bytes
+/// over a channel-last input: the channels adjacent, then x, then y, then the image
+/// (the input's layout); other inputs give a contiguous result.
+constexpr std::array<std::size_t, 4> channels_last_strides(const std::array<std::int64_t, 4>& ne, std::size_t elem) noexcept {
+    const std::size_t c = static_cast<std::size_t>(ne[2]) * elem;
+    return {c, c * static_cast<std::size_t>(ne[0]), elem, c * static_cast<std::size_t>(ne[0] * ne[1])};
+}
+
+/// A conv_2d_dw node: the kernel a [kw, kh, 1, c], the input b [iw, ih, c, n], the result
+/// [ow, oh, c, n]; result (x, y, ch, i) sums a[kx, ky, 0, ch] * b[x s0 + kx d0 - p0, y s1
+/// + ky d1 - p1, ch, i] over the taps inside b.
+struct conv_2d_dw_geometry {
+    std::int64_t kw = 1, kh = 1, c = 1;
+    std::int64_t iw = 1, ih = 1;
+    std::int64_t ow = 1, oh = 1, n = 1;
+    conv_window w;
+};
+
+template <class Node> conv_2d_dw_geometry conv_2d_dw_geometry_of(const Node& t) noexcept {
+    const Node& a = *t.src[0];
+    const Node& b = *t.src[1];
+    return {a.ne[0], a.ne[1], b.ne[2], b.ne[0], b.ne[1], t.ne[0], t.ne[1], b.ne[3], window_of(t)};
+}
+
 } // namespace backplane

@@ -67,6 +67,7 @@
 //   conv_transpose_1d,              f32              f32 f16 (the kernel)     f32 (the input)
 //   conv_transpose_2d (kernel,
 //   input)
+//   conv_2d_dw (kernel, input)      f32              f32 (the kernel)         f32 (the input)
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -788,6 +789,24 @@ inline std::string_view conv_transpose_2d(const tensor& t) noexcept {
     return {};
 }
 
+/// conv_2d_dw: src[0] = the kernel a [kw, kh, 1, c], src[1] = the input b [iw, ih, c, n],
+/// both f32; params s0, s1, p0, p1, d0, d1. The result in any layout (the builder gives
+/// ggml's: channel-last over a channel-last input).
+inline std::string_view conv_2d_dw(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (a.type != elem_type::f32 || b.type != elem_type::f32) return "a (the kernel) and b must be f32";
+    if (const std::string_view why = conv_window_rule(t, true); !why.empty()) return why;
+    if (a.ne[2] != 1 || a.ne[3] != b.ne[2]) return "a must be [kw, kh, 1, c] with b's channels (b.ne2) as c";
+    if (a.ne[0] < 1 || a.ne[1] < 1) return "the kernel is empty";
+    const conv_2d_dw_geometry g = conv_2d_dw_geometry_of(t);
+    const std::int64_t ow = conv_output_size(g.iw, g.kw, g.w.s0, g.w.p0, g.w.d0);
+    const std::int64_t oh = conv_output_size(g.ih, g.kh, g.w.s1, g.w.p1, g.w.d1);
+    if (ow < 1 || oh < 1) return "b is too small for the kernel (no output position)";
+    if (t.type != elem_type::f32 || !ne_is(t, ow, oh, g.c, g.n)) return "the result is f32 [ow, oh, c, n]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -808,7 +827,8 @@ namespace r = op_rules;
 ///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
 ///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
-///   conv_transpose_1d (kernel, input; s0, p0, d0); conv_transpose_2d (kernel, input; stride).
+///   conv_transpose_1d (kernel, input; s0, p0, d0); conv_transpose_2d (kernel, input; stride);
+///   conv_2d_dw (kernel, input; s0, s1, p0, p1, d0, d1).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -892,6 +912,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // transposed and depthwise convolutions, windows
     {"conv_transpose_1d", 2, 2, 3, false, false, fam::mul_mat, r::conv_transpose_1d},
     {"conv_transpose_2d", 2, 2, 1, false, false, fam::mul_mat, r::conv_transpose_2d},
+    {"conv_2d_dw", 2, 2, 6, false, false, fam::rows,       r::conv_2d_dw},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -909,7 +930,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "conv_transpose_2d"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "conv_2d_dw"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

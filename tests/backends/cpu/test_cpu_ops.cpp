@@ -1520,6 +1520,50 @@ TEST_CASE("cpu: conv_2d_direct against the oracle, f32 and f16 kernels, any layo
         }
 }
 
+TEST_CASE("cpu: conv_2d_dw_direct against the oracle, WHCN and channel-last (CWHN) inputs, any layout", "[cpu][conv_2d_dw]") {
+    harness h(9771);
+    std::size_t s = 0;
+    for (const conv_case& c : windows_2d)
+        for (const bool cwhn : {false, true}) {
+            const extents kne = {c.kernel[0], c.kernel[1], 1, c.input[2]};
+            tensor* a = nullptr;
+            tensor* b = nullptr;
+            if (cwhn) { // ggml's channel-last layout: channels first in memory, permuted to [w, h, c, n]
+                a = permute(h.ctx, h.leaf(f32, {kne[3], kne[0], kne[1], 1}), 3, 0, 1, 2);
+                b = permute(h.ctx, h.leaf(f32, {c.input[2], c.input[0], c.input[1], c.input[3]}), 2, 0, 1, 3);
+            } else {
+                a = h.input(f32, kne, nth_layout(s, f32));
+                b = h.input(f32, c.input, nth_layout(s + 1, f32));
+                ++s;
+            }
+            tensor* out = conv_2d_dw_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            const bool last = cwhn && c.input[2] > 1;
+            CHECK(out->is_contiguous() == !last);
+            if (last) CHECK(out->nb == channels_last_strides(out->ne, sizeof(float)));
+            h.check(out, {.max_nmse = 1e-10}, describe("conv_2d_dw", {{"a", a}, {"b", b}}));
+        }
+}
+
+TEST_CASE("cpu: conv_2d_dw (im2col, then mul_mat) matches the direct depthwise convolution", "[cpu][conv_2d_dw]") {
+    harness h(9881);
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : windows_2d) {
+            tensor* a = h.leaf(tk, {c.kernel[0], c.kernel[1], 1, c.input[2]});
+            tensor* b = h.leaf(f32, c.input);
+            tensor* a32 = tk == f32 ? a : h.leaf(f32, a->ne);
+            if (tk == f16) // the same kernel, widened exactly
+                bt::for_each_index(a->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) { bt::set(*a32, i0, i1, i2, i3, bt::get(*a, i0, i1, i2, i3)); });
+            const bt::ref_tensor direct = bt::ref_forward(*conv_2d_dw_direct(h.ctx, a32, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+            tensor* composite = conv_2d_dw(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            REQUIRE(composite->ne == direct.ne);
+            graph g(composite);
+            cpu_backend backend;
+            REQUIRE(backend.compute(g).ok());
+            INFO(describe("conv_2d_dw", {{"a", a}, {"b", b}}));
+            CHECK(bt::nmse(direct, *composite) <= 1e-5); // the windows rounded to f16
+        }
+}
+
 TEST_CASE("cpu: conv_transpose_1d against the oracle, f32 and f16 kernels, any layout", "[cpu][conv_transpose]") {
     harness h(9551);
     struct case_1d {

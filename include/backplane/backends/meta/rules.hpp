@@ -320,6 +320,8 @@ inline constexpr rule rules[] = {
     {op_kind::conv_transpose_2d, {rule_detail::M, rule_detail::S}, rule_detail::S, rule_detail::ax(3), 0, {}, {}, false,
      "images split"},
     {op_kind::conv_transpose_2d, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::conv_2d_dw, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "every device computes it whole (a device's piece is contiguous, ggml's result may be channel-last)"},
 };
 // clang-format on
 

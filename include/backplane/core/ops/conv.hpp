@@ -141,4 +141,44 @@ inline tensor* conv_transpose_2d_p0(context& ctx, tensor* a, tensor* b, int stri
     return detail::make_node(ctx, node, {{"a", a}, {"b", b}});
 }
 
+/// Depthwise 2-D convolution of the image b [iw, ih, c, n] (f32, any layout) by the
+/// kernel a [kw, kh, 1, c] (f32, any layout), one kernel plane per channel, as ggml's
+/// conv_2d_dw_direct (the op conv_2d_dw): f32 [ow, oh, c, n] with ow =
+/// conv_output_size(iw, kw, s0, p0, d0) and oh likewise; result (x, y, ch, i) the sum of
+/// a[kx, ky, 0, ch] * b[x s0 + kx d0 - p0, y s1 + ky d1 - p1, ch, i] over the taps inside
+/// b, in f32, kernel row by kernel row. The result's layout is ggml's: over a
+/// channel-last input (channels_last: ggml's CWHN, a [c, w, h, n] tensor permuted to [w,
+/// h, c, n]) it is channel-last too (channels_last_strides, not contiguous), else
+/// contiguous. Op params: s0, s1, p0, p1, d0, d1 (conv_slot). Strides and dilations must
+/// be positive, pads not negative.
+inline tensor* conv_2d_dw_direct(context& ctx, tensor* a, tensor* b, int s0, int s1, int p0, int p1, int d0, int d1) {
+    detail::require_tensor("conv_2d_dw", "a", a);
+    detail::require_tensor("conv_2d_dw", "b", b);
+    constexpr auto out = detail::output_size_or_0;
+    tensor node = detail::proposed(op_kind::conv_2d_dw, elem_type::f32,
+                                   {out(b->ne[0], a->ne[0], s0, p0, d0), out(b->ne[1], a->ne[1], s1, p1, d1), b->ne[2], b->ne[3]},
+                                   {a, b});
+    detail::set_window(node, s0, s1, p0, p1, d0, d1);
+    tensor* r = detail::make_node(ctx, node, {{"a", a}, {"b", b}});
+    if (channels_last(*b, type_size(b->type))) r->nb = channels_last_strides(r->ne, type_size(r->type));
+    return r;
+}
+
+/// Depthwise 2-D convolution as ggml's composite conv_2d_dw: the kernel a [kw, kh, *, *]
+/// (f32 or f16, contiguous; its dimensions 2 and 3 together the channels c) and the image
+/// b [iw, ih, c, n] (contiguous) seen as n c images of one channel, im2col into f16
+/// [kw * kh, ow, oh, n c], then mul_mat of a (as [kw * kh, 1, c]) by it (as [kw * kh, ow
+/// oh, c, n]), f32 [1, ow oh, c, n], seen as [ow, oh, c, n]. The input is rounded to f16
+/// (im2col's f16 windows).
+inline tensor* conv_2d_dw(context& ctx, tensor* a, tensor* b, int s0, int s1, int p0, int p1, int d0, int d1) {
+    detail::require_tensor("conv_2d_dw", "a", a);
+    detail::require_tensor("conv_2d_dw", "b", b);
+    tensor* planes = reshape(ctx, a, {a->ne[0], a->ne[1], 1, a->ne[2] * a->ne[3]});
+    tensor* cols = im2col(ctx, planes, reshape(ctx, b, {b->ne[0], b->ne[1], 1, b->ne[2] * b->ne[3]}), s0, s1, p0, p1, d0, d1,
+                          true, elem_type::f16); // [kw * kh, ow, oh, n c]
+    tensor* windows = reshape(ctx, cols, {cols->ne[0], cols->ne[2] * cols->ne[1], b->ne[2], b->ne[3]});
+    tensor* kernels = reshape(ctx, planes, {planes->ne[0] * planes->ne[1], 1, planes->ne[3], 1});
+    return reshape(ctx, mul_mat(ctx, kernels, windows), {cols->ne[1], cols->ne[2], b->ne[2], b->ne[3]});
+}
+
 } // namespace backplane

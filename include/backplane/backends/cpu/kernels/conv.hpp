@@ -8,7 +8,9 @@
 // kernel: the 1-D form is a 2-D one of height 1): each result element gathers, input row
 // by input row and input position by position (increasing, the order in which ggml's CPU
 // scatters them), the sum over the input channels of kernel tap times input value
-// (rounded to the kernel's type first), in f32. The threads split the result's rows.
+// (rounded to the kernel's type first), in f32. conv_2d_dw: each result element the sum
+// over its channel's kernel plane, kernel row by kernel row, in f32. The threads split
+// the result's rows.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/conv_geometry.hpp>
@@ -131,6 +133,36 @@ inline void conv_2d(const compute_params& p, tensor& dst) noexcept {
         rows.template operator()<f16_t>();
     else
         rows.template operator()<float>();
+}
+
+/// conv_2d_dw: the f32 kernel a [kw, kh, 1, c] over the f32 input b [iw, ih, c, n] into
+/// f32 [ow, oh, c, n]; any layouts (ggml's channel-last one among them).
+template <class = void>
+inline void conv_2d_dw(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const tensor& b = *dst.src[1];
+    const conv_2d_dw_geometry g = conv_2d_dw_geometry_of(dst);
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [y, ch, i] = row_of(r, dst.ne);
+        const std::byte* plane = row_ptr(b, 0, ch, i);
+        std::byte* out = row_ptr(dst, y, ch, i);
+        for (i64 x = 0; x < g.ow; ++x) {
+            float sum = 0.0f;
+            for (i64 ky = 0; ky < g.kh; ++ky) {
+                const i64 iy = y * g.w.s1 + ky * g.w.d1 - g.w.p1;
+                if (iy < 0 || iy >= g.ih) continue;
+                const std::byte* krow = row_ptr(a, ky, 0, ch);
+                for (i64 kx = 0; kx < g.kw; ++kx) {
+                    const i64 ix = x * g.w.s0 + kx * g.w.d0 - g.w.p0;
+                    if (ix < 0 || ix >= g.iw) continue;
+                    sum += load<float>(krow + static_cast<std::size_t>(kx) * a.nb[0]) *
+                           load<float>(plane + static_cast<std::size_t>(iy) * b.nb[1] + static_cast<std::size_t>(ix) * b.nb[0]);
+                }
+            }
+            store<float>(out + static_cast<std::size_t>(x) * dst.nb[0], sum);
+        }
+    }
 }
 
 /// conv_transpose_1d and conv_transpose_2d (core/conv_geometry.hpp's 2-D form): the

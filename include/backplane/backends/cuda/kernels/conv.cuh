@@ -116,6 +116,28 @@ __global__ void k_conv_transpose(tview d, tview k, tview b, i64 s0, i64 s1) {
     }
 }
 
+/// conv_2d_dw's result element (x, y, ch, image) into d: k the f32 kernel [kw, kh, 1, c],
+/// b the f32 input [iw, ih, c, n]; kernel row by kernel row, as the CPU.
+__global__ void k_conv_2d_dw(tview d, tview k, tview b, window w) {
+    const i64 total = d.nelements();
+    for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+         i += static_cast<i64>(gridDim.x) * blockDim.x) {
+        i64 x, y, ch, image;
+        unravel(i, d.ne, x, y, ch, image);
+        float sum = 0.0f;
+        for (i64 ky = 0; ky < w.kh; ++ky) {
+            const i64 iy = y * w.s1 + ky * w.d1 - w.p1;
+            if (iy < 0 || iy >= b.ne[1]) continue;
+            for (i64 kx = 0; kx < w.kw; ++kx) {
+                const i64 ix = x * w.s0 + kx * w.d0 - w.p0;
+                if (ix < 0 || ix >= b.ne[0]) continue;
+                sum = __fadd_rn(sum, __fmul_rn(load(k, kx, ky, 0, ch), load(b, ix, iy, ch, image)));
+            }
+        }
+        store(d, x, y, ch, image, sum);
+    }
+}
+
 } // namespace conv_detail
 
 /// im2col (kernel_table::launch): b f32 or f16 into f32 or f16, any strides.
@@ -145,6 +167,20 @@ inline cudaError_t launch_conv_2d(const tensor& node, const detail::launch_conte
     if (node.nelements() <= 0) return cudaSuccess;
     const window w = window_for(k->ne[0], k->ne[1], window_of(node));
     k_conv_2d<<<blocks_for(node.nelements(), 128), 128, 0, ctx.stream>>>(view_of(node), view_of(*k), view_of(*b), w);
+    return cudaGetLastError();
+}
+
+/// conv_2d_dw (kernel_table::launch): f32 kernel, input and result, any strides (ggml's
+/// channel-last layout too).
+inline cudaError_t launch_conv_2d_dw(const tensor& node, const detail::launch_context& ctx) noexcept {
+    using namespace conv_detail;
+    const tensor* k = node.src[0];
+    const tensor* b = node.src[1];
+    if (k == nullptr || b == nullptr || k->type != elem_type::f32 || b->type != elem_type::f32 || node.type != elem_type::f32)
+        return cudaErrorInvalidValue;
+    if (node.nelements() <= 0) return cudaSuccess;
+    const window w = window_for(k->ne[0], k->ne[1], window_of(node));
+    k_conv_2d_dw<<<blocks_for(node.nelements(), 128), 128, 0, ctx.stream>>>(view_of(node), view_of(*k), view_of(*b), w);
     return cudaGetLastError();
 }
 

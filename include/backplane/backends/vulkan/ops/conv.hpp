@@ -10,6 +10,7 @@
 //   conv_2d  f32        f32, f16  f32       conv_2d_<kernel>  16-bit storage for an f16 kernel
 //   conv_transpose_1d, conv_transpose_2d
 //            f32        f32, f16  f32       conv_transpose_<kernel>  16-bit storage for an f16 kernel
+//   conv_2d_dw  f32     f32       f32       conv_2d_dw        - (any strides: ggml's channel-last layout too)
 //
 // The transposed convolutions (conv_transpose.comp) gather into each result element the
 // products of the input positions whose taps reach it, the 1-D form as a 2-D one of
@@ -73,6 +74,24 @@ inline bool plan_conv_2d(const tensor& t, const features& f, dispatch& d) noexce
     d.pc.prm = {u32(w.s0), u32(w.s1), u32(w.p0), u32(w.p1)};
     d.pc.offs[3] = u32(w.d0);
     d.pc.a_ne[3] = u32(w.d1);
+    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    return true;
+}
+
+/// conv_2d_dw: the window in prm (s0, s1, p0, p1), offs.w (d0) and a_ne.z (d1: the
+/// kernel's dimension 2 has extent 1 and is never indexed).
+inline bool plan_conv_2d_dw(const tensor& t, const features&, dispatch& d) noexcept {
+    const tensor* a = t.src[0];
+    const tensor* b = t.src[1];
+    if (a == nullptr || b == nullptr || a->type != elem_type::f32 || b->type != elem_type::f32 || t.type != elem_type::f32)
+        return false;
+    d.shader = "conv_2d_dw";
+    const conv_window w = window_of(t);
+    const auto u32 = [](std::int64_t x) { return static_cast<std::uint32_t>(x); };
+    d.pc = shapes_of(t);
+    d.pc.prm = {u32(w.s0), u32(w.s1), u32(w.p0), u32(w.p1)};
+    d.pc.offs[3] = u32(w.d0);
+    d.pc.a_ne[2] = u32(w.d1);
     d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
     return true;
 }
