@@ -539,6 +539,34 @@ TEST_CASE("conv_2d_dw (conv_2d_dw_direct): ggml's shapes, parameters and layouts
     CHECK_NULL_ERROR("conv_2d_dw", conv_2d_dw_direct(ctx, k, nullptr, 1, 1, 0, 0, 1, 1));
 }
 
+TEST_CASE("win_part and win_unpart: ggml's shapes and parameters, and refused nodes", "[ops][window]") {
+    context ctx({.no_alloc = true});
+    tensor* img = ctx.new_tensor_3d(elem_type::f32, 8, 7, 5); // [c, w0, h0]
+    tensor* parts = win_part(ctx, img, 3);                     // 3 windows across, 2 down
+    check_result(parts, elem_type::f32, {8, 3, 3, 6}, op_kind::win_part, img);
+    CHECK(parts->param<std::int32_t>(0) == 3);
+    CHECK(parts->param<std::int32_t>(1) == 2);
+    CHECK(parts->param<std::int32_t>(2) == 3);
+    check_result(win_part(ctx, img, 7), elem_type::f32, {8, 7, 7, 1}, op_kind::win_part, img); // one padded window
+    tensor* back = win_unpart(ctx, parts, 7, 5, 3);
+    check_result(back, elem_type::f32, {8, 7, 5, 1}, op_kind::win_unpart, parts);
+    CHECK(back->param<std::int32_t>(0) == 3);
+
+    CHECK_OP_ERROR("win_part", operands({img}), win_part(ctx, img, 0));
+    tensor* four = ctx.new_tensor_4d(elem_type::f32, 8, 7, 5, 2);
+    CHECK_OP_ERROR("win_part", operands({four}), win_part(ctx, four, 3));
+    tensor* h = ctx.new_tensor_3d(elem_type::f16, 8, 7, 5);
+    CHECK_OP_ERROR("win_part", operands({h}), win_part(ctx, h, 3));
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 7, 5, 2)); // windows are 3 x 3
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 10, 5, 3)); // needs 8 windows
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 0, 5, 3));
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 7, 5, 0));
+    tensor* hp = ctx.new_tensor_4d(elem_type::f16, 8, 3, 3, 6);
+    CHECK_OP_ERROR("win_unpart", operands({hp}), win_unpart(ctx, hp, 7, 5, 3));
+    CHECK_NULL_ERROR("win_part", win_part(ctx, nullptr, 3));
+    CHECK_NULL_ERROR("win_unpart", win_unpart(ctx, nullptr, 7, 5, 3));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

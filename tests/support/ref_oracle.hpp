@@ -704,6 +704,23 @@ inline ref_tensor conv_2d(const tensor& node) {
     return r;
 }
 
+/// win_part and win_unpart, from their definitions (ggml's loops).
+inline ref_tensor window(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    if (node.op == op_kind::win_part) {
+        const i64 npx = node.param<std::int32_t>(0), w = node.param<std::int32_t>(2);
+        for_each_index(node.ne, [&](i64 e, i64 x, i64 y, i64 win) {
+            const i64 sx = (win % npx) * w + x, sy = (win / npx) * w + y;
+            r.at(e, x, y, win) = sx < a.ne[1] && sy < a.ne[2] ? get(a, e, sx, sy, 0) : 0.0;
+        });
+    } else {
+        const i64 w = node.param<std::int32_t>(0), npx = (node.ne[1] + w - 1) / w;
+        for_each_index(node.ne, [&](i64 e, i64 x, i64 y, i64) { r.at(e, x, y, 0) = get(a, e, x % w, y % w, (y / w) * npx + x / w); });
+    }
+    return r;
+}
+
 /// conv_2d_dw: result (x, y, ch, i) sums kernel[kx, ky, 0, ch] * b[x s0 + kx d0 - p0, y s1
 /// + ky d1 - p1, ch, i] over the taps inside b.
 inline ref_tensor conv_2d_dw(const tensor& node) {
@@ -1208,6 +1225,10 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::conv_2d_dw:
         r = ref_detail::conv_2d_dw(node);
+        break;
+    case op_kind::win_part:
+    case op_kind::win_unpart:
+        r = ref_detail::window(node);
         break;
     case op_kind::pool_1d:
     case op_kind::pool_2d:

@@ -560,6 +560,17 @@ inline built_case build_conv_2d_dw(context& ctx, const case_spec& c, std::mt1993
     return finish(out, 2.0 * static_cast<double>(out->nelements()) * static_cast<double>(kw * kw));
 }
 
+/// win_part of an f32 image [ne0, ne1, ne2] into windows of side 2 + variant (the last
+/// ones padded unless the side divides the image), or (Op win_unpart) the windows of such
+/// an image back into it.
+template <op_kind Op> built_case build_window(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const int w = 2 + (c.variant & 7);
+    if (Op == op_kind::win_part) return finish(win_part(ctx, random_leaf(ctx, elem_type::f32, {c.ne[0], c.ne[1], c.ne[2], 1}, rng), w));
+    const extents ne = {c.ne[0], w, w, windows_across(c.ne[1], w) * windows_across(c.ne[2], w)};
+    return finish(win_unpart(ctx, random_leaf(ctx, elem_type::f32, ne, rng), static_cast<int>(c.ne[1]), static_cast<int>(c.ne[2]), w));
+}
+
 /// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
 /// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
 /// bit 1 the input permuted.
@@ -774,6 +785,8 @@ inline std::span<const op_cases> catalogue() {
         {"conv_transpose_1d", 1, 8, &build_conv_transpose_1d, &shape_conv, {1024, 256, 256, 1}},
         {"conv_transpose_2d", 1, 8, &build_conv_transpose_2d, &shape_conv, {64, 64, 256, 128}},
         {"conv_2d_dw", 1, 8, &build_conv_2d_dw, &shape_conv, {64, 64, 256, 1}},
+        {"win_part", 1, 8, &build_window<op_kind::win_part>, &shape_rows, {768, 64, 64, 1}},
+        {"win_unpart", 1, 8, &build_window<op_kind::win_unpart>, &shape_rows, {768, 64, 64, 1}},
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
         {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},

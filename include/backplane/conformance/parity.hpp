@@ -483,6 +483,32 @@ inline int conv_2d_dw_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// win_part of f32 images in any layout into windows of sides from 1 to past the image
+/// (padded windows), and win_unpart of windows back into images of every size they hold.
+inline int window_cases(batch& cases) {
+    const int before = cases.combinations();
+    constexpr elem_type f32 = elem_type::f32;
+    for (const bool part : {true, false}) {
+        if (!cases.claimed([&] {
+                return part ? win_part(cases.ctx, cases.leaf(f32, {3, 5, 4, 1}), 2)
+                            : win_unpart(cases.ctx, cases.leaf(f32, {3, 2, 2, 6}), 5, 4, 2);
+            }))
+            continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t c = cases.gen.upto(5), w0 = cases.gen.upto(9), h0 = cases.gen.upto(9);
+            const int w = static_cast<int>(cases.gen.upto(5));
+            if (part) {
+                cases.add(win_part(cases.ctx, cases.input(f32, {c, w0, h0, 1}, cases.any_layout(f32)), w));
+            } else {
+                const extents ne = {c, w, w, windows_across(w0, w) * windows_across(h0, w)};
+                cases.add(win_unpart(cases.ctx, cases.input(f32, ne, cases.any_layout(f32)), static_cast<int>(w0), static_cast<int>(h0), w));
+            }
+        }
+    }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -875,6 +901,7 @@ inline std::span<const parity_family> parity_families() {
         {"count_acc", 31023, &count_acc_cases},
         {"conv_transpose", 31024, &conv_transpose_cases},
         {"conv_2d_dw", 31025, &conv_2d_dw_cases},
+        {"window", 31026, &window_cases},
     };
     return families;
 }

@@ -91,8 +91,10 @@ enum class op_kind : std::uint8_t {
     conv_transpose_1d,
     conv_transpose_2d,
     conv_2d_dw,
+    win_part,
+    win_unpart,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::conv_2d_dw) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::win_unpart) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

@@ -68,6 +68,7 @@
 //   conv_transpose_2d (kernel,
 //   input)
 //   conv_2d_dw (kernel, input)      f32              f32 (the kernel)         f32 (the input)
+//   win_part, win_unpart            f32              f32
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -807,6 +808,34 @@ inline std::string_view conv_2d_dw(const tensor& t) noexcept {
     return {};
 }
 
+/// win_part: f32 a [c, w0, h0, 1] into f32 [c, w, w, npx npy]; params npx, npy, w with w
+/// positive and npx, npy the windows across w0 and h0 (the last ones padded).
+inline std::string_view win_part(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const std::int64_t npx = t.param<std::int32_t>(window_slot::npx), npy = t.param<std::int32_t>(window_slot::npy);
+    const std::int64_t w = t.param<std::int32_t>(window_slot::part_w);
+    if (a.type != elem_type::f32) return "a must be f32";
+    if (a.ne[3] != 1) return "a must be 3-dimensional [c, w0, h0]";
+    if (w < 1) return "the window side w must be positive";
+    if (npx != windows_across(a.ne[1], w) || npy != windows_across(a.ne[2], w))
+        return "npx and npy must be the windows across a's width and height";
+    if (t.type != elem_type::f32 || !ne_is(t, a.ne[0], w, w, npx * npy)) return "the result is f32 [c, w, w, npx * npy]";
+    return {};
+}
+
+/// win_unpart: f32 a [c, w, w, np] into f32 [c, w0, h0, 1]; param w positive, a holding at
+/// least the windows across w0 and h0.
+inline std::string_view win_unpart(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const std::int64_t w = t.param<std::int32_t>(window_slot::unpart_w);
+    if (a.type != elem_type::f32 || t.type != elem_type::f32) return "a and the result must be f32";
+    if (w < 1) return "the window side w must be positive";
+    if (a.ne[1] != w || a.ne[2] != w) return "a must be windows [c, w, w, np]";
+    if (t.ne[0] != a.ne[0] || t.ne[1] < 1 || t.ne[2] < 1 || t.ne[3] != 1) return "the result is [c, w0, h0] with w0, h0 positive";
+    if (a.ne[3] < windows_across(t.ne[1], w) * windows_across(t.ne[2], w)) return "a has fewer windows than w0 and h0 need";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -828,7 +857,8 @@ namespace r = op_rules;
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
 ///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
 ///   conv_transpose_1d (kernel, input; s0, p0, d0); conv_transpose_2d (kernel, input; stride);
-///   conv_2d_dw (kernel, input; s0, s1, p0, p1, d0, d1).
+///   conv_2d_dw (kernel, input; s0, s1, p0, p1, d0, d1); win_part (a; npx, npy, w);
+///   win_unpart (a; w).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -913,6 +943,8 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"conv_transpose_1d", 2, 2, 3, false, false, fam::mul_mat, r::conv_transpose_1d},
     {"conv_transpose_2d", 2, 2, 1, false, false, fam::mul_mat, r::conv_transpose_2d},
     {"conv_2d_dw", 2, 2, 6, false, false, fam::rows,       r::conv_2d_dw},
+    {"win_part",  1, 1, 3, false, false, fam::data,        r::win_part},
+    {"win_unpart", 1, 1, 1, false, false, fam::data,       r::win_unpart},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -930,7 +962,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "conv_2d_dw"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "win_unpart"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -1564,6 +1564,31 @@ TEST_CASE("cpu: conv_2d_dw (im2col, then mul_mat) matches the direct depthwise c
         }
 }
 
+TEST_CASE("cpu: win_part and win_unpart against the oracle, padded windows, any layout, and back", "[cpu][window]") {
+    harness h(9991);
+    struct case_w {
+        extents image; // [c, w0, h0]
+        int w;
+    };
+    // windows that divide the image, padded ones, one window past the whole image, 1 x 1
+    const case_w cases[] = {{{3, 6, 4, 1}, 2}, {{2, 7, 5, 1}, 3}, {{4, 3, 2, 1}, 5}, {{1, 5, 5, 1}, 1}, {{5, 9, 4, 1}, 4}};
+    std::size_t s = 0;
+    for (const case_w& c : cases) {
+        tensor* img = h.input(f32, c.image, nth_layout(s++, f32));
+        tensor* parts = win_part(h.ctx, img, c.w);
+        h.check(parts, {.exact = true}, describe("win_part", {{"a", img}}));
+        tensor* windows = h.input(f32, parts->ne, nth_layout(s++, f32));
+        h.check(win_unpart(h.ctx, windows, static_cast<int>(c.image[1]), static_cast<int>(c.image[2]), c.w), {.exact = true},
+                describe("win_unpart", {{"a", windows}}));
+        // win_unpart undoes win_part
+        tensor* round = win_unpart(h.ctx, parts, static_cast<int>(c.image[1]), static_cast<int>(c.image[2]), c.w);
+        graph g(round);
+        cpu_backend backend;
+        REQUIRE(backend.compute(g).ok());
+        CHECK(bt::nmse(bt::read(*img), *round) == 0.0);
+    }
+}
+
 TEST_CASE("cpu: conv_transpose_1d against the oracle, f32 and f16 kernels, any layout", "[cpu][conv_transpose]") {
     harness h(9551);
     struct case_1d {

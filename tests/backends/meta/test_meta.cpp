@@ -737,6 +737,34 @@ TEST_CASE("meta conv_transpose_1d and conv_transpose_2d: output channels or imag
     CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
 }
 
+TEST_CASE("meta win_part and win_unpart: channels split over the devices", "[meta]") {
+    const int n = GENERATE(2, 3);
+    INFO("devices: " << n);
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        if (t.name == "image") return split_state::even(0, t.ne[0], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor* image;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.image = w.new_tensor_3d(elem_type::f32, 6, 7, 5); // 6 channels, 7 x 5
+        t.image->name = "image";
+        return t;
+    };
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.image, *mt.image, small_integers(6 * 7 * 5, 65));
+    tensor* ro = win_unpart(tw.rg, scale(tw.rg, win_part(tw.rg, r.image, 3), 2.0f), 7, 5, 3);
+    tensor* mo = win_unpart(tw.mg, scale(tw.mg, win_part(tw.mg, mt.image, 3), 2.0f), 7, 5, 3);
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind("axis0", 0) == 0);
+    CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
 TEST_CASE("meta flash_attn_ext: heads split with k and v split or cut in groups, the mask one plane", "[meta]") {
     const int n = GENERATE(2, 4);
     const bool kv_split = GENERATE(true, false);

@@ -108,6 +108,7 @@ enum class kernel_kind : std::uint8_t {
     acc,          ///< kernels::acc
     conv_transpose, ///< kernels::conv_transpose: conv_transpose_1d, conv_transpose_2d
     conv_2d_dw,   ///< kernels::conv_2d_dw
+    window,       ///< kernels::window: win_part, win_unpart
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -125,7 +126,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
         "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "count_equal", "acc",
-        "conv_transpose", "conv_2d_dw", "fast_rowwise",
+        "conv_transpose", "conv_2d_dw", "window", "fast_rowwise",
         "fast_mul_mat", "fast_mul_mat_id", "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -180,6 +181,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::conv_transpose_1d:
     case op_kind::conv_transpose_2d: return kernel_kind::conv_transpose;
     case op_kind::conv_2d_dw: return kernel_kind::conv_2d_dw;
+    case op_kind::win_part:
+    case op_kind::win_unpart: return kernel_kind::window;
     default: return kernel_kind::nothing;
     }
 }
@@ -488,6 +491,7 @@ template <class = void>
     case kernel_kind::acc: kernels::acc(p, node); return errc::ok;
     case kernel_kind::conv_transpose: kernels::conv_transpose(p, node); return errc::ok;
     case kernel_kind::conv_2d_dw: kernels::conv_2d_dw(p, node); return errc::ok;
+    case kernel_kind::window: kernels::window(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

@@ -322,6 +322,13 @@ inline constexpr rule rules[] = {
     {op_kind::conv_transpose_2d, {rule_detail::M, rule_detail::M}, rule_detail::M},
     {op_kind::conv_2d_dw, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
      "every device computes it whole (a device's piece is contiguous, ggml's result may be channel-last)"},
+    // windows: the channels (dimension 0) are moved apart
+    {op_kind::win_part, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
+     "channels split"},
+    {op_kind::win_part, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::win_unpart, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
+     "channels split"},
+    {op_kind::win_unpart, {rule_detail::M, rule_detail::N}, rule_detail::M},
 };
 // clang-format on
 
