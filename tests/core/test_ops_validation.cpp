@@ -567,6 +567,22 @@ TEST_CASE("win_part and win_unpart: ggml's shapes and parameters, and refused no
     CHECK_NULL_ERROR("win_unpart", win_unpart(ctx, nullptr, 7, 5, 3));
 }
 
+TEST_CASE("get_rel_pos: ggml's shapes, and refused nodes", "[ops][window]") {
+    context ctx({.no_alloc = true});
+    tensor* table = ctx.new_tensor_2d(elem_type::f16, 8, 9); // [c, 2 qh - 1]
+    check_result(get_rel_pos(ctx, table, 5, 5), elem_type::f16, {8, 5, 5, 1}, op_kind::get_rel_pos, table);
+    CHECK_OP_ERROR("get_rel_pos", operands({table}), get_rel_pos(ctx, table, 5, 4)); // qh != kh
+    CHECK_OP_ERROR("get_rel_pos", operands({table}), get_rel_pos(ctx, table, 4, 4)); // 2 qh - 1 != 9
+    CHECK_OP_ERROR("get_rel_pos", operands({table}), get_rel_pos(ctx, table, 0, 0));
+    tensor* f = ctx.new_tensor_2d(elem_type::f32, 8, 9);
+    CHECK_OP_ERROR("get_rel_pos", operands({f}), get_rel_pos(ctx, f, 5, 5));
+    tensor* bf = ctx.new_tensor_2d(elem_type::bf16, 8, 9);
+    CHECK_OP_ERROR("get_rel_pos", operands({bf}), get_rel_pos(ctx, bf, 5, 5));
+    tensor* planes = ctx.new_tensor_3d(elem_type::f16, 8, 9, 2);
+    CHECK_OP_ERROR("get_rel_pos", operands({planes}), get_rel_pos(ctx, planes, 5, 5));
+    CHECK_NULL_ERROR("get_rel_pos", get_rel_pos(ctx, nullptr, 5, 5));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

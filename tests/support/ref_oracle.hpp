@@ -704,7 +704,7 @@ inline ref_tensor conv_2d(const tensor& node) {
     return r;
 }
 
-/// win_part and win_unpart, from their definitions (ggml's loops).
+/// win_part, win_unpart and get_rel_pos, from their definitions (ggml's loops).
 inline ref_tensor window(const tensor& node) {
     const tensor& a = *node.src[0];
     ref_tensor r(node.type, node.ne);
@@ -714,6 +714,8 @@ inline ref_tensor window(const tensor& node) {
             const i64 sx = (win % npx) * w + x, sy = (win / npx) * w + y;
             r.at(e, x, y, win) = sx < a.ne[1] && sy < a.ne[2] ? get(a, e, sx, sy, 0) : 0.0;
         });
+    } else if (node.op == op_kind::get_rel_pos) {
+        for_each_index(node.ne, [&](i64 e, i64 k, i64 q, i64) { r.at(e, k, q, 0) = get(a, e, node.ne[1] - 1 - k + q, 0, 0); });
     } else {
         const i64 w = node.param<std::int32_t>(0), npx = (node.ne[1] + w - 1) / w;
         for_each_index(node.ne, [&](i64 e, i64 x, i64 y, i64) { r.at(e, x, y, 0) = get(a, e, x % w, y % w, (y / w) * npx + x / w); });
@@ -1228,6 +1230,7 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::win_part:
     case op_kind::win_unpart:
+    case op_kind::get_rel_pos:
         r = ref_detail::window(node);
         break;
     case op_kind::pool_1d:

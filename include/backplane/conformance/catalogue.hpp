@@ -571,6 +571,14 @@ template <op_kind Op> built_case build_window(context& ctx, const case_spec& c, 
     return finish(win_unpart(ctx, random_leaf(ctx, elem_type::f32, ne, rng), static_cast<int>(c.ne[1]), static_cast<int>(c.ne[2]), w));
 }
 
+/// get_rel_pos of an f16 table [ne0, 2 ne1 - 1] (its only type: a case naming f32, the
+/// default, builds it too); variant: bit 0 the table transposed.
+inline built_case build_get_rel_pos(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f16 && type_at(c, 0) != elem_type::f32) return {};
+    tensor* a = input(ctx, elem_type::f16, {c.ne[0], 2 * c.ne[1] - 1, 1, 1}, (c.variant & 1) ? 3 : 0, rng);
+    return finish(get_rel_pos(ctx, a, static_cast<int>(c.ne[1]), static_cast<int>(c.ne[1])));
+}
+
 /// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
 /// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
 /// bit 1 the input permuted.
@@ -787,6 +795,7 @@ inline std::span<const op_cases> catalogue() {
         {"conv_2d_dw", 1, 8, &build_conv_2d_dw, &shape_conv, {64, 64, 256, 1}},
         {"win_part", 1, 8, &build_window<op_kind::win_part>, &shape_rows, {768, 64, 64, 1}},
         {"win_unpart", 1, 8, &build_window<op_kind::win_unpart>, &shape_rows, {768, 64, 64, 1}},
+        {"get_rel_pos", 1, 2, &build_get_rel_pos, &shape_rows, {64, 64, 1, 1}},
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
         {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},

@@ -484,7 +484,8 @@ inline int conv_2d_dw_cases(batch& cases) {
 }
 
 /// win_part of f32 images in any layout into windows of sides from 1 to past the image
-/// (padded windows), and win_unpart of windows back into images of every size they hold.
+/// (padded windows), win_unpart of windows back into images of every size they hold, and
+/// get_rel_pos of f16 tables in any layout.
 inline int window_cases(batch& cases) {
     const int before = cases.combinations();
     constexpr elem_type f32 = elem_type::f32;
@@ -504,6 +505,14 @@ inline int window_cases(batch& cases) {
                 const extents ne = {c, w, w, windows_across(w0, w) * windows_across(h0, w)};
                 cases.add(win_unpart(cases.ctx, cases.input(f32, ne, cases.any_layout(f32)), static_cast<int>(w0), static_cast<int>(h0), w));
             }
+        }
+    }
+    if (cases.claimed([&] { return get_rel_pos(cases.ctx, cases.leaf(elem_type::f16, {4, 5, 1, 1}), 3, 3); })) {
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t c = cases.gen.upto(9), q = cases.gen.upto(8);
+            tensor* a = cases.input(elem_type::f16, {c, 2 * q - 1, 1, 1}, cases.any_layout(elem_type::f16));
+            cases.add(get_rel_pos(cases.ctx, a, static_cast<int>(q), static_cast<int>(q)));
         }
     }
     return cases.combinations() - before;

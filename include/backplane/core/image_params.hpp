@@ -82,6 +82,7 @@ constexpr std::int64_t windows_across(std::int64_t n, std::int64_t w) noexcept {
 /// the source's edge (win_part's padding, zeros).
 ///   win_part    window i3 = py npx + px, row (i1, i2) of it: the source's (px w + i1, py w + i2, 0)
 ///   win_unpart  row (i1, i2): window (i2 / w) npx + i1 / w's row (i1 mod w, i2 mod w)
+///   get_rel_pos row (k, q) of [c, kh, qh]: the source's row kh - 1 - k + q
 template <class Node>
 bool window_source_row(const Node& t, std::int64_t i1, std::int64_t i2, std::int64_t i3, std::int64_t (&j)[3]) noexcept {
     const Node& a = *t.src[0];
@@ -92,6 +93,11 @@ bool window_source_row(const Node& t, std::int64_t i1, std::int64_t i2, std::int
         j[1] = (i3 / npx) * w + i2;
         j[2] = 0;
         return j[0] < a.ne[1] && j[1] < a.ne[2];
+    }
+    if (t.op == op_kind::get_rel_pos) {
+        j[0] = t.ne[1] - 1 - i1 + i2;
+        j[1] = j[2] = 0;
+        return true;
     }
     // win_unpart
     const std::int64_t w = t.template param<std::int32_t>(window_slot::unpart_w);

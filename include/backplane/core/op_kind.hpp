@@ -93,8 +93,9 @@ enum class op_kind : std::uint8_t {
     conv_2d_dw,
     win_part,
     win_unpart,
+    get_rel_pos,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::win_unpart) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::get_rel_pos) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

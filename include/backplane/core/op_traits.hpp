@@ -69,6 +69,7 @@
 //   input)
 //   conv_2d_dw (kernel, input)      f32              f32 (the kernel)         f32 (the input)
 //   win_part, win_unpart            f32              f32
+//   get_rel_pos                     f16              f16
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -836,6 +837,16 @@ inline std::string_view win_unpart(const tensor& t) noexcept {
     return {};
 }
 
+/// get_rel_pos: f16 a [c, 2 qh - 1] into f16 [c, kh, qh] with kh = qh (all ggml defines).
+inline std::string_view get_rel_pos(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (a.type != elem_type::f16 || t.type != elem_type::f16) return "a and the result must be f16";
+    if (t.ne[1] != t.ne[2] || t.ne[1] < 1 || t.ne[3] != 1) return "qh and kh must be equal and positive";
+    if (a.ne[2] != 1 || a.ne[3] != 1 || a.ne[1] != 2 * t.ne[1] - 1) return "a must be [c, 2 qh - 1]";
+    if (t.ne[0] != a.ne[0]) return "the result is f16 [c, kh, qh]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -858,7 +869,7 @@ namespace r = op_rules;
 ///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
 ///   conv_transpose_1d (kernel, input; s0, p0, d0); conv_transpose_2d (kernel, input; stride);
 ///   conv_2d_dw (kernel, input; s0, s1, p0, p1, d0, d1); win_part (a; npx, npy, w);
-///   win_unpart (a; w).
+///   win_unpart (a; w); get_rel_pos (a).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -945,6 +956,7 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"conv_2d_dw", 2, 2, 6, false, false, fam::rows,       r::conv_2d_dw},
     {"win_part",  1, 1, 3, false, false, fam::data,        r::win_part},
     {"win_unpart", 1, 1, 1, false, false, fam::data,       r::win_unpart},
+    {"get_rel_pos", 1, 1, 0, false, false, fam::data,      r::get_rel_pos},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -962,7 +974,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "win_unpart"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "get_rel_pos"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -1589,6 +1589,16 @@ TEST_CASE("cpu: win_part and win_unpart against the oracle, padded windows, any 
     }
 }
 
+TEST_CASE("cpu: get_rel_pos against the oracle, any layout", "[cpu][window]") {
+    harness h(9992);
+    std::size_t s = 0;
+    for (const extents& q : {extents{4, 1, 1, 1}, extents{3, 2, 1, 1}, extents{8, 5, 1, 1}, extents{1, 7, 1, 1}}) {
+        tensor* a = h.input(f16, {q[0], 2 * q[1] - 1, 1, 1}, nth_layout(s++, f16));
+        tensor* out = get_rel_pos(h.ctx, a, static_cast<int>(q[1]), static_cast<int>(q[1]));
+        h.check(out, {.exact = true}, describe("get_rel_pos", {{"a", a}}));
+    }
+}
+
 TEST_CASE("cpu: conv_transpose_1d against the oracle, f32 and f16 kernels, any layout", "[cpu][conv_transpose]") {
     harness h(9551);
     struct case_1d {

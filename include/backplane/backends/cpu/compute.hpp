@@ -108,7 +108,7 @@ enum class kernel_kind : std::uint8_t {
     acc,          ///< kernels::acc
     conv_transpose, ///< kernels::conv_transpose: conv_transpose_1d, conv_transpose_2d
     conv_2d_dw,   ///< kernels::conv_2d_dw
-    window,       ///< kernels::window: win_part, win_unpart
+    window,       ///< kernels::window: win_part, win_unpart, get_rel_pos
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -182,7 +182,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::conv_transpose_2d: return kernel_kind::conv_transpose;
     case op_kind::conv_2d_dw: return kernel_kind::conv_2d_dw;
     case op_kind::win_part:
-    case op_kind::win_unpart: return kernel_kind::window;
+    case op_kind::win_unpart:
+    case op_kind::get_rel_pos: return kernel_kind::window;
     default: return kernel_kind::nothing;
     }
 }

@@ -329,6 +329,9 @@ inline constexpr rule rules[] = {
     {op_kind::win_unpart, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
      "channels split"},
     {op_kind::win_unpart, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::get_rel_pos, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
+     "channels split"},
+    {op_kind::get_rel_pos, {rule_detail::M, rule_detail::N}, rule_detail::M},
 };
 // clang-format on
 

@@ -1,7 +1,7 @@
 #pragma once
 // Image and sequence layout: pooling (pool_1d, pool_2d), resampling (upscale),
-// rearranging (pad_reflect_1d, roll) and windows (win_part, win_unpart), as ggml's ops of
-// those names.
+// rearranging (pad_reflect_1d, roll), windows (win_part, win_unpart) and relative
+// positions (get_rel_pos), as ggml's ops of those names.
 // Their parameters as nodes hold them: core/image_params.hpp.
 
 #include <backplane/core/image_params.hpp>
@@ -136,6 +136,18 @@ inline tensor* win_unpart(context& ctx, tensor* a, int w0, int h0, int w) {
     detail::require_tensor("win_unpart", "a", a);
     tensor node = detail::proposed(op_kind::win_unpart, elem_type::f32, {a->ne[0], w0, h0, 1}, {a});
     detail::set_int_params(node, {w});
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// The relative-position embeddings of every (key, query) pair, as ggml's get_rel_pos
+/// (SAM's image encoder): a [c, 2 qh - 1] (f16, any layout; ggml: contiguous) holds one
+/// embedding per distance; the result is f16 [c, kh, qh] and its row (k, q) is a's row kh
+/// - 1 - k + q (the distance q - k, shifted to count from 0). Values are copied. ggml
+/// defines only qh = kh. ggml's CPU also copies bf16 rows as bits into its f16 result;
+/// here a is f16 only. No op params.
+inline tensor* get_rel_pos(context& ctx, tensor* a, int qh, int kh) {
+    detail::require_tensor("get_rel_pos", "a", a);
+    tensor node = detail::proposed(op_kind::get_rel_pos, elem_type::f16, {a->ne[0], kh, qh, 1}, {a});
     return detail::make_node(ctx, node, {{"a", a}});
 }
 

@@ -4,7 +4,7 @@
 // (the window's rows, then the cells of a row), padding cells skipped. upscale: each
 // result element from its source plane by core/interpolate.hpp's formulas. remap
 // (pad_reflect_1d, roll): each result element a source element's bits, its index mapped
-// dimension by dimension (core/index_maps.hpp). window (win_part, win_unpart): each
+// dimension by dimension (core/index_maps.hpp). window (win_part, win_unpart, get_rel_pos): each
 // result row a source row's bits (core/image_params.hpp's window_source_row), or zeros
 // past the source's edge. The threads split dst's rows.
 
@@ -100,7 +100,7 @@ inline void remap(const compute_params& p, tensor& dst) noexcept {
     }
 }
 
-/// win_part, win_unpart: rows copied as bits (any layouts), zeros where a row lies past
+/// win_part, win_unpart, get_rel_pos: rows copied as bits (any layouts), zeros where a row lies past
 /// the source's edge.
 template <class = void>
 inline void window(const compute_params& p, tensor& dst) noexcept {

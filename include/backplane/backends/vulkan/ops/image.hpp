@@ -14,6 +14,7 @@
 //                      bf16
 //   win_part           f32     win_part_f32     - (window.comp; prm.x npx, prm.y w)
 //   win_unpart         f32     win_unpart_f32   -
+//   get_rel_pos        f16     get_rel_pos_f16  16-bit storage
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/core/image_params.hpp>
@@ -62,9 +63,17 @@ inline bool plan_remap(const tensor& t, const features& f, dispatch& d) noexcept
     return true;
 }
 
-/// win_part and win_unpart (window.comp): prm.x the windows across, prm.y their side.
-inline bool plan_window(const tensor& t, const features&, dispatch& d) noexcept {
+/// win_part and win_unpart (window.comp): prm.x the windows across, prm.y their side;
+/// get_rel_pos: no parameter (its kh is the result's ne1).
+inline bool plan_window(const tensor& t, const features& f, dispatch& d) noexcept {
     const tensor* a = t.src[0];
+    if (t.op == op_kind::get_rel_pos) {
+        if (a == nullptr || a->type != elem_type::f16 || t.type != elem_type::f16 || !f.storage16) return false;
+        d.shader = "get_rel_pos_f16";
+        d.pc = shapes_of(t);
+        d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+        return true;
+    }
     if (a == nullptr || a->type != elem_type::f32 || t.type != elem_type::f32) return false;
     const bool part = t.op == op_kind::win_part;
     const std::int32_t w = t.param<std::int32_t>(part ? window_slot::part_w : window_slot::unpart_w);
