@@ -765,6 +765,38 @@ TEST_CASE("meta win_part and win_unpart: channels split over the devices", "[met
     CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
 }
 
+TEST_CASE("meta im2col: the input's images split over the devices, 1-D and 2-D", "[meta]") {
+    const int n = GENERATE(2, 3);
+    const bool two_d = GENERATE(true, false);
+    INFO("devices: " << n << (two_d ? ", 2-D" : ", 1-D"));
+    meta::meta_params params;
+    params.split = [two_d](const tensor& t, int nd) {
+        const int axis = two_d ? 3 : 2;
+        if (t.name == "image") return split_state::even(axis, t.ne[static_cast<std::size_t>(axis)], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *kernel, *image;
+    };
+    const auto make = [two_d](context& w) {
+        tensors t{};
+        t.kernel = two_d ? w.new_tensor_4d(elem_type::f16, 3, 2, 2, 4) : w.new_tensor_3d(elem_type::f16, 3, 2, 4);
+        t.image = two_d ? w.new_tensor_4d(elem_type::f32, 7, 5, 2, 6) : w.new_tensor_3d(elem_type::f32, 9, 2, 6); // 6 images
+        t.kernel->name = "kernel";
+        t.image->name = "image";
+        return t;
+    };
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.image, *mt.image, small_integers(static_cast<std::size_t>(r.image->nelements()), 66));
+    tensor* ro = im2col(tw.rg, r.kernel, r.image, 2, 1, 1, two_d ? 1 : 0, 1, 1, two_d, elem_type::f32);
+    tensor* mo = im2col(tw.mg, mt.kernel, mt.image, 2, 1, 1, two_d ? 1 : 0, 1, 1, two_d, elem_type::f32);
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind(two_d ? "axis3" : "axis2", 0) == 0);
+    CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
 TEST_CASE("meta flash_attn_ext: heads split with k and v split or cut in groups, the mask one plane", "[meta]") {
     const int n = GENERATE(2, 4);
     const bool kv_split = GENERATE(true, false);
