@@ -117,6 +117,9 @@ BACKPLANE_PARITY_CASE("out_prod", "out_prod of f32 and quantized a, broadcast", 
 BACKPLANE_PARITY_CASE("im2col", "im2col 1-D and 2-D with strides, pads and dilations", "")
 BACKPLANE_PARITY_CASE("conv_2d", "conv_2d_direct of f32 and f16 kernels with strides, pads and dilations", "")
 BACKPLANE_PARITY_CASE("count_acc", "count_equal of i32 tensors and acc into views", "")
+BACKPLANE_PARITY_CASE("conv_2d_dw", "conv_2d_dw_direct of f32 kernels, channel-last and other layouts, strides, pads and dilations", "")
+BACKPLANE_PARITY_CASE("window", "win_part into padded and whole windows, win_unpart back, get_rel_pos", "")
+BACKPLANE_PARITY_CASE("conv_transpose", "conv_transpose_1d and conv_transpose_2d of f32 and f16 kernels with strides below and above the kernel's width", "")
 
 #undef BACKPLANE_PARITY_CASE
 

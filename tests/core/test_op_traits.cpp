@@ -114,6 +114,13 @@ std::vector<tensor*> one_of_each(context& ctx) {
         roll(ctx, a, -3, 7),
         count_equal(ctx, ctx.new_tensor_2d(elem_type::i32, 6, 2), ctx.new_tensor_2d(elem_type::i32, 6, 2)),
         acc(ctx, a, ctx.new_tensor_2d(elem_type::f32, 8, 2), 256, 512, 512, 4),
+        conv_transpose_1d(ctx, ctx.new_tensor_3d(elem_type::f16, 3, 4, 2), ctx.new_tensor_2d(elem_type::f32, 7, 2), 2),
+        conv_2d_dw_direct(ctx, ctx.new_tensor_4d(elem_type::f32, 3, 3, 1, 4), ctx.new_tensor_4d(elem_type::f32, 8, 6, 4, 2), 2, 1,
+                          1, 0, 1, 2),
+        win_part(ctx, ctx.new_tensor_3d(elem_type::f32, 8, 7, 5), 3),
+        win_unpart(ctx, ctx.new_tensor_4d(elem_type::f32, 8, 3, 3, 6), 7, 5, 3),
+        get_rel_pos(ctx, ctx.new_tensor_2d(elem_type::f16, 8, 9), 5, 5),
+        conv_transpose_2d_p0(ctx, ctx.new_tensor_4d(elem_type::f32, 3, 2, 4, 2), ctx.new_tensor_4d(elem_type::f32, 5, 4, 2, 2), 2),
     };
 }
 

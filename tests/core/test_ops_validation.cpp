@@ -453,6 +453,136 @@ TEST_CASE("conv_2d (conv_2d_direct): ggml's shapes and parameters, and refused n
     CHECK_NULL_ERROR("conv_2d", conv_2d_direct(ctx, k, nullptr, 1, 1, 0, 0, 1, 1));
 }
 
+TEST_CASE("conv_transpose_1d: ggml's shapes and parameters, and refused nodes", "[ops][conv_transpose]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_3d(elem_type::f16, 3, 5, 4); // [k, oc, ic]
+    tensor* sig = ctx.new_tensor_2d(elem_type::f32, 10, 4); // [iw, ic]
+    tensor* r = conv_transpose_1d(ctx, k, sig, 2);
+    check_result(r, elem_type::f32, {(10 - 1) * 2 + 3, 5, 1, 1}, op_kind::conv_transpose_1d, k, sig); // ow = 21
+    CHECK(r->param<std::int32_t>(0) == 2);
+    CHECK(r->param<std::int32_t>(1) == 0);
+    CHECK(r->param<std::int32_t>(2) == 1);
+    tensor* k32 = ctx.new_tensor_3d(elem_type::f32, 1, 2, 4);
+    check_result(conv_transpose_1d(ctx, k32, sig, 1), elem_type::f32, {10, 2, 1, 1}, op_kind::conv_transpose_1d, k32, sig);
+
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, sig}), conv_transpose_1d(ctx, k, sig, 0));       // stride 0
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, sig}), conv_transpose_1d(ctx, k, sig, 1, 1, 1)); // a pad
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, sig}), conv_transpose_1d(ctx, k, sig, 1, 0, 2)); // a dilation
+    tensor* batch = ctx.new_tensor_3d(elem_type::f32, 10, 4, 2); // not a matrix
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, batch}), conv_transpose_1d(ctx, k, batch, 1));
+    tensor* three = ctx.new_tensor_2d(elem_type::f32, 10, 3); // channels differ
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, three}), conv_transpose_1d(ctx, k, three, 1));
+    tensor* h = ctx.new_tensor_2d(elem_type::f16, 10, 4);
+    CHECK_OP_ERROR("conv_transpose_1d", operands({k, h}), conv_transpose_1d(ctx, k, h, 1)); // an f16 input
+    tensor* bf = ctx.new_tensor_3d(elem_type::bf16, 3, 5, 4);
+    CHECK_OP_ERROR("conv_transpose_1d", operands({bf, sig}), conv_transpose_1d(ctx, bf, sig, 1));
+    CHECK_NULL_ERROR("conv_transpose_1d", conv_transpose_1d(ctx, nullptr, sig, 1));
+    CHECK_NULL_ERROR("conv_transpose_1d", conv_transpose_1d(ctx, k, nullptr, 1));
+}
+
+TEST_CASE("conv_transpose_2d (conv_transpose_2d_p0): ggml's shapes and parameters, and refused nodes", "[ops][conv_transpose]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_4d(elem_type::f16, 3, 2, 5, 4);   // [kw, kh, oc, ic]
+    tensor* img = ctx.new_tensor_4d(elem_type::f32, 6, 7, 4, 2); // [iw, ih, ic, n]
+    tensor* r = conv_transpose_2d_p0(ctx, k, img, 3);
+    // ow = (6 - 1) 3 + 3 = 18, oh = (7 - 1) 3 + 2 = 20
+    check_result(r, elem_type::f32, {18, 20, 5, 2}, op_kind::conv_transpose_2d, k, img);
+    CHECK(r->param<std::int32_t>(0) == 3);
+    tensor* k32 = ctx.new_tensor_4d(elem_type::f32, 1, 1, 2, 4);
+    check_result(conv_transpose_2d_p0(ctx, k32, img, 1), elem_type::f32, {6, 7, 2, 2}, op_kind::conv_transpose_2d, k32, img);
+
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, img}), conv_transpose_2d_p0(ctx, k, img, 0)); // stride 0
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, img}), conv_transpose_2d_p0(ctx, k, img, -1));
+    tensor* three = ctx.new_tensor_4d(elem_type::f32, 6, 7, 3, 2); // channels differ
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, three}), conv_transpose_2d_p0(ctx, k, three, 1));
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 6, 7, 4, 2);
+    CHECK_OP_ERROR("conv_transpose_2d", operands({k, h}), conv_transpose_2d_p0(ctx, k, h, 1)); // an f16 input
+    tensor* q = ctx.new_tensor_4d(elem_type::bf16, 3, 2, 5, 4);
+    CHECK_OP_ERROR("conv_transpose_2d", operands({q, img}), conv_transpose_2d_p0(ctx, q, img, 1));
+    CHECK_NULL_ERROR("conv_transpose_2d", conv_transpose_2d_p0(ctx, nullptr, img, 1));
+    CHECK_NULL_ERROR("conv_transpose_2d", conv_transpose_2d_p0(ctx, k, nullptr, 1));
+}
+
+TEST_CASE("conv_2d_dw (conv_2d_dw_direct): ggml's shapes, parameters and layouts, and refused nodes", "[ops][conv_2d_dw]") {
+    context ctx({.no_alloc = true});
+    tensor* k = ctx.new_tensor_4d(elem_type::f32, 3, 2, 1, 4);    // [kw, kh, 1, c]
+    tensor* img = ctx.new_tensor_4d(elem_type::f32, 10, 7, 4, 2); // [iw, ih, c, n]
+    tensor* r = conv_2d_dw_direct(ctx, k, img, 2, 1, 1, 0, 1, 3);
+    // ow = (10 + 2 - 2 - 1) / 2 + 1 = 5, oh = (7 - 3 - 1) / 1 + 1 = 4
+    check_result(r, elem_type::f32, {5, 4, 4, 2}, op_kind::conv_2d_dw, k, img);
+    for (std::size_t i = 0; i < 6; ++i)
+        CHECK(r->param<std::int32_t>(i) == std::array<std::int32_t, 6>{2, 1, 1, 0, 1, 3}[i]);
+    // channel-last (ggml's CWHN): a [c, w, h, n] tensor permuted; the result as ggml's
+    tensor* cwhn = permute(ctx, ctx.new_tensor_4d(elem_type::f32, 4, 10, 7, 2), 2, 0, 1, 3);
+    REQUIRE(channels_last(*cwhn, 4));
+    tensor* rc = conv_2d_dw_direct(ctx, k, cwhn, 1, 1, 1, 1, 1, 1);
+    CHECK(rc->ne == ne_t{10, 8, 4, 2}); // the 3 x 2 kernel padded by 1: oh = 7 + 2 - 2 + 1
+    CHECK(rc->nb == std::array<std::size_t, 4>{16, 160, 4, 1280});
+    CHECK_FALSE(rc->is_contiguous());
+    CHECK(rc->view_src == nullptr);
+    CHECK(rc->nbytes() == 10 * 8 * 4 * 2 * 4);
+    // one channel: not channel-last (ggml's test needs nb0 > nb2)
+    tensor* one = permute(ctx, ctx.new_tensor_4d(elem_type::f32, 1, 10, 7, 2), 2, 0, 1, 3);
+    CHECK(conv_2d_dw_direct(ctx, ctx.new_tensor_4d(elem_type::f32, 3, 3, 1, 1), one, 1, 1, 0, 0, 1, 1)->is_contiguous());
+
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 0, 1, 0, 0, 1, 1)); // stride 0
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 1, 1, -1, 0, 1, 1)); // negative pad
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 1, 1, 0, 0, 1, 0)); // dilation 0
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, img}), conv_2d_dw_direct(ctx, k, img, 1, 1, 0, 0, 1, 7)); // window past b
+    tensor* k2 = ctx.new_tensor_4d(elem_type::f32, 3, 2, 2, 4); // not one plane per channel
+    CHECK_OP_ERROR("conv_2d_dw", operands({k2, img}), conv_2d_dw_direct(ctx, k2, img, 1, 1, 0, 0, 1, 1));
+    tensor* three = ctx.new_tensor_4d(elem_type::f32, 10, 7, 3, 2); // channels differ
+    CHECK_OP_ERROR("conv_2d_dw", operands({k, three}), conv_2d_dw_direct(ctx, k, three, 1, 1, 0, 0, 1, 1));
+    tensor* h = ctx.new_tensor_4d(elem_type::f16, 3, 2, 1, 4);
+    CHECK_OP_ERROR("conv_2d_dw", operands({h, img}), conv_2d_dw_direct(ctx, h, img, 1, 1, 0, 0, 1, 1)); // an f16 kernel
+    CHECK_NULL_ERROR("conv_2d_dw", conv_2d_dw_direct(ctx, nullptr, img, 1, 1, 0, 0, 1, 1));
+    CHECK_NULL_ERROR("conv_2d_dw", conv_2d_dw_direct(ctx, k, nullptr, 1, 1, 0, 0, 1, 1));
+}
+
+TEST_CASE("win_part and win_unpart: ggml's shapes and parameters, and refused nodes", "[ops][window]") {
+    context ctx({.no_alloc = true});
+    tensor* img = ctx.new_tensor_3d(elem_type::f32, 8, 7, 5); // [c, w0, h0]
+    tensor* parts = win_part(ctx, img, 3);                     // 3 windows across, 2 down
+    check_result(parts, elem_type::f32, {8, 3, 3, 6}, op_kind::win_part, img);
+    CHECK(parts->param<std::int32_t>(0) == 3);
+    CHECK(parts->param<std::int32_t>(1) == 2);
+    CHECK(parts->param<std::int32_t>(2) == 3);
+    check_result(win_part(ctx, img, 7), elem_type::f32, {8, 7, 7, 1}, op_kind::win_part, img); // one padded window
+    tensor* back = win_unpart(ctx, parts, 7, 5, 3);
+    check_result(back, elem_type::f32, {8, 7, 5, 1}, op_kind::win_unpart, parts);
+    CHECK(back->param<std::int32_t>(0) == 3);
+
+    CHECK_OP_ERROR("win_part", operands({img}), win_part(ctx, img, 0));
+    tensor* four = ctx.new_tensor_4d(elem_type::f32, 8, 7, 5, 2);
+    CHECK_OP_ERROR("win_part", operands({four}), win_part(ctx, four, 3));
+    tensor* h = ctx.new_tensor_3d(elem_type::f16, 8, 7, 5);
+    CHECK_OP_ERROR("win_part", operands({h}), win_part(ctx, h, 3));
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 7, 5, 2)); // windows are 3 x 3
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 10, 5, 3)); // needs 8 windows
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 0, 5, 3));
+    CHECK_OP_ERROR("win_unpart", operands({parts}), win_unpart(ctx, parts, 7, 5, 0));
+    tensor* hp = ctx.new_tensor_4d(elem_type::f16, 8, 3, 3, 6);
+    CHECK_OP_ERROR("win_unpart", operands({hp}), win_unpart(ctx, hp, 7, 5, 3));
+    CHECK_NULL_ERROR("win_part", win_part(ctx, nullptr, 3));
+    CHECK_NULL_ERROR("win_unpart", win_unpart(ctx, nullptr, 7, 5, 3));
+}
+
+TEST_CASE("get_rel_pos: ggml's shapes, and refused nodes", "[ops][window]") {
+    context ctx({.no_alloc = true});
+    tensor* table = ctx.new_tensor_2d(elem_type::f16, 8, 9); // [c, 2 qh - 1]
+    check_result(get_rel_pos(ctx, table, 5, 5), elem_type::f16, {8, 5, 5, 1}, op_kind::get_rel_pos, table);
+    CHECK_OP_ERROR("get_rel_pos", operands({table}), get_rel_pos(ctx, table, 5, 4)); // qh != kh
+    CHECK_OP_ERROR("get_rel_pos", operands({table}), get_rel_pos(ctx, table, 4, 4)); // 2 qh - 1 != 9
+    CHECK_OP_ERROR("get_rel_pos", operands({table}), get_rel_pos(ctx, table, 0, 0));
+    tensor* f = ctx.new_tensor_2d(elem_type::f32, 8, 9);
+    CHECK_OP_ERROR("get_rel_pos", operands({f}), get_rel_pos(ctx, f, 5, 5));
+    tensor* bf = ctx.new_tensor_2d(elem_type::bf16, 8, 9);
+    CHECK_OP_ERROR("get_rel_pos", operands({bf}), get_rel_pos(ctx, bf, 5, 5));
+    tensor* planes = ctx.new_tensor_3d(elem_type::f16, 8, 9, 2);
+    CHECK_OP_ERROR("get_rel_pos", operands({planes}), get_rel_pos(ctx, planes, 5, 5));
+    CHECK_NULL_ERROR("get_rel_pos", get_rel_pos(ctx, nullptr, 5, 5));
+}
+
 TEST_CASE("add_id: the rows, the experts' rows and the ids", "[ops][add_id]") {
     context ctx({.no_alloc = true});
     tensor* a = ctx.new_tensor_3d(elem_type::f32, 64, 2, 5); // 2 experts for each of 5 tokens

@@ -78,6 +78,9 @@ inline constexpr family_count op_table_combinations[] = {
     {"upscale", 4},          // nearest, bilinear, bicubic, antialiased bilinear of f32 (each with and without aligned corners)
     {"remap", 2 * 3},        // pad_reflect_1d, roll of f32 f16 bf16
     {"count_acc", 2},        // count_equal i32, acc f32
+    {"conv_2d_dw", 1},       // f32 (channel-last inputs too)
+    {"window", 3},           // win_part, win_unpart of f32; get_rel_pos of f16
+    {"conv_transpose", 2 * 2}, // conv_transpose_1d, conv_transpose_2d of f32 f16 kernels over f32 inputs
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

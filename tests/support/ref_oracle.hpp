@@ -704,6 +704,73 @@ inline ref_tensor conv_2d(const tensor& node) {
     return r;
 }
 
+/// win_part, win_unpart and get_rel_pos, from their definitions (ggml's loops).
+inline ref_tensor window(const tensor& node) {
+    const tensor& a = *node.src[0];
+    ref_tensor r(node.type, node.ne);
+    if (node.op == op_kind::win_part) {
+        const i64 npx = node.param<std::int32_t>(0), w = node.param<std::int32_t>(2);
+        for_each_index(node.ne, [&](i64 e, i64 x, i64 y, i64 win) {
+            const i64 sx = (win % npx) * w + x, sy = (win / npx) * w + y;
+            r.at(e, x, y, win) = sx < a.ne[1] && sy < a.ne[2] ? get(a, e, sx, sy, 0) : 0.0;
+        });
+    } else if (node.op == op_kind::get_rel_pos) {
+        for_each_index(node.ne, [&](i64 e, i64 k, i64 q, i64) { r.at(e, k, q, 0) = get(a, e, node.ne[1] - 1 - k + q, 0, 0); });
+    } else {
+        const i64 w = node.param<std::int32_t>(0), npx = (node.ne[1] + w - 1) / w;
+        for_each_index(node.ne, [&](i64 e, i64 x, i64 y, i64) { r.at(e, x, y, 0) = get(a, e, x % w, y % w, (y / w) * npx + x / w); });
+    }
+    return r;
+}
+
+/// conv_2d_dw: result (x, y, ch, i) sums kernel[kx, ky, 0, ch] * b[x s0 + kx d0 - p0, y s1
+/// + ky d1 - p1, ch, i] over the taps inside b.
+inline ref_tensor conv_2d_dw(const tensor& node) {
+    const tensor& k = *node.src[0];
+    const tensor& b = *node.src[1];
+    const auto prm = [&](std::size_t i) { return static_cast<i64>(node.param<std::int32_t>(i)); };
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 x, i64 y, i64 ch, i64 n) {
+        double sum = 0.0;
+        for (i64 ky = 0; ky < k.ne[1]; ++ky)
+            for (i64 kx = 0; kx < k.ne[0]; ++kx) {
+                const i64 ix = x * prm(0) + kx * prm(4) - prm(2), iy = y * prm(1) + ky * prm(5) - prm(3);
+                if (ix >= 0 && ix < b.ne[0] && iy >= 0 && iy < b.ne[1]) sum += get(k, kx, ky, 0, ch) * get(b, ix, iy, ch, n);
+            }
+        r.at(x, y, ch, n) = sum;
+    });
+    return r;
+}
+
+/// conv_transpose_1d and conv_transpose_2d, from their definition: input value b(ix, iy,
+/// c, i) times tap a(kx, ky, o, c) adds to result (ix s + kx, iy s + ky, o, i) (1-D: b
+/// [iw, ic], a [k, oc, ic], result [ow, oc]); b rounded to f16 first under an f16 kernel.
+inline ref_tensor conv_transpose(const tensor& node) {
+    const tensor& a = *node.src[0];
+    const tensor& b = *node.src[1];
+    const bool two_d = node.op != op_kind::conv_transpose_1d;
+    const i64 s0 = node.param<std::int32_t>(0), s1 = two_d ? s0 : 1;
+    const auto input = [&](double v) {
+        return a.type == elem_type::f16 ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(v)))) : v;
+    };
+    ref_tensor r(node.type, node.ne);
+    if (two_d) {
+        for_each_index(b.ne, [&](i64 ix, i64 iy, i64 c, i64 i) {
+            const double v = input(get(b, ix, iy, c, i));
+            for (i64 o = 0; o < a.ne[2]; ++o)
+                for (i64 ky = 0; ky < a.ne[1]; ++ky)
+                    for (i64 kx = 0; kx < a.ne[0]; ++kx) r.at(ix * s0 + kx, iy * s1 + ky, o, i) += get(a, kx, ky, o, c) * v;
+        });
+    } else {
+        for_each_index(b.ne, [&](i64 ix, i64 c, i64, i64) {
+            const double v = input(get(b, ix, c, 0, 0));
+            for (i64 o = 0; o < a.ne[1]; ++o)
+                for (i64 kx = 0; kx < a.ne[0]; ++kx) r.at(ix * s0 + kx, o, 0, 0) += get(a, kx, o, c, 0) * v;
+        });
+    }
+    return r;
+}
+
 inline ref_tensor add_id(const tensor& node) {
     const tensor& a = *node.src[0];
     const tensor& b = *node.src[1];
@@ -1153,6 +1220,18 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::conv_2d:
         r = ref_detail::conv_2d(node);
+        break;
+    case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d:
+        r = ref_detail::conv_transpose(node);
+        break;
+    case op_kind::conv_2d_dw:
+        r = ref_detail::conv_2d_dw(node);
+        break;
+    case op_kind::win_part:
+    case op_kind::win_unpart:
+    case op_kind::get_rel_pos:
+        r = ref_detail::window(node);
         break;
     case op_kind::pool_1d:
     case op_kind::pool_2d:

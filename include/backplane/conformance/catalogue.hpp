@@ -490,6 +490,95 @@ inline conv_draw random_conv(std::mt19937& rng, bool two_d) {
     return c;
 }
 
+/// A transposed convolution's geometry drawn at random (the parity cases and catalogue
+/// rows): 2-D, the kernel [kw, kh, oc, ic] and input [iw, ih, ic, n]; 1-D, [k, oc, ic] and
+/// [iw, ic]; kernel extents 1 to 4, the stride 1 to 5 (below, at and above the kernel's).
+struct conv_transpose_draw {
+    extents kernel, input;
+    int stride = 1;
+};
+inline conv_transpose_draw random_conv_transpose(std::mt19937& rng, bool two_d) {
+    const auto upto = [&](int n) { return 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(n)); };
+    conv_transpose_draw c;
+    c.stride = static_cast<int>(upto(5));
+    const std::int64_t kw = upto(4), oc = upto(3), ic = upto(4), iw = upto(9);
+    if (!two_d) {
+        c.kernel = {kw, oc, ic, 1};
+        c.input = {iw, ic, 1, 1};
+        return c;
+    }
+    c.kernel = {kw, upto(4), oc, ic};
+    c.input = {iw, upto(7), ic, upto(2)};
+    return c;
+}
+
+/// conv_transpose_1d of a kernel of types[0] [k, ne1, ne2] over an f32 input [ne0, ne2];
+/// variant: bits 0-1 the kernel's width and stride: (2, 2), (3, 1), (4, 2), (3, 3); bit 2
+/// the input transposed.
+inline built_case build_conv_transpose_1d(context& ctx, const case_spec& c, std::mt19937& rng) {
+    static constexpr int widths[] = {2, 3, 4, 3}, strides[] = {2, 1, 2, 3};
+    const int v = c.variant & 3;
+    tensor* a = random_leaf(ctx, type_at(c, 0), {widths[v], c.ne[1], c.ne[2], 1}, rng, -1.0, 1.0);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[0], c.ne[2], 1, 1}, (c.variant & 4) ? 3 : 0, rng);
+    tensor* out = conv_transpose_1d(ctx, a, b, strides[v]);
+    return finish(out, 2.0 * static_cast<double>(widths[v] * c.ne[1] * c.ne[2] * c.ne[0]));
+}
+
+/// conv_transpose_2d_p0 of a kernel of types[0] [kw, kw, ne3, ne2] over an f32 input
+/// [ne0, ne1, ne2, 1]; variant: bits 0-1 the kernel's width and stride: (2, 2), (3, 1),
+/// (4, 2), (3, 3); bit 2 the input permuted.
+inline built_case build_conv_transpose_2d(context& ctx, const case_spec& c, std::mt19937& rng) {
+    static constexpr int widths[] = {2, 3, 4, 3}, strides[] = {2, 1, 2, 3};
+    const int v = c.variant & 3;
+    const extents kernel = {widths[v], widths[v], c.ne[3], c.ne[2]};
+    tensor* a = random_leaf(ctx, type_at(c, 0), kernel, rng, -1.0, 1.0);
+    tensor* b = input(ctx, elem_type::f32, {c.ne[0], c.ne[1], c.ne[2], 1}, (c.variant & 4) ? 2 : 0, rng);
+    tensor* out = conv_transpose_2d_p0(ctx, a, b, strides[v]);
+    return finish(out, 2.0 * static_cast<double>(widths[v] * widths[v] * c.ne[3]) * static_cast<double>(c.ne[0] * c.ne[1] * c.ne[2]));
+}
+
+/// conv_2d_dw_direct of an f32 kernel [kw, kw, 1, ne2] over an f32 input [ne0, ne1, ne2,
+/// ne3]; variant: bits 0-1 as conv_2d's (0 a 3 x 3 kernel, stride 1, pad 1; 1 the same
+/// with stride 2; 2 a 2 x 2 kernel, dilation 2, no pad; 3 as 0), bit 2 channel-last
+/// (ggml's CWHN: the input and the kernel permuted from channels first).
+inline built_case build_conv_2d_dw(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const int v = c.variant & 3;
+    const bool wide = v != 2;
+    const std::int64_t kw = wide ? 3 : 2;
+    tensor* a = nullptr;
+    tensor* b = nullptr;
+    if ((c.variant & 4) != 0) {
+        a = permute(ctx, random_leaf(ctx, elem_type::f32, {c.ne[2], kw, kw, 1}, rng, -1.0, 1.0), 3, 0, 1, 2);
+        b = permute(ctx, random_leaf(ctx, elem_type::f32, {c.ne[2], c.ne[0], c.ne[1], c.ne[3]}, rng, -1.0, 1.0), 2, 0, 1, 3);
+    } else {
+        a = random_leaf(ctx, elem_type::f32, {kw, kw, 1, c.ne[2]}, rng, -1.0, 1.0);
+        b = random_leaf(ctx, elem_type::f32, c.ne, rng, -1.0, 1.0);
+    }
+    const int s = v == 1 ? 2 : 1, p = wide ? 1 : 0, d = wide ? 1 : 2;
+    tensor* out = conv_2d_dw_direct(ctx, a, b, s, s, p, p, d, d);
+    return finish(out, 2.0 * static_cast<double>(out->nelements()) * static_cast<double>(kw * kw));
+}
+
+/// win_part of an f32 image [ne0, ne1, ne2] into windows of side 2 + variant (the last
+/// ones padded unless the side divides the image), or (Op win_unpart) the windows of such
+/// an image back into it.
+template <op_kind Op> built_case build_window(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const int w = 2 + (c.variant & 7);
+    if (Op == op_kind::win_part) return finish(win_part(ctx, random_leaf(ctx, elem_type::f32, {c.ne[0], c.ne[1], c.ne[2], 1}, rng), w));
+    const extents ne = {c.ne[0], w, w, windows_across(c.ne[1], w) * windows_across(c.ne[2], w)};
+    return finish(win_unpart(ctx, random_leaf(ctx, elem_type::f32, ne, rng), static_cast<int>(c.ne[1]), static_cast<int>(c.ne[2]), w));
+}
+
+/// get_rel_pos of an f16 table [ne0, 2 ne1 - 1] (its only type: a case naming f32, the
+/// default, builds it too); variant: bit 0 the table transposed.
+inline built_case build_get_rel_pos(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f16 && type_at(c, 0) != elem_type::f32) return {};
+    tensor* a = input(ctx, elem_type::f16, {c.ne[0], 2 * c.ne[1] - 1, 1, 1}, (c.variant & 1) ? 3 : 0, rng);
+    return finish(get_rel_pos(ctx, a, static_cast<int>(c.ne[1]), static_cast<int>(c.ne[1])));
+}
+
 /// im2col of input type types[0] into types[1] (an f16 kernel), geometry drawn from the
 /// seed with ne's extents as the input's where they fit; variant: bit 0 the 1-D form,
 /// bit 1 the input permuted.
@@ -701,6 +790,12 @@ inline std::span<const op_cases> catalogue() {
         {"cont", 1, 4, &build_cont, &shape_rows, {4096, 1024, 1, 1}},
         {"im2col", 2, 4, &build_im2col, &shape_conv, {64, 64, 1, 1}},
         {"conv_2d", 1, 4, &build_conv_2d, &shape_conv, {64, 64, 256, 256}},
+        {"conv_transpose_1d", 1, 8, &build_conv_transpose_1d, &shape_conv, {1024, 256, 256, 1}},
+        {"conv_transpose_2d", 1, 8, &build_conv_transpose_2d, &shape_conv, {64, 64, 256, 128}},
+        {"conv_2d_dw", 1, 8, &build_conv_2d_dw, &shape_conv, {64, 64, 256, 1}},
+        {"win_part", 1, 8, &build_window<op_kind::win_part>, &shape_rows, {768, 64, 64, 1}},
+        {"win_unpart", 1, 8, &build_window<op_kind::win_unpart>, &shape_rows, {768, 64, 64, 1}},
+        {"get_rel_pos", 1, 2, &build_get_rel_pos, &shape_rows, {64, 64, 1, 1}},
         {"pool_1d", 1, 4, &build_pool<op_kind::pool_1d>, &shape_rows, {4096, 256, 1, 1}},
         {"pool_2d", 1, 4, &build_pool<op_kind::pool_2d>, &shape_rows, {256, 256, 16, 1}},
         {"upscale", 1, 16, &build_upscale, &shape_rows, {256, 256, 8, 1}},

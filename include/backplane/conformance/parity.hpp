@@ -432,6 +432,92 @@ inline int conv_2d_cases(batch& cases) {
     return cases.combinations() - before;
 }
 
+/// conv_transpose_1d and conv_transpose_2d of f32 and f16 kernels over f32 inputs in any
+/// layout, strides from below to above the kernel's width (detail::random_conv_transpose).
+inline int conv_transpose_cases(batch& cases) {
+    const int before = cases.combinations();
+    for (const bool two_d : {false, true})
+        for (elem_type tk : {elem_type::f32, elem_type::f16}) {
+            const auto make = [&](tensor* a, tensor* b, int stride) {
+                return two_d ? conv_transpose_2d_p0(cases.ctx, a, b, stride) : conv_transpose_1d(cases.ctx, a, b, stride);
+            };
+            if (!cases.claimed([&] {
+                    return two_d ? make(cases.leaf(tk, {3, 2, 2, 2}), cases.leaf(elem_type::f32, {4, 3, 2, 1}), 2)
+                                 : make(cases.leaf(tk, {3, 2, 2, 1}), cases.leaf(elem_type::f32, {4, 2, 1, 1}), 2);
+                }))
+                continue;
+            cases.combination();
+            for (int s = 0; s < shapes_per_combination; ++s) {
+                const detail::conv_transpose_draw c = detail::random_conv_transpose(cases.rng, two_d);
+                tensor* a = cases.input(tk, c.kernel, cases.any_layout(tk));
+                tensor* b = cases.input(elem_type::f32, c.input, cases.any_layout(elem_type::f32));
+                cases.add(make(a, b, c.stride));
+            }
+        }
+    return cases.combinations() - before;
+}
+
+/// conv_2d_dw_direct of f32 kernels over f32 inputs, strides, pads and dilations drawn
+/// (detail::random_conv): every other input channel-last (ggml's CWHN: a [c, w, h, n]
+/// tensor permuted, and the kernel likewise), the others in any layout.
+inline int conv_2d_dw_cases(batch& cases) {
+    const int before = cases.combinations();
+    constexpr elem_type f32 = elem_type::f32;
+    if (!cases.claimed([&] { return conv_2d_dw_direct(cases.ctx, cases.leaf(f32, {3, 3, 1, 2}), cases.leaf(f32, {4, 4, 2, 1}), 1, 1, 1, 1, 1, 1); }))
+        return 0;
+    cases.combination();
+    for (int s = 0; s < shapes_per_combination; ++s) {
+        const detail::conv_draw c = detail::random_conv(cases.rng, true);
+        const extents kernel = {c.kernel[0], c.kernel[1], 1, c.input[2]};
+        tensor* a = nullptr;
+        tensor* b = nullptr;
+        if (s % 2 == 0) {
+            a = permute(cases.ctx, cases.input(f32, {kernel[3], kernel[0], kernel[1], 1}, layout::contiguous), 3, 0, 1, 2);
+            b = permute(cases.ctx, cases.input(f32, {c.input[2], c.input[0], c.input[1], c.input[3]}, layout::contiguous), 2, 0, 1, 3);
+        } else {
+            a = cases.input(f32, kernel, cases.any_layout(f32));
+            b = cases.input(f32, c.input, cases.any_layout(f32));
+        }
+        cases.add(conv_2d_dw_direct(cases.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+    }
+    return cases.combinations() - before;
+}
+
+/// win_part of f32 images in any layout into windows of sides from 1 to past the image
+/// (padded windows), win_unpart of windows back into images of every size they hold, and
+/// get_rel_pos of f16 tables in any layout.
+inline int window_cases(batch& cases) {
+    const int before = cases.combinations();
+    constexpr elem_type f32 = elem_type::f32;
+    for (const bool part : {true, false}) {
+        if (!cases.claimed([&] {
+                return part ? win_part(cases.ctx, cases.leaf(f32, {3, 5, 4, 1}), 2)
+                            : win_unpart(cases.ctx, cases.leaf(f32, {3, 2, 2, 6}), 5, 4, 2);
+            }))
+            continue;
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t c = cases.gen.upto(5), w0 = cases.gen.upto(9), h0 = cases.gen.upto(9);
+            const int w = static_cast<int>(cases.gen.upto(5));
+            if (part) {
+                cases.add(win_part(cases.ctx, cases.input(f32, {c, w0, h0, 1}, cases.any_layout(f32)), w));
+            } else {
+                const extents ne = {c, w, w, windows_across(w0, w) * windows_across(h0, w)};
+                cases.add(win_unpart(cases.ctx, cases.input(f32, ne, cases.any_layout(f32)), static_cast<int>(w0), static_cast<int>(h0), w));
+            }
+        }
+    }
+    if (cases.claimed([&] { return get_rel_pos(cases.ctx, cases.leaf(elem_type::f16, {4, 5, 1, 1}), 3, 3); })) {
+        cases.combination();
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t c = cases.gen.upto(9), q = cases.gen.upto(8);
+            tensor* a = cases.input(elem_type::f16, {c, 2 * q - 1, 1, 1}, cases.any_layout(elem_type::f16));
+            cases.add(get_rel_pos(cases.ctx, a, static_cast<int>(q), static_cast<int>(q)));
+        }
+    }
+    return cases.combinations() - before;
+}
+
 /// get_rows from every type.
 inline int get_rows_cases(batch& cases) {
     const int before = cases.combinations();
@@ -822,6 +908,9 @@ inline std::span<const parity_family> parity_families() {
         {"upscale", 31020, &upscale_cases},
         {"remap", 31021, &remap_cases},
         {"count_acc", 31023, &count_acc_cases},
+        {"conv_transpose", 31024, &conv_transpose_cases},
+        {"conv_2d_dw", 31025, &conv_2d_dw_cases},
+        {"window", 31026, &window_cases},
     };
     return families;
 }

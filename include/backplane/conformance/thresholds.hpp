@@ -9,7 +9,8 @@
 // scores or sums in f16); 1e-4 for sum into f16 or bf16 (its one element may round one step apart when
 // the f32 sums differ in their last bit); argmax, argsort, top_k, get_rows of unquantized
 // rows, set_rows into an unquantized destination, pad, pad_reflect_1d, roll, arange, repeat,
-// tri, diag, count_equal, acc, im2col, max pooling and nearest upscaling exact.
+// tri, diag, count_equal, acc, im2col, win_part, win_unpart, get_rel_pos, max pooling and
+// nearest upscaling exact.
 //
 // default_max_nmse: a kernel against the double-precision test oracle, which rounds the
 // exact result once where a kernel rounds its f32 steps too: NMSE 1e-7; 5e-4 when an f16,
@@ -52,6 +53,9 @@ inline threshold threshold_for(const tensor& node) {
     case op_kind::diag:
     case op_kind::count_equal:
     case op_kind::acc:
+    case op_kind::win_part:
+    case op_kind::win_unpart:
+    case op_kind::get_rel_pos:
         return {0.0, true};
     case op_kind::pool_1d:
     case op_kind::pool_2d:

@@ -67,4 +67,45 @@ interpolation interpolation_of(const Tensor& t) noexcept {
     return m;
 }
 
+/// The op_params slots of win_part (npx, npy, w: the windows across and down, their
+/// side) and win_unpart (w), in ggml's order.
+namespace window_slot {
+inline constexpr std::size_t npx = 0, npy = 1, part_w = 2, unpart_w = 0;
+} // namespace window_slot
+
+/// Windows of side w across an extent n, the last one padded (ggml's (n + (w - n mod w)
+/// mod w) / w). w must be positive.
+constexpr std::int64_t windows_across(std::int64_t n, std::int64_t w) noexcept { return (n + w - 1) / w; }
+
+/// The row (j1, j2, j3) of src[0] whose elements row (i1, i2, i3) of window op t's result
+/// copies (dimension 0, the channels, is kept): false where the result's row lies past
+/// the source's edge (win_part's padding, zeros).
+///   win_part    window i3 = py npx + px, row (i1, i2) of it: the source's (px w + i1, py w + i2, 0)
+///   win_unpart  row (i1, i2): window (i2 / w) npx + i1 / w's row (i1 mod w, i2 mod w)
+///   get_rel_pos row (k, q) of [c, kh, qh]: the source's row kh - 1 - k + q
+template <class Node>
+bool window_source_row(const Node& t, std::int64_t i1, std::int64_t i2, std::int64_t i3, std::int64_t (&j)[3]) noexcept {
+    const Node& a = *t.src[0];
+    if (t.op == op_kind::win_part) {
+        const std::int64_t npx = t.template param<std::int32_t>(window_slot::npx);
+        const std::int64_t w = t.template param<std::int32_t>(window_slot::part_w);
+        j[0] = (i3 % npx) * w + i1;
+        j[1] = (i3 / npx) * w + i2;
+        j[2] = 0;
+        return j[0] < a.ne[1] && j[1] < a.ne[2];
+    }
+    if (t.op == op_kind::get_rel_pos) {
+        j[0] = t.ne[1] - 1 - i1 + i2;
+        j[1] = j[2] = 0;
+        return true;
+    }
+    // win_unpart
+    const std::int64_t w = t.template param<std::int32_t>(window_slot::unpart_w);
+    const std::int64_t npx = windows_across(t.ne[1], w);
+    j[0] = i1 % w;
+    j[1] = i2 % w;
+    j[2] = (i2 / w) * npx + i1 / w;
+    return true;
+}
+
 } // namespace backplane

@@ -87,8 +87,15 @@ enum class op_kind : std::uint8_t {
     roll,
     count_equal,
     acc,
+    // transposed and depthwise convolutions, windows (core/ops/conv.hpp, core/ops/image.hpp)
+    conv_transpose_1d,
+    conv_transpose_2d,
+    conv_2d_dw,
+    win_part,
+    win_unpart,
+    get_rel_pos,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::acc) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::get_rel_pos) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

@@ -64,6 +64,12 @@
 //   pool_1d, pool_2d                f32              f32 f16
 //   upscale                         f32              f32
 //   pad_reflect_1d, roll            = a              f32 f16 bf16
+//   conv_transpose_1d,              f32              f32 f16 (the kernel)     f32 (the input)
+//   conv_transpose_2d (kernel,
+//   input)
+//   conv_2d_dw (kernel, input)      f32              f32 (the kernel)         f32 (the input)
+//   win_part, win_unpart            f32              f32
+//   get_rel_pos                     f16              f16
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -750,6 +756,97 @@ inline std::string_view roll(const tensor& t) noexcept {
     return {};
 }
 
+/// conv_transpose_1d: src[0] = the kernel a [k, oc, ic] (f32 or f16), src[1] = the input
+/// b [iw, ic] (f32, a matrix); params s0, p0, d0 with p0 = 0 and d0 = 1 (all ggml defines).
+inline std::string_view conv_transpose_1d(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    namespace s = conv_transpose_slot;
+    if (!f32_or_f16(a.type) || b.type != elem_type::f32) return "a (the kernel) must be f32 or f16, b f32";
+    if (t.param<std::int32_t>(s::s0) < 1) return "s0 must be positive";
+    if (t.param<std::int32_t>(s::p0) != 0 || t.param<std::int32_t>(s::d0) != 1)
+        return "p0 must be 0 and d0 1 (ggml defines no other)";
+    if (b.ne[2] != 1 || b.ne[3] != 1) return "b must be a matrix [iw, ic]";
+    if (a.ne[3] != 1 || a.ne[2] != b.ne[1]) return "a must be [k, oc, ic] with b's channels (b.ne1) as ic";
+    if (a.ne[0] < 1) return "the kernel is empty";
+    const conv_transpose_geometry g = conv_transpose_geometry_of(t);
+    if (t.type != elem_type::f32 || !ne_is(t, conv_transpose_output_size(g.iw, g.kw, g.s0), g.oc, 1, 1))
+        return "the result is f32 [(iw - 1) s0 + k, oc]";
+    return {};
+}
+
+/// conv_transpose_2d (ggml's conv_transpose_2d_p0): src[0] = the kernel a [kw, kh, oc,
+/// ic] (f32 or f16), src[1] = the input b [iw, ih, ic, n] (f32); param the stride.
+inline std::string_view conv_transpose_2d(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (!f32_or_f16(a.type) || b.type != elem_type::f32) return "a (the kernel) must be f32 or f16, b f32";
+    if (t.param<std::int32_t>(0) < 1) return "the stride must be positive";
+    if (a.ne[3] != b.ne[2]) return "a must be [kw, kh, oc, ic] with b's channels (b.ne2) as ic";
+    if (a.ne[0] < 1 || a.ne[1] < 1) return "the kernel is empty";
+    const conv_transpose_geometry g = conv_transpose_geometry_of(t);
+    if (t.type != elem_type::f32 || !ne_is(t, conv_transpose_output_size(g.iw, g.kw, g.s0),
+                                           conv_transpose_output_size(g.ih, g.kh, g.s1), g.oc, g.n))
+        return "the result is f32 [(iw - 1) s + kw, (ih - 1) s + kh, oc, n]";
+    return {};
+}
+
+/// conv_2d_dw: src[0] = the kernel a [kw, kh, 1, c], src[1] = the input b [iw, ih, c, n],
+/// both f32; params s0, s1, p0, p1, d0, d1. The result in any layout (the builder gives
+/// ggml's: channel-last over a channel-last input).
+inline std::string_view conv_2d_dw(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const tensor& b = *t.src[1];
+    if (a.type != elem_type::f32 || b.type != elem_type::f32) return "a (the kernel) and b must be f32";
+    if (const std::string_view why = conv_window_rule(t, true); !why.empty()) return why;
+    if (a.ne[2] != 1 || a.ne[3] != b.ne[2]) return "a must be [kw, kh, 1, c] with b's channels (b.ne2) as c";
+    if (a.ne[0] < 1 || a.ne[1] < 1) return "the kernel is empty";
+    const conv_2d_dw_geometry g = conv_2d_dw_geometry_of(t);
+    const std::int64_t ow = conv_output_size(g.iw, g.kw, g.w.s0, g.w.p0, g.w.d0);
+    const std::int64_t oh = conv_output_size(g.ih, g.kh, g.w.s1, g.w.p1, g.w.d1);
+    if (ow < 1 || oh < 1) return "b is too small for the kernel (no output position)";
+    if (t.type != elem_type::f32 || !ne_is(t, ow, oh, g.c, g.n)) return "the result is f32 [ow, oh, c, n]";
+    return {};
+}
+
+/// win_part: f32 a [c, w0, h0, 1] into f32 [c, w, w, npx npy]; params npx, npy, w with w
+/// positive and npx, npy the windows across w0 and h0 (the last ones padded).
+inline std::string_view win_part(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const std::int64_t npx = t.param<std::int32_t>(window_slot::npx), npy = t.param<std::int32_t>(window_slot::npy);
+    const std::int64_t w = t.param<std::int32_t>(window_slot::part_w);
+    if (a.type != elem_type::f32) return "a must be f32";
+    if (a.ne[3] != 1) return "a must be 3-dimensional [c, w0, h0]";
+    if (w < 1) return "the window side w must be positive";
+    if (npx != windows_across(a.ne[1], w) || npy != windows_across(a.ne[2], w))
+        return "npx and npy must be the windows across a's width and height";
+    if (t.type != elem_type::f32 || !ne_is(t, a.ne[0], w, w, npx * npy)) return "the result is f32 [c, w, w, npx * npy]";
+    return {};
+}
+
+/// win_unpart: f32 a [c, w, w, np] into f32 [c, w0, h0, 1]; param w positive, a holding at
+/// least the windows across w0 and h0.
+inline std::string_view win_unpart(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    const std::int64_t w = t.param<std::int32_t>(window_slot::unpart_w);
+    if (a.type != elem_type::f32 || t.type != elem_type::f32) return "a and the result must be f32";
+    if (w < 1) return "the window side w must be positive";
+    if (a.ne[1] != w || a.ne[2] != w) return "a must be windows [c, w, w, np]";
+    if (t.ne[0] != a.ne[0] || t.ne[1] < 1 || t.ne[2] < 1 || t.ne[3] != 1) return "the result is [c, w0, h0] with w0, h0 positive";
+    if (a.ne[3] < windows_across(t.ne[1], w) * windows_across(t.ne[2], w)) return "a has fewer windows than w0 and h0 need";
+    return {};
+}
+
+/// get_rel_pos: f16 a [c, 2 qh - 1] into f16 [c, kh, qh] with kh = qh (all ggml defines).
+inline std::string_view get_rel_pos(const tensor& t) noexcept {
+    const tensor& a = *t.src[0];
+    if (a.type != elem_type::f16 || t.type != elem_type::f16) return "a and the result must be f16";
+    if (t.ne[1] != t.ne[2] || t.ne[1] < 1 || t.ne[3] != 1) return "qh and kh must be equal and positive";
+    if (a.ne[2] != 1 || a.ne[3] != 1 || a.ne[1] != 2 * t.ne[1] - 1) return "a must be [c, 2 qh - 1]";
+    if (t.ne[0] != a.ne[0]) return "the result is f16 [c, kh, qh]";
+    return {};
+}
+
 } // namespace op_rules
 
 namespace detail {
@@ -769,7 +866,10 @@ namespace r = op_rules;
 ///   out_prod (a, b); im2col (kernel, input; s0, s1, p0, p1, d0, d1, is_2D); conv_2d
 ///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
-///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace).
+///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
+///   conv_transpose_1d (kernel, input; s0, p0, d0); conv_transpose_2d (kernel, input; stride);
+///   conv_2d_dw (kernel, input; s0, s1, p0, p1, d0, d1); win_part (a; npx, npy, w);
+///   win_unpart (a; w); get_rel_pos (a).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -850,6 +950,13 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"roll",      1, 1, 4, false, false, fam::data,        r::roll},
     {"count_equal", 2, 2, 0, false, false, fam::rows,      r::count_equal},
     {"acc",       2, 2, 5, false, false, fam::data,        r::acc},
+    // transposed and depthwise convolutions, windows
+    {"conv_transpose_1d", 2, 2, 3, false, false, fam::mul_mat, r::conv_transpose_1d},
+    {"conv_transpose_2d", 2, 2, 1, false, false, fam::mul_mat, r::conv_transpose_2d},
+    {"conv_2d_dw", 2, 2, 6, false, false, fam::rows,       r::conv_2d_dw},
+    {"win_part",  1, 1, 3, false, false, fam::data,        r::win_part},
+    {"win_unpart", 1, 1, 1, false, false, fam::data,       r::win_unpart},
+    {"get_rel_pos", 1, 1, 0, false, false, fam::data,      r::get_rel_pos},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -867,7 +974,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "acc"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "get_rel_pos"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

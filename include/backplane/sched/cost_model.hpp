@@ -18,6 +18,7 @@
 // file itself: one tab-separated line per profile or link, `name=value` fields, read by
 // load() and written by save().
 
+#include <backplane/core/conv_geometry.hpp>
 #include <backplane/core/error.hpp>
 #include <backplane/core/tensor.hpp>
 
@@ -52,7 +53,9 @@ struct op_work {
 /// about n_used * n_tokens / n_expert columns per expert); flash_attn_ext the two products
 /// of every query with every position (2 * n_kv * (D_k + D_v) flops per query and head,
 /// the queries as columns) and its sources' and result's bytes, each read once; conv_2d
-/// 2 * kw * kh * ic flops per result element, its output positions as columns; get_rows
+/// 2 * kw * kh * ic flops per result element, its output positions as columns; the
+/// transposed convolutions 2 * kw * kh * oc flops per input element, the input positions
+/// as columns; get_rows
 /// reads only the rows it gathers; other ops their sources' and result's bytes.
 inline op_work work_of(const tensor& t) noexcept {
     op_work w;
@@ -98,6 +101,17 @@ inline op_work work_of(const tensor& t) noexcept {
         w.flops = 2.0 * static_cast<double>(a->ne[0] * a->ne[1] * a->ne[2]) * static_cast<double>(t.nelements());
         w.bytes = nbytes(a) + nbytes(t.src[1]) + static_cast<double>(t.nbytes());
         w.columns = static_cast<double>(std::max<std::int64_t>(1, t.ne[0] * t.ne[1] * t.ne[3]));
+        return w;
+    }
+    case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d: { // every input value times every tap of every output channel
+        const tensor* a = t.src[0];
+        const tensor* b = t.src[1];
+        if (a == nullptr || b == nullptr) return w;
+        const conv_transpose_geometry g = conv_transpose_geometry_of(t);
+        w.flops = 2.0 * static_cast<double>(g.kw * g.kh * g.oc) * static_cast<double>(g.iw * g.ih * g.ic * g.n);
+        w.bytes = nbytes(a) + nbytes(b) + static_cast<double>(t.nbytes());
+        w.columns = static_cast<double>(std::max<std::int64_t>(1, g.iw * g.ih * g.n));
         return w;
     }
     case op_kind::get_rows:

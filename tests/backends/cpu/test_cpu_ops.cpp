@@ -1523,6 +1523,134 @@ TEST_CASE("cpu: conv_2d_direct against the oracle, f32 and f16 kernels, any layo
         }
 }
 
+TEST_CASE("cpu: conv_2d_dw_direct against the oracle, WHCN and channel-last (CWHN) inputs, any layout", "[cpu][conv_2d_dw]") {
+    harness h(9771);
+    std::size_t s = 0;
+    for (const conv_case& c : windows_2d)
+        for (const bool cwhn : {false, true}) {
+            const extents kne = {c.kernel[0], c.kernel[1], 1, c.input[2]};
+            tensor* a = nullptr;
+            tensor* b = nullptr;
+            if (cwhn) { // ggml's channel-last layout: channels first in memory, permuted to [w, h, c, n]
+                a = permute(h.ctx, h.leaf(f32, {kne[3], kne[0], kne[1], 1}), 3, 0, 1, 2);
+                b = permute(h.ctx, h.leaf(f32, {c.input[2], c.input[0], c.input[1], c.input[3]}), 2, 0, 1, 3);
+            } else {
+                a = h.input(f32, kne, nth_layout(s, f32));
+                b = h.input(f32, c.input, nth_layout(s + 1, f32));
+                ++s;
+            }
+            tensor* out = conv_2d_dw_direct(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            const bool last = cwhn && c.input[2] > 1;
+            CHECK(out->is_contiguous() == !last);
+            if (last) CHECK(out->nb == channels_last_strides(out->ne, sizeof(float)));
+            h.check(out, {.max_nmse = 1e-10}, describe("conv_2d_dw", {{"a", a}, {"b", b}}));
+        }
+}
+
+TEST_CASE("cpu: conv_2d_dw (im2col, then mul_mat) matches the direct depthwise convolution", "[cpu][conv_2d_dw]") {
+    harness h(9881);
+    for (elem_type tk : {f32, f16})
+        for (const conv_case& c : windows_2d) {
+            tensor* a = h.leaf(tk, {c.kernel[0], c.kernel[1], 1, c.input[2]});
+            tensor* b = h.leaf(f32, c.input);
+            tensor* a32 = tk == f32 ? a : h.leaf(f32, a->ne);
+            if (tk == f16) // the same kernel, widened exactly
+                bt::for_each_index(a->ne, [&](i64 i0, i64 i1, i64 i2, i64 i3) { bt::set(*a32, i0, i1, i2, i3, bt::get(*a, i0, i1, i2, i3)); });
+            const bt::ref_tensor direct = bt::ref_forward(*conv_2d_dw_direct(h.ctx, a32, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1));
+            tensor* composite = conv_2d_dw(h.ctx, a, b, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1);
+            REQUIRE(composite->ne == direct.ne);
+            graph g(composite);
+            cpu_backend backend;
+            REQUIRE(backend.compute(g).ok());
+            INFO(describe("conv_2d_dw", {{"a", a}, {"b", b}}));
+            CHECK(bt::nmse(direct, *composite) <= 1e-5); // the windows rounded to f16
+        }
+}
+
+TEST_CASE("cpu: win_part and win_unpart against the oracle, padded windows, any layout, and back", "[cpu][window]") {
+    harness h(9991);
+    struct case_w {
+        extents image; // [c, w0, h0]
+        int w;
+    };
+    // windows that divide the image, padded ones, one window past the whole image, 1 x 1
+    const case_w cases[] = {{{3, 6, 4, 1}, 2}, {{2, 7, 5, 1}, 3}, {{4, 3, 2, 1}, 5}, {{1, 5, 5, 1}, 1}, {{5, 9, 4, 1}, 4}};
+    std::size_t s = 0;
+    for (const case_w& c : cases) {
+        tensor* img = h.input(f32, c.image, nth_layout(s++, f32));
+        tensor* parts = win_part(h.ctx, img, c.w);
+        h.check(parts, {.exact = true}, describe("win_part", {{"a", img}}));
+        tensor* windows = h.input(f32, parts->ne, nth_layout(s++, f32));
+        h.check(win_unpart(h.ctx, windows, static_cast<int>(c.image[1]), static_cast<int>(c.image[2]), c.w), {.exact = true},
+                describe("win_unpart", {{"a", windows}}));
+        // win_unpart undoes win_part
+        tensor* round = win_unpart(h.ctx, parts, static_cast<int>(c.image[1]), static_cast<int>(c.image[2]), c.w);
+        graph g(round);
+        cpu_backend backend;
+        REQUIRE(backend.compute(g).ok());
+        CHECK(bt::nmse(bt::read(*img), *round) == 0.0);
+    }
+}
+
+TEST_CASE("cpu: get_rel_pos against the oracle, any layout", "[cpu][window]") {
+    harness h(9992);
+    std::size_t s = 0;
+    for (const extents& q : {extents{4, 1, 1, 1}, extents{3, 2, 1, 1}, extents{8, 5, 1, 1}, extents{1, 7, 1, 1}}) {
+        tensor* a = h.input(f16, {q[0], 2 * q[1] - 1, 1, 1}, nth_layout(s++, f16));
+        tensor* out = get_rel_pos(h.ctx, a, static_cast<int>(q[1]), static_cast<int>(q[1]));
+        h.check(out, {.exact = true}, describe("get_rel_pos", {{"a", a}}));
+    }
+}
+
+TEST_CASE("cpu: conv_transpose_1d against the oracle, f32 and f16 kernels, any layout", "[cpu][conv_transpose]") {
+    harness h(9551);
+    struct case_1d {
+        extents kernel, input; // [k, oc, ic], [iw, ic]
+        int s0;
+    };
+    // strides below, at and above the kernel's width (gaps between the taps), one channel,
+    // one input position, a one-tap kernel
+    const case_1d cases[] = {
+        {{3, 2, 4, 1}, {7, 4, 1, 1}, 1}, {{3, 1, 2, 1}, {5, 2, 1, 1}, 3}, {{2, 3, 1, 1}, {6, 1, 1, 1}, 4},
+        {{5, 2, 3, 1}, {1, 3, 1, 1}, 2}, {{1, 4, 2, 1}, {9, 2, 1, 1}, 2}, {{4, 3, 5, 1}, {8, 5, 1, 1}, 2},
+    };
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const case_1d& c : cases) {
+            tensor* a = h.input(tk, c.kernel, nth_layout(s, tk));
+            tensor* b = h.input(f32, c.input, nth_layout(s + 1, f32));
+            ++s;
+            tensor* out = conv_transpose_1d(h.ctx, a, b, c.s0);
+            REQUIRE(out->ne == extents{(c.input[0] - 1) * c.s0 + c.kernel[0], c.kernel[1], 1, 1});
+            h.check(out, {.max_nmse = 1e-10}, describe("conv_transpose_1d", {{"a", a}, {"b", b}}));
+        }
+}
+
+TEST_CASE("cpu: conv_transpose_2d against the oracle, f32 and f16 kernels, any layout, batches", "[cpu][conv_transpose]") {
+    harness h(9661);
+    struct case_2d {
+        extents kernel, input; // [kw, kh, oc, ic], [iw, ih, ic, n]
+        int stride;
+    };
+    // strides below, at and above the kernel's extents, one channel, a 1 x 1 input, a batch
+    // of three (each image its own result; ggml's CPU computes the first only)
+    const case_2d cases[] = {
+        {{3, 3, 2, 4}, {5, 4, 4, 1}, 1}, {{2, 3, 1, 2}, {4, 5, 2, 2}, 2}, {{2, 2, 3, 1}, {3, 3, 1, 3}, 3},
+        {{4, 2, 2, 3}, {1, 1, 3, 1}, 2}, {{1, 1, 2, 2}, {6, 5, 2, 1}, 2}, {{3, 4, 2, 5}, {4, 3, 5, 2}, 2},
+    };
+    std::size_t s = 0;
+    for (elem_type tk : {f32, f16})
+        for (const case_2d& c : cases) {
+            tensor* a = h.input(tk, c.kernel, nth_layout(s, tk));
+            tensor* b = h.input(f32, c.input, nth_layout(s + 1, f32));
+            ++s;
+            tensor* out = conv_transpose_2d_p0(h.ctx, a, b, c.stride);
+            REQUIRE(out->ne == extents{(c.input[0] - 1) * c.stride + c.kernel[0], (c.input[1] - 1) * c.stride + c.kernel[1],
+                                       c.kernel[2], c.input[3]});
+            h.check(out, {.max_nmse = 1e-10}, describe("conv_transpose_2d", {{"a", a}, {"b", b}}));
+        }
+}
+
 TEST_CASE("cpu: conv_2d's fast path (unrolled windows times the kernel) matches the reference kernel", "[cpu][conv_2d]") {
     harness h(9449);
     // one tile and several (the tile holds about 4 MiB of windows), the GEMM's mat-vec

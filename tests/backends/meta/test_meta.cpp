@@ -699,6 +699,104 @@ TEST_CASE("meta conv_2d: the kernel's output channels split over the devices", "
     CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
 }
 
+TEST_CASE("meta conv_transpose_1d and conv_transpose_2d: output channels or images split over the devices", "[meta]") {
+    const int n = GENERATE(2, 3);
+    const int form = GENERATE(0, 1, 2); // 1-D kernel split, 2-D kernel split, 2-D images split
+    INFO("devices: " << n << ", form " << form);
+    meta::meta_params params;
+    params.split = [form](const tensor& t, int nd) {
+        if (t.name == "kernel" && form < 2) return split_state::even(form == 0 ? 1 : 2, t.ne[form == 0 ? 1 : 2], nd);
+        if (t.name == "image" && form == 2) return split_state::even(3, t.ne[3], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *kernel, *image;
+    };
+    const auto make = [form](context& w) {
+        tensors t{};
+        if (form == 0) {
+            t.kernel = w.new_tensor_3d(elem_type::f32, 3, 6, 2); // 3 taps, 2 channels into 6
+            t.image = w.new_tensor_2d(elem_type::f32, 7, 2);
+        } else {
+            t.kernel = w.new_tensor_4d(elem_type::f32, 3, 2, 6, 2); // 3 x 2, 2 channels into 6
+            t.image = w.new_tensor_4d(elem_type::f32, 5, 4, 2, 6);  // 5 x 4, 2 channels, 6 images
+        }
+        t.kernel->name = "kernel";
+        t.image->name = "image";
+        return t;
+    };
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.kernel, *mt.kernel, small_integers(static_cast<std::size_t>(r.kernel->nelements()), 63));
+    set_same(*r.image, *mt.image, small_integers(static_cast<std::size_t>(r.image->nelements()), 64));
+    tensor* ro = form == 0 ? conv_transpose_1d(tw.rg, r.kernel, r.image, 2) : conv_transpose_2d_p0(tw.rg, r.kernel, r.image, 2);
+    tensor* mo = form == 0 ? conv_transpose_1d(tw.mg, mt.kernel, mt.image, 2) : conv_transpose_2d_p0(tw.mg, mt.kernel, mt.image, 2);
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind(form == 0 ? "axis1" : form == 1 ? "axis2" : "axis3", 0) == 0);
+    CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
+TEST_CASE("meta win_part and win_unpart: channels split over the devices", "[meta]") {
+    const int n = GENERATE(2, 3);
+    INFO("devices: " << n);
+    meta::meta_params params;
+    params.split = [](const tensor& t, int nd) {
+        if (t.name == "image") return split_state::even(0, t.ne[0], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor* image;
+    };
+    const auto make = [](context& w) {
+        tensors t{};
+        t.image = w.new_tensor_3d(elem_type::f32, 6, 7, 5); // 6 channels, 7 x 5
+        t.image->name = "image";
+        return t;
+    };
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.image, *mt.image, small_integers(6 * 7 * 5, 65));
+    tensor* ro = win_unpart(tw.rg, scale(tw.rg, win_part(tw.rg, r.image, 3), 2.0f), 7, 5, 3);
+    tensor* mo = win_unpart(tw.mg, scale(tw.mg, win_part(tw.mg, mt.image, 3), 2.0f), 7, 5, 3);
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind("axis0", 0) == 0);
+    CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
+TEST_CASE("meta im2col: the input's images split over the devices, 1-D and 2-D", "[meta]") {
+    const int n = GENERATE(2, 3);
+    const bool two_d = GENERATE(true, false);
+    INFO("devices: " << n << (two_d ? ", 2-D" : ", 1-D"));
+    meta::meta_params params;
+    params.split = [two_d](const tensor& t, int nd) {
+        const int axis = two_d ? 3 : 2;
+        if (t.name == "image") return split_state::even(axis, t.ne[static_cast<std::size_t>(axis)], nd);
+        return split_state::mirrored();
+    };
+    meta_setup m(n, std::move(params));
+    struct tensors {
+        tensor *kernel, *image;
+    };
+    const auto make = [two_d](context& w) {
+        tensors t{};
+        t.kernel = two_d ? w.new_tensor_4d(elem_type::f16, 3, 2, 2, 4) : w.new_tensor_3d(elem_type::f16, 3, 2, 4);
+        t.image = two_d ? w.new_tensor_4d(elem_type::f32, 7, 5, 2, 6) : w.new_tensor_3d(elem_type::f32, 9, 2, 6); // 6 images
+        t.kernel->name = "kernel";
+        t.image->name = "image";
+        return t;
+    };
+    twins<tensors> tw(m, make);
+    const tensors &r = tw.r, &mt = tw.mt;
+    set_same(*r.image, *mt.image, small_integers(static_cast<std::size_t>(r.image->nelements()), 66));
+    tensor* ro = im2col(tw.rg, r.kernel, r.image, 2, 1, 1, two_d ? 1 : 0, 1, 1, two_d, elem_type::f32);
+    tensor* mo = im2col(tw.mg, mt.kernel, mt.image, 2, 1, 1, two_d ? 1 : 0, 1, 1, two_d, elem_type::f32);
+    const single_output_run run(m, ro, mo);
+    CHECK(run.state.rfind(two_d ? "axis3" : "axis2", 0) == 0);
+    CHECK(tensor_get_all<float>(*mo).value() == tensor_get_all<float>(*ro).value());
+}
+
 TEST_CASE("meta flash_attn_ext: heads split with k and v split or cut in groups, the mask one plane", "[meta]") {
     const int n = GENERATE(2, 4);
     const bool kv_split = GENERATE(true, false);

@@ -61,6 +61,9 @@ struct vulkan_targets {
         {"upscale", 4},    // nearest, bilinear, bicubic, antialiased bilinear of f32
         {"remap", 2 * 3},  // pad_reflect_1d, roll of f32 f16 bf16 (16-bit storage)
         {"count_acc", 2},  // count_equal i32, acc f32
+        {"conv_2d_dw", 1},  // f32 (channel-last inputs too)
+        {"window", 3},      // win_part, win_unpart of f32; get_rel_pos f16 (16-bit storage)
+        {"conv_transpose", 2 * 2}, // conv_transpose_1d, conv_transpose_2d of f32 f16 kernels (16-bit storage for f16)
     };
 };
 

@@ -106,6 +106,9 @@ enum class kernel_kind : std::uint8_t {
     remap,        ///< kernels::remap: pad_reflect_1d, roll
     count_equal,  ///< kernels::count_equal
     acc,          ///< kernels::acc
+    conv_transpose, ///< kernels::conv_transpose: conv_transpose_1d, conv_transpose_2d
+    conv_2d_dw,   ///< kernels::conv_2d_dw
+    window,       ///< kernels::window: win_part, win_unpart, get_rel_pos
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -123,7 +126,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
         "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "count_equal", "acc",
-        "fast_rowwise",
+        "conv_transpose", "conv_2d_dw", "window", "fast_rowwise",
         "fast_mul_mat", "fast_mul_mat_id", "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -175,6 +178,12 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::upscale: return kernel_kind::upscale;
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return kernel_kind::remap;
+    case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d: return kernel_kind::conv_transpose;
+    case op_kind::conv_2d_dw: return kernel_kind::conv_2d_dw;
+    case op_kind::win_part:
+    case op_kind::win_unpart:
+    case op_kind::get_rel_pos: return kernel_kind::window;
     default: return kernel_kind::nothing;
     }
 }
@@ -317,6 +326,15 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         const std::int64_t macs = n * std::max<std::int64_t>(conv_2d_geometry_of(node).taps(), 1);
         return fast ? macs / 4 + n : 8 * conv * macs + n;
     }
+    case kernel_kind::conv_transpose: { // the taps that reach each result element, times the input channels
+        const conv_transpose_geometry g = conv_transpose_geometry_of(node);
+        const std::int64_t reach = ((g.kw + g.s0 - 1) / std::max<std::int64_t>(g.s0, 1)) *
+                                   ((g.kh + g.s1 - 1) / std::max<std::int64_t>(g.s1, 1));
+        const std::int64_t macs = n * std::max<std::int64_t>(reach * g.ic, 1);
+        return 8 * conv * macs + n;
+    }
+    case kernel_kind::conv_2d_dw: // a multiply-add per tap of its channel's kernel plane
+        return 8 * n * std::max<std::int64_t>(node.src[0]->ne[0] * node.src[0]->ne[1], 1) + n;
     case kernel_kind::flash_attn_ext: { // per query row: a dot product of D_k and a D_v update per position
         const tensor& keys = *node.src[1];
         const std::int64_t macs = a->nrows() * keys.ne[1] * (keys.ne[0] + node.ne[0]);
@@ -472,6 +490,9 @@ template <class = void>
     case kernel_kind::remap: kernels::remap(p, node); return errc::ok;
     case kernel_kind::count_equal: kernels::count_equal(p, node); return errc::ok;
     case kernel_kind::acc: kernels::acc(p, node); return errc::ok;
+    case kernel_kind::conv_transpose: kernels::conv_transpose(p, node); return errc::ok;
+    case kernel_kind::conv_2d_dw: kernels::conv_2d_dw(p, node); return errc::ok;
+    case kernel_kind::window: kernels::window(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

@@ -86,6 +86,12 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::out_prod: return launch_out_prod(node, ctx);
     case op_kind::im2col: return launch_im2col(node, ctx);
     case op_kind::conv_2d: return launch_conv_2d(node, ctx);
+    case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d: return launch_conv_transpose(node, ctx);
+    case op_kind::conv_2d_dw: return launch_conv_2d_dw(node, ctx);
+    case op_kind::win_part:
+    case op_kind::win_unpart:
+    case op_kind::get_rel_pos: return launch_window(node, ctx);
     case op_kind::pool_1d:
     case op_kind::pool_2d: return launch_pool(node, ctx);
     case op_kind::upscale: return launch_upscale(node, ctx);

@@ -60,6 +60,7 @@ enum class condition : std::uint8_t {
                     ///< head's global index) and with a mask of one plane or one per head
     unscaled_axis,  ///< upscale: the result has the source's extent along the split axis
     unrolled_axis,  ///< roll: no shift along the split axis
+    image_axis,     ///< im2col: the split axis is the input's images (3; 2 in the 1-D form)
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
@@ -289,6 +290,8 @@ inline constexpr rule rules[] = {
     {op_kind::out_prod, {rule_detail::S, rule_detail::S}, rule_detail::P, rule_detail::ax(1), 0, {}, {}, false,
      "split along the summed dimension: partial sums"},
     // convolutions
+    {op_kind::im2col, {rule_detail::M, rule_detail::S}, rule_detail::S, rule_detail::ax(2) | rule_detail::ax(3), 0, {},
+     condition::image_axis, false, "images split: each device unrolls its own (the result's last dimension)"},
     {op_kind::im2col, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
      "every device unrolls the whole input"},
     {op_kind::conv_2d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(3), -1, {}, {}, false,
@@ -311,6 +314,27 @@ inline constexpr rule rules[] = {
     {op_kind::roll, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::count_equal, {rule_detail::M, rule_detail::M}, rule_detail::M},
     {op_kind::acc, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    // transposed convolutions: a kernel [k, oc, ic] (1-D) or [kw, kh, oc, ic] (2-D)
+    {op_kind::conv_transpose_1d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(1), 0, {}, {}, false,
+     "the kernel's output channels split: the result's dimension 1"},
+    {op_kind::conv_transpose_1d, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::conv_transpose_2d, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(2), 0, {}, {}, false,
+     "the kernel's output channels split: the result's dimension 2"},
+    {op_kind::conv_transpose_2d, {rule_detail::M, rule_detail::S}, rule_detail::S, rule_detail::ax(3), 0, {}, {}, false,
+     "images split"},
+    {op_kind::conv_transpose_2d, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::conv_2d_dw, {rule_detail::M, rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "every device computes it whole (a device's piece is contiguous, ggml's result may be channel-last)"},
+    // windows: the channels (dimension 0) are moved apart
+    {op_kind::win_part, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
+     "channels split"},
+    {op_kind::win_part, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::win_unpart, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
+     "channels split"},
+    {op_kind::win_unpart, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    {op_kind::get_rel_pos, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
+     "channels split"},
+    {op_kind::get_rel_pos, {rule_detail::M, rule_detail::N}, rule_detail::M},
 };
 // clang-format on
 
@@ -485,6 +509,7 @@ inline result<match> match_rule(const tensor& t, const std::array<const split_st
             ok = axis >= 0 && t.src[0] != nullptr && t.ne[static_cast<std::size_t>(axis)] == t.src[0]->ne[static_cast<std::size_t>(axis)];
             break;
         case condition::unrolled_axis: ok = axis >= 0 && t.param<std::int32_t>(static_cast<std::size_t>(axis)) == 0; break;
+        case condition::image_axis: ok = axis == (t.param<std::int32_t>(conv_slot::is_2d) == 1 ? 3 : 2); break;
         case condition::unpadded_axis:
             ok = axis >= 0 && t.param<std::int32_t>(2 * static_cast<std::size_t>(axis)) == 0 &&
                  t.param<std::int32_t>(2 * static_cast<std::size_t>(axis) + 1) == 0;

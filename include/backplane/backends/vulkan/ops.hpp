@@ -69,6 +69,12 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::acc: return plan_misc(t, f, d);
     case op_kind::im2col: return plan_im2col(t, f, d);
     case op_kind::conv_2d: return plan_conv_2d(t, f, d);
+    case op_kind::conv_transpose_1d:
+    case op_kind::conv_transpose_2d: return plan_conv_transpose(t, f, d);
+    case op_kind::conv_2d_dw: return plan_conv_2d_dw(t, f, d);
+    case op_kind::win_part:
+    case op_kind::win_unpart:
+    case op_kind::get_rel_pos: return plan_window(t, f, d);
     case op_kind::pool_1d:
     case op_kind::pool_2d: return plan_pool(t, f, d);
     case op_kind::upscale: return plan_upscale(t, f, d);

@@ -1,6 +1,7 @@
 #pragma once
-// Image and sequence layout: pooling (pool_1d, pool_2d), resampling (upscale) and
-// rearranging (pad_reflect_1d, roll), as ggml's ops of those names.
+// Image and sequence layout: pooling (pool_1d, pool_2d), resampling (upscale),
+// rearranging (pad_reflect_1d, roll), windows (win_part, win_unpart) and relative
+// positions (get_rel_pos), as ggml's ops of those names.
 // Their parameters as nodes hold them: core/image_params.hpp.
 
 #include <backplane/core/image_params.hpp>
@@ -110,6 +111,43 @@ inline tensor* roll(context& ctx, tensor* a, int shift0, int shift1 = 0, int shi
     detail::require_tensor("roll", "a", a);
     tensor node = detail::proposed(op_kind::roll, a->type, a->ne, {a});
     detail::set_int_params(node, {shift0, shift1, shift2, shift3});
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// The image a [c, w0, h0] (f32, any layout; ggml: 3-dimensional) cut into windows of w x
+/// w positions, as ggml's win_part (the windowed attention of SAM's image encoder): the
+/// image padded with zeros at its right and bottom to whole windows, npx = ceil(w0 / w)
+/// across and npy = ceil(h0 / w) down; the result is f32 [c, w, w, npx npy], window py
+/// npx + px holding a's positions (px w .. px w + w - 1, py w .. py w + w - 1), 0 past its
+/// edge. Op params: npx, npy, w (window_slot).
+inline tensor* win_part(context& ctx, tensor* a, int w) {
+    detail::require_tensor("win_part", "a", a);
+    const std::int64_t npx = w > 0 ? windows_across(a->ne[1], w) : 0, npy = w > 0 ? windows_across(a->ne[2], w) : 0;
+    tensor node = detail::proposed(op_kind::win_part, elem_type::f32, {a->ne[0], w, w, npx * npy}, {a});
+    detail::set_int_params(node, {static_cast<int>(npx), static_cast<int>(npy), w});
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// The windows a [c, w, w, np] (f32, any layout) put back into an image [c, w0, h0], as
+/// ggml's win_unpart (win_part's inverse, the padding dropped): result (e, x, y) is
+/// window (y / w) npx + x / w's (e, x mod w, y mod w), npx = ceil(w0 / w). a must hold at
+/// least npx ceil(h0 / w) windows. Op param: w (window_slot).
+inline tensor* win_unpart(context& ctx, tensor* a, int w0, int h0, int w) {
+    detail::require_tensor("win_unpart", "a", a);
+    tensor node = detail::proposed(op_kind::win_unpart, elem_type::f32, {a->ne[0], w0, h0, 1}, {a});
+    detail::set_int_params(node, {w});
+    return detail::make_node(ctx, node, {{"a", a}});
+}
+
+/// The relative-position embeddings of every (key, query) pair, as ggml's get_rel_pos
+/// (SAM's image encoder): a [c, 2 qh - 1] (f16, any layout; ggml: contiguous) holds one
+/// embedding per distance; the result is f16 [c, kh, qh] and its row (k, q) is a's row kh
+/// - 1 - k + q (the distance q - k, shifted to count from 0). Values are copied. ggml
+/// defines only qh = kh. ggml's CPU also copies bf16 rows as bits into its f16 result;
+/// here a is f16 only. No op params.
+inline tensor* get_rel_pos(context& ctx, tensor* a, int qh, int kh) {
+    detail::require_tensor("get_rel_pos", "a", a);
+    tensor node = detail::proposed(op_kind::get_rel_pos, elem_type::f16, {a->ne[0], kh, qh, 1}, {a});
     return detail::make_node(ctx, node, {{"a", a}});
 }
 

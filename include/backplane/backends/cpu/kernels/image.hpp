@@ -4,7 +4,9 @@
 // (the window's rows, then the cells of a row), padding cells skipped. upscale: each
 // result element from its source plane by core/interpolate.hpp's formulas. remap
 // (pad_reflect_1d, roll): each result element a source element's bits, its index mapped
-// dimension by dimension (core/index_maps.hpp). The threads split dst's rows.
+// dimension by dimension (core/index_maps.hpp). window (win_part, win_unpart, get_rel_pos): each
+// result row a source row's bits (core/image_params.hpp's window_source_row), or zeros
+// past the source's edge. The threads split dst's rows.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 #include <backplane/core/image_params.hpp>
@@ -94,6 +96,29 @@ inline void remap(const compute_params& p, tensor& dst) noexcept {
         for (i64 i0 = 0; i0 < dst.ne[0]; ++i0) {
             const i64 j0 = reflect ? reflected_index(i0, dst.param<std::int32_t>(0), a.ne[0]) : rolled_index(i0, shift[0], a.ne[0]);
             std::memcpy(out + static_cast<std::size_t>(i0) * dst.nb[0], in + static_cast<std::size_t>(j0) * a.nb[0], ts);
+        }
+    }
+}
+
+/// win_part, win_unpart, get_rel_pos: rows copied as bits (any layouts), zeros where a row lies past
+/// the source's edge.
+template <class = void>
+inline void window(const compute_params& p, tensor& dst) noexcept {
+    const tensor& a = *dst.src[0];
+    const std::size_t ts = type_size(dst.type);
+    const auto [r0, r1] = split_work(dst.nrows(), p);
+    for (i64 r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = row_of(r, dst.ne);
+        std::byte* out = row_ptr(dst, i1, i2, i3);
+        i64 j[3] = {};
+        const bool inside = window_source_row(dst, i1, i2, i3, j);
+        const std::byte* in = inside ? row_ptr(a, j[0], j[1], j[2]) : nullptr;
+        for (i64 i0 = 0; i0 < dst.ne[0]; ++i0) {
+            std::byte* o = out + static_cast<std::size_t>(i0) * dst.nb[0];
+            if (in != nullptr)
+                std::memcpy(o, in + static_cast<std::size_t>(i0) * a.nb[0], ts);
+            else
+                std::memset(o, 0, ts);
         }
     }
 }

@@ -80,6 +80,35 @@ __global__ void k_remap(tview d, tview a, remap_params m) {
     });
 }
 
+/// win_part, win_unpart: each result element a source element's bits (U: 4 or 2 bytes),
+/// its row as core/image_params.hpp's window_source_row says, 0 past the source's edge.
+struct window_params {
+    int mode; ///< 0 win_part, 1 win_unpart, 2 get_rel_pos
+    i64 npx, w;
+};
+template <class U>
+__global__ void k_window(tview d, tview a, window_params m) {
+    for_each_element(d, [&](i64 i0, i64 i1, i64 i2, i64 i3) {
+        i64 j1, j2, j3;
+        bool inside = true;
+        if (m.mode == 2) {
+            j1 = d.ne[1] - 1 - i1 + i2;
+            j2 = j3 = 0;
+        } else if (m.mode == 0) {
+            j1 = (i3 % m.npx) * m.w + i1;
+            j2 = (i3 / m.npx) * m.w + i2;
+            j3 = 0;
+            inside = j1 < a.ne[1] && j2 < a.ne[2];
+        } else {
+            j1 = i1 % m.w;
+            j2 = i2 % m.w;
+            j3 = (i2 / m.w) * m.npx + i1 / m.w;
+        }
+        *reinterpret_cast<U*>(d.row(i1, i2, i3) + i0 * d.nb[0]) =
+            inside ? *reinterpret_cast<const U*>(a.row(j1, j2, j3) + i0 * a.nb[0]) : U(0);
+    });
+}
+
 } // namespace image_detail
 
 /// pool_1d and pool_2d (kernel_table::launch): f32 or f16 sources, any strides.
@@ -118,6 +147,26 @@ inline cudaError_t launch_remap(const tensor& node, const detail::launch_context
     case elem_type::bf16: k_remap<std::uint16_t><<<blocks, 256, 0, ctx.stream>>>(view_of(node), view_of(*a), m); break;
     default: return cudaErrorNotSupported;
     }
+    return cudaGetLastError();
+}
+
+/// win_part and win_unpart (kernel_table::launch): f32; get_rel_pos: f16; any strides.
+inline cudaError_t launch_window(const tensor& node, const detail::launch_context& ctx) noexcept {
+    using namespace image_detail;
+    const tensor* a = node.src[0];
+    if (node.op == op_kind::get_rel_pos) {
+        if (a == nullptr || a->type != elem_type::f16 || node.type != elem_type::f16) return cudaErrorInvalidValue;
+        if (node.nelements() <= 0) return cudaSuccess;
+        k_window<std::uint16_t><<<blocks_for(node.nelements(), 256), 256, 0, ctx.stream>>>(view_of(node), view_of(*a),
+                                                                                          window_params{2, 0, 0});
+        return cudaGetLastError();
+    }
+    if (a == nullptr || a->type != elem_type::f32 || node.type != elem_type::f32) return cudaErrorInvalidValue;
+    if (node.nelements() <= 0) return cudaSuccess;
+    const bool part = node.op == op_kind::win_part;
+    const i64 w = node.param<std::int32_t>(part ? window_slot::part_w : window_slot::unpart_w);
+    const window_params m{part ? 0 : 1, part ? i64{node.param<std::int32_t>(window_slot::npx)} : windows_across(node.ne[1], w), w};
+    k_window<std::uint32_t><<<blocks_for(node.nelements(), 256), 256, 0, ctx.stream>>>(view_of(node), view_of(*a), m);
     return cudaGetLastError();
 }
 

@@ -12,6 +12,9 @@
 //   pad_reflect_1d,    f32     remap_32         -
 //   roll               f16,    remap_16         16-bit storage
 //                      bf16
+//   win_part           f32     win_part_f32     - (window.comp; prm.x npx, prm.y w)
+//   win_unpart         f32     win_unpart_f32   -
+//   get_rel_pos        f16     get_rel_pos_f16  16-bit storage
 
 #include <backplane/backends/vulkan/ops/common.hpp>
 #include <backplane/core/image_params.hpp>
@@ -56,6 +59,28 @@ inline bool plan_remap(const tensor& t, const features& f, dispatch& d) noexcept
     d.pc = shapes_of(t);
     for (std::size_t i = 0; i < max_dims; ++i) d.pc.prm[i] = static_cast<std::uint32_t>(t.param<std::int32_t>(i));
     d.pc.offs[3] = t.op == op_kind::roll ? 1u : 0u;
+    d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+    return true;
+}
+
+/// win_part and win_unpart (window.comp): prm.x the windows across, prm.y their side;
+/// get_rel_pos: no parameter (its kh is the result's ne1).
+inline bool plan_window(const tensor& t, const features& f, dispatch& d) noexcept {
+    const tensor* a = t.src[0];
+    if (t.op == op_kind::get_rel_pos) {
+        if (a == nullptr || a->type != elem_type::f16 || t.type != elem_type::f16 || !f.storage16) return false;
+        d.shader = "get_rel_pos_f16";
+        d.pc = shapes_of(t);
+        d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
+        return true;
+    }
+    if (a == nullptr || a->type != elem_type::f32 || t.type != elem_type::f32) return false;
+    const bool part = t.op == op_kind::win_part;
+    const std::int32_t w = t.param<std::int32_t>(part ? window_slot::part_w : window_slot::unpart_w);
+    const std::int64_t npx = part ? t.param<std::int32_t>(window_slot::npx) : windows_across(t.ne[1], w);
+    d.shader = part ? "win_part_f32" : "win_unpart_f32";
+    d.pc = shapes_of(t);
+    d.pc.prm = {static_cast<std::uint32_t>(npx), static_cast<std::uint32_t>(w), 0, 0};
     d.groups = groups_for(static_cast<std::uint64_t>(t.nelements()), 128);
     return true;
 }
