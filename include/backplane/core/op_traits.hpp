@@ -887,10 +887,11 @@ namespace detail {
 /// The sources node sets, bit j for src[j] (without a loop: support checks of big graphs
 /// spend their time in why_undefined).
 inline unsigned set_sources(const tensor& node) noexcept {
-    static_assert(max_srcs == 5, "one term per source");
+    static_assert(max_srcs == 7, "one term per source");
     return static_cast<unsigned>(node.src[0] != nullptr) | static_cast<unsigned>(node.src[1] != nullptr) << 1 |
            static_cast<unsigned>(node.src[2] != nullptr) << 2 | static_cast<unsigned>(node.src[3] != nullptr) << 3 |
-           static_cast<unsigned>(node.src[4] != nullptr) << 4;
+           static_cast<unsigned>(node.src[4] != nullptr) << 4 | static_cast<unsigned>(node.src[5] != nullptr) << 5 |
+           static_cast<unsigned>(node.src[6] != nullptr) << 6;
 }
 
 /// why_undefined for a node whose set sources are `set` (set_sources(node)), for a pass

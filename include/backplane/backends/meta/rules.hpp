@@ -63,13 +63,13 @@ enum class condition : std::uint8_t {
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
-/// The sources a rule reads: all of them (flash_attn_ext's mask and sinks are src3, src4).
+/// The sources a rule reads: all of them (flash_attn_ext: 5; ssm_scan, rwkv_wkv7: 7).
 inline constexpr std::size_t rule_srcs = max_srcs;
 inline constexpr std::uint8_t axes_rows = 0b1110; ///< not dimension 0 (row-wise ops need whole rows)
 
 struct rule {
     op_kind op;
-    std::array<form, rule_srcs> src; ///< src0 .. src4 (a source a rule leaves out: none)
+    std::array<form, rule_srcs> src; ///< src0 .. src6 (a source a rule leaves out: none)
     form out;                ///< mirrored, partial or split
     std::uint8_t axes = axes_all;
     std::int8_t shift = 0;
