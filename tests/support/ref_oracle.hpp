@@ -500,6 +500,55 @@ inline ref_tensor timestep_embedding(const tensor& node) {
     return r; // an odd dim's last value stays 0
 }
 
+/// ssm_conv in double: r[i, t, k] = sum over j of sx[t + j, i, k] * c[j, i].
+inline ref_tensor ssm_conv(const tensor& node) {
+    const tensor& sx = *node.src[0];
+    const tensor& c = *node.src[1];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i, i64 t, i64 k, i64) {
+        double sum = 0.0;
+        for (i64 j = 0; j < c.ne[0]; ++j) sum += get(sx, t + j, i, k) * get(c, j, i);
+        r.at(i, t, k) = sum;
+    });
+    return r;
+}
+
+/// ssm_scan in double: y, then the final states (core/ops/recurrent.hpp); every id valid.
+inline ref_tensor ssm_scan(const tensor& node) {
+    const tensor& s = *node.src[0];
+    const tensor& x = *node.src[1];
+    const tensor& dt = *node.src[2];
+    const tensor& A = *node.src[3];
+    const tensor& B = *node.src[4];
+    const tensor& C = *node.src[5];
+    const tensor& ids = *node.src[6];
+    const i64 d_state = s.ne[0], head_dim = x.ne[0], n_head = x.ne[1], n_t = x.ne[2], n_s = x.ne[3];
+    const i64 per_group = n_head / B.ne[1];
+    ref_tensor r(node.type, node.ne);
+    std::vector<double> st(static_cast<std::size_t>(d_state));
+    for (i64 k = 0; k < n_s; ++k) {
+        const auto id = static_cast<i64>(get(ids, k));
+        for (i64 h = 0; h < n_head; ++h)
+            for (i64 i = 0; i < head_dim; ++i) {
+                for (i64 n = 0; n < d_state; ++n) st[static_cast<std::size_t>(n)] = get(s, n, i, h, id);
+                for (i64 t = 0; t < n_t; ++t) {
+                    const double v = get(dt, h, t, k);
+                    const double d = v > 20.0 ? v : std::log1p(std::exp(v));
+                    double y = 0.0;
+                    for (i64 n = 0; n < d_state; ++n) {
+                        double& state = st[static_cast<std::size_t>(n)];
+                        state = state * std::exp(d * get(A, A.ne[0] == 1 ? 0 : n, h)) + get(B, n, h / per_group, t, k) * get(x, i, h, t, k) * d;
+                        y += state * get(C, n, h / per_group, t, k);
+                    }
+                    r.at(((k * n_t + t) * n_head + h) * head_dim + i) = y;
+                }
+                for (i64 n = 0; n < d_state; ++n)
+                    r.at(x.nelements() + ((k * n_head + h) * head_dim + i) * d_state + n) = st[static_cast<std::size_t>(n)];
+            }
+    }
+    return r;
+}
+
 /// out_prod: sum over k of a[i0, k] * b[i1, k], a's planes broadcast in blocks.
 inline ref_tensor out_prod(const tensor& node) {
     const tensor& a = *node.src[0];
@@ -1106,6 +1155,12 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::out_prod:
         r = ref_detail::out_prod(node);
+        break;
+    case op_kind::ssm_conv:
+        r = ref_detail::ssm_conv(node);
+        break;
+    case op_kind::ssm_scan:
+        r = ref_detail::ssm_scan(node);
         break;
     case op_kind::count_equal:
         r = ref_detail::count_equal(node);

@@ -343,6 +343,33 @@ inline built_case build_add_id(context& ctx, const case_spec& c, std::mt19937& r
     return finish(add_id(ctx, a, b, ids));
 }
 
+/// ssm_conv of ne0 channels (d_inner), ne1 tokens and ne2 sequences with d_conv 4;
+/// variant: sx's layout.
+inline built_case build_ssm_conv(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    tensor* sx = input(ctx, elem_type::f32, {3 + c.ne[1], c.ne[0], c.ne[2], 1}, c.variant, rng);
+    return finish(ssm_conv(ctx, sx, input(ctx, elem_type::f32, {4, c.ne[0], 1, 1}, 0, rng)));
+}
+
+/// ssm_scan of d_state ne0, head_dim ne1, ne2 heads, ne3 tokens of two sequences (state ids
+/// 1 and 0 of two states); variant: Mamba-1 (0: A per state, head_dim 1) or Mamba-2 (1: A
+/// per head, two groups of heads where ne2 is even).
+inline built_case build_ssm_scan(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    constexpr elem_type f32 = elem_type::f32;
+    const bool mamba1 = c.variant == 0;
+    const std::int64_t d_state = c.ne[0], head_dim = mamba1 ? 1 : c.ne[1], n_head = c.ne[2], n_t = c.ne[3];
+    const std::int64_t n_group = !mamba1 && n_head % 2 == 0 ? 2 : 1;
+    tensor* s = input(ctx, f32, {d_state, head_dim, n_head, 2}, 0, rng);
+    tensor* x = input(ctx, f32, {head_dim, n_head, n_t, 2}, 0, rng);
+    tensor* dt = input(ctx, f32, {n_head, n_t, 2, 1}, 0, rng, -3.0, 2.0);
+    tensor* A = input(ctx, f32, {mamba1 ? d_state : 1, n_head, 1, 1}, 0, rng, -2.0, -0.1);
+    tensor* B = input(ctx, f32, {d_state, n_group, n_t, 2}, 0, rng);
+    tensor* C = input(ctx, f32, {d_state, n_group, n_t, 2}, 0, rng);
+    tensor* ids = input(ctx, elem_type::i32, {2, 1, 1, 1}, 0, rng, 0.0, 2.0);
+    return finish(ssm_scan(ctx, s, x, dt, A, B, C, ids));
+}
+
 /// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
 inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
@@ -680,6 +707,8 @@ inline std::span<const op_cases> catalogue() {
         {"out_prod", 1, 2, &build_out_prod, &shape_rows, {1024, 256, 1, 1}},
         {"count_equal", 1, 4, &build_count_equal, &shape_rows, {4096, 1024, 1, 1}, 0b1},
         {"acc", 1, 4, &build_acc, &shape_rows, {4096, 512, 1, 1}},
+        {"ssm_conv", 1, 4, &build_ssm_conv, &shape_matrix, {1536, 512, 1, 1}},
+        {"ssm_scan", 1, 2, &build_ssm_scan, &shape_matrix, {16, 64, 32, 128}},
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},

@@ -64,6 +64,10 @@
 //   pool_1d, pool_2d                f32              f32 f16
 //   upscale                         f32              f32
 //   pad_reflect_1d, roll            = a              f32 f16 bf16
+//   ssm_conv (sx, c)                f32 [d_inner,    f32 [d_conv - 1 + n_t,   f32 [d_conv, d_inner]
+//                                   n_t, n_s]        d_inner, n_s]            (c)
+//   ssm_scan (s, x, dt, A, B, C,    f32 (y, then     f32 (s: the states,      f32 (x); dt, A, B,
+//   ids)                            the states)      contiguous)              C f32; ids i32
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -324,6 +328,55 @@ inline std::string_view timestep_embedding(const tensor& t) noexcept {
     const std::int32_t dim = t.param<std::int32_t>(0);
     if (dim < 1 || t.param<std::int32_t>(1) < 1) return "dim and max_period must be at least 1";
     if (t.type != elem_type::f32 || !ne_is(t, dim, a.ne[0], 1, 1)) return "the result is f32 [dim, N]";
+    return {};
+}
+
+/// ssm_conv: sx f32 [d_conv - 1 + n_t, d_inner, n_s] (n_t >= 1), c f32 [d_conv, d_inner];
+/// the result f32 [d_inner, n_t, n_s]. Any layout (ggml's CPU: unit-stride rows of sx and c).
+inline std::string_view ssm_conv(const tensor& t) noexcept {
+    const tensor& sx = *t.src[0];
+    const tensor& c = *t.src[1];
+    if (sx.type != elem_type::f32 || c.type != elem_type::f32) return "sx and c must be f32";
+    if (sx.ne[3] != 1) return "sx must be 3-D [d_conv - 1 + n_t, d_inner, n_s]";
+    if (c.ne[2] != 1 || c.ne[3] != 1) return "c must be a matrix [d_conv, d_inner]";
+    if (sx.ne[1] != c.ne[1]) return "sx and c must have the same d_inner (ne1)";
+    if (sx.ne[0] < c.ne[0]) return "sx must hold d_conv - 1 + n_t columns, n_t at least 1";
+    if (t.type != elem_type::f32 || !ne_is(t, c.ne[1], sx.ne[0] - c.ne[0] + 1, sx.ne[2], 1))
+        return "the result is f32 [d_inner, n_t, n_s]";
+    return {};
+}
+
+/// ssm_scan: s f32 [d_state, head_dim, n_head, n_rs] contiguous (the states, n_rs >= the
+/// states ids picks), x f32 [head_dim, n_head, n_t, n_s], dt f32 [n_head, n_t, n_s]
+/// contiguous, A f32 [d_state, n_head] (Mamba-1) or [1, n_head] (Mamba-2) contiguous, B and
+/// C f32 [d_state, n_group, n_t, n_s] (n_head a multiple of n_group), ids i32 [n_s]; x, B
+/// and C with contiguous dims 0 and 1 (as ggml asks). The result f32 [head_dim * n_head *
+/// n_t * n_s + d_state * head_dim * n_head * n_s]: y, then the final states.
+inline std::string_view ssm_scan(const tensor& t) noexcept {
+    const tensor& s = *t.src[0];
+    const tensor& x = *t.src[1];
+    const tensor& dt = *t.src[2];
+    const tensor& A = *t.src[3];
+    const tensor& B = *t.src[4];
+    const tensor& C = *t.src[5];
+    const tensor& ids = *t.src[6];
+    for (const tensor* f : {&s, &x, &dt, &A, &B, &C})
+        if (f->type != elem_type::f32) return "s, x, dt, A, B and C must be f32";
+    if (ids.type != elem_type::i32) return "ids must be i32";
+    if (!s.is_contiguous() || !dt.is_contiguous() || !A.is_contiguous()) return "s, dt and A must be contiguous";
+    const auto rows_packed = [](const tensor& v) { return v.rows_contiguous() && (v.ne[1] == 1 || v.nb[1] == v.nb[0] * static_cast<std::size_t>(v.ne[0])); };
+    if (!rows_packed(x) || !rows_packed(B) || !rows_packed(C)) return "x, B and C must have contiguous dims 0 and 1";
+    const std::int64_t d_state = s.ne[0], head_dim = x.ne[0], n_head = x.ne[1], n_t = x.ne[2], n_s = x.ne[3];
+    if (s.ne[1] != head_dim || s.ne[2] != n_head) return "s must be [d_state, x.ne0 (head_dim), x.ne1 (n_head), n_rs]";
+    if (!ne_is(dt, n_head, n_t, n_s, 1)) return "dt must be [n_head, n_t, n_s] (x.ne1, x.ne2, x.ne3)";
+    if (A.ne[1] != n_head || A.ne[2] != 1 || A.ne[3] != 1 || (A.ne[0] != 1 && A.ne[0] != d_state))
+        return "A must be [d_state, n_head] (Mamba-1) or [1, n_head] (Mamba-2)";
+    if (!same_ne(B, C)) return "B and C must have the same shape";
+    if (B.ne[0] != d_state || B.ne[2] != n_t || B.ne[3] != n_s) return "B and C must be [d_state, n_group, n_t, n_s]";
+    if (!multiple_of(n_head, B.ne[1])) return "n_head (x.ne1) must be a multiple of n_group (B.ne1)";
+    if (!ne_is(ids, n_s, 1, 1, 1)) return "ids must be an i32 vector of n_s (x.ne3) state numbers";
+    if (t.type != elem_type::f32 || !ne_is(t, x.nelements() + d_state * head_dim * n_head * n_s, 1, 1, 1))
+        return "the result is f32 [x's elements + d_state * head_dim * n_head * n_s]";
     return {};
 }
 
@@ -769,7 +822,8 @@ namespace r = op_rules;
 ///   out_prod (a, b); im2col (kernel, input; s0, s1, p0, p1, d0, d1, is_2D); conv_2d
 ///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
-///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace).
+///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
+///   ssm_conv (sx, c); ssm_scan (s, x, dt, A, B, C, ids).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -850,6 +904,9 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"roll",      1, 1, 4, false, false, fam::data,        r::roll},
     {"count_equal", 2, 2, 0, false, false, fam::rows,      r::count_equal},
     {"acc",       2, 2, 5, false, false, fam::data,        r::acc},
+    // state-space and linear-attention recurrences
+    {"ssm_conv",  2, 2, 0, false, false, fam::rows,        r::ssm_conv},
+    {"ssm_scan",  7, 7, 0, false, false, fam::rows,        r::ssm_scan},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -867,7 +924,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "acc"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "ssm_scan"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

@@ -47,6 +47,7 @@
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/misc.hpp>
 #include <backplane/backends/cpu/kernels/out_prod.hpp>
+#include <backplane/backends/cpu/kernels/recurrent.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
 #include <backplane/backends/cpu/kernels/set_rows.hpp>
@@ -106,6 +107,8 @@ enum class kernel_kind : std::uint8_t {
     remap,        ///< kernels::remap: pad_reflect_1d, roll
     count_equal,  ///< kernels::count_equal
     acc,          ///< kernels::acc
+    ssm_conv,     ///< kernels::ssm_conv
+    ssm_scan,     ///< kernels::ssm_scan
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -123,7 +126,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
         "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "count_equal", "acc",
-        "fast_rowwise",
+        "ssm_conv", "ssm_scan", "fast_rowwise",
         "fast_mul_mat", "fast_mul_mat_id", "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -156,6 +159,8 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::out_prod: return kernel_kind::out_prod;
     case op_kind::count_equal: return kernel_kind::count_equal;
     case op_kind::acc: return kernel_kind::acc;
+    case op_kind::ssm_conv: return kernel_kind::ssm_conv;
+    case op_kind::ssm_scan: return kernel_kind::ssm_scan;
     case op_kind::soft_max: return kernel_kind::soft_max;
     case op_kind::mul_mat: return kernel_kind::mul_mat;
     case op_kind::get_rows: return kernel_kind::get_rows;
@@ -279,6 +284,10 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return 10 * a->nelements();
     case kernel_kind::timestep_embedding: // an exp, a cos and a sin per pair
         return 80 * n;
+    case kernel_kind::ssm_conv: // a multiply-add per tap
+        return 10 * n * std::max<std::int64_t>(node.src[1]->ne[0], 1);
+    case kernel_kind::ssm_scan: // per value of x, two multiply-adds (and an exp for Mamba-1) per state
+        return 40 * node.src[1]->nelements() * std::max<std::int64_t>(node.src[0]->ne[0], 1);
     case kernel_kind::out_prod: // a multiply-add per value of dst and of dimension 1, a dequantized
         return 8 * conv * n * std::max<std::int64_t>(a->ne[1], 1) + n;
     case kernel_kind::soft_max:
@@ -344,6 +353,8 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
         return node.ne[0];
     case kernel_kind::group_norm:
         return kernels::group_norm_units(node);
+    case kernel_kind::ssm_scan:
+        return kernels::ssm_scan_units(node);
     case kernel_kind::fast_mul_mat:
     case kernel_kind::fast_mul_mat_id:
         return node.nelements();
@@ -472,6 +483,8 @@ template <class = void>
     case kernel_kind::remap: kernels::remap(p, node); return errc::ok;
     case kernel_kind::count_equal: kernels::count_equal(p, node); return errc::ok;
     case kernel_kind::acc: kernels::acc(p, node); return errc::ok;
+    case kernel_kind::ssm_conv: kernels::ssm_conv(p, node); return errc::ok;
+    case kernel_kind::ssm_scan: return kernels::ssm_scan(p, node) ? errc::ok : errc::out_of_range;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

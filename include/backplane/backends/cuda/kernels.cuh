@@ -27,6 +27,7 @@
 #include <backplane/backends/cuda/kernels/layout.cuh>
 #include <backplane/backends/cuda/kernels/misc.cuh>
 #include <backplane/backends/cuda/kernels/out_prod.cuh>
+#include <backplane/backends/cuda/kernels/recurrent.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat_id.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
@@ -91,6 +92,8 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::upscale: return launch_upscale(node, ctx);
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return launch_remap(node, ctx);
+    case op_kind::ssm_conv:
+    case op_kind::ssm_scan: return launch_recurrent(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

@@ -311,6 +311,13 @@ inline constexpr rule rules[] = {
     {op_kind::roll, {rule_detail::M, rule_detail::N}, rule_detail::M},
     {op_kind::count_equal, {rule_detail::M, rule_detail::M}, rule_detail::M},
     {op_kind::acc, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    // state-space and linear-attention recurrences
+    {op_kind::ssm_conv, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(2), 0, {}, {}, false,
+     "sequences split: each device convolves its own"},
+    {op_kind::ssm_conv, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::ssm_scan, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M,
+                         rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "outputs and states in one vector: every device scans the whole"},
 };
 // clang-format on
 

@@ -24,6 +24,7 @@
 #include <backplane/backends/vulkan/ops/misc.hpp>
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
+#include <backplane/backends/vulkan/ops/recurrent.hpp>
 #include <backplane/backends/vulkan/ops/rows.hpp>
 #include <backplane/backends/vulkan/ops/set_rows.hpp>
 #include <backplane/backends/vulkan/ops/sort.hpp>
@@ -74,6 +75,8 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::upscale: return plan_upscale(t, f, d);
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return plan_remap(t, f, d);
+    case op_kind::ssm_conv:
+    case op_kind::ssm_scan: return plan_recurrent(t, f, d);
     default: return false;
     }
 }
