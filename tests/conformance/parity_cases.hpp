@@ -117,7 +117,7 @@ BACKPLANE_PARITY_CASE("out_prod", "out_prod of f32 and quantized a, broadcast", 
 BACKPLANE_PARITY_CASE("im2col", "im2col 1-D and 2-D with strides, pads and dilations", "")
 BACKPLANE_PARITY_CASE("conv_2d", "conv_2d_direct of f32 and f16 kernels with strides, pads and dilations", "")
 BACKPLANE_PARITY_CASE("count_acc", "count_equal of i32 tensors and acc into views", "")
-BACKPLANE_PARITY_CASE("recurrent", "ssm_conv and ssm_scan in the Mamba-1 and Mamba-2 layouts", "")
+BACKPLANE_PARITY_CASE("recurrent", "ssm_conv, ssm_scan in the Mamba-1 and Mamba-2 layouts, gated_linear_attn, rwkv_wkv6 and rwkv_wkv7", "")
 
 #undef BACKPLANE_PARITY_CASE
 

@@ -869,6 +869,45 @@ TEST_CASE("ssm_conv and ssm_scan shapes and errors", "[ops][recurrent]") {
     CHECK_NULL_ERROR("ssm_scan", ssm_scan(ctx, s, x, dt, A2, B, nullptr, ids));
 }
 
+TEST_CASE("gated_linear_attn, rwkv_wkv6 and rwkv_wkv7 shapes and errors", "[ops][recurrent]") {
+    context ctx({.no_alloc = true});
+    constexpr elem_type f32 = elem_type::f32;
+    // S 4, H 3, T 6 tokens of 2 sequences
+    const auto tok = [&] { return ctx.new_tensor_3d(f32, 4, 3, 6); };
+    tensor* state = ctx.new_tensor_2d(f32, 4 * 4 * 3, 2);
+    tensor *k = tok(), *v = tok(), *q = tok(), *g = tok();
+    tensor* r = gated_linear_attn(ctx, k, v, q, g, state, 0.5f);
+    check_result(r, f32, {12, 6 + 4 * 2, 1, 1}, op_kind::gated_linear_attn, k, v, q);
+    CHECK(r->src[3] == g);
+    CHECK(r->src[4] == state);
+    CHECK(r->param<float>(0) == 0.5f);
+    tensor* tf = ctx.new_tensor_2d(f32, 4, 3);
+    tensor* w6 = rwkv_wkv6(ctx, k, v, q, tf, g, state);
+    check_result(w6, f32, {12, 14, 1, 1}, op_kind::rwkv_wkv6, k, v, q);
+    CHECK(w6->src[5] == state);
+    tensor* w7 = rwkv_wkv7(ctx, q, g, k, v, tok(), tok(), state);
+    check_result(w7, f32, {12, 14, 1, 1}, op_kind::rwkv_wkv7, q, g, k);
+    CHECK(w7->src[6] == state);
+
+    tensor* bad_v = ctx.new_tensor_3d(f32, 4, 3, 5);
+    CHECK_OP_ERROR("gated_linear_attn", operands({k, bad_v, q, g, state}), gated_linear_attn(ctx, k, bad_v, q, g, state, 1.0f));
+    tensor* three_seqs = ctx.new_tensor_2d(f32, 4 * 4 * 3, 4); // 6 tokens do not split into 4 sequences
+    CHECK_OP_ERROR("gated_linear_attn", operands({k, v, q, g, three_seqs}), gated_linear_attn(ctx, k, v, q, g, three_seqs, 1.0f));
+    tensor* small_state = ctx.new_tensor_2d(f32, 4 * 4 * 2, 2);
+    CHECK_OP_ERROR("rwkv_wkv6", operands({k, v, q, tf, g, small_state}), rwkv_wkv6(ctx, k, v, q, tf, g, small_state));
+    tensor* bad_tf = ctx.new_tensor_2d(f32, 4, 2);
+    CHECK_OP_ERROR("rwkv_wkv6", operands({k, v, q, bad_tf, g, state}), rwkv_wkv6(ctx, k, v, q, bad_tf, g, state));
+    tensor* kh = ctx.new_tensor_3d(elem_type::f16, 4, 3, 6);
+    CHECK_OP_ERROR("rwkv_wkv7", operands({q, g, kh, v, k, k, state}), rwkv_wkv7(ctx, q, g, kh, v, k, k, state));
+    tensor* kt = transpose(ctx, ctx.new_tensor_3d(f32, 3, 4, 6)); // [4, 3, 6], not contiguous
+    CHECK_OP_ERROR("rwkv_wkv7", operands({q, g, kt, v, k, k, state}), rwkv_wkv7(ctx, q, g, kt, v, k, k, state));
+    CHECK_OP_ERROR("gated_linear_attn", operands({k, v, q, g, state}),
+                   gated_linear_attn(ctx, k, v, q, g, state, std::numeric_limits<float>::infinity()));
+    CHECK_NULL_ERROR("gated_linear_attn", gated_linear_attn(ctx, k, v, nullptr, g, state, 1.0f));
+    CHECK_NULL_ERROR("rwkv_wkv6", rwkv_wkv6(ctx, k, v, q, tf, g, nullptr));
+    CHECK_NULL_ERROR("rwkv_wkv7", rwkv_wkv7(ctx, q, g, k, v, nullptr, k, state));
+}
+
 TEST_CASE("timestep_embedding and out_prod", "[ops][misc]") {
     context ctx({.no_alloc = true});
     tensor* t = ctx.new_tensor_1d(elem_type::f32, 6);

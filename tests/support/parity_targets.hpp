@@ -78,7 +78,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"upscale", 4},          // nearest, bilinear, bicubic, antialiased bilinear of f32 (each with and without aligned corners)
     {"remap", 2 * 3},        // pad_reflect_1d, roll of f32 f16 bf16
     {"count_acc", 2},        // count_equal i32, acc f32
-    {"recurrent", 1 + 2},    // ssm_conv; ssm_scan Mamba-1 and Mamba-2 (f32)
+    {"recurrent", 1 + 2 + 3}, // ssm_conv; ssm_scan Mamba-1 and Mamba-2; gated_linear_attn, rwkv_wkv6, rwkv_wkv7 (f32)
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

@@ -370,6 +370,28 @@ inline built_case build_ssm_scan(context& ctx, const case_spec& c, std::mt19937&
     return finish(ssm_scan(ctx, s, x, dt, A, B, C, ids));
 }
 
+/// gated_linear_attn, rwkv_wkv6 or rwkv_wkv7 (Op) of head size ne0, ne1 heads and ne3
+/// sequences of ne2 tokens each; decays (g, td, w) in (0.5, 1); variant: gated_linear_attn's
+/// scale 1 (0) or 1/8 (1).
+template <op_kind Op>
+inline built_case build_linear_attention(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const std::int64_t S = c.ne[0], H = c.ne[1], T = c.ne[2] * c.ne[3];
+    const auto tok = [&](double lo, double hi) { return input(ctx, elem_type::f32, {S, H, T, 1}, 0, rng, lo, hi); };
+    tensor* state = input(ctx, elem_type::f32, {S * S * H, c.ne[3], 1, 1}, 0, rng);
+    if constexpr (Op == op_kind::gated_linear_attn) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *q = tok(-1, 1), *g = tok(0.5, 1);
+        return finish(gated_linear_attn(ctx, k, v, q, g, state, c.variant == 0 ? 1.0f : 0.125f));
+    } else if constexpr (Op == op_kind::rwkv_wkv6) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *r = tok(-1, 1);
+        tensor* tf = input(ctx, elem_type::f32, {S, H, 1, 1}, 0, rng);
+        return finish(rwkv_wkv6(ctx, k, v, r, tf, tok(0.5, 1), state));
+    } else {
+        tensor *r = tok(-1, 1), *w = tok(0.5, 1), *k = tok(-1, 1), *v = tok(-1, 1), *a = tok(-0.5, 0.5), *b = tok(-0.5, 0.5);
+        return finish(rwkv_wkv7(ctx, r, w, k, v, a, b, state));
+    }
+}
+
 /// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
 inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
@@ -709,6 +731,9 @@ inline std::span<const op_cases> catalogue() {
         {"acc", 1, 4, &build_acc, &shape_rows, {4096, 512, 1, 1}},
         {"ssm_conv", 1, 4, &build_ssm_conv, &shape_matrix, {1536, 512, 1, 1}},
         {"ssm_scan", 1, 2, &build_ssm_scan, &shape_matrix, {16, 64, 32, 128}},
+        {"gated_linear_attn", 1, 2, &build_linear_attention<op_kind::gated_linear_attn>, &shape_matrix, {64, 32, 128, 1}},
+        {"rwkv_wkv6", 1, 1, &build_linear_attention<op_kind::rwkv_wkv6>, &shape_matrix, {64, 32, 128, 1}},
+        {"rwkv_wkv7", 1, 1, &build_linear_attention<op_kind::rwkv_wkv7>, &shape_matrix, {64, 32, 128, 1}},
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},

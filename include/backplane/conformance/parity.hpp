@@ -784,9 +784,10 @@ inline int count_acc_cases(batch& cases) {
     return found;
 }
 
-/// The state-space recurrences: ssm_conv over any layout, ssm_scan in the Mamba-1 (A per
-/// state) and Mamba-2 (A per head, grouped B and C) layouts, with state ids that pick,
-/// repeat and skip states of s.
+/// The state-space and linear-attention recurrences: ssm_conv over any layout, ssm_scan in
+/// the Mamba-1 (A per state) and Mamba-2 (A per head, grouped B and C) layouts, with state
+/// ids that pick, repeat and skip states of s; gated_linear_attn, rwkv_wkv6 and rwkv_wkv7
+/// over one or more sequences.
 inline int recurrent_cases(batch& cases) {
     int found = 0;
     constexpr elem_type f32 = elem_type::f32, i32 = elem_type::i32;
@@ -829,6 +830,34 @@ inline int recurrent_cases(batch& cases) {
             const std::int64_t head_dim = mamba1 ? 1 : g.pick({1, 4, 16});
             const std::int64_t n_s = g.upto(3);
             cases.add(scan(mamba1, d_state, head_dim, n_head, n_group, g.upto(6), n_s, n_s + g.upto(2) - 1, s == 0));
+        }
+    }
+    // decays in (0, 1) (g, td, w) keep long sequences bounded, as the models' are
+    for (const op_kind op : {op_kind::gated_linear_attn, op_kind::rwkv_wkv6, op_kind::rwkv_wkv7}) {
+        const auto make = [&](std::int64_t S, std::int64_t H, std::int64_t T, std::int64_t n_seqs, bool probe) {
+            const auto tok = [&](double lo, double hi) {
+                return probe ? cases.leaf(f32, {S, H, T, 1}) : cases.input(f32, {S, H, T, 1}, layout::contiguous, lo, hi);
+            };
+            tensor* state = probe ? cases.leaf(f32, {S * S * H, n_seqs, 1, 1})
+                                  : cases.input(f32, {S * S * H, n_seqs, 1, 1}, layout::contiguous);
+            if (op == op_kind::gated_linear_attn) {
+                tensor *k = tok(-1, 1), *v = tok(-1, 1), *q = tok(-1, 1), *gate = tok(0.5, 1.0);
+                return gated_linear_attn(cases.ctx, k, v, q, gate, state, 0.125f * static_cast<float>(1 + g.upto(8)));
+            }
+            if (op == op_kind::rwkv_wkv6) {
+                tensor *k = tok(-1, 1), *v = tok(-1, 1), *r = tok(-1, 1);
+                tensor* tf = probe ? cases.leaf(f32, {S, H, 1, 1}) : cases.input(f32, {S, H, 1, 1}, layout::contiguous);
+                return rwkv_wkv6(cases.ctx, k, v, r, tf, tok(0.5, 1.0), state);
+            }
+            tensor *r = tok(-1, 1), *w = tok(0.5, 1.0), *k = tok(-1, 1), *v = tok(-1, 1), *a = tok(-0.5, 0.5), *b = tok(-0.5, 0.5);
+            return rwkv_wkv7(cases.ctx, r, w, k, v, a, b, state);
+        };
+        if (!cases.claimed([&] { return make(2, 2, 2, 1, true); })) continue;
+        cases.combination();
+        ++found;
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t n_seqs = g.upto(3);
+            cases.add(make(g.pick({1, 4, 16, 33}), g.upto(3), n_seqs * g.upto(4), n_seqs, false));
         }
     }
     return found;

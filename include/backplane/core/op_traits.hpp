@@ -68,6 +68,10 @@
 //                                   n_t, n_s]        d_inner, n_s]            (c)
 //   ssm_scan (s, x, dt, A, B, C,    f32 (y, then     f32 (s: the states,      f32 (x); dt, A, B,
 //   ids)                            the states)      contiguous)              C f32; ids i32
+//   gated_linear_attn (k, v, q, g,  f32 [S * H,      f32 [S, H, T] (k; v,     the state: f32
+//   state), rwkv_wkv6 (k, v, r,     T + S * n_seqs]  q, g, r, tf, td, w, a,   [S * S * H, n_seqs];
+//   tf, td, state), rwkv_wkv7 (r,   (y, then the     b the same), every       all contiguous
+//   w, k, v, a, b, state)           states)          operand contiguous       (tf: S * H values)
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -377,6 +381,35 @@ inline std::string_view ssm_scan(const tensor& t) noexcept {
     if (!ne_is(ids, n_s, 1, 1, 1)) return "ids must be an i32 vector of n_s (x.ne3) state numbers";
     if (t.type != elem_type::f32 || !ne_is(t, x.nelements() + d_state * head_dim * n_head * n_s, 1, 1, 1))
         return "the result is f32 [x's elements + d_state * head_dim * n_head * n_s]";
+    return {};
+}
+
+/// The linear-attention recurrences (gated_linear_attn, rwkv_wkv6, rwkv_wkv7): every
+/// source f32 and contiguous; the per-token ones [S, H, T] (k's extents, ne3 1), rwkv_wkv6's
+/// tf S * H values (one per channel of each head), the state (the last source) with ne1
+/// n_seqs and S * S * H * n_seqs values, T a multiple of n_seqs (each sequence's tokens
+/// are consecutive); the result f32 [S * H, T + S * n_seqs]: y, then the final states.
+inline std::string_view linear_attention(const tensor& t) noexcept {
+    const std::size_t n = static_cast<std::size_t>(t.op == op_kind::gated_linear_attn ? 5 : t.op == op_kind::rwkv_wkv6 ? 6 : 7);
+    const std::size_t k_at = t.op == op_kind::rwkv_wkv7 ? 2 : 0; // whose extents are S, H, T
+    const tensor& k = *t.src[k_at];
+    const tensor& state = *t.src[n - 1];
+    for (std::size_t j = 0; j < n; ++j)
+        if (t.src[j]->type != elem_type::f32 || !t.src[j]->is_contiguous()) return "every operand must be f32 and contiguous";
+    const std::int64_t S = k.ne[0], H = k.ne[1], T = k.ne[2];
+    if (k.ne[3] != 1) return "k must be [S, H, T] (head size, heads, tokens)";
+    for (std::size_t j = 0; j + 1 < n; ++j) {
+        if (t.op == op_kind::rwkv_wkv6 && j == 3) {
+            if (t.src[j]->nelements() != S * H) return "tf must hold S * H values (one per channel of each head)";
+        } else if (!same_ne(*t.src[j], k)) {
+            return "the per-token operands must all be [S, H, T] (k's extents)";
+        }
+    }
+    const std::int64_t n_seqs = state.ne[1];
+    if (state.nelements() != S * S * H * n_seqs) return "state must hold S * S * H values for each of its ne1 (n_seqs) sequences";
+    if (!multiple_of(T, n_seqs)) return "the tokens (T) must be a multiple of the sequences (state.ne1)";
+    if (t.op == op_kind::gated_linear_attn && !finite_param(t, 0)) return "scale must be finite";
+    if (t.type != elem_type::f32 || !ne_is(t, S * H, T + S * n_seqs, 1, 1)) return "the result is f32 [S * H, T + S * n_seqs]";
     return {};
 }
 
@@ -823,7 +856,8 @@ namespace r = op_rules;
 ///   (kernel, input; s0, s1, p0, p1, d0, d1); pool_1d (a; op, k0, s0, p0); pool_2d (a; op,
 ///   k0, k1, s0, s1, p0, p1); upscale (a; mode and flags); pad_reflect_1d (a; p0, p1); roll
 ///   (a; shift0 .. shift3); count_equal (a, b); acc (a, b; nb1, nb2, nb3, offset, inplace);
-///   ssm_conv (sx, c); ssm_scan (s, x, dt, A, B, C, ids).
+///   ssm_conv (sx, c); ssm_scan (s, x, dt, A, B, C, ids); gated_linear_attn (k, v, q, g,
+///   state; scale); rwkv_wkv6 (k, v, r, tf, td, state); rwkv_wkv7 (r, w, k, v, a, b, state).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -907,6 +941,9 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // state-space and linear-attention recurrences
     {"ssm_conv",  2, 2, 0, false, false, fam::rows,        r::ssm_conv},
     {"ssm_scan",  7, 7, 0, false, false, fam::rows,        r::ssm_scan},
+    {"gated_linear_attn", 5, 5, 1, false, false, fam::rows, r::linear_attention},
+    {"rwkv_wkv6", 6, 6, 0, false, false, fam::rows,        r::linear_attention},
+    {"rwkv_wkv7", 7, 7, 0, false, false, fam::rows,        r::linear_attention},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -924,7 +961,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "ssm_scan"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "rwkv_wkv7"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail

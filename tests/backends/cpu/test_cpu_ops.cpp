@@ -1255,6 +1255,57 @@ TEST_CASE("cpu: ssm_scan in the Mamba-1 and Mamba-2 layouts", "[cpu][recurrent]"
     }
 }
 
+namespace {
+/// A gated_linear_attn, rwkv_wkv6 or rwkv_wkv7 node of h's over n_seqs sequences of T /
+/// n_seqs tokens; decays in (0.5, 1).
+tensor* linear_attention_case(harness& h, op_kind op, i64 S, i64 H, i64 T, i64 n_seqs) {
+    const auto tok = [&](double lo, double hi) { return h.input(f32, {S, H, T, 1}, layout::contiguous, lo, hi); };
+    tensor* state = h.input(f32, {S * S * H, n_seqs, 1, 1}, layout::contiguous);
+    if (op == op_kind::gated_linear_attn) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *q = tok(-1, 1), *g = tok(0.5, 1);
+        return gated_linear_attn(h.ctx, k, v, q, g, state, 0.25f);
+    }
+    if (op == op_kind::rwkv_wkv6) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *r = tok(-1, 1);
+        tensor* tf = h.input(f32, {S, H, 1, 1}, layout::contiguous);
+        tensor* td = tok(0.5, 1);
+        return rwkv_wkv6(h.ctx, k, v, r, tf, td, state);
+    }
+    tensor *r = tok(-1, 1), *w = tok(0.5, 1), *k = tok(-1, 1), *v = tok(-1, 1), *a = tok(-0.5, 0.5), *b = tok(-0.5, 0.5);
+    return rwkv_wkv7(h.ctx, r, w, k, v, a, b, state);
+}
+} // namespace
+
+TEST_CASE("cpu: gated_linear_attn, rwkv_wkv6 and rwkv_wkv7 over one and more sequences", "[cpu][recurrent]") {
+    harness h(6303);
+    for (const op_kind op : {op_kind::gated_linear_attn, op_kind::rwkv_wkv6, op_kind::rwkv_wkv7})
+        for (int s = 0; s < 5; ++s) {
+            const i64 S = 1 + (s * 7) % 17, H = 1 + s % 3, n_seqs = 1 + s % 3, T = n_seqs * (1 + (s * 3) % 5);
+            tensor* out = linear_attention_case(h, op, S, H, T, n_seqs);
+            CHECK(out->ne == extents{S * H, T + S * n_seqs, 1, 1});
+            h.check(out, {.max_nmse = 1e-10}, std::string(to_string(op)) + " case " + std::to_string(s));
+        }
+    SECTION("one head of size 1, one token, by hand") {
+        tensor* g = linear_attention_case(h, op_kind::gated_linear_attn, 1, 1, 1, 1);
+        tensor* w6 = linear_attention_case(h, op_kind::rwkv_wkv6, 1, 1, 1, 1);
+        tensor* w7 = linear_attention_case(h, op_kind::rwkv_wkv7, 1, 1, 1, 1);
+        for (tensor* t : {g, w6, w7}) REQUIRE(cpu::compute_forward(cpu::compute_params{}, *t) == errc::ok);
+        const auto in = [](tensor* t, int j) { return bt::get(*t->src[j], 0); };
+        // gated_linear_attn: st = st * g + k v, y = st * q * scale
+        const double sg = in(g, 4) * in(g, 3) + in(g, 0) * in(g, 1);
+        CHECK(bt::get(*g, 0, 1) == Approx(sg).epsilon(1e-5));
+        CHECK(bt::get(*g, 0, 0) == Approx(sg * in(g, 2) * 0.25).epsilon(1e-5));
+        // rwkv_wkv6: y = r (tf k v + st), st = st td + k v
+        const double kv = in(w6, 0) * in(w6, 1);
+        CHECK(bt::get(*w6, 0, 0) == Approx(in(w6, 2) * (in(w6, 3) * kv + in(w6, 5))).epsilon(1e-5));
+        CHECK(bt::get(*w6, 0, 1) == Approx(in(w6, 5) * in(w6, 4) + kv).epsilon(1e-5));
+        // rwkv_wkv7: st = st w + v k + (a st) b, y = st r
+        const double s7 = in(w7, 6) * in(w7, 1) + in(w7, 3) * in(w7, 2) + in(w7, 4) * in(w7, 6) * in(w7, 5);
+        CHECK(bt::get(*w7, 0, 1) == Approx(s7).epsilon(1e-5));
+        CHECK(bt::get(*w7, 0, 0) == Approx(s7 * in(w7, 0)).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("cpu: timestep_embedding of even and odd dims", "[cpu][misc]") {
     harness h(8778);
     for (const auto& [n, dim, max_period] : std::vector<std::array<int, 3>>{
@@ -1767,6 +1818,8 @@ TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads
     nodes.push_back(ssm_conv(h.ctx, h.input(f32, {12, 9, 3, 1}, layout::permuted), h.input(f32, {4, 9, 1, 1}, layout::strided_rows)));
     nodes.push_back(ssm_scan_case(h, true, 8, 1, 9, 1, 3, 3, 4, 2.0, layout::contiguous));
     nodes.push_back(ssm_scan_case(h, false, 8, 4, 6, 2, 3, 2, 2, 2.0, layout::offset));
+    for (const op_kind op : {op_kind::gated_linear_attn, op_kind::rwkv_wkv6, op_kind::rwkv_wkv7})
+        nodes.push_back(linear_attention_case(h, op, 8, 7, 6, 2));
     nodes.push_back(out_prod(h.ctx, h.input(q4_0, {64, 5, 1, 2}, layout::contiguous), h.input(f32, {9, 5, 3, 2}, layout::permuted)));
     nodes.push_back(soft_max(h.ctx, a, h.leaf(f32, {64, 7, 1, 2}), 0.3f));
     nodes.push_back(dup(h.ctx, a));

@@ -61,7 +61,8 @@ struct vulkan_targets {
         {"upscale", 4},    // nearest, bilinear, bicubic, antialiased bilinear of f32
         {"remap", 2 * 3},  // pad_reflect_1d, roll of f32 f16 bf16 (16-bit storage)
         {"count_acc", 2},  // count_equal i32, acc f32
-        {"recurrent", 1 + 2}, // ssm_conv; ssm_scan Mamba-1 and Mamba-2 (f32; B and C contiguous)
+        {"recurrent", 1 + 2 + 3}, // ssm_conv; ssm_scan Mamba-1 and Mamba-2 (f32; B and C contiguous);
+                                  // gated_linear_attn, rwkv_wkv6, rwkv_wkv7 (f32)
     };
 };
 

@@ -93,7 +93,10 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return launch_remap(node, ctx);
     case op_kind::ssm_conv:
-    case op_kind::ssm_scan: return launch_recurrent(node, ctx);
+    case op_kind::ssm_scan:
+    case op_kind::gated_linear_attn:
+    case op_kind::rwkv_wkv6:
+    case op_kind::rwkv_wkv7: return launch_recurrent(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

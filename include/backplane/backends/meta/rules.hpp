@@ -318,6 +318,13 @@ inline constexpr rule rules[] = {
     {op_kind::ssm_scan, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M,
                          rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
      "outputs and states in one vector: every device scans the whole"},
+    {op_kind::gated_linear_attn, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
+     rule_detail::M, axes_all, 0, {}, {}, false, "outputs and states in one tensor: every device computes the whole"},
+    {op_kind::rwkv_wkv6, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
+     rule_detail::M, axes_all, 0, {}, {}, false, "outputs and states in one tensor: every device computes the whole"},
+    {op_kind::rwkv_wkv7, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M,
+                          rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "outputs and states in one tensor: every device computes the whole"},
 };
 // clang-format on
 

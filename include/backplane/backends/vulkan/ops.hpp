@@ -76,7 +76,10 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return plan_remap(t, f, d);
     case op_kind::ssm_conv:
-    case op_kind::ssm_scan: return plan_recurrent(t, f, d);
+    case op_kind::ssm_scan:
+    case op_kind::gated_linear_attn:
+    case op_kind::rwkv_wkv6:
+    case op_kind::rwkv_wkv7: return plan_recurrent(t, f, d);
     default: return false;
     }
 }

@@ -1,8 +1,9 @@
 #pragma once
-// ssm_conv and ssm_scan (core/ops/recurrent.hpp): the recurrences of state-space models,
-// computed in f32 in ggml's order of operations (the sums from the first term), so that
-// the reference agrees with ggml's CPU to rounding. ssm_conv's threads split dst's rows;
-// ssm_scan's split the (head, sequence) pairs, each of which runs its tokens in order.
+// ssm_conv, ssm_scan, gated_linear_attn, rwkv_wkv6 and rwkv_wkv7 (core/ops/recurrent.hpp):
+// the recurrences of state-space and linear-attention models, computed in f32 in ggml's
+// order of operations (the sums from the first term), so that the reference agrees with
+// ggml's CPU to rounding. ssm_conv's threads split dst's rows; the others' split the
+// (head, sequence) pairs, each of which runs its tokens in order.
 
 #include <backplane/backends/cpu/kernels/common.hpp>
 
@@ -93,6 +94,74 @@ inline bool ssm_scan(const compute_params& p, tensor& dst) noexcept {
         }
     }
     return all_valid;
+}
+
+/// The units the linear-attention kernels' threads split: (head, sequence) pairs.
+inline i64 linear_attention_units(const tensor& dst) noexcept {
+    const tensor& state = *dst.src[dst.op == op_kind::gated_linear_attn ? 4 : dst.op == op_kind::rwkv_wkv6 ? 5 : 6];
+    return dst.src[dst.op == op_kind::rwkv_wkv7 ? 2 : 0]->ne[1] * state.ne[1];
+}
+
+/// gated_linear_attn, rwkv_wkv6 and rwkv_wkv7 (core/ops/recurrent.hpp's formulas), every
+/// operand contiguous f32 (the rule): y into dst's first S * H * T values, then the states.
+template <class = void>
+inline void linear_attention(const compute_params& p, tensor& dst) noexcept {
+    const bool wkv7 = dst.op == op_kind::rwkv_wkv7, wkv6 = dst.op == op_kind::rwkv_wkv6;
+    const tensor& kt = *dst.src[wkv7 ? 2 : 0];
+    const tensor& state = *dst.src[wkv7 ? 6 : wkv6 ? 5 : 4];
+    const i64 S = kt.ne[0], H = kt.ne[1], T = kt.ne[2], n_seqs = state.ne[1], per_seq = T / n_seqs;
+    const auto src = [&](std::size_t j) { return static_cast<const float*>(dst.src[j]->data); };
+    float* y = static_cast<float*>(dst.data);
+    float* states = y + S * H * T;
+    const float* s_in = src(wkv7 ? 6 : wkv6 ? 5 : 4);
+    const float scale = dst.op == op_kind::gated_linear_attn ? dst.param<float>(0) : 1.0f;
+    const auto [u0, u1] = split_work(linear_attention_units(dst), p);
+    for (i64 u = u0; u < u1; ++u) {
+        const i64 h = u % H, seq = u / H;
+        float* st = states + (seq * H + h) * S * S;           // this head's final state, [i * S + j]
+        const float* st0 = s_in + (seq * H + h) * S * S;      // and where it starts
+        for (i64 tt = 0; tt < per_seq; ++tt) {
+            const i64 t = seq * per_seq + tt;
+            const float* prev = tt == 0 ? st0 : st;
+            const i64 at = (t * H + h) * S; // channel 0 of head h, token t
+            float* yt = y + at;
+            if (wkv7) {
+                const float *r = src(0) + at, *w = src(1) + at, *k = src(2) + at, *v = src(3) + at, *a = src(4) + at,
+                            *b = src(5) + at;
+                for (i64 i = 0; i < S; ++i) {
+                    float sa = 0.0f;
+                    for (i64 j = 0; j < S; ++j) sa += a[j] * prev[i * S + j];
+                    float sum = 0.0f;
+                    for (i64 j = 0; j < S; ++j) {
+                        const float next = prev[i * S + j] * w[j] + v[i] * k[j] + sa * b[j];
+                        st[i * S + j] = next;
+                        sum += next * r[j];
+                    }
+                    yt[i] = sum;
+                }
+                continue;
+            }
+            const float *k = src(0) + at, *v = src(1) + at, *qr = src(2) + at;
+            const float* g = src(wkv6 ? 4 : 3) + at;          // td (rwkv_wkv6) or g
+            const float* tf = wkv6 ? src(3) + h * S : nullptr; // per channel of head h
+            for (i64 j = 0; j < S; ++j) {
+                float sum = 0.0f;
+                for (i64 i = 0; i < S; ++i) {
+                    const float kv = v[j] * k[i];
+                    const float old = prev[i * S + j];
+                    if (wkv6) {
+                        sum += (kv * tf[i] + old) * qr[i];
+                        st[i * S + j] = old * g[i] + kv;
+                    } else {
+                        const float next = old * g[i] + kv;
+                        sum += next * (qr[i] * scale);
+                        st[i * S + j] = next;
+                    }
+                }
+                yt[j] = sum;
+            }
+        }
+    }
 }
 
 } // namespace backplane::cpu::kernels

@@ -1,6 +1,8 @@
 #pragma once
-// ssm_conv and ssm_scan, as the CPU's reference kernels (backends/cpu/kernels/recurrent.hpp):
-// f32 in the same order of operations. ssm_conv: one thread per result element, any
+// ssm_conv, ssm_scan, gated_linear_attn, rwkv_wkv6 and rwkv_wkv7, as the CPU's reference
+// kernels (backends/cpu/kernels/recurrent.hpp): f32 in the same order of operations. The
+// linear-attention ops: one thread per (value channel, head, sequence), which owns that
+// channel's column (row for rwkv_wkv7) of the head's state and runs the tokens in order. ssm_conv: one thread per result element, any
 // strides. ssm_scan: one thread per (i, head, sequence), which runs the tokens in order and
 // keeps its d_state states in the result (where the final states go); a sequence whose
 // state id is outside s's states reads nothing, writes zeros and sets error_index in the
@@ -67,9 +69,58 @@ __global__ void k_ssm_scan(float* out, tview s, tview x, tview dt, tview A, tvie
     }
 }
 
+/// gated_linear_attn (which 0), rwkv_wkv6 (1), rwkv_wkv7 (2); src: the sources' data, all
+/// contiguous f32.
+struct linear_srcs {
+    const float* p[7];
+};
+
+__global__ void k_linear_attention(float* y, linear_srcs in, int which, i64 S, i64 H, i64 T, i64 n_seqs, float scale) {
+    const i64 units = S * H * n_seqs, per_seq = T / n_seqs;
+    float* states = y + S * H * T;
+    for (i64 u = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; u < units; u += static_cast<i64>(gridDim.x) * blockDim.x) {
+        const i64 o = u % S, h = (u / S) % H, seq = u / (S * H);
+        float* st = states + (seq * H + h) * S * S;
+        const float* st0 = in.p[which == 0 ? 4 : which == 1 ? 5 : 6] + (seq * H + h) * S * S;
+        for (i64 tt = 0; tt < per_seq; ++tt) {
+            const i64 t = seq * per_seq + tt;
+            const float* prev = tt == 0 ? st0 : st;
+            const i64 at = (t * H + h) * S;
+            float sum = 0.0f;
+            if (which == 2) { // row o of the state
+                const float *r = in.p[0] + at, *w = in.p[1] + at, *k = in.p[2] + at, *v = in.p[3] + at, *a = in.p[4] + at,
+                            *b = in.p[5] + at;
+                float sa = 0.0f;
+                for (i64 j = 0; j < S; ++j) sa = __fadd_rn(sa, __fmul_rn(a[j], prev[o * S + j]));
+                for (i64 j = 0; j < S; ++j) {
+                    const float next = __fadd_rn(__fadd_rn(__fmul_rn(prev[o * S + j], w[j]), __fmul_rn(v[o], k[j])), __fmul_rn(sa, b[j]));
+                    st[o * S + j] = next;
+                    sum = __fadd_rn(sum, __fmul_rn(next, r[j]));
+                }
+            } else { // column o of the state
+                const float *k = in.p[0] + at, *v = in.p[1] + at, *qr = in.p[2] + at, *g = in.p[which == 1 ? 4 : 3] + at;
+                const float* tf = in.p[3] + h * S;
+                for (i64 i = 0; i < S; ++i) {
+                    const float kv = __fmul_rn(v[o], k[i]);
+                    const float old = prev[i * S + o];
+                    if (which == 1) {
+                        sum = __fadd_rn(sum, __fmul_rn(__fadd_rn(__fmul_rn(kv, tf[i]), old), qr[i]));
+                        st[i * S + o] = __fadd_rn(__fmul_rn(old, g[i]), kv);
+                    } else {
+                        const float next = __fadd_rn(__fmul_rn(old, g[i]), kv);
+                        sum = __fadd_rn(sum, __fmul_rn(next, __fmul_rn(qr[i], scale)));
+                        st[i * S + o] = next;
+                    }
+                }
+            }
+            y[at + o] = sum;
+        }
+    }
+}
+
 } // namespace recurrent_detail
 
-/// ssm_conv and ssm_scan (kernel_table::launch), f32.
+/// ssm_conv, ssm_scan, gated_linear_attn, rwkv_wkv6, rwkv_wkv7 (kernel_table::launch), f32.
 inline cudaError_t launch_recurrent(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace recurrent_detail;
     if (node.type != elem_type::f32) return cudaErrorInvalidValue;
@@ -87,6 +138,24 @@ inline cudaError_t launch_recurrent(const tensor& node, const detail::launch_con
         k_ssm_scan<<<blocks_for(units, 128), 128, 0, ctx.stream>>>(
             static_cast<float*>(node.data), view_of(*node.src[0]), view_of(x), view_of(*node.src[2]), view_of(*node.src[3]),
             view_of(*node.src[4]), view_of(*node.src[5]), view_of(*node.src[6]), ctx.error_word);
+        return cudaGetLastError();
+    }
+    case op_kind::gated_linear_attn:
+    case op_kind::rwkv_wkv6:
+    case op_kind::rwkv_wkv7: {
+        const int which = node.op == op_kind::gated_linear_attn ? 0 : node.op == op_kind::rwkv_wkv6 ? 1 : 2;
+        const int n = which == 0 ? 5 : which == 1 ? 6 : 7;
+        linear_srcs in{};
+        for (int j = 0; j < n; ++j) {
+            const tensor* s = node.src[j];
+            if (s == nullptr || s->type != elem_type::f32 || !s->is_contiguous()) return cudaErrorInvalidValue;
+            in.p[j] = static_cast<const float*>(s->data);
+        }
+        if (!node.is_contiguous()) return cudaErrorInvalidValue;
+        const tensor& k = *node.src[which == 2 ? 2 : 0];
+        const i64 S = k.ne[0], H = k.ne[1], T = k.ne[2], n_seqs = node.src[n - 1]->ne[1];
+        k_linear_attention<<<blocks_for(S * H * n_seqs, 128), 128, 0, ctx.stream>>>(
+            static_cast<float*>(node.data), in, which, S, H, T, n_seqs, which == 0 ? node.param<float>(0) : 1.0f);
         return cudaGetLastError();
     }
     default: return cudaErrorNotSupported;

@@ -1,5 +1,5 @@
 #version 460
-// The recurrences of state-space models, f32, in the CPU reference kernels' order of
+// The recurrences of state-space and linear-attention models, f32, in the CPU reference kernels' order of
 // operations (backends/cpu/kernels/recurrent.hpp).
 //
 // ssm_conv: dst[i, t, k] = sum over j < b_ne.x (d_conv) of a[t + j, i, k] * b[j, i]: sx
@@ -16,8 +16,18 @@
 // (i, head, sequence) runs the tokens in order and keeps its states in dst. A state id
 // outside [0, n_rs) reads nothing: zeros, and ERROR_INDEX in the error word.
 //
+// gated_linear_attn (WHICH 0: k, v, q, g, state), rwkv_wkv6 (1: k, v, r, tf, td, state),
+// rwkv_wkv7 (2: r, w, k, v, a, b, state): every source contiguous, sources 0 and 1 at
+// bindings 0 and 1 (offsets offs.x, offs.y), sources 2 to 6 at bindings 4 to 8 (offsets
+// offs.w, a_nb.x, b_nb.x, a_nb.y, b_nb.y); a_ne is source 0's [S, H, T], prm.x n_seqs,
+// prm.y gated_linear_attn's scale. One invocation per (value channel, head, sequence) owns
+// that channel's column (rwkv_wkv7: row) of the head's state and runs the tokens in order.
+//
 // variant: ssm_conv_f32 -DSSM_CONV
 // variant: ssm_scan_f32 -DSSM_SCAN
+// variant: gated_linear_attn_f32 -DLINEAR_ATTN -DWHICH=0
+// variant: rwkv_wkv6_f32 -DLINEAR_ATTN -DWHICH=1
+// variant: rwkv_wkv7_f32 -DLINEAR_ATTN -DWHICH=2
 #include "common.glsl"
 
 layout(local_size_x = 128) in;
@@ -25,12 +35,18 @@ layout(binding = 0, std430) readonly buffer A0 { float a[]; };
 layout(binding = 1, std430) readonly buffer B0 { float b[]; };
 layout(binding = 2, std430) buffer D { float d[]; };
 layout(binding = 3, std430) buffer E { uint error_word; };
-#if defined(SSM_SCAN)
+#if defined(SSM_SCAN) || defined(LINEAR_ATTN)
 layout(binding = 4, std430) readonly buffer S2 { float src2[]; };
 layout(binding = 5, std430) readonly buffer S3 { float src3[]; };
 layout(binding = 6, std430) readonly buffer S4 { float src4[]; };
+#endif
+#if defined(SSM_SCAN) || (defined(LINEAR_ATTN) && WHICH > 0)
 layout(binding = 7, std430) readonly buffer S5 { float src5[]; };
+#endif
+#if defined(SSM_SCAN)
 layout(binding = 8, std430) readonly buffer S6 { int src6[]; };
+#elif defined(LINEAR_ATTN) && WHICH == 2
+layout(binding = 8, std430) readonly buffer S6 { float src6[]; };
 #endif
 
 #if defined(SSM_CONV)
@@ -79,6 +95,68 @@ void main() {
             d[st + n] = state;
         }
         d[p.offs.z + ((k * n_t + t) * n_head + h) * head_dim + i] = sum;
+    }
+}
+#elif defined(LINEAR_ATTN)
+// Element e of source j (2 to 6 here; sources 0 and 1 are a and b).
+float src_at(uint j, uint e) {
+    switch (j) {
+    case 0u: return a[p.offs.x + e];
+    case 1u: return b[p.offs.y + e];
+    case 2u: return src2[p.offs.w + e];
+    case 3u: return src3[p.a_nb.x + e];
+    case 4u: return src4[p.b_nb.x + e];
+#if WHICH > 0
+    case 5u: return src5[p.a_nb.y + e];
+#endif
+#if WHICH == 2
+    default: return src6[p.b_nb.y + e];
+#else
+    default: return 0.0;
+#endif
+    }
+}
+
+void main() {
+    const uint S = p.a_ne.x, H = p.a_ne.y, T = p.a_ne.z, n_seqs = p.prm.x, per_seq = T / n_seqs;
+    const uint u = linear_id(128);
+    if (u >= S * H * n_seqs) return;
+    const uint o = u % S, h = (u / S) % H, seq = u / (S * H);
+    const uint state_src = WHICH == 0 ? 4u : WHICH == 1 ? 5u : 6u;
+    const uint st = p.offs.z + S * H * T + (seq * H + h) * S * S; // this head's final state in d
+    const uint st0 = (seq * H + h) * S * S;                       // and where it starts
+    for (uint tt = 0u; tt < per_seq; ++tt) {
+        const uint t = seq * per_seq + tt;
+        const uint at = (t * H + h) * S;
+        precise float sum = 0.0;
+#if WHICH == 2
+        precise float sa = 0.0;
+        for (uint j = 0u; j < S; ++j) sa += src_at(4u, at + j) * (tt == 0u ? src_at(state_src, st0 + o * S + j) : d[st + o * S + j]);
+        const float vo = src_at(3u, at + o);
+        for (uint j = 0u; j < S; ++j) {
+            const float prev = tt == 0u ? src_at(state_src, st0 + o * S + j) : d[st + o * S + j];
+            precise float next = prev * src_at(1u, at + j) + vo * src_at(2u, at + j) + sa * src_at(5u, at + j);
+            d[st + o * S + j] = next;
+            sum += next * src_at(0u, at + j);
+        }
+#else
+        const float vo = src_at(1u, at + o);
+        for (uint i = 0u; i < S; ++i) {
+            const float prev = tt == 0u ? src_at(state_src, st0 + i * S + o) : d[st + i * S + o];
+            precise float kv = vo * src_at(0u, at + i);
+#if WHICH == 1
+            precise float bonus = kv * src_at(3u, h * S + i) + prev;
+            sum += bonus * src_at(2u, at + i);
+            precise float next = prev * src_at(4u, at + i) + kv;
+#else
+            precise float next = prev * src_at(3u, at + i) + kv;
+            precise float q = src_at(2u, at + i) * uintBitsToFloat(p.prm.y);
+            sum += next * q;
+#endif
+            d[st + i * S + o] = next;
+        }
+#endif
+        d[p.offs.z + at + o] = sum;
     }
 }
 #endif
