@@ -120,6 +120,7 @@ BACKPLANE_PARITY_CASE("count_acc", "count_equal of i32 tensors and acc into view
 BACKPLANE_PARITY_CASE("conv_2d_dw", "conv_2d_dw_direct of f32 kernels, channel-last and other layouts, strides, pads and dilations", "")
 BACKPLANE_PARITY_CASE("window", "win_part into padded and whole windows, win_unpart back, get_rel_pos", "")
 BACKPLANE_PARITY_CASE("conv_transpose", "conv_transpose_1d and conv_transpose_2d of f32 and f16 kernels with strides below and above the kernel's width", "")
+BACKPLANE_PARITY_CASE("recurrent", "ssm_conv, ssm_scan in the Mamba-1 and Mamba-2 layouts, gated_linear_attn, rwkv_wkv6 and rwkv_wkv7", "")
 
 #undef BACKPLANE_PARITY_CASE
 

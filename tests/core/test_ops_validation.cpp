@@ -944,6 +944,100 @@ TEST_CASE("cumsum, tri and diag", "[ops][misc]") {
     CHECK_NULL_ERROR("diag", diag(ctx, nullptr));
 }
 
+TEST_CASE("ssm_conv and ssm_scan shapes and errors", "[ops][recurrent]") {
+    context ctx({.no_alloc = true});
+    constexpr elem_type f32 = elem_type::f32;
+    tensor* sx = ctx.new_tensor_3d(f32, 9, 6, 2); // d_conv 4: 6 tokens
+    tensor* c = ctx.new_tensor_2d(f32, 4, 6);
+    check_result(ssm_conv(ctx, sx, c), f32, {6, 6, 2, 1}, op_kind::ssm_conv, sx, c);
+    tensor* one = ctx.new_tensor_3d(f32, 4, 6, 2); // one token
+    CHECK(ssm_conv(ctx, one, c)->ne == ne_t{6, 1, 2, 1});
+    tensor* short_sx = ctx.new_tensor_3d(f32, 3, 6, 2);
+    CHECK_OP_ERROR("ssm_conv", operands({short_sx, c}), ssm_conv(ctx, short_sx, c));
+    tensor* other_inner = ctx.new_tensor_3d(f32, 9, 5, 2);
+    CHECK_OP_ERROR("ssm_conv", operands({other_inner, c}), ssm_conv(ctx, other_inner, c));
+    tensor* sx4 = ctx.new_tensor_4d(f32, 9, 6, 2, 2);
+    CHECK_OP_ERROR("ssm_conv", operands({sx4, c}), ssm_conv(ctx, sx4, c));
+    tensor* c3 = ctx.new_tensor_3d(f32, 4, 6, 2);
+    CHECK_OP_ERROR("ssm_conv", operands({sx, c3}), ssm_conv(ctx, sx, c3));
+    tensor* sxh = ctx.new_tensor_3d(elem_type::f16, 9, 6, 2);
+    CHECK_OP_ERROR("ssm_conv", operands({sxh, c}), ssm_conv(ctx, sxh, c));
+    CHECK_NULL_ERROR("ssm_conv", ssm_conv(ctx, nullptr, c));
+
+    // Mamba-2: d_state 16, head_dim 4, 6 heads in 2 groups, 5 tokens, 2 sequences of 3 states
+    tensor* s = ctx.new_tensor_4d(f32, 16, 4, 6, 3);
+    tensor* x = ctx.new_tensor_4d(f32, 4, 6, 5, 2);
+    tensor* dt = ctx.new_tensor_3d(f32, 6, 5, 2);
+    tensor* A2 = ctx.new_tensor_2d(f32, 1, 6);
+    tensor* A1 = ctx.new_tensor_2d(f32, 16, 6);
+    tensor* B = ctx.new_tensor_4d(f32, 16, 2, 5, 2);
+    tensor* C = ctx.new_tensor_4d(f32, 16, 2, 5, 2);
+    tensor* ids = ctx.new_tensor_1d(elem_type::i32, 2);
+    tensor* r = ssm_scan(ctx, s, x, dt, A2, B, C, ids);
+    check_result(r, f32, {4 * 6 * 5 * 2 + 16 * 4 * 6 * 2, 1, 1, 1}, op_kind::ssm_scan, s, x, dt);
+    CHECK(r->src[3] == A2);
+    CHECK(r->src[4] == B);
+    CHECK(r->src[5] == C);
+    CHECK(r->src[6] == ids);
+    CHECK(ssm_scan(ctx, s, x, dt, A1, B, C, ids)->src[3] == A1); // Mamba-1's A per state
+    const auto scan_error = [&](tensor* s_, tensor* x_, tensor* dt_, tensor* A_, tensor* B_, tensor* C_, tensor* ids_) {
+        CHECK_OP_ERROR("ssm_scan", operands({s_, x_, dt_, A_, B_, C_, ids_}), ssm_scan(ctx, s_, x_, dt_, A_, B_, C_, ids_));
+    };
+    scan_error(s, x, dt, ctx.new_tensor_2d(f32, 8, 6), B, C, ids);               // A neither per state nor per head
+    scan_error(s, x, dt, ctx.new_tensor_2d(f32, 1, 5), B, C, ids);               // A for other heads
+    scan_error(ctx.new_tensor_4d(f32, 16, 3, 6, 3), x, dt, A2, B, C, ids);       // s's head_dim
+    scan_error(s, x, ctx.new_tensor_3d(f32, 6, 4, 2), A2, B, C, ids);            // dt's tokens
+    scan_error(s, x, dt, A2, ctx.new_tensor_4d(f32, 16, 4, 5, 2), C, ids);       // B and C apart
+    tensor* B4 = ctx.new_tensor_4d(f32, 16, 4, 5, 2);
+    tensor* C4 = ctx.new_tensor_4d(f32, 16, 4, 5, 2);
+    scan_error(s, x, dt, A2, B4, C4, ids);                                       // 6 heads in 4 groups
+    scan_error(s, x, dt, A2, B, C, ctx.new_tensor_1d(elem_type::i32, 3));        // ids for 3 sequences
+    scan_error(s, x, dt, A2, B, C, ctx.new_tensor_1d(f32, 2));                   // f32 ids
+    scan_error(ctx.new_tensor_4d(elem_type::f16, 16, 4, 6, 3), x, dt, A2, B, C, ids);
+    tensor* xt = transpose(ctx, ctx.new_tensor_4d(f32, 6, 4, 5, 2));             // x's dims 0 and 1 not packed
+    scan_error(s, xt, dt, A2, B, C, ids);
+    CHECK_NULL_ERROR("ssm_scan", ssm_scan(ctx, s, x, dt, A2, B, nullptr, ids));
+}
+
+TEST_CASE("gated_linear_attn, rwkv_wkv6 and rwkv_wkv7 shapes and errors", "[ops][recurrent]") {
+    context ctx({.no_alloc = true});
+    constexpr elem_type f32 = elem_type::f32;
+    // S 4, H 3, T 6 tokens of 2 sequences
+    const auto tok = [&] { return ctx.new_tensor_3d(f32, 4, 3, 6); };
+    tensor* state = ctx.new_tensor_2d(f32, 4 * 4 * 3, 2);
+    tensor *k = tok(), *v = tok(), *q = tok(), *g = tok();
+    tensor* r = gated_linear_attn(ctx, k, v, q, g, state, 0.5f);
+    check_result(r, f32, {12, 6 + 4 * 2, 1, 1}, op_kind::gated_linear_attn, k, v, q);
+    CHECK(r->src[3] == g);
+    CHECK(r->src[4] == state);
+    CHECK(r->param<float>(0) == 0.5f);
+    tensor* tf = ctx.new_tensor_2d(f32, 4, 3);
+    tensor* w6 = rwkv_wkv6(ctx, k, v, q, tf, g, state);
+    check_result(w6, f32, {12, 14, 1, 1}, op_kind::rwkv_wkv6, k, v, q);
+    CHECK(w6->src[5] == state);
+    tensor* w7 = rwkv_wkv7(ctx, q, g, k, v, tok(), tok(), state);
+    check_result(w7, f32, {12, 14, 1, 1}, op_kind::rwkv_wkv7, q, g, k);
+    CHECK(w7->src[6] == state);
+
+    tensor* bad_v = ctx.new_tensor_3d(f32, 4, 3, 5);
+    CHECK_OP_ERROR("gated_linear_attn", operands({k, bad_v, q, g, state}), gated_linear_attn(ctx, k, bad_v, q, g, state, 1.0f));
+    tensor* three_seqs = ctx.new_tensor_2d(f32, 4 * 4 * 3, 4); // 6 tokens do not split into 4 sequences
+    CHECK_OP_ERROR("gated_linear_attn", operands({k, v, q, g, three_seqs}), gated_linear_attn(ctx, k, v, q, g, three_seqs, 1.0f));
+    tensor* small_state = ctx.new_tensor_2d(f32, 4 * 4 * 2, 2);
+    CHECK_OP_ERROR("rwkv_wkv6", operands({k, v, q, tf, g, small_state}), rwkv_wkv6(ctx, k, v, q, tf, g, small_state));
+    tensor* bad_tf = ctx.new_tensor_2d(f32, 4, 2);
+    CHECK_OP_ERROR("rwkv_wkv6", operands({k, v, q, bad_tf, g, state}), rwkv_wkv6(ctx, k, v, q, bad_tf, g, state));
+    tensor* kh = ctx.new_tensor_3d(elem_type::f16, 4, 3, 6);
+    CHECK_OP_ERROR("rwkv_wkv7", operands({q, g, kh, v, k, k, state}), rwkv_wkv7(ctx, q, g, kh, v, k, k, state));
+    tensor* kt = transpose(ctx, ctx.new_tensor_3d(f32, 3, 4, 6)); // [4, 3, 6], not contiguous
+    CHECK_OP_ERROR("rwkv_wkv7", operands({q, g, kt, v, k, k, state}), rwkv_wkv7(ctx, q, g, kt, v, k, k, state));
+    CHECK_OP_ERROR("gated_linear_attn", operands({k, v, q, g, state}),
+                   gated_linear_attn(ctx, k, v, q, g, state, std::numeric_limits<float>::infinity()));
+    CHECK_NULL_ERROR("gated_linear_attn", gated_linear_attn(ctx, k, v, nullptr, g, state, 1.0f));
+    CHECK_NULL_ERROR("rwkv_wkv6", rwkv_wkv6(ctx, k, v, q, tf, g, nullptr));
+    CHECK_NULL_ERROR("rwkv_wkv7", rwkv_wkv7(ctx, q, g, k, v, nullptr, k, state));
+}
+
 TEST_CASE("timestep_embedding and out_prod", "[ops][misc]") {
     context ctx({.no_alloc = true});
     tensor* t = ctx.new_tensor_1d(elem_type::f32, 6);

@@ -1346,7 +1346,9 @@ TEST_CASE("a binding places an unlisted tensor on a listed block, replays includ
     tensor* y = scale(ctx, x, 2.0f);
     std::vector<tensor*> nodes{y};
     std::vector<tensor*> leafs{s0, s1};
-    const std::vector<std::array<std::int32_t, max_srcs>> srcs{{1, -1, -1, -1}};
+    std::vector<std::array<std::int32_t, max_srcs>> srcs(1);
+    srcs[0].fill(-1);
+    srcs[0][0] = 1;
     const std::vector<std::int32_t> vsrcs(3, -1);
     graph_allocator ga(cpu_buffer_type::instance());
     const auto alloc_bound_to = [&](std::int32_t position) {

@@ -335,6 +335,47 @@ void check_add_id_out_of_range(const Device& dev) {
     }
 }
 
+/// An out-of-range ssm_scan state id: the CPU's status code from the device's synchronize(),
+/// naming the node and the states; that sequence's outputs and final states zeros, the
+/// other sequence's computed; reported once.
+template <class Device>
+void check_ssm_scan_out_of_range(const Device& dev) {
+    for (const std::int32_t bad : {2, -1, 1000}) {
+        INFO("id " << bad);
+        context ctx({.no_alloc = true});
+        // Mamba-2: d_state 2, head_dim 1, 2 heads, 2 tokens, 2 sequences, 2 states
+        tensor* s = ctx.new_tensor_4d(elem_type::f32, 2, 1, 2, 2);
+        s->name = "states";
+        tensor* x = ctx.new_tensor_4d(elem_type::f32, 1, 2, 2, 2);
+        tensor* dt = ctx.new_tensor_3d(elem_type::f32, 2, 2, 2);
+        tensor* A = ctx.new_tensor_2d(elem_type::f32, 1, 2);
+        tensor* B = ctx.new_tensor_4d(elem_type::f32, 2, 1, 2, 2);
+        tensor* C = ctx.new_tensor_4d(elem_type::f32, 2, 1, 2, 2);
+        tensor* ids = ctx.new_tensor_1d(elem_type::i32, 2);
+        tensor* out = ssm_scan(ctx, s, x, dt, A, B, C, ids);
+        out->name = "scanned";
+        graph g(out);
+        on_device d(dev, ctx);
+        const std::vector<float> half(8, 0.5f), minus(2, -1.0f);
+        for (tensor* t : {s, x, dt, B, C}) REQUIRE(tensor_set(*t, half.data(), 0, 32));
+        REQUIRE(tensor_set(*A, minus.data(), 0, 8));
+        const std::vector<std::int32_t> vi = {1, bad};
+        REQUIRE(tensor_set(*ids, vi.data(), 0, 8));
+        expect_index_error(d.be, g, "ssm_scan node 'scanned'", "states");
+        std::vector<float> got(16); // y: 8 values (sequence 1 from 4), states: 8 (sequence 1 from 12)
+        REQUIRE(tensor_get(*out, got.data(), 0, 64));
+        for (std::size_t k = 0; k < 16; ++k) {
+            INFO("element " << k);
+            const bool seq1 = (k >= 4 && k < 8) || k >= 12;
+            if (seq1)
+                CHECK(got[k] == 0.0f);
+            else
+                CHECK(got[k] > 0.0f); // positive inputs and decays: positive states and outputs
+        }
+        CHECK(d.be->synchronize()); // reported once
+    }
+}
+
 /// An out-of-range mul_mat_id expert id: the CPU's status code from the device's
 /// synchronize(), naming the node and the experts; that column zeros, the others each
 /// expert's product; reported once.

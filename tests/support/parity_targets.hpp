@@ -81,6 +81,7 @@ inline constexpr family_count op_table_combinations[] = {
     {"conv_2d_dw", 1},       // f32 (channel-last inputs too)
     {"window", 3},           // win_part, win_unpart of f32; get_rel_pos of f16
     {"conv_transpose", 2 * 2}, // conv_transpose_1d, conv_transpose_2d of f32 f16 kernels over f32 inputs
+    {"recurrent", 1 + 2 + 3}, // ssm_conv; ssm_scan Mamba-1 and Mamba-2; gated_linear_attn, rwkv_wkv6, rwkv_wkv7 (f32)
 };
 
 /// `base` with the counts of the families in `changed` replaced: a backend that computes

@@ -500,6 +500,104 @@ inline ref_tensor timestep_embedding(const tensor& node) {
     return r; // an odd dim's last value stays 0
 }
 
+/// ssm_conv in double: r[i, t, k] = sum over j of sx[t + j, i, k] * c[j, i].
+inline ref_tensor ssm_conv(const tensor& node) {
+    const tensor& sx = *node.src[0];
+    const tensor& c = *node.src[1];
+    ref_tensor r(node.type, node.ne);
+    for_each_index(node.ne, [&](i64 i, i64 t, i64 k, i64) {
+        double sum = 0.0;
+        for (i64 j = 0; j < c.ne[0]; ++j) sum += get(sx, t + j, i, k) * get(c, j, i);
+        r.at(i, t, k) = sum;
+    });
+    return r;
+}
+
+/// ssm_scan in double: y, then the final states (core/ops/recurrent.hpp); every id valid.
+inline ref_tensor ssm_scan(const tensor& node) {
+    const tensor& s = *node.src[0];
+    const tensor& x = *node.src[1];
+    const tensor& dt = *node.src[2];
+    const tensor& A = *node.src[3];
+    const tensor& B = *node.src[4];
+    const tensor& C = *node.src[5];
+    const tensor& ids = *node.src[6];
+    const i64 d_state = s.ne[0], head_dim = x.ne[0], n_head = x.ne[1], n_t = x.ne[2], n_s = x.ne[3];
+    const i64 per_group = n_head / B.ne[1];
+    ref_tensor r(node.type, node.ne);
+    std::vector<double> st(static_cast<std::size_t>(d_state));
+    for (i64 k = 0; k < n_s; ++k) {
+        const auto id = static_cast<i64>(get(ids, k));
+        for (i64 h = 0; h < n_head; ++h)
+            for (i64 i = 0; i < head_dim; ++i) {
+                for (i64 n = 0; n < d_state; ++n) st[static_cast<std::size_t>(n)] = get(s, n, i, h, id);
+                for (i64 t = 0; t < n_t; ++t) {
+                    const double v = get(dt, h, t, k);
+                    const double d = v > 20.0 ? v : std::log1p(std::exp(v));
+                    double y = 0.0;
+                    for (i64 n = 0; n < d_state; ++n) {
+                        double& state = st[static_cast<std::size_t>(n)];
+                        state = state * std::exp(d * get(A, A.ne[0] == 1 ? 0 : n, h)) + get(B, n, h / per_group, t, k) * get(x, i, h, t, k) * d;
+                        y += state * get(C, n, h / per_group, t, k);
+                    }
+                    r.at(((k * n_t + t) * n_head + h) * head_dim + i) = y;
+                }
+                for (i64 n = 0; n < d_state; ++n)
+                    r.at(x.nelements() + ((k * n_head + h) * head_dim + i) * d_state + n) = st[static_cast<std::size_t>(n)];
+            }
+    }
+    return r;
+}
+
+/// gated_linear_attn, rwkv_wkv6 and rwkv_wkv7 in double (core/ops/recurrent.hpp's formulas).
+inline ref_tensor linear_attention(const tensor& node) {
+    const bool wkv7 = node.op == op_kind::rwkv_wkv7, wkv6 = node.op == op_kind::rwkv_wkv6;
+    const tensor& kt = *node.src[wkv7 ? 2 : 0];
+    const tensor& state = *node.src[wkv7 ? 6 : wkv6 ? 5 : 4];
+    const i64 S = kt.ne[0], H = kt.ne[1], T = kt.ne[2], n_seqs = state.ne[1], per_seq = T / n_seqs;
+    const double scale = node.op == op_kind::gated_linear_attn ? node.param<float>(0) : 1.0;
+    const auto in = [&](std::size_t j, i64 c, i64 h, i64 t) { return get(*node.src[j], c, h, t); };
+    const auto flat = [](const tensor& t, i64 i) { // element i of a contiguous tensor
+        return get(t, i % t.ne[0], (i / t.ne[0]) % t.ne[1], (i / (t.ne[0] * t.ne[1])) % t.ne[2], i / (t.ne[0] * t.ne[1] * t.ne[2]));
+    };
+    ref_tensor r(node.type, node.ne);
+    std::vector<double> st(static_cast<std::size_t>(S * S)), next(st.size());
+    for (i64 seq = 0; seq < n_seqs; ++seq)
+        for (i64 h = 0; h < H; ++h) {
+            const i64 base = (seq * H + h) * S * S;
+            for (i64 e = 0; e < S * S; ++e) st[static_cast<std::size_t>(e)] = flat(state, base + e);
+            for (i64 t = seq * per_seq; t < (seq + 1) * per_seq; ++t) {
+                const auto at = [&](i64 i, i64 j) -> double& { return st[static_cast<std::size_t>(i * S + j)]; };
+                for (i64 o = 0; o < S; ++o) {
+                    double y = 0.0;
+                    for (i64 c = 0; c < S; ++c) {
+                        if (wkv7) { // o = i (value channel), c = j
+                            double sa = 0.0;
+                            for (i64 j = 0; j < S; ++j) sa += in(4, j, h, t) * at(o, j);
+                            const double n = at(o, c) * in(1, c, h, t) + in(3, o, h, t) * in(2, c, h, t) + sa * in(5, c, h, t);
+                            next[static_cast<std::size_t>(o * S + c)] = n;
+                            y += n * in(0, c, h, t);
+                        } else { // o = j (value channel), c = i
+                            const double kv = in(0, c, h, t) * in(1, o, h, t);
+                            if (wkv6) {
+                                y += in(2, c, h, t) * (flat(*node.src[3], h * S + c) * kv + at(c, o));
+                                next[static_cast<std::size_t>(c * S + o)] = at(c, o) * in(4, c, h, t) + kv;
+                            } else {
+                                const double n = at(c, o) * in(3, c, h, t) + kv;
+                                next[static_cast<std::size_t>(c * S + o)] = n;
+                                y += n * in(2, c, h, t) * scale;
+                            }
+                        }
+                    }
+                    r.at((t * H + h) * S + o) = y;
+                }
+                st = next;
+            }
+            for (i64 e = 0; e < S * S; ++e) r.at(S * H * T + base + e) = st[static_cast<std::size_t>(e)];
+        }
+    return r;
+}
+
 /// out_prod: sum over k of a[i0, k] * b[i1, k], a's planes broadcast in blocks.
 inline ref_tensor out_prod(const tensor& node) {
     const tensor& a = *node.src[0];
@@ -1173,6 +1271,17 @@ inline ref_tensor ref_forward(const tensor& node) {
         break;
     case op_kind::out_prod:
         r = ref_detail::out_prod(node);
+        break;
+    case op_kind::ssm_conv:
+        r = ref_detail::ssm_conv(node);
+        break;
+    case op_kind::ssm_scan:
+        r = ref_detail::ssm_scan(node);
+        break;
+    case op_kind::gated_linear_attn:
+    case op_kind::rwkv_wkv6:
+    case op_kind::rwkv_wkv7:
+        r = ref_detail::linear_attention(node);
         break;
     case op_kind::count_equal:
         r = ref_detail::count_equal(node);

@@ -343,6 +343,55 @@ inline built_case build_add_id(context& ctx, const case_spec& c, std::mt19937& r
     return finish(add_id(ctx, a, b, ids));
 }
 
+/// ssm_conv of ne0 channels (d_inner), ne1 tokens and ne2 sequences with d_conv 4;
+/// variant: sx's layout.
+inline built_case build_ssm_conv(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    tensor* sx = input(ctx, elem_type::f32, {3 + c.ne[1], c.ne[0], c.ne[2], 1}, c.variant, rng);
+    return finish(ssm_conv(ctx, sx, input(ctx, elem_type::f32, {4, c.ne[0], 1, 1}, 0, rng)));
+}
+
+/// ssm_scan of d_state ne0, head_dim ne1, ne2 heads, ne3 tokens of two sequences (state ids
+/// 1 and 0 of two states); variant: Mamba-1 (0: A per state, head_dim 1) or Mamba-2 (1: A
+/// per head, two groups of heads where ne2 is even).
+inline built_case build_ssm_scan(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    constexpr elem_type f32 = elem_type::f32;
+    const bool mamba1 = c.variant == 0;
+    const std::int64_t d_state = c.ne[0], head_dim = mamba1 ? 1 : c.ne[1], n_head = c.ne[2], n_t = c.ne[3];
+    const std::int64_t n_group = !mamba1 && n_head % 2 == 0 ? 2 : 1;
+    tensor* s = input(ctx, f32, {d_state, head_dim, n_head, 2}, 0, rng);
+    tensor* x = input(ctx, f32, {head_dim, n_head, n_t, 2}, 0, rng);
+    tensor* dt = input(ctx, f32, {n_head, n_t, 2, 1}, 0, rng, -3.0, 2.0);
+    tensor* A = input(ctx, f32, {mamba1 ? d_state : 1, n_head, 1, 1}, 0, rng, -2.0, -0.1);
+    tensor* B = input(ctx, f32, {d_state, n_group, n_t, 2}, 0, rng);
+    tensor* C = input(ctx, f32, {d_state, n_group, n_t, 2}, 0, rng);
+    tensor* ids = input(ctx, elem_type::i32, {2, 1, 1, 1}, 0, rng, 0.0, 2.0);
+    return finish(ssm_scan(ctx, s, x, dt, A, B, C, ids));
+}
+
+/// gated_linear_attn, rwkv_wkv6 or rwkv_wkv7 (Op) of head size ne0, ne1 heads and ne3
+/// sequences of ne2 tokens each; decays (g, td, w) in (0.5, 1); variant: gated_linear_attn's
+/// scale 1 (0) or 1/8 (1).
+template <op_kind Op>
+inline built_case build_linear_attention(context& ctx, const case_spec& c, std::mt19937& rng) {
+    if (type_at(c, 0) != elem_type::f32) return {};
+    const std::int64_t S = c.ne[0], H = c.ne[1], T = c.ne[2] * c.ne[3];
+    const auto tok = [&](double lo, double hi) { return input(ctx, elem_type::f32, {S, H, T, 1}, 0, rng, lo, hi); };
+    tensor* state = input(ctx, elem_type::f32, {S * S * H, c.ne[3], 1, 1}, 0, rng);
+    if constexpr (Op == op_kind::gated_linear_attn) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *q = tok(-1, 1), *g = tok(0.5, 1);
+        return finish(gated_linear_attn(ctx, k, v, q, g, state, c.variant == 0 ? 1.0f : 0.125f));
+    } else if constexpr (Op == op_kind::rwkv_wkv6) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *r = tok(-1, 1);
+        tensor* tf = input(ctx, elem_type::f32, {S, H, 1, 1}, 0, rng);
+        return finish(rwkv_wkv6(ctx, k, v, r, tf, tok(0.5, 1), state));
+    } else {
+        tensor *r = tok(-1, 1), *w = tok(0.5, 1), *k = tok(-1, 1), *v = tok(-1, 1), *a = tok(-0.5, 0.5), *b = tok(-0.5, 0.5);
+        return finish(rwkv_wkv7(ctx, r, w, k, v, a, b, state));
+    }
+}
+
 /// a = [ne0, ne1, ne2, 1], ne3 indices per (ne2) batch; variant: a's layout.
 inline built_case build_get_rows(context& ctx, const case_spec& c, std::mt19937& rng) {
     const elem_type t = type_at(c, 0);
@@ -769,6 +818,11 @@ inline std::span<const op_cases> catalogue() {
         {"out_prod", 1, 2, &build_out_prod, &shape_rows, {1024, 256, 1, 1}},
         {"count_equal", 1, 4, &build_count_equal, &shape_rows, {4096, 1024, 1, 1}, 0b1},
         {"acc", 1, 4, &build_acc, &shape_rows, {4096, 512, 1, 1}},
+        {"ssm_conv", 1, 4, &build_ssm_conv, &shape_matrix, {1536, 512, 1, 1}},
+        {"ssm_scan", 1, 2, &build_ssm_scan, &shape_matrix, {16, 64, 32, 128}},
+        {"gated_linear_attn", 1, 2, &build_linear_attention<op_kind::gated_linear_attn>, &shape_matrix, {64, 32, 128, 1}},
+        {"rwkv_wkv6", 1, 1, &build_linear_attention<op_kind::rwkv_wkv6>, &shape_matrix, {64, 32, 128, 1}},
+        {"rwkv_wkv7", 1, 1, &build_linear_attention<op_kind::rwkv_wkv7>, &shape_matrix, {64, 32, 128, 1}},
         {"soft_max", 2, 6, &build_soft_max, &shape_rows, {512, 512, 8, 1}},
         {"mul_mat", 2, 8, &build_mul_mat, &shape_mul_mat, {1024, 1024, 64, 1}},
         {"mul_mat_id", 2, 4, &build_mul_mat_id, &shape_mul_mat, {2048, 768, 8, 512}},

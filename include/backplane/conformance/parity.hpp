@@ -870,6 +870,85 @@ inline int count_acc_cases(batch& cases) {
     return found;
 }
 
+/// The state-space and linear-attention recurrences: ssm_conv over any layout, ssm_scan in
+/// the Mamba-1 (A per state) and Mamba-2 (A per head, grouped B and C) layouts, with state
+/// ids that pick, repeat and skip states of s; gated_linear_attn, rwkv_wkv6 and rwkv_wkv7
+/// over one or more sequences.
+inline int recurrent_cases(batch& cases) {
+    int found = 0;
+    constexpr elem_type f32 = elem_type::f32, i32 = elem_type::i32;
+    auto& g = cases.gen;
+    if (cases.claimed([&] { return ssm_conv(cases.ctx, cases.leaf(f32, {5, 3, 2, 1}), cases.leaf(f32, {4, 3, 1, 1})); })) {
+        cases.combination();
+        ++found;
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t d_conv = g.upto(5), d_inner = g.pick({1, 3, 16, 67}), n_t = g.upto(9), n_s = g.upto(3);
+            tensor* sx = cases.input(f32, {d_conv - 1 + n_t, d_inner, n_s, 1}, cases.any_layout(f32));
+            cases.add(ssm_conv(cases.ctx, sx, cases.input(f32, {d_conv, d_inner, 1, 1}, cases.any_layout(f32))));
+        }
+    }
+    const auto scan = [&](bool mamba1, std::int64_t d_state, std::int64_t head_dim, std::int64_t n_head,
+                          std::int64_t n_group, std::int64_t n_t, std::int64_t n_s, std::int64_t n_rs, bool big_dt) {
+        const layout l = g.upto(2) == 1 ? layout::contiguous : layout::offset;
+        tensor* st = cases.input(f32, {d_state, head_dim, n_head, n_rs}, layout::contiguous);
+        tensor* x = cases.input(f32, {head_dim, n_head, n_t, n_s}, l);
+        tensor* dt = cases.input(f32, {n_head, n_t, n_s, 1}, layout::contiguous, -3.0, big_dt ? 25.0 : 2.0);
+        tensor* A = cases.input(f32, {mamba1 ? d_state : 1, n_head, 1, 1}, layout::contiguous, -2.0, -0.1);
+        tensor* B = cases.input(f32, {d_state, n_group, n_t, n_s}, l);
+        tensor* C = cases.input(f32, {d_state, n_group, n_t, n_s}, l);
+        tensor* ids = cases.input(i32, {n_s, 1, 1, 1}, layout::contiguous);
+        fill_expert_ids(*ids, n_rs, cases.rng);
+        return ssm_scan(cases.ctx, st, x, dt, A, B, C, ids);
+    };
+    for (const bool mamba1 : {true, false}) {
+        if (!cases.claimed([&] {
+                return ssm_scan(cases.ctx, cases.leaf(f32, {4, 1, 2, 1}), cases.leaf(f32, {1, 2, 1, 1}),
+                                cases.leaf(f32, {2, 1, 1, 1}), cases.leaf(f32, {mamba1 ? 4 : 1, 2, 1, 1}),
+                                cases.leaf(f32, {4, 1, 1, 1}), cases.leaf(f32, {4, 1, 1, 1}), cases.leaf(i32, {1, 1, 1, 1}, 0, 1));
+            }))
+            continue;
+        cases.combination();
+        ++found;
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t d_state = mamba1 ? g.pick({1, 4, 16}) : g.pick({1, 8, 16, 33});
+            const std::int64_t n_group = mamba1 ? 1 : g.upto(2);
+            const std::int64_t n_head = mamba1 ? g.pick({1, 5, 32}) : n_group * g.upto(3);
+            const std::int64_t head_dim = mamba1 ? 1 : g.pick({1, 4, 16});
+            const std::int64_t n_s = g.upto(3);
+            cases.add(scan(mamba1, d_state, head_dim, n_head, n_group, g.upto(6), n_s, n_s + g.upto(2) - 1, s == 0));
+        }
+    }
+    // decays in (0, 1) (g, td, w) keep long sequences bounded, as the models' are
+    for (const op_kind op : {op_kind::gated_linear_attn, op_kind::rwkv_wkv6, op_kind::rwkv_wkv7}) {
+        const auto make = [&](std::int64_t S, std::int64_t H, std::int64_t T, std::int64_t n_seqs, bool probe) {
+            const auto tok = [&](double lo, double hi) {
+                return probe ? cases.leaf(f32, {S, H, T, 1}) : cases.input(f32, {S, H, T, 1}, layout::contiguous, lo, hi);
+            };
+            tensor* state = probe ? cases.leaf(f32, {S * S * H, n_seqs, 1, 1})
+                                  : cases.input(f32, {S * S * H, n_seqs, 1, 1}, layout::contiguous);
+            if (op == op_kind::gated_linear_attn) {
+                tensor *k = tok(-1, 1), *v = tok(-1, 1), *q = tok(-1, 1), *gate = tok(0.5, 1.0);
+                return gated_linear_attn(cases.ctx, k, v, q, gate, state, 0.125f * static_cast<float>(1 + g.upto(8)));
+            }
+            if (op == op_kind::rwkv_wkv6) {
+                tensor *k = tok(-1, 1), *v = tok(-1, 1), *r = tok(-1, 1);
+                tensor* tf = probe ? cases.leaf(f32, {S, H, 1, 1}) : cases.input(f32, {S, H, 1, 1}, layout::contiguous);
+                return rwkv_wkv6(cases.ctx, k, v, r, tf, tok(0.5, 1.0), state);
+            }
+            tensor *r = tok(-1, 1), *w = tok(0.5, 1.0), *k = tok(-1, 1), *v = tok(-1, 1), *a = tok(-0.5, 0.5), *b = tok(-0.5, 0.5);
+            return rwkv_wkv7(cases.ctx, r, w, k, v, a, b, state);
+        };
+        if (!cases.claimed([&] { return make(2, 2, 2, 1, true); })) continue;
+        cases.combination();
+        ++found;
+        for (int s = 0; s < shapes_per_combination; ++s) {
+            const std::int64_t n_seqs = g.upto(3);
+            cases.add(make(g.pick({1, 4, 16, 33}), g.upto(3), n_seqs * g.upto(4), n_seqs, false));
+        }
+    }
+    return found;
+}
+
 /// A family of parity cases.
 struct parity_family {
     std::string_view name;        ///< "binary"
@@ -911,6 +990,7 @@ inline std::span<const parity_family> parity_families() {
         {"conv_transpose", 31024, &conv_transpose_cases},
         {"conv_2d_dw", 31025, &conv_2d_dw_cases},
         {"window", 31026, &window_cases},
+        {"recurrent", 31027, &recurrent_cases},
     };
     return families;
 }

@@ -94,8 +94,14 @@ enum class op_kind : std::uint8_t {
     win_part,
     win_unpart,
     get_rel_pos,
+    // state-space and linear-attention recurrences (core/ops/recurrent.hpp)
+    ssm_conv,
+    ssm_scan,
+    gated_linear_attn,
+    rwkv_wkv6,
+    rwkv_wkv7,
 };
-inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::get_rel_pos) + 1;
+inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(op_kind::rwkv_wkv7) + 1;
 
 /// True for the values op_kind names (a value cast from a wider integer may not be).
 constexpr bool is_valid(op_kind op) noexcept { return static_cast<std::size_t>(op) < op_kind_count; }

@@ -70,6 +70,14 @@
 //   conv_2d_dw (kernel, input)      f32              f32 (the kernel)         f32 (the input)
 //   win_part, win_unpart            f32              f32
 //   get_rel_pos                     f16              f16
+//   ssm_conv (sx, c)                f32 [d_inner,    f32 [d_conv - 1 + n_t,   f32 [d_conv, d_inner]
+//                                   n_t, n_s]        d_inner, n_s]            (c)
+//   ssm_scan (s, x, dt, A, B, C,    f32 (y, then     f32 (s: the states,      f32 (x); dt, A, B,
+//   ids)                            the states)      contiguous)              C f32; ids i32
+//   gated_linear_attn (k, v, q, g,  f32 [S * H,      f32 [S, H, T] (k; v,     the state: f32
+//   state), rwkv_wkv6 (k, v, r,     T + S * n_seqs]  q, g, r, tf, td, w, a,   [S * S * H, n_seqs];
+//   tf, td, state), rwkv_wkv7 (r,   (y, then the     b the same), every       all contiguous
+//   w, k, v, a, b, state)           states)          operand contiguous       (tf: S * H values)
 //
 // "quantized" is every quantized type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, q8_K,
 // iq4_nl, mxfp4, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0,
@@ -330,6 +338,84 @@ inline std::string_view timestep_embedding(const tensor& t) noexcept {
     const std::int32_t dim = t.param<std::int32_t>(0);
     if (dim < 1 || t.param<std::int32_t>(1) < 1) return "dim and max_period must be at least 1";
     if (t.type != elem_type::f32 || !ne_is(t, dim, a.ne[0], 1, 1)) return "the result is f32 [dim, N]";
+    return {};
+}
+
+/// ssm_conv: sx f32 [d_conv - 1 + n_t, d_inner, n_s] (n_t >= 1), c f32 [d_conv, d_inner];
+/// the result f32 [d_inner, n_t, n_s]. Any layout (ggml's CPU: unit-stride rows of sx and c).
+inline std::string_view ssm_conv(const tensor& t) noexcept {
+    const tensor& sx = *t.src[0];
+    const tensor& c = *t.src[1];
+    if (sx.type != elem_type::f32 || c.type != elem_type::f32) return "sx and c must be f32";
+    if (sx.ne[3] != 1) return "sx must be 3-D [d_conv - 1 + n_t, d_inner, n_s]";
+    if (c.ne[2] != 1 || c.ne[3] != 1) return "c must be a matrix [d_conv, d_inner]";
+    if (sx.ne[1] != c.ne[1]) return "sx and c must have the same d_inner (ne1)";
+    if (sx.ne[0] < c.ne[0]) return "sx must hold d_conv - 1 + n_t columns, n_t at least 1";
+    if (t.type != elem_type::f32 || !ne_is(t, c.ne[1], sx.ne[0] - c.ne[0] + 1, sx.ne[2], 1))
+        return "the result is f32 [d_inner, n_t, n_s]";
+    return {};
+}
+
+/// ssm_scan: s f32 [d_state, head_dim, n_head, n_rs] contiguous (the states, n_rs >= the
+/// states ids picks), x f32 [head_dim, n_head, n_t, n_s], dt f32 [n_head, n_t, n_s]
+/// contiguous, A f32 [d_state, n_head] (Mamba-1) or [1, n_head] (Mamba-2) contiguous, B and
+/// C f32 [d_state, n_group, n_t, n_s] (n_head a multiple of n_group), ids i32 [n_s]; x, B
+/// and C with contiguous dims 0 and 1 (as ggml asks). The result f32 [head_dim * n_head *
+/// n_t * n_s + d_state * head_dim * n_head * n_s]: y, then the final states.
+inline std::string_view ssm_scan(const tensor& t) noexcept {
+    const tensor& s = *t.src[0];
+    const tensor& x = *t.src[1];
+    const tensor& dt = *t.src[2];
+    const tensor& A = *t.src[3];
+    const tensor& B = *t.src[4];
+    const tensor& C = *t.src[5];
+    const tensor& ids = *t.src[6];
+    for (const tensor* f : {&s, &x, &dt, &A, &B, &C})
+        if (f->type != elem_type::f32) return "s, x, dt, A, B and C must be f32";
+    if (ids.type != elem_type::i32) return "ids must be i32";
+    if (!s.is_contiguous() || !dt.is_contiguous() || !A.is_contiguous()) return "s, dt and A must be contiguous";
+    const auto rows_packed = [](const tensor& v) { return v.rows_contiguous() && (v.ne[1] == 1 || v.nb[1] == v.nb[0] * static_cast<std::size_t>(v.ne[0])); };
+    if (!rows_packed(x) || !rows_packed(B) || !rows_packed(C)) return "x, B and C must have contiguous dims 0 and 1";
+    const std::int64_t d_state = s.ne[0], head_dim = x.ne[0], n_head = x.ne[1], n_t = x.ne[2], n_s = x.ne[3];
+    if (s.ne[1] != head_dim || s.ne[2] != n_head) return "s must be [d_state, x.ne0 (head_dim), x.ne1 (n_head), n_rs]";
+    if (!ne_is(dt, n_head, n_t, n_s, 1)) return "dt must be [n_head, n_t, n_s] (x.ne1, x.ne2, x.ne3)";
+    if (A.ne[1] != n_head || A.ne[2] != 1 || A.ne[3] != 1 || (A.ne[0] != 1 && A.ne[0] != d_state))
+        return "A must be [d_state, n_head] (Mamba-1) or [1, n_head] (Mamba-2)";
+    if (!same_ne(B, C)) return "B and C must have the same shape";
+    if (B.ne[0] != d_state || B.ne[2] != n_t || B.ne[3] != n_s) return "B and C must be [d_state, n_group, n_t, n_s]";
+    if (!multiple_of(n_head, B.ne[1])) return "n_head (x.ne1) must be a multiple of n_group (B.ne1)";
+    if (!ne_is(ids, n_s, 1, 1, 1)) return "ids must be an i32 vector of n_s (x.ne3) state numbers";
+    if (t.type != elem_type::f32 || !ne_is(t, x.nelements() + d_state * head_dim * n_head * n_s, 1, 1, 1))
+        return "the result is f32 [x's elements + d_state * head_dim * n_head * n_s]";
+    return {};
+}
+
+/// The linear-attention recurrences (gated_linear_attn, rwkv_wkv6, rwkv_wkv7): every
+/// source f32 and contiguous; the per-token ones [S, H, T] (k's extents, ne3 1), rwkv_wkv6's
+/// tf S * H values (one per channel of each head), the state (the last source) with ne1
+/// n_seqs and S * S * H * n_seqs values, T a multiple of n_seqs (each sequence's tokens
+/// are consecutive); the result f32 [S * H, T + S * n_seqs]: y, then the final states.
+inline std::string_view linear_attention(const tensor& t) noexcept {
+    const std::size_t n = static_cast<std::size_t>(t.op == op_kind::gated_linear_attn ? 5 : t.op == op_kind::rwkv_wkv6 ? 6 : 7);
+    const std::size_t k_at = t.op == op_kind::rwkv_wkv7 ? 2 : 0; // whose extents are S, H, T
+    const tensor& k = *t.src[k_at];
+    const tensor& state = *t.src[n - 1];
+    for (std::size_t j = 0; j < n; ++j)
+        if (t.src[j]->type != elem_type::f32 || !t.src[j]->is_contiguous()) return "every operand must be f32 and contiguous";
+    const std::int64_t S = k.ne[0], H = k.ne[1], T = k.ne[2];
+    if (k.ne[3] != 1) return "k must be [S, H, T] (head size, heads, tokens)";
+    for (std::size_t j = 0; j + 1 < n; ++j) {
+        if (t.op == op_kind::rwkv_wkv6 && j == 3) {
+            if (t.src[j]->nelements() != S * H) return "tf must hold S * H values (one per channel of each head)";
+        } else if (!same_ne(*t.src[j], k)) {
+            return "the per-token operands must all be [S, H, T] (k's extents)";
+        }
+    }
+    const std::int64_t n_seqs = state.ne[1];
+    if (state.nelements() != S * S * H * n_seqs) return "state must hold S * S * H values for each of its ne1 (n_seqs) sequences";
+    if (!multiple_of(T, n_seqs)) return "the tokens (T) must be a multiple of the sequences (state.ne1)";
+    if (t.op == op_kind::gated_linear_attn && !finite_param(t, 0)) return "scale must be finite";
+    if (t.type != elem_type::f32 || !ne_is(t, S * H, T + S * n_seqs, 1, 1)) return "the result is f32 [S * H, T + S * n_seqs]";
     return {};
 }
 
@@ -870,6 +956,8 @@ namespace r = op_rules;
 ///   conv_transpose_1d (kernel, input; s0, p0, d0); conv_transpose_2d (kernel, input; stride);
 ///   conv_2d_dw (kernel, input; s0, s1, p0, p1, d0, d1); win_part (a; npx, npy, w);
 ///   win_unpart (a; w); get_rel_pos (a).
+///   ssm_conv (sx, c); ssm_scan (s, x, dt, A, B, C, ids); gated_linear_attn (k, v, q, g,
+///   state; scale); rwkv_wkv6 (k, v, r, tf, td, state); rwkv_wkv7 (r, w, k, v, a, b, state).
 inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     // name       srcs  params view   inplace family            rule  (copy)
     {"none",      0, 0, 0, false, false, fam::none,        r::leaf},
@@ -957,6 +1045,12 @@ inline constexpr std::array<op_traits, op_kind_count> op_table = {{
     {"win_part",  1, 1, 3, false, false, fam::data,        r::win_part},
     {"win_unpart", 1, 1, 1, false, false, fam::data,       r::win_unpart},
     {"get_rel_pos", 1, 1, 0, false, false, fam::data,      r::get_rel_pos},
+    // state-space and linear-attention recurrences
+    {"ssm_conv",  2, 2, 0, false, false, fam::rows,        r::ssm_conv},
+    {"ssm_scan",  7, 7, 0, false, false, fam::rows,        r::ssm_scan},
+    {"gated_linear_attn", 5, 5, 1, false, false, fam::rows, r::linear_attention},
+    {"rwkv_wkv6", 6, 6, 0, false, false, fam::rows,        r::linear_attention},
+    {"rwkv_wkv7", 7, 7, 0, false, false, fam::rows,        r::linear_attention},
 }};
 
 inline std::string_view unknown_rule(const tensor&) noexcept { return "unknown op"; }
@@ -974,7 +1068,7 @@ constexpr bool op_table_in_order() {
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[i].name == op_table[j].name) return false;
     }
-    return op_table[op_kind_count - 1].name == "get_rel_pos"; // the last kind's row is the last row
+    return op_table[op_kind_count - 1].name == "rwkv_wkv7"; // the last kind's row is the last row
 }
 static_assert(op_table_in_order(), "op_table has one row per op_kind, in its order");
 } // namespace detail
@@ -994,10 +1088,11 @@ namespace detail {
 /// The sources node sets, bit j for src[j] (without a loop: support checks of big graphs
 /// spend their time in why_undefined).
 inline unsigned set_sources(const tensor& node) noexcept {
-    static_assert(max_srcs == 5, "one term per source");
+    static_assert(max_srcs == 7, "one term per source");
     return static_cast<unsigned>(node.src[0] != nullptr) | static_cast<unsigned>(node.src[1] != nullptr) << 1 |
            static_cast<unsigned>(node.src[2] != nullptr) << 2 | static_cast<unsigned>(node.src[3] != nullptr) << 3 |
-           static_cast<unsigned>(node.src[4] != nullptr) << 4;
+           static_cast<unsigned>(node.src[4] != nullptr) << 4 | static_cast<unsigned>(node.src[5] != nullptr) << 5 |
+           static_cast<unsigned>(node.src[6] != nullptr) << 6;
 }
 
 /// why_undefined for a node whose set sources are `set` (set_sources(node)), for a pass

@@ -11,6 +11,7 @@
 #include <backplane/core/ops/matmul.hpp>
 #include <backplane/core/ops/misc.hpp>
 #include <backplane/core/ops/norm.hpp>
+#include <backplane/core/ops/recurrent.hpp>
 #include <backplane/core/ops/rope.hpp>
 #include <backplane/core/ops/rows.hpp>
 #include <backplane/core/ops/view.hpp>

@@ -21,7 +21,7 @@ namespace backplane {
 class buffer_handle; // memory layer: the runtime handle of the buffer a tensor lives in
 
 inline constexpr int max_dims = 4;      ///< dimensions of a tensor (dim 0 fastest)
-inline constexpr int max_srcs = 5;      ///< sources per op (flash_attn_ext: q, k, v, mask, sinks)
+inline constexpr int max_srcs = 7;      ///< sources per op (ssm_scan, rwkv_wkv7: 7; flash_attn_ext: 5)
 inline constexpr int max_op_params = 16; ///< 32-bit op parameter slots
 
 /// Tensor roles that constrain allocation and scheduling.

@@ -75,6 +75,12 @@ public:
 private:
     using srcs_t = graph_index::src_numbers;
     static constexpr srcs_t no_srcs = graph_index::no_srcs;
+    /// The source numbers of a node that reads tensor s alone (every other entry none).
+    static srcs_t only_src(std::int32_t s) noexcept {
+        srcs_t r = no_srcs;
+        r[0] = s;
+        return r;
+    }
 
     // Nothing copied: the graph's own lists, numbered as placement numbered them.
     void use_graph_lists(const graph& g) {
@@ -151,7 +157,7 @@ private:
                 } else {
                     const std::uint32_t base = copy_base(s, sp.backend);
                     copy_pos_[base] = next_pos();
-                    push_node(plan_->copies[base], sp.backend, {s, -1, -1, -1});
+                    push_node(plan_->copies[base], sp.backend, only_src(s));
                 }
             }
             for (std::uint32_t i = sp.first; i < sp.last; ++i) {
@@ -177,7 +183,7 @@ private:
         dep.view_offs = in->view_src != nullptr ? in->view_offs : 0;
         dep.name = in->name + " (kept for its copy)";
         dep_view_.emplace_back(next_pos(), num_->view_src(su) >= 0 ? num_->view_src(su) : s);
-        push_node(&dep, asg_->backend[su], {s, -1, -1, -1});
+        push_node(&dep, asg_->backend[su], only_src(s));
     }
 
     void push_leafs() {

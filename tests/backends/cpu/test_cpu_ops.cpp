@@ -1167,6 +1167,148 @@ TEST_CASE("cpu: cumsum adds in f32 from the left, as ggml", "[cpu][misc]") {
     CHECK(bt::get(*out, 2) == 0.0);
 }
 
+// ssm_conv, ssm_scan
+
+TEST_CASE("cpu: ssm_conv over shapes and layouts", "[cpu][recurrent]") {
+    harness h(6301);
+    for (int s = 0; s < 8; ++s) {
+        const i64 d_conv = 1 + s % 4, d_inner = 1 + (s * 7) % 19, n_t = 1 + (s * 3) % 6, n_s = 1 + s % 3;
+        tensor* sx = h.input(f32, {d_conv - 1 + n_t, d_inner, n_s, 1}, nth_layout(static_cast<std::size_t>(s), f32));
+        tensor* c = h.input(f32, {d_conv, d_inner, 1, 1}, nth_layout(static_cast<std::size_t>(s + 3), f32));
+        tensor* out = ssm_conv(h.ctx, sx, c);
+        CHECK(out->ne == extents{d_inner, n_t, n_s, 1});
+        h.check(out, {.max_nmse = 1e-12}, describe("ssm_conv", {{"sx", sx}, {"c", c}}));
+    }
+    SECTION("the window of token t is columns t to t + d_conv - 1") {
+        tensor* sx = h.leaf(f32, {4, 1, 1, 1});
+        tensor* c = h.leaf(f32, {2, 1, 1, 1});
+        for (i64 i = 0; i < 4; ++i) bt::set(*sx, i, 0, 0, 0, static_cast<double>(i + 1));
+        bt::set(*c, 0, 0, 0, 0, 10.0);
+        bt::set(*c, 1, 0, 0, 0, 1.0);
+        tensor* out = ssm_conv(h.ctx, sx, c);
+        REQUIRE(cpu::compute_forward(cpu::compute_params{}, *out) == errc::ok);
+        CHECK(bt::get(*out, 0, 0) == 12.0);
+        CHECK(bt::get(*out, 0, 1) == 23.0);
+        CHECK(bt::get(*out, 0, 2) == 34.0);
+    }
+}
+
+namespace {
+/// An ssm_scan node of h's: Mamba-1 (A per state) or Mamba-2, ids picking states of n_rs.
+tensor* ssm_scan_case(harness& h, bool mamba1, i64 d_state, i64 head_dim, i64 n_head, i64 n_group, i64 n_t, i64 n_s,
+                      i64 n_rs, double dt_hi, layout l) {
+    tensor* st = h.input(f32, {d_state, head_dim, n_head, n_rs}, layout::contiguous);
+    tensor* x = h.input(f32, {head_dim, n_head, n_t, n_s}, l);
+    tensor* dt = h.input(f32, {n_head, n_t, n_s, 1}, layout::contiguous, -3.0, dt_hi);
+    tensor* A = h.input(f32, {mamba1 ? d_state : 1, n_head, 1, 1}, layout::contiguous, -2.0, -0.1);
+    tensor* B = h.input(f32, {d_state, n_group, n_t, n_s}, l);
+    tensor* C = h.input(f32, {d_state, n_group, n_t, n_s}, l);
+    tensor* ids = h.leaf(i32, {n_s, 1, 1, 1});
+    for (i64 k = 0; k < n_s; ++k) bt::set(*ids, k, 0, 0, 0, static_cast<double>((k * 2 + 1) % n_rs));
+    return ssm_scan(h.ctx, st, x, dt, A, B, C, ids);
+}
+} // namespace
+
+TEST_CASE("cpu: ssm_scan in the Mamba-1 and Mamba-2 layouts", "[cpu][recurrent]") {
+    harness h(6302);
+    for (int s = 0; s < 8; ++s) {
+        const bool mamba1 = s % 2 == 0;
+        const i64 d_state = mamba1 ? 1 + (s * 5) % 16 : 1 + (s * 7) % 33, n_group = mamba1 ? 1 : 1 + s % 2;
+        const i64 n_head = mamba1 ? 1 + (s * 3) % 9 : n_group * (1 + s % 3), head_dim = mamba1 ? 1 : 1 + (s * 3) % 8;
+        const i64 n_t = 1 + (s * 5) % 7, n_s = 1 + s % 3, n_rs = n_s + s % 2;
+        tensor* out = ssm_scan_case(h, mamba1, d_state, head_dim, n_head, n_group, n_t, n_s, n_rs, s < 2 ? 25.0 : 2.0,
+                                    s % 3 == 0 ? layout::offset : layout::contiguous);
+        CHECK(out->ne == extents{head_dim * n_head * n_t * n_s + d_state * head_dim * n_head * n_s, 1, 1, 1});
+        h.check(out, {.max_nmse = 1e-10}, std::string("ssm_scan ") + (mamba1 ? "Mamba-1" : "Mamba-2") + " case " + std::to_string(s));
+    }
+    SECTION("x, B and C strided in dims 2 and 3 (views of wider tensors)") {
+        tensor* st = h.input(f32, {8, 4, 2, 2}, layout::contiguous);
+        tensor* xw = h.input(f32, {4, 2, 7, 2}, layout::contiguous);
+        tensor* bw = h.input(f32, {8, 1, 9, 2}, layout::contiguous);
+        tensor* x = view_4d(h.ctx, xw, 4, 2, 5, 2, xw->nb[1], xw->nb[2], xw->nb[3], xw->nb[2]);
+        tensor* B = view_4d(h.ctx, bw, 8, 1, 5, 2, bw->nb[1], bw->nb[2], bw->nb[3], 0);
+        tensor* C = view_4d(h.ctx, bw, 8, 1, 5, 2, bw->nb[1], bw->nb[2], bw->nb[3], 4 * bw->nb[2]);
+        tensor* dt = h.input(f32, {2, 5, 2, 1}, layout::contiguous);
+        tensor* A = h.input(f32, {1, 2, 1, 1}, layout::contiguous, -2.0, -0.1);
+        tensor* ids = h.leaf(i32, {2, 1, 1, 1});
+        bt::set(*ids, 0, 0, 0, 0, 1.0);
+        bt::set(*ids, 1, 0, 0, 0, 1.0); // both sequences start from state 1
+        h.check(ssm_scan(h.ctx, st, x, dt, A, B, C, ids), {.max_nmse = 1e-10}, "ssm_scan of views");
+    }
+    SECTION("one step by hand: state = s exp(d A) + B x d, y = state C") {
+        tensor* out = ssm_scan_case(h, false, 1, 1, 1, 1, 1, 1, 1, 2.0, layout::contiguous);
+        REQUIRE(cpu::compute_forward(cpu::compute_params{}, *out) == errc::ok);
+        const double d = std::log1p(std::exp(bt::get(*out->src[2], 0)));
+        const double state = bt::get(*out->src[0], 0) * std::exp(d * bt::get(*out->src[3], 0)) +
+                             bt::get(*out->src[4], 0) * bt::get(*out->src[1], 0) * d;
+        CHECK(bt::get(*out, 1) == Approx(state).epsilon(1e-5));
+        CHECK(bt::get(*out, 0) == Approx(state * bt::get(*out->src[5], 0)).epsilon(1e-5));
+    }
+    SECTION("a state id out of range is reported, and never read") {
+        tensor* out = ssm_scan_case(h, true, 4, 1, 3, 1, 2, 2, 2, 2.0, layout::contiguous);
+        out->src[0]->name = "states";
+        out->name = "scanned";
+        bt::set(*out->src[6], 1, 0, 0, 0, 2.0); // sequence 1 asks for state 2 of 2
+        cpu_backend backend;
+        const status st = backend.compute(graph(out));
+        CHECK(st.code() == errc::out_of_range);
+        CHECK_THAT(st.message(), Catch::Contains("ssm_scan") && Catch::Contains("scanned") && Catch::Contains("states"));
+        for (i64 i = 3 * 2; i < 3 * 2 * 2; ++i) CHECK(bt::get(*out, i) == 0.0);        // sequence 1's y
+        for (i64 i = 12 + 4 * 3; i < 12 + 4 * 3 * 2; ++i) CHECK(bt::get(*out, i) == 0.0); // its states
+    }
+}
+
+namespace {
+/// A gated_linear_attn, rwkv_wkv6 or rwkv_wkv7 node of h's over n_seqs sequences of T /
+/// n_seqs tokens; decays in (0.5, 1).
+tensor* linear_attention_case(harness& h, op_kind op, i64 S, i64 H, i64 T, i64 n_seqs) {
+    const auto tok = [&](double lo, double hi) { return h.input(f32, {S, H, T, 1}, layout::contiguous, lo, hi); };
+    tensor* state = h.input(f32, {S * S * H, n_seqs, 1, 1}, layout::contiguous);
+    if (op == op_kind::gated_linear_attn) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *q = tok(-1, 1), *g = tok(0.5, 1);
+        return gated_linear_attn(h.ctx, k, v, q, g, state, 0.25f);
+    }
+    if (op == op_kind::rwkv_wkv6) {
+        tensor *k = tok(-1, 1), *v = tok(-1, 1), *r = tok(-1, 1);
+        tensor* tf = h.input(f32, {S, H, 1, 1}, layout::contiguous);
+        tensor* td = tok(0.5, 1);
+        return rwkv_wkv6(h.ctx, k, v, r, tf, td, state);
+    }
+    tensor *r = tok(-1, 1), *w = tok(0.5, 1), *k = tok(-1, 1), *v = tok(-1, 1), *a = tok(-0.5, 0.5), *b = tok(-0.5, 0.5);
+    return rwkv_wkv7(h.ctx, r, w, k, v, a, b, state);
+}
+} // namespace
+
+TEST_CASE("cpu: gated_linear_attn, rwkv_wkv6 and rwkv_wkv7 over one and more sequences", "[cpu][recurrent]") {
+    harness h(6303);
+    for (const op_kind op : {op_kind::gated_linear_attn, op_kind::rwkv_wkv6, op_kind::rwkv_wkv7})
+        for (int s = 0; s < 5; ++s) {
+            const i64 S = 1 + (s * 7) % 17, H = 1 + s % 3, n_seqs = 1 + s % 3, T = n_seqs * (1 + (s * 3) % 5);
+            tensor* out = linear_attention_case(h, op, S, H, T, n_seqs);
+            CHECK(out->ne == extents{S * H, T + S * n_seqs, 1, 1});
+            h.check(out, {.max_nmse = 1e-10}, std::string(to_string(op)) + " case " + std::to_string(s));
+        }
+    SECTION("one head of size 1, one token, by hand") {
+        tensor* g = linear_attention_case(h, op_kind::gated_linear_attn, 1, 1, 1, 1);
+        tensor* w6 = linear_attention_case(h, op_kind::rwkv_wkv6, 1, 1, 1, 1);
+        tensor* w7 = linear_attention_case(h, op_kind::rwkv_wkv7, 1, 1, 1, 1);
+        for (tensor* t : {g, w6, w7}) REQUIRE(cpu::compute_forward(cpu::compute_params{}, *t) == errc::ok);
+        const auto in = [](tensor* t, int j) { return bt::get(*t->src[j], 0); };
+        // gated_linear_attn: st = st * g + k v, y = st * q * scale
+        const double sg = in(g, 4) * in(g, 3) + in(g, 0) * in(g, 1);
+        CHECK(bt::get(*g, 0, 1) == Approx(sg).epsilon(1e-5));
+        CHECK(bt::get(*g, 0, 0) == Approx(sg * in(g, 2) * 0.25).epsilon(1e-5));
+        // rwkv_wkv6: y = r (tf k v + st), st = st td + k v
+        const double kv = in(w6, 0) * in(w6, 1);
+        CHECK(bt::get(*w6, 0, 0) == Approx(in(w6, 2) * (in(w6, 3) * kv + in(w6, 5))).epsilon(1e-5));
+        CHECK(bt::get(*w6, 0, 1) == Approx(in(w6, 5) * in(w6, 4) + kv).epsilon(1e-5));
+        // rwkv_wkv7: st = st w + v k + (a st) b, y = st r
+        const double s7 = in(w7, 6) * in(w7, 1) + in(w7, 3) * in(w7, 2) + in(w7, 4) * in(w7, 6) * in(w7, 5);
+        CHECK(bt::get(*w7, 0, 1) == Approx(s7).epsilon(1e-5));
+        CHECK(bt::get(*w7, 0, 0) == Approx(s7 * in(w7, 0)).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("cpu: timestep_embedding of even and odd dims", "[cpu][misc]") {
     harness h(8778);
     for (const auto& [n, dim, max_period] : std::vector<std::array<int, 3>>{
@@ -1804,6 +1946,11 @@ TEST_CASE("cpu: kernels split their rows across threads exactly", "[cpu][threads
     nodes.push_back(count_equal(h.ctx, h.input(i32, {9, 5, 3, 2}, layout::permuted, 0, 2), h.input(i32, {9, 5, 3, 2}, layout::contiguous, 0, 2)));
     nodes.push_back(acc(h.ctx, h.input(f32, {64, 5, 3, 2}, layout::contiguous), h.input(f32, {9, 2, 2, 1}, layout::strided_rows), 256, 1280, 3840, 8));
     nodes.push_back(timestep_embedding(h.ctx, h.input(f32, {7, 1, 1, 1}, layout::contiguous, 0, 20), 33));
+    nodes.push_back(ssm_conv(h.ctx, h.input(f32, {12, 9, 3, 1}, layout::permuted), h.input(f32, {4, 9, 1, 1}, layout::strided_rows)));
+    nodes.push_back(ssm_scan_case(h, true, 8, 1, 9, 1, 3, 3, 4, 2.0, layout::contiguous));
+    nodes.push_back(ssm_scan_case(h, false, 8, 4, 6, 2, 3, 2, 2, 2.0, layout::offset));
+    for (const op_kind op : {op_kind::gated_linear_attn, op_kind::rwkv_wkv6, op_kind::rwkv_wkv7})
+        nodes.push_back(linear_attention_case(h, op, 8, 7, 6, 2));
     nodes.push_back(out_prod(h.ctx, h.input(q4_0, {64, 5, 1, 2}, layout::contiguous), h.input(f32, {9, 5, 3, 2}, layout::permuted)));
     nodes.push_back(soft_max(h.ctx, a, h.leaf(f32, {64, 7, 1, 2}), 0.3f));
     nodes.push_back(dup(h.ctx, a));
@@ -1901,6 +2048,7 @@ TEST_CASE("cpu: every type combination the builders accept is supported and corr
         verify(attempt([&] { return tri(h.ctx, in(ta, {5, 5, 2, 1}), tri_type::upper); }), "tri " + a_name);
         verify(attempt([&] { return diag(h.ctx, in(ta, {5, 1, 2, 1})); }), "diag " + a_name);
         verify(attempt([&] { return timestep_embedding(h.ctx, in(ta, {5, 1, 1, 1}), 9); }), "timestep_embedding " + a_name);
+        verify(attempt([&] { return ssm_conv(h.ctx, in(ta, {6, 4, 2, 1}), in(ta, {3, 4, 1, 1})); }), "ssm_conv " + a_name);
         verify(attempt([&] { return count_equal(h.ctx, in(ta, ne), in(ta, ne)); }), "count_equal " + a_name);
         verify(attempt([&] { return acc(h.ctx, in(ta, ne), in(ta, {3, 2, 1, 1}), 256, 1024, 4096, 4); }), "acc " + a_name);
         for (elem_type tb : types)

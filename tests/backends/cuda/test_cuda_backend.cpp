@@ -460,6 +460,13 @@ TEST_CASE("cuda add_id: an expert id out of range is errc::out_of_range at synch
     test::check_add_id_out_of_range(*dev);
 }
 
+TEST_CASE("cuda ssm_scan: a state id out of range is errc::out_of_range at synchronize as on the CPU",
+          "[cuda][ssm_scan][errors]") {
+    auto dev = open_or_skip();
+    if (!dev) return;
+    test::check_ssm_scan_out_of_range(*dev);
+}
+
 TEST_CASE("cuda mul_mat_id: an expert id out of range is errc::out_of_range at synchronize as on the CPU",
           "[cuda][mul_mat_id][errors]") {
     auto dev = open_or_skip();

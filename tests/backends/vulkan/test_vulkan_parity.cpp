@@ -64,6 +64,8 @@ struct vulkan_targets {
         {"conv_2d_dw", 1},  // f32 (channel-last inputs too)
         {"window", 3},      // win_part, win_unpart of f32; get_rel_pos f16 (16-bit storage)
         {"conv_transpose", 2 * 2}, // conv_transpose_1d, conv_transpose_2d of f32 f16 kernels (16-bit storage for f16)
+        {"recurrent", 1 + 2 + 3}, // ssm_conv; ssm_scan Mamba-1 and Mamba-2 (f32; B and C contiguous);
+                                  // gated_linear_attn, rwkv_wkv6, rwkv_wkv7 (f32)
     };
 };
 

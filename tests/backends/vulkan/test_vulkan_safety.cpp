@@ -64,6 +64,14 @@ TEST_CASE("vulkan add_id: an expert id out of range is errc::out_of_range at syn
     check_validation();
 }
 
+TEST_CASE("vulkan ssm_scan: a state id out of range is errc::out_of_range at synchronize as on the CPU",
+          "[vulkan][ssm_scan][errors]") {
+    auto dev = open_or_skip(false);
+    if (!dev) return;
+    test::check_ssm_scan_out_of_range(*dev);
+    check_validation();
+}
+
 TEST_CASE("vulkan mul_mat_id: an expert id out of range is errc::out_of_range at synchronize as on the CPU",
           "[vulkan][mul_mat_id][errors]") {
     auto dev = open_or_skip(false);

@@ -47,6 +47,7 @@
 #include <backplane/backends/cpu/kernels/matmul.hpp>
 #include <backplane/backends/cpu/kernels/misc.hpp>
 #include <backplane/backends/cpu/kernels/out_prod.hpp>
+#include <backplane/backends/cpu/kernels/recurrent.hpp>
 #include <backplane/backends/cpu/kernels/rope.hpp>
 #include <backplane/backends/cpu/kernels/rows.hpp>
 #include <backplane/backends/cpu/kernels/set_rows.hpp>
@@ -109,6 +110,9 @@ enum class kernel_kind : std::uint8_t {
     conv_transpose, ///< kernels::conv_transpose: conv_transpose_1d, conv_transpose_2d
     conv_2d_dw,   ///< kernels::conv_2d_dw
     window,       ///< kernels::window: win_part, win_unpart, get_rel_pos
+    ssm_conv,     ///< kernels::ssm_conv
+    ssm_scan,     ///< kernels::ssm_scan
+    linear_attention, ///< kernels::linear_attention: gated_linear_attn, rwkv_wkv6, rwkv_wkv7
     fast_rowwise, ///< fast::rowwise: element-wise and row ops on f32 rows, swiglu
     fast_mul_mat, ///< fast::mul_mat: gemm for float weights, quant for quantized ones
     fast_mul_mat_id, ///< fast::mul_mat_id: each expert's columns grouped, then fast::mul_mat
@@ -126,7 +130,7 @@ constexpr std::string_view to_string(kernel_kind k) noexcept {
         "soft_max", "mul_mat", "get_rows", "rope", "concat", "glu", "set_rows", "pad", "arange",
         "mul_mat_id", "add_id", "flash_attn_ext", "group_norm", "repeat", "repeat_back", "cumsum", "tri", "diag",
         "timestep_embedding", "out_prod", "im2col", "conv_2d", "pool", "upscale", "remap", "count_equal", "acc",
-        "conv_transpose", "conv_2d_dw", "window", "fast_rowwise",
+        "conv_transpose", "conv_2d_dw", "window", "ssm_conv", "ssm_scan", "linear_attention", "fast_rowwise",
         "fast_mul_mat", "fast_mul_mat_id", "fast_attention", "fast_conv_2d", "fused"};
     const auto i = static_cast<std::size_t>(k);
     return i < names.size() ? names[i] : "unknown";
@@ -159,6 +163,11 @@ constexpr kernel_kind reference_kernel_of(op_kind op) noexcept {
     case op_kind::out_prod: return kernel_kind::out_prod;
     case op_kind::count_equal: return kernel_kind::count_equal;
     case op_kind::acc: return kernel_kind::acc;
+    case op_kind::ssm_conv: return kernel_kind::ssm_conv;
+    case op_kind::ssm_scan: return kernel_kind::ssm_scan;
+    case op_kind::gated_linear_attn:
+    case op_kind::rwkv_wkv6:
+    case op_kind::rwkv_wkv7: return kernel_kind::linear_attention;
     case op_kind::soft_max: return kernel_kind::soft_max;
     case op_kind::mul_mat: return kernel_kind::mul_mat;
     case op_kind::get_rows: return kernel_kind::get_rows;
@@ -288,6 +297,12 @@ inline std::int64_t work_units(const tensor& node, kernel_kind k) noexcept {
         return 10 * a->nelements();
     case kernel_kind::timestep_embedding: // an exp, a cos and a sin per pair
         return 80 * n;
+    case kernel_kind::ssm_conv: // a multiply-add per tap
+        return 10 * n * std::max<std::int64_t>(node.src[1]->ne[0], 1);
+    case kernel_kind::ssm_scan: // per value of x, two multiply-adds (and an exp for Mamba-1) per state
+        return 40 * node.src[1]->nelements() * std::max<std::int64_t>(node.src[0]->ne[0], 1);
+    case kernel_kind::linear_attention: // a few multiply-adds per state value and token: S per channel
+        return 30 * node.ne[0] * node.ne[1] * std::max<std::int64_t>(node.ne[0] / std::max<std::int64_t>(node.src[node.op == op_kind::rwkv_wkv7 ? 2 : 0]->ne[1], 1), 1);
     case kernel_kind::out_prod: // a multiply-add per value of dst and of dimension 1, a dequantized
         return 8 * conv * n * std::max<std::int64_t>(a->ne[1], 1) + n;
     case kernel_kind::soft_max:
@@ -362,6 +377,10 @@ inline std::int64_t split_units(const tensor& node, kernel_kind k) noexcept {
         return node.ne[0];
     case kernel_kind::group_norm:
         return kernels::group_norm_units(node);
+    case kernel_kind::ssm_scan:
+        return kernels::ssm_scan_units(node);
+    case kernel_kind::linear_attention:
+        return kernels::linear_attention_units(node);
     case kernel_kind::fast_mul_mat:
     case kernel_kind::fast_mul_mat_id:
         return node.nelements();
@@ -493,6 +512,9 @@ template <class = void>
     case kernel_kind::conv_transpose: kernels::conv_transpose(p, node); return errc::ok;
     case kernel_kind::conv_2d_dw: kernels::conv_2d_dw(p, node); return errc::ok;
     case kernel_kind::window: kernels::window(p, node); return errc::ok;
+    case kernel_kind::ssm_conv: kernels::ssm_conv(p, node); return errc::ok;
+    case kernel_kind::ssm_scan: return kernels::ssm_scan(p, node) ? errc::ok : errc::out_of_range;
+    case kernel_kind::linear_attention: kernels::linear_attention(p, node); return errc::ok;
     case kernel_kind::fast_rowwise: return fast::rowwise(p, node);
     case kernel_kind::fast_mul_mat: return fast::mul_mat(p, node);
     case kernel_kind::fast_mul_mat_id: return fast::mul_mat_id(p, node);

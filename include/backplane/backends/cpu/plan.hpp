@@ -450,6 +450,10 @@ inline status failure(const tensor& node, errc e) {
         return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name +
                        "' reads outside a source (an expert id beyond the rows of '" +
                        (node.src[1] ? node.src[1]->name : std::string()) + "')"};
+    if (e == errc::out_of_range && node.op == op_kind::ssm_scan)
+        return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name +
+                       "' reads outside a source (a state id beyond the states of '" +
+                       (node.src[0] ? node.src[0]->name : std::string()) + "')"};
     if (e == errc::out_of_range && node.op == op_kind::set_rows)
         return {e, "cpu: " + std::string(to_string(node.op)) + " node '" + node.name +
                        "' writes outside its destination (a set_rows index beyond the rows of '" +

@@ -27,6 +27,7 @@
 #include <backplane/backends/cuda/kernels/layout.cuh>
 #include <backplane/backends/cuda/kernels/misc.cuh>
 #include <backplane/backends/cuda/kernels/out_prod.cuh>
+#include <backplane/backends/cuda/kernels/recurrent.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat.cuh>
 #include <backplane/backends/cuda/kernels/mul_mat_id.cuh>
 #include <backplane/backends/cuda/kernels/rope.cuh>
@@ -97,6 +98,11 @@ inline cudaError_t launch(const tensor& node, const detail::launch_context& ctx)
     case op_kind::upscale: return launch_upscale(node, ctx);
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return launch_remap(node, ctx);
+    case op_kind::ssm_conv:
+    case op_kind::ssm_scan:
+    case op_kind::gated_linear_attn:
+    case op_kind::rwkv_wkv6:
+    case op_kind::rwkv_wkv7: return launch_recurrent(node, ctx);
     default: return cudaErrorNotSupported;
     }
 }

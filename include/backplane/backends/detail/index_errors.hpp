@@ -2,7 +2,8 @@
 // Index errors of device backends: what a kernel found out of range, as a status.
 //
 // A get_rows index outside its source's rows, a set_rows index outside its destination's
-// rows and a mul_mat_id or add_id expert id outside its experts is errc::out_of_range on
+// rows, a mul_mat_id or add_id expert id outside its experts and an ssm_scan state id
+// outside its states is errc::out_of_range on
 // every backend. The CPU sees it while computing; a device kernel runs after compute()
 // returned, so it never reads or writes out of bounds (get_rows writes the row with
 // zeros, mul_mat_id the column, add_id the row, set_rows writes nothing, as on the CPU) and raises a flag
@@ -25,7 +26,8 @@ namespace backplane::detail {
 /// Whether a kernel of this node reads or writes at indices found in its data (and checks
 /// them).
 constexpr bool reads_by_index(op_kind op) noexcept {
-    return op == op_kind::get_rows || op == op_kind::set_rows || op == op_kind::mul_mat_id || op == op_kind::add_id;
+    return op == op_kind::get_rows || op == op_kind::set_rows || op == op_kind::mul_mat_id || op == op_kind::add_id ||
+           op == op_kind::ssm_scan;
 }
 
 /// What an index out of range in node means, in the CPU's words.
@@ -36,6 +38,9 @@ inline std::string index_error_of(const tensor& node) {
     if (node.op == op_kind::add_id)
         return "add_id node " + describe(&node) + " reads outside a source (an expert id beyond the rows of " +
                describe(node.src[1]) + "; its rows are zeros)";
+    if (node.op == op_kind::ssm_scan)
+        return "ssm_scan node " + describe(&node) + " reads outside a source (a state id beyond the states of " +
+               describe(node.src[0]) + "; that sequence's outputs and states are zeros)";
     if (node.op == op_kind::set_rows)
         return "set_rows node " + describe(&node) + " writes outside its destination (a set_rows index beyond the rows of " +
                describe(node.src[2]) + "; the rows it could not write are left as they were)";

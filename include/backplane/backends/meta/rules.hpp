@@ -64,13 +64,13 @@ enum class condition : std::uint8_t {
 };
 
 inline constexpr std::uint8_t axes_all = 0b1111;
-/// The sources a rule reads: all of them (flash_attn_ext's mask and sinks are src3, src4).
+/// The sources a rule reads: all of them (flash_attn_ext: 5; ssm_scan, rwkv_wkv7: 7).
 inline constexpr std::size_t rule_srcs = max_srcs;
 inline constexpr std::uint8_t axes_rows = 0b1110; ///< not dimension 0 (row-wise ops need whole rows)
 
 struct rule {
     op_kind op;
-    std::array<form, rule_srcs> src; ///< src0 .. src4 (a source a rule leaves out: none)
+    std::array<form, rule_srcs> src; ///< src0 .. src6 (a source a rule leaves out: none)
     form out;                ///< mirrored, partial or split
     std::uint8_t axes = axes_all;
     std::int8_t shift = 0;
@@ -335,6 +335,20 @@ inline constexpr rule rules[] = {
     {op_kind::get_rel_pos, {rule_detail::S, rule_detail::N}, rule_detail::S, rule_detail::ax(0), 0, {}, {}, false,
      "channels split"},
     {op_kind::get_rel_pos, {rule_detail::M, rule_detail::N}, rule_detail::M},
+    // state-space and linear-attention recurrences
+    {op_kind::ssm_conv, {rule_detail::S, rule_detail::M}, rule_detail::S, rule_detail::ax(2), 0, {}, {}, false,
+     "sequences split: each device convolves its own"},
+    {op_kind::ssm_conv, {rule_detail::M, rule_detail::M}, rule_detail::M},
+    {op_kind::ssm_scan, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M,
+                         rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "outputs and states in one vector: every device scans the whole"},
+    {op_kind::gated_linear_attn, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
+     rule_detail::M, axes_all, 0, {}, {}, false, "outputs and states in one tensor: every device computes the whole"},
+    {op_kind::rwkv_wkv6, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M},
+     rule_detail::M, axes_all, 0, {}, {}, false, "outputs and states in one tensor: every device computes the whole"},
+    {op_kind::rwkv_wkv7, {rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M, rule_detail::M,
+                          rule_detail::M}, rule_detail::M, axes_all, 0, {}, {}, false,
+     "outputs and states in one tensor: every device computes the whole"},
 };
 // clang-format on
 

@@ -61,7 +61,7 @@ struct launch {
     const spirv::blob* shader = nullptr;
     push_constants pc;
     std::array<std::uint32_t, 3> groups{};
-    // by launch slot (ops/common.hpp): sources 0 and 1, the destination, sources 2, 3, 4
+    // by launch slot (ops/common.hpp): sources 0 and 1, the destination, sources 2 to 6
     std::array<vk::DescriptorBufferInfo, launch_slots> bind;
     std::array<std::uint64_t, launch_slots> ids{};   // the bound buffers' ids
     std::array<mem_range, launch_slots - 1> reads; // the sources' bytes (empty when absent)

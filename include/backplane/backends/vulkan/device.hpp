@@ -334,7 +334,7 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
     s.queue = s.device.getQueue(s.queue_family, 0);
 
     // sources 0 and 1, destination, the stream's error word (backends/detail/index_errors.hpp),
-    // sources 2, 3 and 4 (ops/common.hpp's launch slots)
+    // sources 2 to 6 (ops/common.hpp's launch slots)
     std::array<vk::DescriptorSetLayoutBinding, vulkan::detail::launch_slots + 1> bindings;
     for (std::uint32_t b = 0; b < bindings.size(); ++b)
         bindings[b] = vk::DescriptorSetLayoutBinding(b, vk::DescriptorType::eStorageBuffer, 1, vk::ShaderStageFlagBits::eCompute);

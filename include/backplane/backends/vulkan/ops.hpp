@@ -24,6 +24,7 @@
 #include <backplane/backends/vulkan/ops/misc.hpp>
 #include <backplane/backends/vulkan/ops/mul_mat.hpp>
 #include <backplane/backends/vulkan/ops/rope.hpp>
+#include <backplane/backends/vulkan/ops/recurrent.hpp>
 #include <backplane/backends/vulkan/ops/rows.hpp>
 #include <backplane/backends/vulkan/ops/set_rows.hpp>
 #include <backplane/backends/vulkan/ops/sort.hpp>
@@ -80,6 +81,11 @@ inline bool plan(const tensor& t, const features& f, dispatch& d) noexcept {
     case op_kind::upscale: return plan_upscale(t, f, d);
     case op_kind::pad_reflect_1d:
     case op_kind::roll: return plan_remap(t, f, d);
+    case op_kind::ssm_conv:
+    case op_kind::ssm_scan:
+    case op_kind::gated_linear_attn:
+    case op_kind::rwkv_wkv6:
+    case op_kind::rwkv_wkv7: return plan_recurrent(t, f, d);
     default: return false;
     }
 }

@@ -38,9 +38,10 @@ struct push_constants {
 static_assert(sizeof(push_constants) == 128, "the push constants are 128 bytes (the guaranteed minimum)");
 
 /// Launch slots: where a dispatch's tensors are bound. Slots 0 and 1 hold sources 0 and 1
-/// (bindings 0 and 1), slot 2 the destination (binding 2), slots 3, 4 and 5 sources 2, 3
-/// and 4 (bindings 4, 5 and 6; binding 3 is the stream's error word).
-inline constexpr std::size_t launch_slots = 6;
+/// (bindings 0 and 1), slot 2 the destination (binding 2), slots 3 to 7 sources 2 to 6
+/// (bindings 4 to 8; binding 3 is the stream's error word).
+inline constexpr std::size_t launch_slots = 2 + 1 + (max_srcs - 2);
+static_assert(launch_slots == 8, "one slot per source and one for the destination");
 constexpr std::size_t slot_of_source(std::size_t j) noexcept { return j < 2 ? j : j + 1; }
 constexpr std::uint32_t binding_of_slot(std::size_t slot) noexcept {
     return static_cast<std::uint32_t>(slot < 3 ? slot : slot + 1);
@@ -48,11 +49,23 @@ constexpr std::uint32_t binding_of_slot(std::size_t slot) noexcept {
 
 /// The push-constant word that holds the offset of the tensor in launch slot `slot`,
 /// which the backend writes when it binds the tensor: offs.x, .y, .z, .w for slots 0 to
-/// 3, then a_nb.x and b_nb.x for sources 3 and 4. Only flash_attn_ext has those, and its
-/// q and k rows are contiguous, so their element strides are not needed there.
+/// 3 (sources 0, 1, the destination, source 2), then a_nb.x and b_nb.x for sources 3
+/// and 4, a_nb.y and b_nb.y for sources 5 and 6. The push constants are full, so an op
+/// with a fourth source gives up the element strides of sources 0 and 1 (flash_attn_ext:
+/// its q and k rows are contiguous), and an op with a sixth gives up their row strides
+/// too: its shader reads sources 0 and 1 as contiguous (ssm_scan, rwkv_wkv6, rwkv_wkv7),
+/// and its planner refuses a node whose sources are not.
 inline std::uint32_t& offset_word(push_constants& pc, std::size_t slot) noexcept {
-    if (slot < 4) return pc.offs[slot];
-    return slot == 4 ? pc.a_nb[0] : pc.b_nb[0];
+    switch (slot) {
+    case 0:
+    case 1:
+    case 2:
+    case 3: return pc.offs[slot];
+    case 4: return pc.a_nb[0];
+    case 5: return pc.b_nb[0];
+    case 6: return pc.a_nb[1];
+    default: return pc.b_nb[1];
+    }
 }
 
 /// What a device offers that plans depend on (filled from the device's properties).

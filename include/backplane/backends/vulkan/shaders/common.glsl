@@ -12,8 +12,9 @@
 //   prm         op parameters (floats as their bits: uintBitsToFloat)
 // Bindings (set 0): 0 source 0, 1 source 1, 2 the destination, 3 the stream's error
 // word (one uint; a shader that finds an index out of range sets a bit of it with
-// atomicOr, and the backend reports it at synchronize), 4 source 2 (the destination's
-// buffer when the node has none).
+// atomicOr, and the backend reports it at synchronize), 4 to 8 sources 2 to 6 (the
+// destination's buffer for a source the node has none of; the offsets of sources 3 to 6
+// are in a_nb.x, b_nb.x, a_nb.y and b_nb.y: ops/common.hpp offset_word).
 #extension GL_EXT_scalar_block_layout : require
 
 layout(push_constant, std430) uniform op_push {
