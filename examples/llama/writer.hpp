@@ -47,7 +47,8 @@ inline std::vector<float> llama31_freq_factors(int n_rot, float base, float orig
 /// embeddings when `tied` (always for gemma2); llama with Llama 3.1's frequency factors
 /// (original context 256); mamba2's convolution taps in +-1/sqrt(conv_kernel), A in
 /// [-1, -0.1) (slow decays, so that the state carries far), D in [0.8, 1.2), and the keys
-/// llama.cpp's converter writes (head_count and feed_forward_length 0).
+/// llama.cpp's converter writes (feed_forward_length 0; head_count the heads, which
+/// llama.cpp's loader reads as the heads of ssm_in, ssm_dt, ssm_a and ssm_d).
 inline status write_random_model(const std::filesystem::path& path, hparams hp, const file_type& ftype,
                                  std::uint32_t seed, bool tied, const progress_fn& progress = {}) {
     hp.resolve_defaults();
@@ -75,7 +76,9 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
     const std::vector<std::pair<std::string_view, gguf::value>> keys =
         t.recurrent ? std::vector<std::pair<std::string_view, gguf::value>>{
                           {"feed_forward_length", u32(0)},
-                          {"attention.head_count", u32(0)},
+                          // llama.cpp's converter writes 0; its loader sizes mamba2's
+                          // tensors by head_count (as ssm.time_step_rank): the heads
+                          {"attention.head_count", u32(hp.n_head)},
                           {"ssm.conv_kernel", u32(hp.ssm_d_conv)},
                           {"ssm.inner_size", u32(hp.ssm_d_inner)},
                           {"ssm.state_size", u32(hp.ssm_d_state)},
