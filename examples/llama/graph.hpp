@@ -25,6 +25,17 @@
 // the routed experts: softmax of the router's logits, the top expert_used_count experts
 // of each token, their probabilities renormalized to sum 1, each expert's SwiGLU through
 // mul_mat_id, and the weighted sum.
+//
+// mamba2 (llama.cpp's build_mamba2_layer, one sequence): per layer x = x + mixer(rms_norm(x)
+// * attn_norm), no attention and no feed-forward. The mixer: the in-projection split into
+// z [d_inner], xBC [d_inner + 2 groups * state_size] and dt [heads]; xBC after the
+// convolution's state (its last conv_kernel - 1 tokens), ssm_conv over both with
+// ssm_conv1d, plus its bias, silu, the last conv_kernel - 1 tokens written back as the new
+// state; split into x (heads of d_inner / heads channels), B and C (state_size per group);
+// ssm_scan from the scan's state with dt + ssm_dt.bias, A = ssm_a, its final state written
+// back; y + x * D, times silu(z), RMSNorm per group of d_inner / groups channels times
+// ssm_norm, and the out-projection. The state (kv_cache's, recurrent) carries a sequence
+// from step to step: a prompt in batches then token by token computes what one batch does.
 
 #include "model.hpp"
 
@@ -57,6 +68,7 @@ struct step {
     /// i32 [n_embd_v * n_tokens], input, with V transposed in the cache (no flash
     /// attention): value e of token t goes to element e * n_ctx + n_past + t of V
     tensor* v_rows = nullptr;
+    tensor* rs_ids = nullptr;   ///< i32 [1], input (mamba2): the state ssm_scan starts from, 0
     tensor* logits = nullptr;   ///< f32 [n_vocab, 1 or n_tokens], output
     int n_past = 0;
     int n_tokens = 0;
@@ -64,11 +76,13 @@ struct step {
     int n_swa = 0; ///< the window of mask_swa
     int n_ctx = 0; ///< the cache's positions
     int kv_pad = 1;
+    bool recurrent = false; ///< mamba2: no positions, masks or n_kv; any later position
 
     /// Makes this the step of positions [n_past, n_past + n_tokens) when they need the same
     /// n_kv (the graph is then the same); false, and nothing changes, when they do not.
     [[nodiscard]] bool move_to(int new_n_past) noexcept {
-        if (new_n_past < 0 || new_n_past + n_tokens > n_ctx || n_kv_for(new_n_past) != n_kv) return false;
+        if (new_n_past < 0 || new_n_past + n_tokens > n_ctx || (!recurrent && n_kv_for(new_n_past) != n_kv))
+            return false;
         n_past = new_n_past;
         return true;
     }
@@ -84,6 +98,11 @@ struct step {
             return {errc::invalid_argument, "step: wrong number of token ids"};
         if (auto s = tensor_set(*tokens, std::vector<std::int32_t>(ids.begin(), ids.end())); !s)
             return s;
+        if (rs_ids != nullptr)
+            if (auto s = tensor_set(*rs_ids, std::vector<std::int32_t>{0}); !s)
+                return s;
+        if (pos == nullptr) // mamba2: the state is the only context
+            return {};
         std::vector<std::int32_t> p(static_cast<std::size_t>(n_tokens));
         for (int i = 0; i < n_tokens; ++i)
             p[static_cast<std::size_t>(i)] = n_past + i;
@@ -148,6 +167,14 @@ class step_builder {
         if (tr_.gemma)
             cur = named(norm(cur, l.ffn_post_norm), "ffn_post_norm");
         return named(add(ctx_, cur, h), "l_out");
+    }
+
+    /// mamba2: x [n_embd, T] -> x after layer il.
+    tensor* ssm_layer(tensor* x, int il) {
+        const layer_weights& l = m_.layers[S(il)];
+        sfx_ = "-" + std::to_string(il);
+        tensor* cur = named(ssm_mixer(l, named(norm(x, l.attn_norm), "attn_norm"), il), "mamba_out");
+        return named(add(ctx_, cur, x), "l_out");
     }
 
     /// x [n_embd, T] -> logits [n_vocab, T].
@@ -260,6 +287,49 @@ class step_builder {
         }
     }
 
+    /// mamba2's mixer (graph.hpp's header): cur [n_embd, T] -> [n_embd, T]; the new
+    /// convolution and scan states written into the cache (the nodes added now, after the
+    /// nodes that read the old ones).
+    tensor* ssm_mixer(const layer_weights& l, tensor* cur, int il) {
+        const std::int64_t I = hp_.ssm_d_inner, N = hp_.ssm_d_state, H = hp_.n_head,
+                           R = hp_.ssm_n_group, P = hp_.ssm_head_dim(), W = hp_.ssm_d_conv,
+                           Cc = hp_.ssm_conv_channels(), T = st_.n_tokens;
+        constexpr std::size_t es = sizeof(float);
+        tensor* zxbcdt = named(mul_mat(ctx_, l.ssm_in, cur), "ssm_in"); // [I + Cc + H, T]
+        const std::size_t row = zxbcdt->nb[1];
+        tensor* z = view_2d(ctx_, zxbcdt, I, T, row, 0);
+        tensor* xbc = view_2d(ctx_, zxbcdt, Cc, T, row, S(I) * es);
+        tensor* dt = view_2d(ctx_, zxbcdt, H, T, row, S(I + Cc) * es);
+
+        // the convolution over the state's W - 1 tokens and the T new ones
+        tensor* conv_x = named(concat(ctx_, reshape(ctx_, c_.k[S(il)], {W - 1, Cc, 1}),
+                                      reshape(ctx_, cont(ctx_, transpose(ctx_, xbc)), {T, Cc, 1}), 0),
+                               "conv_x"); // [W - 1 + T, Cc, 1]
+        tensor* last = view_3d(ctx_, conv_x, W - 1, Cc, 1, conv_x->nb[1], conv_x->nb[2], S(T) * es);
+        st_.g.build_forward(named(cpy(ctx_, last, c_.k[S(il)]), "conv_store"));
+        xbc = named(ssm_conv(ctx_, conv_x, l.ssm_conv1d), "ssm_conv"); // [Cc, T, 1]
+        xbc = named(silu(ctx_, add(ctx_, xbc, l.ssm_conv1d_b)), "conv_out");
+
+        // the scan: x by heads, B and C by groups
+        tensor* x = view_4d(ctx_, xbc, P, H, T, 1, S(P) * es, xbc->nb[1], xbc->nb[2], 0);
+        tensor* B = view_4d(ctx_, xbc, N, R, T, 1, S(N) * es, xbc->nb[1], xbc->nb[2], S(I) * es);
+        tensor* C = view_4d(ctx_, xbc, N, R, T, 1, S(N) * es, xbc->nb[1], xbc->nb[2], S(I + R * N) * es);
+        dt = named(add(ctx_, reshape(ctx_, cont(ctx_, dt), {H, T, 1}), l.ssm_dt_b), "dt");
+        tensor* s = reshape(ctx_, c_.v[S(il)], {N, P, H, 1});
+        tensor* y_ssm = named(ssm_scan(ctx_, s, x, dt, l.ssm_a, B, C, st_.rs_ids), "ssm_scan");
+        const std::int64_t n_y = P * H * T;
+        st_.g.build_forward(
+            named(cpy(ctx_, view_1d(ctx_, y_ssm, N * P * H, S(n_y) * es), c_.v[S(il)]), "ssm_store"));
+
+        // y + x D, gated by silu(z), RMSNorm per group, out-projection
+        tensor* y = view_3d(ctx_, y_ssm, P, H, T, S(P) * es, S(P * H) * es, 0);
+        y = named(add(ctx_, y, mul(ctx_, x, l.ssm_d)), "mamba2_y_add_d");
+        y = named(swiglu_split(ctx_, cont(ctx_, z), reshape(ctx_, y, {I, T})), "mamba2_y_gated");
+        y = reshape(ctx_, y, {I / R, R, T});
+        y = named(norm(y, l.ssm_norm), "mamba2_y_norm");
+        return named(mul_mat(ctx_, l.ssm_out, reshape(ctx_, y, {I, T})), "ssm_out");
+    }
+
     /// SwiGLU (gemma2: GeGLU) feed-forward.
     tensor* dense_ffn(const layer_weights& l, tensor* cur) {
         tensor* gate = named(mul_mat(ctx_, l.ffn_gate, cur), "ffn_gate");
@@ -302,6 +372,22 @@ class step_builder {
 
 } // namespace detail
 
+namespace detail {
+/// The logits of x (of its last token unless all_logits) as the step's output.
+inline std::unique_ptr<step> finish_step(std::unique_ptr<step> st, step_builder& b, tensor* x, bool all_logits) {
+    context& ctx = st->ctx;
+    const std::int64_t E = x->ne[0], T = x->ne[1];
+    if (!all_logits && T > 1)
+        x = view_2d(ctx, x, E, 1, x->nb[1],
+                    static_cast<std::size_t>(T - 1) * x->nb[1]); // the last token
+    st->logits = b.output(x);
+    st->logits->set_output();
+    st->g.build_forward(st->logits);
+    return st;
+}
+} // namespace detail
+
+
 /// Builds a step's graph. Throws backplane::error on a bad shape (n_past + n_tokens past
 /// the cache, say).
 inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n_past, int n_tokens,
@@ -322,6 +408,7 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     st->kv_pad = pad;
     st->n_kv = st->n_kv_for(n_past);
     st->n_swa = hp.n_swa;
+    st->recurrent = c.recurrent;
 
     const auto input = [&](elem_type type, std::initializer_list<std::int64_t> ne,
                            const char* name) {
@@ -331,6 +418,16 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
         return t;
     };
     st->tokens = input(elem_type::i32, {T}, "inp_tokens");
+    if (c.recurrent) {
+        st->n_kv = 0;
+        st->rs_ids = input(elem_type::i32, {1}, "inp_s_copy");
+        detail::step_builder b(m, c, *st);
+        tensor* x = get_rows(ctx, m.w.tok_embd, st->tokens);
+        x->name = "inp_embd";
+        for (int il = 0; il < hp.n_layer; ++il)
+            x = b.ssm_layer(x, il);
+        return detail::finish_step(std::move(st), b, x, all_logits);
+    }
     st->pos = input(elem_type::i32, {T}, "inp_pos");
     if (!c.flash_attn)
         st->v_rows = input(elem_type::i32, {hp.n_embd_v() * T}, "inp_v_rows");
@@ -348,13 +445,7 @@ inline std::unique_ptr<step> build_step(const model& m, const kv_cache& c, int n
     x->name = "inp_embd";
     for (int il = 0; il < hp.n_layer; ++il)
         x = b.layer(x, il);
-    if (!all_logits && T > 1)
-        x = view_2d(ctx, x, E, 1, x->nb[1],
-                    static_cast<std::size_t>(T - 1) * x->nb[1]); // the last token
-    st->logits = b.output(x);
-    st->logits->set_output();
-    st->g.build_forward(st->logits);
-    return st;
+    return detail::finish_step(std::move(st), b, x, all_logits);
 }
 
 } // namespace llama

@@ -10,6 +10,11 @@
 //   qwen3moe: expert_count, expert_used_count, expert_feed_forward_length
 //   gemma2: attention.sliding_window (default 4096), attn_logit_softcapping (default 50),
 //           final_logit_softcapping (default 30)
+//   mamba2: no attention and no feed-forward: context_length, embedding_length,
+//           block_count, attention.layer_norm_rms_epsilon, ssm.conv_kernel,
+//           ssm.inner_size, ssm.state_size, ssm.time_step_rank (its heads),
+//           ssm.group_count; no other key is read (llama.cpp's converter writes
+//           head_count and feed_forward_length 0)
 //
 // What differs between the families is one row of `traits` (arch_traits below); the
 // tensors each family has follow from it (weights.hpp), and so does the graph (graph.hpp).
@@ -29,10 +34,10 @@ namespace llama {
 
 using namespace backplane;
 
-enum class arch { llama, qwen2, qwen3, gemma2, qwen3moe };
+enum class arch { llama, qwen2, qwen3, gemma2, qwen3moe, mamba2 };
 
 /// How a family's layers are built (llama.cpp's build_llama, build_qwen2, build_qwen3,
-/// build_gemma2_iswa, build_qwen3moe).
+/// build_gemma2_iswa, build_qwen3moe, and build_mamba2_layer for mamba2).
 struct arch_traits {
     arch id;
     std::string_view name; ///< general.architecture, and the prefix of its keys
@@ -45,16 +50,19 @@ struct arch_traits {
                            ///< (post_attention_norm, post_ffw_norm), GeGLU, queries scaled
                            ///< before attention, logit soft-capping, sliding-window layers,
                            ///< the output tied to the embeddings
+    bool recurrent;        ///< Mamba-2 layers (a state-space mixer instead of attention
+                           ///< and feed-forward) and a recurrent state instead of a KV cache
 };
 
 // clang-format off
-inline constexpr std::array<arch_traits, 5> families{{
-    // id            name        rope               freqs  bias   qk_norm experts gemma
-    {arch::llama,    "llama",    rope_mode::normal, true,  false, false,  false,  false},
-    {arch::qwen2,    "qwen2",    rope_mode::neox,   false, true,  false,  false,  false},
-    {arch::qwen3,    "qwen3",    rope_mode::neox,   false, false, true,   false,  false},
-    {arch::gemma2,   "gemma2",   rope_mode::neox,   false, false, false,  false,  true},
-    {arch::qwen3moe, "qwen3moe", rope_mode::neox,   false, false, true,   true,   false},
+inline constexpr std::array<arch_traits, 6> families{{
+    // id            name        rope               freqs  bias   qk_norm experts gemma  recurrent
+    {arch::llama,    "llama",    rope_mode::normal, true,  false, false,  false,  false, false},
+    {arch::qwen2,    "qwen2",    rope_mode::neox,   false, true,  false,  false,  false, false},
+    {arch::qwen3,    "qwen3",    rope_mode::neox,   false, false, true,   false,  false, false},
+    {arch::gemma2,   "gemma2",   rope_mode::neox,   false, false, false,  false,  true,  false},
+    {arch::qwen3moe, "qwen3moe", rope_mode::neox,   false, false, true,   true,   false, false},
+    {arch::mamba2,   "mamba2",   rope_mode::normal, false, false, false,  false,  false, true},
 }};
 // clang-format on
 
@@ -100,6 +108,12 @@ struct hparams {
     int n_swa = 32;
     float attn_softcap = 1.0f;
     float final_softcap = 30.0f;
+    // mamba2 (llama.cpp's ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_group); its heads
+    // are n_head (ssm.time_step_rank), of d_inner / n_head channels each
+    int ssm_d_conv = 4;
+    int ssm_d_inner = 0; ///< 0: 2 * n_embd (resolved by resolve_defaults)
+    int ssm_d_state = 128;
+    int ssm_n_group = 1;
 
     [[nodiscard]] const arch_traits& tr() const { return traits(family); }
     [[nodiscard]] int n_embd_q() const noexcept { return head_dim_k * n_head; }
@@ -115,8 +129,25 @@ struct hparams {
         return 1.0f / std::sqrt(static_cast<float>(d));
     }
 
-    /// Fills the head sizes and n_rot left at 0.
+    /// mamba2: the channels the convolution reads (x, then B and C of every group).
+    [[nodiscard]] std::int64_t ssm_conv_channels() const noexcept {
+        return ssm_d_inner + 2LL * ssm_n_group * ssm_d_state;
+    }
+    /// mamba2: the in-projection's outputs (z, x, B, C, dt).
+    [[nodiscard]] std::int64_t ssm_in_proj() const noexcept { return ssm_d_inner + ssm_conv_channels() + n_head; }
+    /// mamba2: the channels of a head.
+    [[nodiscard]] int ssm_head_dim() const noexcept { return n_head > 0 ? ssm_d_inner / n_head : 0; }
+
+    /// Fills the head sizes and n_rot left at 0 (mamba2: d_inner left at 0 as 2 * n_embd,
+    /// llama.cpp's only expansion; the head size as head_dim_k and head_dim_v).
     void resolve_defaults() {
+        if (tr().recurrent) {
+            if (ssm_d_inner == 0)
+                ssm_d_inner = 2 * n_embd;
+            n_head_kv = n_head;
+            head_dim_k = head_dim_v = n_rot = ssm_head_dim();
+            return;
+        }
         if (head_dim_k == 0 && n_head > 0)
             head_dim_k = n_embd / n_head;
         if (head_dim_v == 0)
@@ -129,6 +160,8 @@ struct hparams {
         const auto bad = [](const std::string& what) {
             return status(errc::invalid_argument, "model: " + what);
         };
+        if (tr().recurrent)
+            return validate_ssm();
         if (n_vocab <= 0 || n_ctx <= 0 || n_embd <= 0 || n_layer <= 0 || n_head <= 0 ||
             n_head_kv <= 0 || n_ff <= 0 || head_dim_k <= 0 || head_dim_v <= 0 || n_rot <= 0)
             return bad("every size must be positive");
@@ -152,11 +185,51 @@ struct hparams {
             return bad("the sliding window and the soft-caps must be positive");
         return {};
     }
+
+  private:
+    [[nodiscard]] status validate_ssm() const {
+        const auto bad = [](const std::string& what) {
+            return status(errc::invalid_argument, "model: " + what);
+        };
+        const auto n = [](int x) { return std::to_string(x); };
+        if (n_vocab <= 0 || n_ctx <= 0 || n_embd <= 0 || n_layer <= 0 || n_head <= 0 ||
+            ssm_d_conv <= 0 || ssm_d_inner <= 0 || ssm_d_state <= 0 || ssm_n_group <= 0)
+            return bad("every size must be positive (mamba2: context_length, embedding_length, "
+                       "block_count, ssm.conv_kernel, ssm.inner_size, ssm.state_size, "
+                       "ssm.time_step_rank, ssm.group_count)");
+        if (ssm_d_conv < 2)
+            return bad("ssm.conv_kernel (" + n(ssm_d_conv) + ") must be at least 2");
+        if (ssm_d_inner % n_head != 0)
+            return bad("ssm.inner_size (" + n(ssm_d_inner) + ") must be a multiple of ssm.time_step_rank (" +
+                       n(n_head) + ", the heads)");
+        if (n_head % ssm_n_group != 0)
+            return bad("ssm.time_step_rank (" + n(n_head) + ", the heads) must be a multiple of ssm.group_count (" +
+                       n(ssm_n_group) + ")");
+        if (ssm_in_proj() > std::numeric_limits<int>::max())
+            return bad("the in-projection is too large");
+        if (!(rms_eps > 0.0f))
+            return bad("rms epsilon must be positive");
+        return {};
+    }
 };
 
 /// The GGUF key "<arch>.<name>".
 inline std::string key(const hparams& hp, std::string_view name) {
     return std::string(hp.tr().name) + "." + std::string(name);
+}
+
+/// hp's defaults resolved, n_vocab from token_embd.weight, the whole checked.
+inline result<hparams> finish_hparams(const gguf::file& f, hparams hp) {
+    hp.resolve_defaults();
+    const gguf::tensor_info* emb = f.find_tensor("token_embd.weight");
+    if (emb == nullptr)
+        return status(errc::invalid_argument, "model: no tensor 'token_embd.weight'");
+    if (emb->ne[1] > std::numeric_limits<int>::max())
+        return status(errc::invalid_argument, "model: vocabulary too large");
+    hp.n_vocab = static_cast<int>(emb->ne[1]);
+    if (auto s = hp.validate(); !s)
+        return s;
+    return hp;
 }
 
 /// Reads the hyper-parameters of a GGUF file of one of the families (n_vocab from
@@ -183,6 +256,22 @@ inline result<hparams> read_hparams(const gguf::file& f) {
             return {};
         return v.error();
     };
+    if (hp.tr().recurrent) {
+        for (const status& s : {
+                 get("context_length", hp.n_ctx, true),
+                 get("embedding_length", hp.n_embd, true),
+                 get("block_count", hp.n_layer, true),
+                 get("ssm.conv_kernel", hp.ssm_d_conv, true),
+                 get("ssm.inner_size", hp.ssm_d_inner, true),
+                 get("ssm.state_size", hp.ssm_d_state, true),
+                 get("ssm.time_step_rank", hp.n_head, true),
+                 get("ssm.group_count", hp.ssm_n_group, true),
+                 get("attention.layer_norm_rms_epsilon", hp.rms_eps, true),
+             })
+            if (!s)
+                return s;
+        return finish_hparams(f, hp);
+    }
     const bool moe = hp.tr().experts, gemma = hp.tr().gemma;
     if (gemma) {
         hp.n_swa = 4096;
@@ -212,16 +301,7 @@ inline result<hparams> read_hparams(const gguf::file& f) {
     hp.n_head_kv = hp.n_head;
     if (auto s = get("attention.head_count_kv", hp.n_head_kv, false); !s)
         return s;
-    hp.resolve_defaults();
-    const gguf::tensor_info* emb = f.find_tensor("token_embd.weight");
-    if (emb == nullptr)
-        return status(errc::invalid_argument, "model: no tensor 'token_embd.weight'");
-    if (emb->ne[1] > std::numeric_limits<int>::max())
-        return status(errc::invalid_argument, "model: vocabulary too large");
-    hp.n_vocab = static_cast<int>(emb->ne[1]);
-    if (auto s = hp.validate(); !s)
-        return s;
-    return hp;
+    return finish_hparams(f, hp);
 }
 
 } // namespace llama

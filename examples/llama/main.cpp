@@ -1,12 +1,13 @@
-// llama: a decoder-only transformer (the llama, qwen2, qwen3, gemma2 and qwen3moe
-// families of llama.cpp) run across the devices of this machine.
+// llama: a decoder-only language model (the llama, qwen2, qwen3, gemma2 and qwen3moe
+// transformer families of llama.cpp, and the mamba2 state-space family) run across the
+// devices of this machine.
 //
 //   llama [--model FILE] [--device NAME] [--gpu-layers N] [--policy cost|greedy]
 //         [--pipeline N] [--batch N] [--threads N] [--prompt N] [--gen N] [--check] ...
 //   mpirun -np N llama --parallel tensor|pipeline ...
 //
 // 1. Reads the hyper-parameters and weights from a GGUF file with llama.cpp's keys and
-//    tensor names, for five families (hparams.hpp, weights.hpp; the graph in graph.hpp).
+//    tensor names, for six families (hparams.hpp, weights.hpp; the graph in graph.hpp).
 //    Without --model it uses a file in the temporary directory, first writing a
 //    deterministic random-weight model there when it is missing (--arch, --n-layer,
 //    --n-embd, ... --wtype, --seed), so it always runs; --write-model (re)writes the file
@@ -24,6 +25,10 @@
 //    or its vocabulary unknown here) in batches, queued asynchronously (with --pipeline
 //    N > 1 the host prepares batch k + 1 while batch k runs), then generates tokens one by
 //    one greedily with the KV cache, and prints tokens per second for both.
+//    mamba2 has no attention and no KV cache: a recurrent state (the convolution's and
+//    the scan's, per layer) carries the sequence from step to step, zero at its start;
+//    --flash-attn and --cache-type, which only apply to attention, are refused for it
+//    (exit status 2).
 // 4. With --check, runs the whole sequence again on the CPU alone, in one batch, and
 //    compares the logits of every step with it: normalized mean squared error at most
 //    2e-3, else exit status 1. With --flash-attn on (attention as one flash_attn_ext
@@ -87,6 +92,7 @@ struct options {
     elem_type cache_type = elem_type::f32;
     int kv_pad = 32;
     bool flash_attn = false;
+    bool attention_options = false; // --flash-attn or --cache-type given (refused for mamba2)
     bool check = false;
     std::filesystem::path reference; // another implementation's logits (reference.hpp)
     std::optional<double> max_nmse;  // ... and the largest NMSE a position may have
@@ -105,13 +111,17 @@ model:
                       (default: a file in the temporary directory, written when missing)
   --write-model       (re)write FILE with random weights first
   --arch A            family of a written model: llama (default), qwen2, qwen3, gemma2,
-                      qwen3moe (a file's general.architecture decides when loading)
+                      qwen3moe, mamba2 (a file's general.architecture decides when loading)
   --n-layer N --n-embd N --n-head N --n-head-kv N --n-ff N --n-vocab N --n-ctx N
                       shape of a written model (default 8, 512, 8, 4, 1376, 4096, 2048)
   --head-dim N        its key and value head size (default n_embd / n_head)
   --n-expert N --n-expert-used N --n-ff-exp N
                       its experts (qwen3moe; default 8, 2, 256)
   --n-swa N           its sliding window (gemma2; default 32)
+  --ssm-state N --ssm-groups N --ssm-conv N
+                      its state size, groups and convolution kernel (mamba2; default 128,
+                      1, 4); mamba2's heads are --n-head, its inner size 2 * n_embd, and
+                      --n-head-kv, --n-ff and --head-dim do not apply to it
   --wtype T           every matrix of type T: f32, f16, bf16 or a quantized type (q8_0,
                       the default; q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, iq4_nl, mxfp4,
                       iq4_xs, iq3_xxs, iq3_s, iq2_s, iq1_m, tq1_0, tq2_0)
@@ -131,8 +141,8 @@ run:
                       pipeline (every rank a run of layers); one CPU backend per rank
   --batch N           prompt tokens per step (default: the whole prompt)
   --threads N         CPU threads (default: the backend's)
-  --cache-type T      KV cache f32 (default) or f16
-  --flash-attn on|off attention as one flash_attn_ext node (default off)
+  --cache-type T      KV cache f32 (default) or f16 (not for mamba2: no attention)
+  --flash-attn on|off attention as one flash_attn_ext node (default off; not for mamba2)
   --no-fusion         every node computed on its own (no fused groups of nodes)
   --prompt N          prompt tokens (default 64)
   --gen N             generated tokens (default 32)
@@ -207,6 +217,12 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             err = number(o.hp.n_ff_exp, 1);
         else if (a == "--n-swa")
             err = number(o.hp.n_swa, 1);
+        else if (a == "--ssm-state")
+            err = number(o.hp.ssm_d_state, 1);
+        else if (a == "--ssm-groups")
+            err = number(o.hp.ssm_n_group, 1);
+        else if (a == "--ssm-conv")
+            err = number(o.hp.ssm_d_conv, 2);
         else if (a == "--n-layer")
             err = number(o.hp.n_layer, 1);
         else if (a == "--n-embd")
@@ -265,6 +281,7 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
         else if (a == "--threads")
             err = number(o.threads, 1);
         else if (a == "--cache-type") {
+            o.attention_options = true;
             err = type(o.cache_type);
             if (!err && o.cache_type != elem_type::f32 && o.cache_type != elem_type::f16)
                 err = "--cache-type needs f32 or f16";
@@ -273,6 +290,7 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             if (!v || (*v != "on" && *v != "off"))
                 return "--flash-attn needs on or off";
             o.flash_attn = *v == "on";
+            o.attention_options = true;
         } else if (a == "--prompt")
             err = number(o.n_prompt, 1);
         else if (a == "--gen")
@@ -415,7 +433,7 @@ status append_rows(const std::vector<float>& all, int n_vocab, std::vector<std::
 /// Prompt in batches (queued without waiting), then greedy generation, on `sched`. With a
 /// reference: the reference's ids, every position's logits kept, each batch waited for.
 template <class Sched>
-status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cache, const options& o,
+status generate(Sched& sched, const llama::model& m, llama::kv_cache& cache, const options& o,
                 const llama::reference_logits* ref, cpu_backend* profiled,
                 progress_line& progress, run_result& out, bool describe = true) {
     const int batch = o.batch > 0 ? std::min(o.batch, o.n_prompt) : o.n_prompt;
@@ -445,7 +463,11 @@ status generate(Sched& sched, const llama::model& m, const llama::kv_cache& cach
         }
     }
 
-    // the prompt: every batch queued, the host preparing the next meanwhile
+    // the prompt: every batch queued, the host preparing the next meanwhile; a recurrent
+    // state starts from zero (a repeated run's too)
+    if (cache.recurrent)
+        if (auto s = cache.clear(); !s)
+            return s;
     const auto t0 = clock_type::now();
     std::vector<std::unique_ptr<llama::step>> steps;
     for (int n_past = 0; n_past < o.n_prompt; n_past += batch) {
@@ -596,6 +618,10 @@ std::string default_model_name(const options& o) {
         name += "-x" + n(h.n_expert) + "-" + n(h.n_expert_used) + "-" + n(h.n_ff_exp);
     if (h.tr().gemma)
         name += "-swa" + n(h.n_swa);
+    if (h.tr().recurrent) // its heads are n_head; n_head_kv, head_dim, n_ff unused
+        name = "backplane-" + std::string(h.tr().name) + "-" + n(h.n_layer) + "x" + n(h.n_embd) + "-h" +
+               n(h.n_head) + "-s" + n(h.ssm_d_state) + "-g" + n(h.ssm_n_group) + "-c" + n(h.ssm_d_conv) + "-v" +
+               n(h.n_vocab);
     const std::string mix = o.ftype.kind == llama::file_type::mix::pure ? "" : "mix-";
     return name + "-" + mix + std::string(o.ftype.name) + (o.tied ? "-tied" : "") + "-s" +
            n(static_cast<int>(o.seed)) + ".gguf";
@@ -626,6 +652,15 @@ class parallel_job {
     /// The pipeline or the meta device over the ranks, `cpu` computing this rank's part;
     /// the placement of the model's weights and cache for it.
     result<llama::placement> prepare(const options& o, any_backend& cpu, const scheduler_params& sp) {
+        auto f = gguf::file::open(o.model_path);
+        if (!f)
+            return f.error();
+        auto hp = llama::read_hparams(*f);
+        if (!hp)
+            return hp.error();
+        if (hp->tr().recurrent) // distributed.hpp cuts attention heads and passes a KV cache
+            return status(errc::invalid_argument, "--parallel: not for " + std::string(hp->tr().name) +
+                                                      " (its recurrent state is not cut or passed between ranks)");
         if (o.parallel == "pipeline") {
             auto p = mpi::pipeline::make(world_, cpu, cpu, sp);
             if (!p)
@@ -633,12 +668,6 @@ class parallel_job {
             pipe_ = std::move(*p);
             return llama::distributed::pipeline_placement(*pipe_);
         }
-        auto f = gguf::file::open(o.model_path);
-        if (!f)
-            return f.error();
-        auto hp = llama::read_hparams(*f);
-        if (!hp)
-            return hp.error();
         if (!o.flash_attn) // V^T is written through a flat view of the cache, which no cut by heads lines up with
             return status(errc::invalid_argument, "--parallel tensor needs --flash-attn on (its cache of V is cut by heads)");
         if (hp->n_head_kv % size() != 0)
@@ -777,6 +806,23 @@ int run_main(int argc, char** argv) {
                     o.seed, seconds_since(t0));
     }
 
+    // --flash-attn and --cache-type apply to attention, which mamba2 has none of: refused
+    // (the file's general.architecture decides, so it is read when they are given)
+    if (o.attention_options && writer) {
+        auto f = gguf::file::open(o.model_path);
+        if (!f)
+            return fail("reading the model", f.error());
+        auto hp = llama::read_hparams(*f);
+        if (!hp)
+            return fail("reading the model", hp.error());
+        if (hp->tr().recurrent) {
+            std::fprintf(stderr, "llama: --flash-attn and --cache-type apply to attention: %s has none "
+                                 "(a recurrent state, f32)\n",
+                         std::string(hp->tr().name).c_str());
+            return 2;
+        }
+    }
+
 #if BACKPLANE_EXAMPLE_HAVE_MPI
     if (job) // the other ranks read the file rank 0 wrote
         if (auto s = job->barrier(); !s)
@@ -872,6 +918,14 @@ int run_main(int argc, char** argv) {
         return fail("allocating the KV cache", cache.error());
 
     const auto& h = model.hp;
+    if (h.tr().recurrent)
+        std::printf("model: %s: %s, %d layers, n_embd %d, inner size %d in %d heads of %d, state size %d, "
+                    "%d group%s, convolution kernel %d, vocabulary %d, %s output; loaded in %.2f s\n",
+                    o.model_path.filename().string().c_str(), std::string(h.tr().name).c_str(), h.n_layer,
+                    h.n_embd, h.ssm_d_inner, h.n_head, h.ssm_head_dim(), h.ssm_d_state, h.ssm_n_group,
+                    h.ssm_n_group == 1 ? "" : "s", h.ssm_d_conv, h.n_vocab, model.tied_output ? "tied" : "separate",
+                    seconds_since(t_load));
+    else
     std::printf("model: %s: %s, %d layers, n_embd %d, %d heads of %d (%d for keys and values), "
                 "n_ff %d, vocabulary %d, %s output; loaded in %.2f s\n",
                 o.model_path.filename().string().c_str(), std::string(h.tr().name).c_str(),
@@ -900,6 +954,10 @@ int run_main(int argc, char** argv) {
         std::printf("devices: the CPU alone: %s of weights over the file's mapping\n",
                     mib(model.host_bytes).c_str());
     }
+    if ((*cache)->recurrent)
+        std::printf("recurrent state: %s per sequence (convolution and scan states, f32), no KV cache\n",
+                    mib((*cache)->bytes).c_str());
+    else
     std::printf("KV cache: %d positions, %s, %s; %s attention%s\n", n_seq,
                 std::string(to_string(o.cache_type)).c_str(), mib((*cache)->bytes).c_str(),
                 o.flash_attn ? "flash" : "unfused",
@@ -1010,9 +1068,11 @@ int run_main(int argc, char** argv) {
         progress.clear();
         constexpr double max_nmse = 2e-3;
         ok = ok && nmse <= max_nmse;
-        std::printf("check: logits of %zu steps vs a CPU-only run in one batch (%s attention): "
+        std::printf("check: logits of %zu steps vs a CPU-only run in one batch (%s): "
                     "NMSE %.3g (at most %.0e): %s\n",
-                    run.logits.size(), flash ? "flash" : "unfused", nmse, max_nmse,
+                    run.logits.size(),
+                    model.hp.tr().recurrent ? "recurrent" : flash ? "flash attention" : "unfused attention", nmse,
+                    max_nmse,
                     nmse <= max_nmse ? "ok" : "FAILED");
     }
     return ok ? 0 : 1;

@@ -262,11 +262,18 @@ class model {
 /// as matrices without a copy; for flash attention (flash_attn) V as [n_embd_v, n_ctx], as
 /// K, which flash_attn_ext reads (as llama.cpp). The cache's layout decides the attention
 /// of the graphs built over it. Each layer's cache lives where its weights do.
+///
+/// mamba2 (recurrent) has no keys and values: the cache holds one sequence's recurrent
+/// state instead, as llama.cpp's recurrent memory, its size independent of n_ctx: k[il] the
+/// convolution's state f32 [conv_kernel - 1, C] (the last tokens' x, B and C), v[il] the
+/// scan's state f32 [state_size, head size, heads]; both zero at the start of a sequence
+/// (make, clear) and carried from step to step by the graphs.
 class kv_cache {
   public:
     int n_ctx = 0;
     elem_type type = elem_type::f32;
     bool flash_attn = false;
+    bool recurrent = false; ///< the recurrent state of mamba2
     /// Every layer's cache on the CPU: flash attention and a device that does not compute
     /// flash_attn_ext (the attention runs on the CPU; else it would copy the cache back
     /// every step).
@@ -288,10 +295,25 @@ class kv_cache {
         c->n_ctx = n_ctx;
         c->type = type;
         c->flash_attn = flash_attn;
+        c->recurrent = m.hp.tr().recurrent;
+        if (c->recurrent && (flash_attn || type != elem_type::f32))
+            return status(errc::invalid_argument, "recurrent state: no attention (flash attention, "
+                                                  "a cache type) in " + std::string(m.hp.tr().name));
         const std::int64_t Ek = m.hp.n_embd_k(), Ev = m.hp.n_embd_v();
         c->on_cpu = flash_attn && !m.device_runs_flash_attn(type);
         try {
-            for (int il = 0; il < m.hp.n_layer; ++il) {
+            for (int il = 0; il < m.hp.n_layer && c->recurrent; ++il) {
+                const auto mem = m.memory_of(il);
+                context& ctx = mem ? c->device_ctxs_.of(*mem) : c->host_ctx_;
+                const hparams& hp = m.hp;
+                tensor* rt = ctx.new_tensor(elem_type::f32, {hp.ssm_d_conv - 1, hp.ssm_conv_channels()});
+                tensor* st = ctx.new_tensor(elem_type::f32, {hp.ssm_d_state, hp.ssm_head_dim(), hp.n_head});
+                rt->name = "cache_r_l" + std::to_string(il);
+                st->name = "cache_s_l" + std::to_string(il);
+                c->k.push_back(rt);
+                c->v.push_back(st);
+            }
+            for (int il = 0; il < m.hp.n_layer && !c->recurrent; ++il) {
                 const auto mem = m.memory_of(il);
                 context& ctx = mem && !c->on_cpu ? c->device_ctxs_.of(*mem) : c->host_ctx_;
                 tensor* kt = ctx.new_tensor(type, {Ek, n_ctx});
@@ -324,6 +346,15 @@ class kv_cache {
             if (auto s = place(*ctx, bt); !s)
                 return s;
         return c;
+    }
+
+    /// Every cell zero again: the recurrent state of a new sequence (a KV cache needs no
+    /// clearing: a sequence overwrites what it reads).
+    [[nodiscard]] status clear() {
+        for (buffer_list& b : bufs_)
+            if (auto s = b.clear(0); !s)
+                return s;
+        return {};
     }
 
   private:

@@ -16,8 +16,17 @@
 //   blk.N.ffn_gate_inp.weight [E, X]                            qwen3moe: the router
 //   blk.N.ffn_gate_exps.weight, ffn_up_exps.weight [E, G, X], ffn_down_exps.weight [G, E, X]
 //
-// Vectors (norms, biases, frequency factors) are f32; matrices f32, f16, bf16, q8_0 or
-// q4_0.
+// mamba2 (I ssm.inner_size, N ssm.state_size, H ssm.time_step_rank, R ssm.group_count,
+// W ssm.conv_kernel, C = I + 2 R N the convolved channels, P = I + C + H), as llama.cpp's
+// llama_model_mamba2, instead of every blk.N tensor above:
+//   blk.N.attn_norm.weight [E]          blk.N.ssm_in.weight [E, P]: z, x, B, C, dt
+//   blk.N.ssm_conv1d.weight [W, C]      blk.N.ssm_conv1d.bias [C]
+//   blk.N.ssm_dt.bias [H]               blk.N.ssm_a [1, H] (negative: -exp(A_log))
+//   blk.N.ssm_d [1, H]                  blk.N.ssm_norm.weight [I / R, R]: the grouped RMSNorm
+//   blk.N.ssm_out.weight [I, E]
+//
+// Vectors (norms, biases, frequency factors) and mamba2's convolution, A and D are f32
+// (ggml's ssm_conv and ssm_scan read f32); matrices f32, f16, bf16 or a quantized type.
 
 #include "hparams.hpp"
 
@@ -50,6 +59,15 @@ struct layer_weights {
     tensor* gate_exps = nullptr;
     tensor* up_exps = nullptr;
     tensor* down_exps = nullptr;
+    // mamba2
+    tensor* ssm_in = nullptr;
+    tensor* ssm_conv1d = nullptr;
+    tensor* ssm_conv1d_b = nullptr;
+    tensor* ssm_dt_b = nullptr;
+    tensor* ssm_a = nullptr;
+    tensor* ssm_d = nullptr;
+    tensor* ssm_norm = nullptr;
+    tensor* ssm_out = nullptr;
 };
 
 struct global_weights {
@@ -63,7 +81,8 @@ struct global_weights {
 using progress_fn = std::function<void(std::size_t, std::size_t)>;
 
 /// What a tensor holds, for checking its type and writing random values.
-enum class tensor_kind { norm, bias, freqs, embedding, matrix, router, experts };
+/// (mamba2: conv the convolution's taps, ssm_a the decays A, ssm_d the skip D.)
+enum class tensor_kind { norm, bias, freqs, embedding, matrix, router, experts, conv, ssm_a, ssm_d };
 
 /// The expected shape of a tensor of a model, by name, and where the model keeps it.
 struct expected_tensor {
@@ -74,11 +93,11 @@ struct expected_tensor {
     tensor* layer_weights::*in_layer = nullptr; ///< its field, for a layer's tensor
     tensor* global_weights::*global = nullptr;  ///< its field, otherwise
 
+    /// Values kept f32 in every file (norms, biases, frequency factors, mamba2's
+    /// convolution, A and D), never a matrix's type.
     [[nodiscard]] bool vector() const noexcept {
-        return kind == tensor_kind::norm || kind == tensor_kind::bias || kind == tensor_kind::freqs;
-    }
-    [[nodiscard]] int n_dims() const noexcept {
-        return vector() ? 1 : kind == tensor_kind::experts ? 3 : 2;
+        return kind == tensor_kind::norm || kind == tensor_kind::bias || kind == tensor_kind::freqs ||
+               kind == tensor_kind::conv || kind == tensor_kind::ssm_a || kind == tensor_kind::ssm_d;
     }
 };
 
@@ -117,6 +136,19 @@ inline std::vector<expected_tensor> expected_tensors(const hparams& hp, optional
             v.push_back({b + name, ne, kind, il, field});
         };
         add("attn_norm.weight", {E, 1, 1}, k::norm, &L::attn_norm);
+        if (t.recurrent) {
+            const std::int64_t I = hp.ssm_d_inner, H = hp.n_head, R = hp.ssm_n_group,
+                               Cc = hp.ssm_conv_channels();
+            add("ssm_in.weight", {E, hp.ssm_in_proj(), 1}, k::matrix, &L::ssm_in);
+            add("ssm_conv1d.weight", {hp.ssm_d_conv, Cc, 1}, k::conv, &L::ssm_conv1d);
+            add("ssm_conv1d.bias", {Cc, 1, 1}, k::bias, &L::ssm_conv1d_b);
+            add("ssm_dt.bias", {H, 1, 1}, k::bias, &L::ssm_dt_b);
+            add("ssm_a", {1, H, 1}, k::ssm_a, &L::ssm_a);
+            add("ssm_d", {1, H, 1}, k::ssm_d, &L::ssm_d);
+            add("ssm_norm.weight", {I / R, R, 1}, k::norm, &L::ssm_norm);
+            add("ssm_out.weight", {I, E, 1}, k::matrix, &L::ssm_out);
+            continue;
+        }
         add("attn_q.weight", {E, Q, 1}, k::matrix, &L::wq);
         add("attn_k.weight", {E, K, 1}, k::matrix, &L::wk);
         add("attn_v.weight", {E, V, 1}, k::matrix, &L::wv);

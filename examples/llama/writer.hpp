@@ -13,6 +13,8 @@
 #include <numbers>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace llama {
@@ -45,7 +47,10 @@ inline std::vector<float> llama31_freq_factors(int n_rot, float base, float orig
 /// experts; the embeddings +-1), norms in [0.8, 1.2), biases in +-0.5, typed as file type
 /// `ftype` says (file_type.hpp; vectors and the router f32); the output tied to the
 /// embeddings when `tied` (always for gemma2); llama with Llama 3.1's frequency factors
-/// (original context 256).
+/// (original context 256); mamba2's convolution taps in +-1/sqrt(conv_kernel), A in
+/// [-1, -0.1) (slow decays, so that the state carries far), D in [0.8, 1.2), and the keys
+/// llama.cpp's converter writes (feed_forward_length 0; head_count the heads, which
+/// llama.cpp's loader reads as the heads of ssm_in, ssm_dt, ssm_a and ssm_d).
 inline status write_random_model(const std::filesystem::path& path, hparams hp, const file_type& ftype,
                                  std::uint32_t seed, bool tied, const progress_fn& progress = {}) {
     hp.resolve_defaults();
@@ -69,16 +74,34 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
         set("context_length", u32(hp.n_ctx)),
         set("embedding_length", u32(hp.n_embd)),
         set("block_count", u32(hp.n_layer)),
-        set("feed_forward_length", u32(hp.n_ff)),
-        set("attention.head_count", u32(hp.n_head)),
-        set("attention.head_count_kv", u32(hp.n_head_kv)),
-        set("attention.key_length", u32(hp.head_dim_k)),
-        set("attention.value_length", u32(hp.head_dim_v)),
-        set("attention.layer_norm_rms_epsilon", hp.rms_eps),
-        set("rope.freq_base", hp.rope_base),
-        set("rope.dimension_count", u32(hp.n_rot)),
-        set("vocab_size", u32(hp.n_vocab)),
     };
+    const std::vector<std::pair<std::string_view, gguf::value>> keys =
+        t.recurrent ? std::vector<std::pair<std::string_view, gguf::value>>{
+                          {"feed_forward_length", u32(0)},
+                          // llama.cpp's converter writes 0; its loader sizes mamba2's
+                          // tensors by head_count (as ssm.time_step_rank): the heads
+                          {"attention.head_count", u32(hp.n_head)},
+                          {"ssm.conv_kernel", u32(hp.ssm_d_conv)},
+                          {"ssm.inner_size", u32(hp.ssm_d_inner)},
+                          {"ssm.state_size", u32(hp.ssm_d_state)},
+                          {"ssm.time_step_rank", u32(hp.n_head)},
+                          {"ssm.group_count", u32(hp.ssm_n_group)},
+                          {"attention.layer_norm_rms_epsilon", hp.rms_eps},
+                          {"vocab_size", u32(hp.n_vocab)},
+                      }
+                    : std::vector<std::pair<std::string_view, gguf::value>>{
+                          {"feed_forward_length", u32(hp.n_ff)},
+                          {"attention.head_count", u32(hp.n_head)},
+                          {"attention.head_count_kv", u32(hp.n_head_kv)},
+                          {"attention.key_length", u32(hp.head_dim_k)},
+                          {"attention.value_length", u32(hp.head_dim_v)},
+                          {"attention.layer_norm_rms_epsilon", hp.rms_eps},
+                          {"rope.freq_base", hp.rope_base},
+                          {"rope.dimension_count", u32(hp.n_rot)},
+                          {"vocab_size", u32(hp.n_vocab)},
+                      };
+    for (const auto& [name, v] : keys)
+        sets.push_back(set(name, v));
     if (t.experts)
         for (status s : {set("expert_count", u32(hp.n_expert)),
                          set("expert_used_count", u32(hp.n_expert_used)),
@@ -143,7 +166,14 @@ inline status write_random_model(const std::filesystem::path& path, hparams hp, 
                     break;
                 case tensor_kind::matrix:
                 case tensor_kind::experts:
+                case tensor_kind::conv:
                     row[j] = uniform(-a, a);
+                    break;
+                case tensor_kind::ssm_a:
+                    row[j] = uniform(-1.0f, -0.1f);
+                    break;
+                case tensor_kind::ssm_d:
+                    row[j] = uniform(0.8f, 1.2f);
                     break;
                 }
             }
