@@ -435,6 +435,18 @@ inline int odd_scale_code(float id, float scale, int max) noexcept {
     return std::clamp(kquant_detail::nearest_int(0.5f * (unfused(id * scale) - 1.0f)), 0, max);
 }
 
+/// Packs sub-block scales two by two into 4-bit odd-scale codes (iq3_s, iq2_s): d = the
+/// largest / 31 (max_scale > 0), each code round((scale / d - 1) / 2). Returns d, which
+/// the caller stores with its type's fudge factor.
+inline float pack_scale_pairs(const float* scales, int count, float max_scale, std::uint8_t* packed) noexcept {
+    const float d = max_scale / 31.0f;
+    const float id = 1.0f / d;
+    for (int ib = 0; ib < count; ib += 2)
+        packed[ib / 2] = static_cast<std::uint8_t>(odd_scale_code(id, scales[ib], 15) |
+                                                   odd_scale_code(id, scales[ib + 1], 15) << 4);
+    return d;
+}
+
 /// Weights x^2 of n values, and their roots.
 inline void square_weights(const float* x, int n, float* w, float* wr) noexcept {
     for (int i = 0; i < n; ++i)
@@ -541,13 +553,7 @@ inline void quantize_row_iq3_s(const float* x, block_iq3_s* y, std::int64_t n) {
         }
         if (max_scale == 0.0f)
             continue;
-        const float d = max_scale / 31.0f;
-        out.d = f32_to_f16(d * 1.033f);
-        const float id = 1.0f / d;
-        for (int ib = 0; ib < qk_k / 32; ib += 2)
-            out.scales[ib / 2] =
-                static_cast<std::uint8_t>(detail::odd_scale_code(id, scales[ib], 15) |
-                                          detail::odd_scale_code(id, scales[ib + 1], 15) << 4);
+        out.d = f32_to_f16(detail::pack_scale_pairs(scales, qk_k / 32, max_scale, out.scales) * 1.033f);
     }
 }
 
@@ -602,13 +608,7 @@ inline void quantize_row_iq2_s(const float* x, block_iq2_s* y, std::int64_t n) {
         }
         if (max_scale == 0.0f)
             continue;
-        const float d = max_scale / 31.0f;
-        out.d = f32_to_f16(d * 0.9875f);
-        const float id = 1.0f / d;
-        for (int ib = 0; ib < qk_k / 16; ib += 2)
-            out.scales[ib / 2] =
-                static_cast<std::uint8_t>(detail::odd_scale_code(id, scales[ib], 15) |
-                                          detail::odd_scale_code(id, scales[ib + 1], 15) << 4);
+        out.d = f32_to_f16(detail::pack_scale_pairs(scales, qk_k / 16, max_scale, out.scales) * 0.9875f);
     }
 }
 
