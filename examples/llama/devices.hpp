@@ -9,6 +9,8 @@
 
 #include "graph.hpp"
 
+#include "../common/devices.hpp"
+
 #include <backplane/runtime.hpp>
 #include <backplane/sched/calibrate.hpp>
 #include <backplane/sched/offload_estimate.hpp>
@@ -20,30 +22,6 @@
 #include <vector>
 
 namespace llama {
-
-/// The device to offload to: `name` from the registry (none for "CPU"), else a GPU, else
-/// the first CUDA or Vulkan device; none for the CPU alone.
-inline result<std::optional<any_device>> choose_device(const registry& reg, const std::string& name) {
-    auto cpu = reg.device("CPU");
-    if (!cpu)
-        return cpu.error();
-    if (!name.empty()) {
-        auto d = reg.device(name);
-        if (!d)
-            return d.error();
-        if (*d == *cpu)
-            return std::optional<any_device>();
-        return std::optional<any_device>(*d);
-    }
-    if (auto best = reg.best_device();
-        best && (best->kind() == device_kind::gpu || best->kind() == device_kind::igpu))
-        return std::optional<any_device>(*best);
-    for (const char* api : {"CUDA", "Vulkan"})
-        if (auto r = reg.reg(api); r)
-            for (const any_device& d : r->devices())
-                return std::optional<any_device>(d);
-    return std::optional<any_device>();
-}
 
 /// Whether to offload, and the line that says why.
 struct offload_advice {

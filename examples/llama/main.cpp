@@ -48,6 +48,10 @@
 #include "graph.hpp"
 #include "reference.hpp"
 #include "writer.hpp"
+
+#include "../common/cli.hpp"
+#include "../common/report.hpp"
+
 #if BACKPLANE_EXAMPLE_HAVE_MPI
 #include "distributed.hpp"
 #endif
@@ -59,11 +63,9 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,7 +73,9 @@
 namespace {
 
 using namespace backplane;
-using clock_type = std::chrono::steady_clock;
+using examples::clock_type;
+using examples::mib;
+using examples::seconds_since;
 
 struct options {
     std::filesystem::path model_path;
@@ -164,85 +168,61 @@ int bad_usage(const std::string& what) {
     return 2;
 }
 
-bool parse_int(std::string_view s, int& out) {
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-}
-
 /// Parses argv into `o`; returns a message on error.
 std::optional<std::string> parse(int argc, char** argv, options& o) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        const auto value = [&]() -> std::optional<std::string_view> {
-            if (i + 1 >= argc)
-                return std::nullopt;
-            return std::string_view(argv[++i]);
-        };
-        const auto number = [&](int& out, int min) -> std::optional<std::string> {
-            auto v = value();
-            if (!v || !parse_int(*v, out) || out < min)
-                return std::string(a) + " needs an integer >= " + std::to_string(min);
-            return std::nullopt;
-        };
-        const auto type = [&](elem_type& out) -> std::optional<std::string> {
-            auto v = value();
-            const auto t = v ? parse_elem_type(*v) : std::nullopt;
-            if (!t || (!is_quantized(*t) && *t != elem_type::f32 && *t != elem_type::f16 && *t != elem_type::bf16))
-                return std::string(a) + " needs a type (f32, f16, bf16 or a quantized type such as q8_0)";
-            out = *t;
-            return std::nullopt;
-        };
+    examples::command_line cl(argc, argv);
+    while (const auto option = cl.next()) {
+        const std::string_view a = *option;
         std::optional<std::string> err;
         int seed = 0;
+        std::string word;
         if (a == "--model") {
-            auto v = value();
-            if (!v)
-                return "--model needs a file";
-            o.model_path = std::string(*v);
+            err = cl.word(word, "a file");
+            o.model_path = word;
         } else if (a == "--write-model")
             o.write_model = true;
         else if (a == "--arch") {
-            auto v = value();
+            const auto v = cl.value();
             const auto f = v ? llama::parse_arch(*v) : std::nullopt;
             if (!f)
                 return "--arch needs one of " + llama::arch_names();
             o.hp.family = *f;
         } else if (a == "--head-dim")
-            err = number(o.hp.head_dim_k, 2);
+            err = cl.number(o.hp.head_dim_k, 2);
         else if (a == "--n-expert")
-            err = number(o.hp.n_expert, 1);
+            err = cl.number(o.hp.n_expert, 1);
         else if (a == "--n-expert-used")
-            err = number(o.hp.n_expert_used, 1);
+            err = cl.number(o.hp.n_expert_used, 1);
         else if (a == "--n-ff-exp")
-            err = number(o.hp.n_ff_exp, 1);
+            err = cl.number(o.hp.n_ff_exp, 1);
         else if (a == "--n-swa")
-            err = number(o.hp.n_swa, 1);
+            err = cl.number(o.hp.n_swa, 1);
         else if (a == "--ssm-state")
-            err = number(o.hp.ssm_d_state, 1);
+            err = cl.number(o.hp.ssm_d_state, 1);
         else if (a == "--ssm-groups")
-            err = number(o.hp.ssm_n_group, 1);
+            err = cl.number(o.hp.ssm_n_group, 1);
         else if (a == "--ssm-conv")
-            err = number(o.hp.ssm_d_conv, 2);
+            err = cl.number(o.hp.ssm_d_conv, 2);
         else if (a == "--n-layer")
-            err = number(o.hp.n_layer, 1);
+            err = cl.number(o.hp.n_layer, 1);
         else if (a == "--n-embd")
-            err = number(o.hp.n_embd, 1);
+            err = cl.number(o.hp.n_embd, 1);
         else if (a == "--n-head")
-            err = number(o.hp.n_head, 1);
+            err = cl.number(o.hp.n_head, 1);
         else if (a == "--n-head-kv")
-            err = number(o.hp.n_head_kv, 1);
+            err = cl.number(o.hp.n_head_kv, 1);
         else if (a == "--n-ff")
-            err = number(o.hp.n_ff, 1);
+            err = cl.number(o.hp.n_ff, 1);
         else if (a == "--n-vocab")
-            err = number(o.hp.n_vocab, 1);
+            err = cl.number(o.hp.n_vocab, 1);
         else if (a == "--n-ctx")
-            err = number(o.hp.n_ctx, 1);
+            err = cl.number(o.hp.n_ctx, 1);
         else if (a == "--wtype") {
             elem_type t{};
-            err = type(t);
+            err = cl.weight_type(t);
             o.ftype = llama::pure_type(t);
         } else if (a == "--type") {
-            const auto v = value();
+            const auto v = cl.value();
             const auto f = v ? llama::parse_file_type(*v) : std::nullopt;
             if (!f)
                 err = "--type needs a file type (q4_K_M, q5_K_M, q6_K, q8_0, q4_0, mxfp4)";
@@ -252,60 +232,46 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
         else if (a == "--tied")
             o.tied = true;
         else if (a == "--seed") {
-            err = number(seed, 0);
+            err = cl.number(seed, 0);
             o.seed = static_cast<std::uint32_t>(seed);
-        } else if (a == "--device") {
-            auto v = value();
-            if (!v)
-                return "--device needs a name";
-            o.device = std::string(*v);
-        } else if (a == "--require-device")
+        } else if (a == "--device")
+            err = cl.word(o.device, "a name");
+        else if (a == "--require-device")
             o.require_device = true;
         else if (a == "--gpu-layers")
-            err = number(o.gpu_layers, 0);
-        else if (a == "--policy") {
-            auto v = value();
-            if (!v || (*v != "cost" && *v != "greedy"))
-                return "--policy needs cost or greedy";
-            o.policy = std::string(*v);
-        } else if (a == "--pipeline")
-            err = number(o.pipeline, 1);
-        else if (a == "--parallel") {
-            auto v = value();
-            if (!v || (*v != "tensor" && *v != "pipeline"))
-                return "--parallel needs tensor or pipeline";
-            o.parallel = std::string(*v);
-        }
+            err = cl.number(o.gpu_layers, 0);
+        else if (a == "--policy")
+            err = cl.one_of(o.policy, {"cost", "greedy"});
+        else if (a == "--pipeline")
+            err = cl.number(o.pipeline, 1);
+        else if (a == "--parallel")
+            err = cl.one_of(o.parallel, {"tensor", "pipeline"});
         else if (a == "--batch")
-            err = number(o.batch, 1);
+            err = cl.number(o.batch, 1);
         else if (a == "--threads")
-            err = number(o.threads, 1);
+            err = cl.number(o.threads, 1);
         else if (a == "--cache-type") {
             o.attention_options = true;
-            err = type(o.cache_type);
+            err = cl.weight_type(o.cache_type);
             if (!err && o.cache_type != elem_type::f32 && o.cache_type != elem_type::f16)
                 err = "--cache-type needs f32 or f16";
         } else if (a == "--flash-attn") {
-            auto v = value();
-            if (!v || (*v != "on" && *v != "off"))
-                return "--flash-attn needs on or off";
-            o.flash_attn = *v == "on";
+            err = cl.one_of(word, {"on", "off"});
+            o.flash_attn = word == "on";
             o.attention_options = true;
         } else if (a == "--prompt")
-            err = number(o.n_prompt, 1);
+            err = cl.number(o.n_prompt, 1);
         else if (a == "--gen")
-            err = number(o.n_gen, 0);
+            err = cl.number(o.n_gen, 0);
         else if (a == "--repeat")
-            err = number(o.repeat, 1);
+            err = cl.number(o.repeat, 1);
         else if (a == "--check")
             o.check = true;
         else if (a == "--reference") {
-            auto v = value();
-            if (!v)
-                return "--reference needs a file";
-            o.reference = std::string(*v);
+            err = cl.word(word, "a file");
+            o.reference = word;
         } else if (a == "--max-nmse") {
-            auto v = value();
+            const auto v = cl.value();
             const std::string text(v.value_or(""));
             char* end = nullptr;
             o.max_nmse = std::strtod(text.c_str(), &end);
@@ -357,16 +323,6 @@ class progress_line {
     bool on_;
     bool shown_ = false;
 };
-
-std::string mib(std::size_t bytes) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
-    return b;
-}
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 /// Where the generation steps' time went on the host, summed over the steps (--profile).
 struct host_times {
@@ -598,7 +554,7 @@ status check_against_cpu(const options& o, const registry& reg, const run_result
     if (!all)
         return all.error();
     const std::size_t V = static_cast<std::size_t>((*m)->hp.n_vocab);
-    llama::nmse_sum e;
+    examples::nmse_sum e;
     for (std::size_t k = 0; k < run.logits.size(); ++k) {
         const std::size_t row = static_cast<std::size_t>(o.n_prompt) - 1 + k;
         e.add(run.logits[k], std::span(*all).subspan(row * V, V));
@@ -831,7 +787,7 @@ int run_main(int argc, char** argv) {
 
     // devices: the offload target and the CPU (with --parallel, the CPU alone)
     registry& reg = registry::global();
-    auto dev = o.parallel.empty() ? llama::choose_device(reg, o.device)
+    auto dev = o.parallel.empty() ? examples::choose_device(reg, o.device)
                                   : result<std::optional<any_device>>(std::optional<any_device>());
     if (!dev) {
         if (o.require_device) {
@@ -1080,13 +1036,4 @@ int run_main(int argc, char** argv) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-    try {
-        return run_main(argc, argv);
-    } catch (const backplane::error& e) {
-        std::fprintf(stderr, "llama: %s\n", e.what());
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "llama: unexpected error: %s\n", e.what());
-    }
-    return 1;
-}
+int main(int argc, char** argv) { return examples::guarded_main("llama", run_main, argc, argv); }

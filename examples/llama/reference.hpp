@@ -12,6 +12,8 @@
 
 #include "model.hpp"
 
+#include "../common/report.hpp"
+
 #include <backplane/core/error.hpp>
 #include <backplane/core/types.hpp>
 
@@ -105,25 +107,6 @@ inline double default_max_nmse(const model& m) {
     return 1e-6;
 }
 
-/// A normalized mean squared error summed over rows: sum (got - ref)^2 / sum ref^2 (the
-/// error alone where ref is all zeros; infinity where it is not finite).
-struct nmse_sum {
-    double err = 0;
-    double norm = 0;
-
-    void add(std::span<const float> got, std::span<const float> ref) noexcept {
-        for (std::size_t j = 0; j < ref.size(); ++j) {
-            const double d = static_cast<double>(got[j]) - ref[j];
-            err += d * d;
-            norm += static_cast<double>(ref[j]) * ref[j];
-        }
-    }
-    double value() const noexcept {
-        const double v = norm > 0 ? err / norm : err;
-        return std::isfinite(v) ? v : INFINITY;
-    }
-};
-
 /// One position compared: the largest logit's index on either side, the reference's gap
 /// between its two largest logits (how close the argmax is to a tie), and the NMSE.
 struct position_comparison {
@@ -148,7 +131,7 @@ inline position_comparison compare_position(std::span<const float> got, std::spa
         }
     }
     c.ref_margin = static_cast<double>(first) - second;
-    nmse_sum e;
+    examples::nmse_sum e;
     e.add(got, ref);
     c.nmse = e.value();
     return c;

@@ -11,7 +11,7 @@
 //    patches of 8, width 64, 2 blocks of 4 heads); --write-model (re)writes the file named
 //    by --model; a --model file that does not exist is an error (exit status 2).
 // 2. The device is --device NAME from the registry, else the best GPU-like one (a GPU,
-//    else the first Vulkan or CUDA device; examples/llama/devices.hpp), else the CPU
+//    else the first Vulkan or CUDA device; examples/common/devices.hpp), else the CPU
 //    alone. With a device, every weight is copied into its memory; without, the weights
 //    are read in place over the file's memory mapping. The CPU backend runs what the
 //    device does not; a scheduler (the cost policy or ggml's greedy rules) splits the
@@ -36,18 +36,17 @@
 #include "graph.hpp"
 #include "writer.hpp"
 
-#include "../llama/devices.hpp"   // llama::choose_device
-#include "../llama/reference.hpp" // llama::nmse_sum
+#include "../common/cli.hpp"
+#include "../common/devices.hpp"
+#include "../common/report.hpp"
 
 #include <backplane/runtime.hpp>
 #include <backplane/sched.hpp>
 #include <backplane/sched/cost_policy.hpp>
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <optional>
 #include <random>
 #include <string>
@@ -57,7 +56,9 @@
 namespace {
 
 using namespace backplane;
-using clock_type = std::chrono::steady_clock;
+using examples::clock_type;
+using examples::mib;
+using examples::seconds_since;
 
 struct options {
     std::filesystem::path model_path;
@@ -107,79 +108,51 @@ int fail(const char* what, const status& s) {
     return 1;
 }
 
-bool parse_int(std::string_view s, int& out) {
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-}
-
 /// Parses argv into `o`; returns a message on error (empty for --help).
 std::optional<std::string> parse(int argc, char** argv, options& o) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        const auto value = [&]() -> std::optional<std::string_view> {
-            if (i + 1 >= argc)
-                return std::nullopt;
-            return std::string_view(argv[++i]);
-        };
-        const auto number = [&](int& out, int min) -> std::optional<std::string> {
-            auto v = value();
-            if (!v || !parse_int(*v, out) || out < min)
-                return std::string(a) + " needs an integer >= " + std::to_string(min);
-            return std::nullopt;
-        };
+    examples::command_line cl(argc, argv);
+    while (const auto option = cl.next()) {
+        const std::string_view a = *option;
         std::optional<std::string> err;
+        std::string word;
         if (a == "--model") {
-            auto v = value();
-            if (!v)
-                return "--model needs a file";
-            o.model_path = std::string(*v);
+            err = cl.word(word, "a file");
+            o.model_path = word;
         } else if (a == "--write-model")
             o.write_model = true;
         else if (a == "--image-size")
-            err = number(o.hp.image_size, 1);
+            err = cl.number(o.hp.image_size, 1);
         else if (a == "--patch-size")
-            err = number(o.hp.patch_size, 1);
+            err = cl.number(o.hp.patch_size, 1);
         else if (a == "--n-embd")
-            err = number(o.hp.n_embd, 1);
+            err = cl.number(o.hp.n_embd, 1);
         else if (a == "--n-ff")
-            err = number(o.hp.n_ff, 1);
+            err = cl.number(o.hp.n_ff, 1);
         else if (a == "--n-layer")
-            err = number(o.hp.n_layer, 1);
+            err = cl.number(o.hp.n_layer, 1);
         else if (a == "--n-head")
-            err = number(o.hp.n_head, 1);
+            err = cl.number(o.hp.n_head, 1);
         else if (a == "--no-class")
             o.random.class_token = false;
         else if (a == "--quick-gelu")
             o.hp.gelu = false;
-        else if (a == "--wtype") {
-            auto v = value();
-            const auto t = v ? parse_elem_type(*v) : std::nullopt;
-            if (!t || (!is_quantized(*t) && *t != elem_type::f32 && *t != elem_type::f16 && *t != elem_type::bf16))
-                return "--wtype needs a type (f32, f16, bf16 or a quantized type such as q8_0)";
-            o.random.wtype = *t;
-        } else if (a == "--seed") {
+        else if (a == "--wtype")
+            err = cl.weight_type(o.random.wtype);
+        else if (a == "--seed") {
             int seed = 0;
-            err = number(seed, 0);
+            err = cl.number(seed, 0);
             o.random.seed = static_cast<std::uint32_t>(seed);
-        } else if (a == "--device") {
-            auto v = value();
-            if (!v)
-                return "--device needs a name";
-            o.device = std::string(*v);
-        } else if (a == "--require-device")
+        } else if (a == "--device")
+            err = cl.word(o.device, "a name");
+        else if (a == "--require-device")
             o.require_device = true;
-        else if (a == "--policy") {
-            auto v = value();
-            if (!v || (*v != "cost" && *v != "greedy"))
-                return "--policy needs cost or greedy";
-            o.policy = std::string(*v);
-        } else if (a == "--threads")
-            err = number(o.threads, 1);
+        else if (a == "--policy")
+            err = cl.one_of(o.policy, {"cost", "greedy"});
+        else if (a == "--threads")
+            err = cl.number(o.threads, 1);
         else if (a == "--pool") {
-            auto v = value();
-            if (!v || (*v != "cls" && *v != "mean"))
-                return "--pool needs cls or mean";
-            o.pool = *v == "cls" ? vit::pooling::cls : vit::pooling::mean;
+            err = cl.one_of(word, {"cls", "mean"});
+            o.pool = word == "cls" ? vit::pooling::cls : vit::pooling::mean;
         } else if (a == "--check")
             o.check = true;
         else if (a == "--help" || a == "-h")
@@ -190,16 +163,6 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             return err;
     }
     return std::nullopt;
-}
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-std::string mib(std::size_t bytes) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
-    return b;
 }
 
 /// The file of a random model of o's shape in the temporary directory.
@@ -301,7 +264,7 @@ status encode_on_cpu(const options& o, const registry& reg, vit::pooling pool, c
 double nmse(const std::vector<float>& got, const std::vector<float>& ref) {
     if (got.size() != ref.size())
         return INFINITY;
-    llama::nmse_sum e;
+    examples::nmse_sum e;
     e.add(got, ref);
     return e.value();
 }
@@ -337,7 +300,7 @@ int run_main(int argc, char** argv) {
 
     // devices: the chosen one (if any) and the CPU
     registry& reg = registry::global();
-    auto dev = llama::choose_device(reg, o.device);
+    auto dev = examples::choose_device(reg, o.device);
     if (!dev) {
         if (o.require_device) {
             std::fprintf(stderr, "vit: no device '%s' here (%s): skipped\n", o.device.c_str(),
@@ -430,13 +393,4 @@ int run_main(int argc, char** argv) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-    try {
-        return run_main(argc, argv);
-    } catch (const backplane::error& e) {
-        std::fprintf(stderr, "vit: %s\n", e.what());
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "vit: unexpected error: %s\n", e.what());
-    }
-    return 1;
-}
+int main(int argc, char** argv) { return examples::guarded_main("vit", run_main, argc, argv); }
