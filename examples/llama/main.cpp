@@ -130,7 +130,9 @@ model:
                       the default; q4_0, q4_1, q5_0, q5_1, q2_K ... q6_K, iq4_nl, mxfp4,
                       iq4_xs, iq3_xxs, iq3_s, iq2_s, iq1_m, tq1_0, tq2_0)
   --type F            llama.cpp's mix of types for file type F: q4_K_M, q5_K_M, q6_K,
-                      q8_0, q4_0, mxfp4 (experts mxfp4, the rest q8_0)
+                      q8_0, q4_0, mxfp4 (experts mxfp4, the rest q8_0), iq4_xs,
+                      iq3_xxs (as llama.cpp's quantizer without an importance matrix;
+                      file_type.hpp)
   --tied              no output.weight: the output reuses token_embd.weight
   --seed N            its weights' seed (default 1); also the prompt's
 run:
@@ -225,7 +227,7 @@ std::optional<std::string> parse(int argc, char** argv, options& o) {
             const auto v = cl.value();
             const auto f = v ? llama::parse_file_type(*v) : std::nullopt;
             if (!f)
-                err = "--type needs a file type (q4_K_M, q5_K_M, q6_K, q8_0, q4_0, mxfp4)";
+                err = "--type needs a file type (" + llama::file_type_names() + ")";
             else
                 o.ftype = *f;
         }

@@ -26,15 +26,15 @@ struct cuda_targets {
     // The op table's counts (parity_targets.hpp) narrowed to the types CUDA computes.
     static constexpr auto expected = parity::narrowed(
         parity::op_table_combinations,
-        {{"copy", 19 * 15 + 11 + 2 + 28}, // cpy from f32 f16 bf16, the 13 quantized types, iq4_xs tq1_0 tq2_0 into
-                                           // f32 f16 bf16 and the 12 quantized types but q8_K; q8_K, iq4_xs, tq1_0,
-                                           // tq2_0 and the 7 lattice i-quants into themselves, i32 -> i32, i64 -> i64;
-                                           // dup / cont of each type
-         {"mul_mat", 19 * 3},              // f32 f16 bf16, the 13 quantized types, iq4_xs tq1_0 tq2_0 x f32 f16 bf16
-         {"get_rows", 19 + 1},             // those 19 types and i32 rows
+        {{"copy", 26 * 15 + 11 + 2 + 28}, // cpy from f32 f16 bf16, the 13 quantized types, iq4_xs tq1_0 tq2_0 and
+                                           // the 7 lattice i-quants into f32 f16 bf16 and the 12 quantized types but
+                                           // q8_K; q8_K, iq4_xs, tq1_0, tq2_0 and the lattice i-quants into
+                                           // themselves, i32 -> i32, i64 -> i64; dup / cont of each type
+         {"mul_mat", 26 * 3},              // f32 f16 bf16 and the 23 quantized types x f32 f16 bf16
+         {"get_rows", 26 + 1},             // those 26 types and i32 rows
          {"set_rows", 15 * 3 * 2},         // into f32 f16 bf16 and the 12 quantized types but q8_K
-         {"mul_mat_id", 19 * 3},           // as mul_mat
-         {"out_prod", 1 + 15}});           // a f32, the 12 quantized types but q8_K, iq4_xs tq1_0 tq2_0
+         {"mul_mat_id", 26 * 3},           // as mul_mat
+         {"out_prod", 1 + 22}});           // a f32 and every quantized type but q8_K
     static bool claims(const backplane::tensor& t) { return backplane::cuda::supports_op(t); }
 
     /// Device 0 with cuBLAS (when built in) and without; none, and why, without a GPU.

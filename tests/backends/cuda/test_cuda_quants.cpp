@@ -37,7 +37,13 @@ scale_fields scales_of(elem_type t) {
     case elem_type::q5_K: return {{0, 2}};
     case elem_type::q5_0:
     case elem_type::iq4_nl:
-    case elem_type::iq4_xs: return {{0, -1}};
+    case elem_type::iq4_xs:
+    case elem_type::iq2_xxs:
+    case elem_type::iq2_xs:
+    case elem_type::iq2_s:
+    case elem_type::iq3_xxs:
+    case elem_type::iq3_s:
+    case elem_type::iq1_s: return {{0, -1}};
     case elem_type::tq1_0: return {{52, -1}};
     case elem_type::tq2_0: return {{64, -1}};
     case elem_type::q2_K: return {{80, 82}};
@@ -59,6 +65,8 @@ void random_block(elem_type t, std::mt19937& rng, std::byte* blk) {
         if (((h >> 10) & 0x1fu) == 0x1fu) h = static_cast<std::uint16_t>(h & ~0x4000u); // inf / nan -> finite
         std::memcpy(blk + at, &h, sizeof h);
     }
+    if (t == elem_type::iq1_m) // its f16 scale's exponent top bit: bit 14 of its last u16
+        blk[55] &= std::byte{0xbf};
     if (s.f32 >= 0) {
         auto u = static_cast<std::uint32_t>(rng());
         if (((u >> 23) & 0xffu) == 0xffu) u &= ~0x40000000u;
@@ -72,7 +80,9 @@ TEST_CASE("CUDA dequantization equals core's bit for bit", "[cuda][quants]") {
     constexpr elem_type types[] = {elem_type::q4_1, elem_type::q5_0, elem_type::q5_1, elem_type::iq4_nl,
                                    elem_type::mxfp4, elem_type::q2_K, elem_type::q3_K, elem_type::q4_K,
                                    elem_type::q5_K, elem_type::q6_K, elem_type::q8_K,  elem_type::iq4_xs,
-                                   elem_type::tq1_0, elem_type::tq2_0};
+                                   elem_type::tq1_0, elem_type::tq2_0, elem_type::iq2_xxs, elem_type::iq2_xs,
+                                   elem_type::iq2_s, elem_type::iq3_xxs, elem_type::iq3_s, elem_type::iq1_s,
+                                   elem_type::iq1_m};
     for (const elem_type t : types) {
         SECTION(std::string(to_string(t))) {
             namespace cq = backplane::cuda::quant;
@@ -121,15 +131,12 @@ TEST_CASE("CUDA dequantization leaves q8_0 and q4_0 to the older kernels", "[cud
     CHECK_FALSE(cq::extended(elem_type::q4_0));
     CHECK_FALSE(cq::extended(elem_type::f16));
     CHECK_FALSE(cq::quantizable(elem_type::q8_K));
-    for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0}) {
+    for (const elem_type t : {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0, elem_type::iq3_xxs,
+                              elem_type::iq3_s, elem_type::iq2_xxs, elem_type::iq2_xs, elem_type::iq2_s,
+                              elem_type::iq1_s, elem_type::iq1_m}) {
         CHECK(cq::extended(t));
+        CHECK(cq::read_only(t));
         CHECK_FALSE(cq::quantizable(t));
-    }
-    for (const elem_type t : {elem_type::iq3_xxs, elem_type::iq3_s, elem_type::iq2_xxs, elem_type::iq2_xs,
-                              elem_type::iq2_s, elem_type::iq1_s, elem_type::iq1_m}) {
-        CHECK_FALSE(cq::extended(t));
-        CHECK(cq::block_values(t) == backplane::block_size(t)); // copied as blocks
-        CHECK(cq::block_bytes(t) == static_cast<int>(backplane::type_size(t)));
     }
     CHECK(cq::quantizable(elem_type::q4_K));
     CHECK(cq::quantizable(elem_type::mxfp4));

@@ -16,7 +16,7 @@ struct vulkan_targets {
     static constexpr std::string_view backend = "Vulkan";
     static parity::target_list targets() { return parity::open_vulkan_targets(); }
     static void after_run() { backplane::test::check_validation(); }
-    // copy, the most pipelines (262 pairs): one pair in six, every pair once in six
+    // copy, the most pipelines (269 pairs): one pair in six, every pair once in six
     // successive commits; the others, whose grids have 3 activation or source types, one in
     // three, so that every run still has every weight and every destination type
     static constexpr parity::sampled_family sampled[] = {
@@ -26,19 +26,19 @@ struct vulkan_targets {
     // The type combinations the Vulkan backend computes, per family: update an entry
     // when a kernel lands (a test fails until the count here and the claimed one agree).
     static constexpr parity::family_count expected[] = {
-        {"copy", 262},   // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32 (32 with dup / cont); from each of
+        {"copy", 269},   // cpy: every pair of f32 f16 bf16 q8_0 q4_0, i32 -> i32 (32 with dup / cont); from each of
                          // q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_K..q6_K q8_K to f32 f16 bf16 q8_0 q4_0 and itself, dup / cont
                          // of each (11 x 7); into q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_K..q6_K from each of the other 15
-                         // (10 x 15); iq4_xs tq1_0 tq2_0 to f32 (3); not i64, not into q8_K, nothing else of the
-                         // i-quants (16-bit storage; mxfp4 8-bit too)
+                         // (10 x 15); iq4_xs tq1_0 tq2_0 and the 7 lattice i-quants to f32 (10); not i64, not into
+                         // q8_K, nothing else of the i-quants (16-bit storage; mxfp4 8-bit too)
         {"binary", 4},   // add, sub, mul, div f32
         {"unary", 24},   // scale, sqr, sqrt, silu, gelu, relu, neg, the 17 unary functions; f32
         {"rows", 10},    // sum_rows, argmax of f32 f16 bf16; norm, rms_norm, l2_norm, group_norm f32 (16-bit storage)
         {"soft_max", 6}, // no mask, f32 mask, f16 mask (16-bit storage); each with sinks (and ALiBi)
-        {"mul_mat", 57}, // f32 f16 bf16, the 13 quantized weight types, iq4_xs tq1_0 tq2_0 x f32 f16 bf16 activations
-                         // (16-bit storage)
-        {"get_rows", 20}, // f32 f16 bf16 i32, the 13 quantized types' and iq4_xs tq1_0 tq2_0 rows (16-bit storage;
-                          // mxfp4 8-bit too)
+        {"mul_mat", 78}, // f32 f16 bf16, the 13 quantized weight types, iq4_xs tq1_0 tq2_0 and the 7 lattice
+                         // i-quants x f32 f16 bf16 activations (16-bit storage)
+        {"get_rows", 27}, // f32 f16 bf16 i32, the 13 quantized types', iq4_xs tq1_0 tq2_0 and the 7 lattice
+                          // i-quants' rows (16-bit storage; mxfp4 8-bit too)
         {"rope", 10},    // normal, neox, mrope, imrope, vision of f32, f16 (16-bit storage)
         {"glu", 6},      // fused, split of f32 f16 bf16 (16-bit storage)
         {"reduce", 6},   // sum, mean of f32 f16 bf16 (16-bit storage)

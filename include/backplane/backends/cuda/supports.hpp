@@ -3,10 +3,10 @@
 // header lists the rules), in any layout, except flash_attn_ext with heads longer than
 // its kernel holds in shared memory (D_k + D_v above flash_attn_max_head_floats), and
 // quantization into q8_K (the activation type, which it has no quantizer for: a copy or
-// set_rows into it from another type) and into iq4_xs, tq1_0, tq2_0, and any reading of
-// the lattice i-quants iq3_xxs ... iq1_m (the scheduler places those nodes on the CPU).
-// Every other quantized type is read (get_rows, mul_mat, mul_mat_id, copies to a float
-// type); every type is copied or concatenated as it is. The
+// set_rows into it from another type) and into iq4_xs, tq1_0, tq2_0 and the lattice
+// i-quants (the scheduler places those nodes on the CPU). Every quantized type is read
+// (get_rows, mul_mat, mul_mat_id, copies to a float type); every type is copied or
+// concatenated as it is. The
 // kernels (kernels/*.cuh) read every tensor through its byte strides, so views,
 // permutations, broadcasting and strided rows need no copies on the host side; the fast
 // paths (contiguous rows, tensor cores, cuBLAS) are chosen per node inside the kernels.
@@ -33,7 +33,7 @@ constexpr bool quantizes_into(elem_type t) noexcept {
 }
 
 /// The types the CUDA kernels read as values: the non-quantized ones, q8_0, q4_0 and
-/// quant::extended's (not the lattice i-quants).
+/// quant::extended's (every other quantized type).
 constexpr bool reads(elem_type t) noexcept {
     return !is_quantized(t) || t == elem_type::q8_0 || t == elem_type::q4_0 || quant::extended(t);
 }

@@ -66,6 +66,7 @@ struct launch {
     std::array<std::uint64_t, launch_slots> ids{};   // the bound buffers' ids
     std::array<mem_range, launch_slots - 1> reads; // the sources' bytes (empty when absent)
     mem_range write;
+    elem_type grid = elem_type::f32; // whose lattice grid binding 9 holds (source 0's type)
 
     [[nodiscard]] bool same_work(const launch& o) const noexcept {
         return shader == o.shader && groups == o.groups && ids == o.ids && bind == o.bind &&
@@ -172,6 +173,11 @@ struct stream_state {
     vk::Buffer error_buf;
     vk::DeviceMemory error_mem;
     std::uint32_t* error_word = nullptr;
+
+    // the lattice i-quants' grids (ops/common.hpp's lattice_grids: binding 9 of every
+    // dispatch), written once
+    vk::Buffer grid_buf;
+    vk::DeviceMemory grid_mem;
     backplane::detail::index_checks checks;
 
     stream_timer timer;
@@ -197,6 +203,8 @@ struct stream_state {
         if (error_word != nullptr) d.unmapMemory(error_mem);
         if (error_buf) d.destroyBuffer(error_buf);
         if (error_mem) d.freeMemory(error_mem);
+        if (grid_buf) d.destroyBuffer(grid_buf);
+        if (grid_mem) d.freeMemory(grid_mem);
         if (pool) d.destroyCommandPool(pool); // frees every command buffer
     }
 
@@ -205,6 +213,16 @@ struct stream_state {
         dev->make_buffer(64, dev->host_type, error_buf, error_mem);
         error_word = static_cast<std::uint32_t*>(dev->device.mapMemory(error_mem, 0, VK_WHOLE_SIZE));
         *error_word = 0;
+    }
+
+    /// Makes the grid buffer (stream creation): host-visible memory, as the error word's.
+    void make_grids() {
+        using namespace vulkan::detail;
+        dev->make_buffer(grid_buffer_bytes, dev->host_type, grid_buf, grid_mem);
+        auto* p = static_cast<std::byte*>(dev->device.mapMemory(grid_mem, 0, VK_WHOLE_SIZE));
+        for (std::size_t i = 0; i < n_lattice_grids; ++i)
+            std::memcpy(p + grid_offset(i), lattice_grids[i].data, lattice_grids[i].bytes);
+        dev->device.unmapMemory(grid_mem);
     }
 
     /// Adds m to `into` unless it is there.
@@ -500,6 +518,7 @@ public:
             info.pNext = &type;
             s->timeline = d.createSemaphore(info);
             s->make_error_word();
+            s->make_grids();
             return {};
         });
         if (!st) return st;
@@ -786,6 +805,7 @@ private:
         l.shader = blob;
         l.pc = d.pc;
         l.groups = d.groups;
+        l.grid = node.src[0] != nullptr ? node.src[0]->type : node.type;
         if (status s = bind(node, node, l, 2, out.memory); !s) return s;
         for (std::size_t j = 0; j < static_cast<std::size_t>(max_srcs); ++j) {
             const std::size_t slot = vulkan::detail::slot_of_source(j);
@@ -805,7 +825,7 @@ private:
         auto& dev = *st.dev;
         const auto& ls = rec.launches;
         const auto n = static_cast<std::uint32_t>(ls.size());
-        constexpr std::uint32_t per_set = vulkan::detail::launch_slots + 1; // and the error word
+        constexpr std::uint32_t per_set = vulkan::detail::launch_slots + 2; // and the error word, the grid
         vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, per_set * n);
         rec.pool = dev.device.createDescriptorPool(vk::DescriptorPoolCreateInfo({}, n, size));
         std::vector<vk::DescriptorSetLayout> layouts(ls.size(), dev.set_layout);
@@ -813,11 +833,18 @@ private:
         std::vector<vk::WriteDescriptorSet> writes;
         writes.reserve(per_set * ls.size());
         const vk::DescriptorBufferInfo error_word(st.error_buf, 0, VK_WHOLE_SIZE); // binding 3
+        std::vector<vk::DescriptorBufferInfo> grids; // binding 9: each launch's type's grid
+        grids.reserve(ls.size());
+        for (const auto& l : ls) {
+            const std::size_t g = vulkan::detail::grid_index(l.grid);
+            grids.emplace_back(st.grid_buf, vulkan::detail::grid_offset(g), vulkan::detail::lattice_grids[g].bytes);
+        }
         for (std::size_t k = 0; k < ls.size(); ++k) {
             for (std::size_t slot = 0; slot < vulkan::detail::launch_slots; ++slot)
                 writes.emplace_back(sets[k], vulkan::detail::binding_of_slot(slot), 0, vk::DescriptorType::eStorageBuffer,
                                     nullptr, ls[k].bind[slot]);
             writes.emplace_back(sets[k], 3, 0, vk::DescriptorType::eStorageBuffer, nullptr, error_word);
+            writes.emplace_back(sets[k], 9, 0, vk::DescriptorType::eStorageBuffer, nullptr, grids[k]);
         }
         dev.device.updateDescriptorSets(writes, {});
 

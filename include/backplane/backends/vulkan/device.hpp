@@ -288,8 +288,9 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
     ft.max_invocations = s.props.limits.maxComputeWorkGroupInvocations;
     ft.max_binding = s.props.limits.maxStorageBufferRange;
     if (f12.scalarBlockLayout != VK_TRUE) return {errc::not_supported, s.prefix() + "scalar block layout is not supported"};
-    // every launch binds its sources, destination and error word as storage buffers at once
-    constexpr std::uint32_t bound = vulkan::detail::launch_slots + 1;
+    // every launch binds its sources, destination, error word and grid as storage buffers
+    // at once
+    constexpr std::uint32_t bound = vulkan::detail::launch_slots + 2;
     if (s.props.limits.maxPerStageDescriptorStorageBuffers < bound)
         return {errc::not_supported, s.prefix() + "a compute stage may bind " +
                                          std::to_string(s.props.limits.maxPerStageDescriptorStorageBuffers) +
@@ -334,8 +335,8 @@ inline status open_device(device_state& s, const vulkan_device_params& params) {
     s.queue = s.device.getQueue(s.queue_family, 0);
 
     // sources 0 and 1, destination, the stream's error word (backends/detail/index_errors.hpp),
-    // sources 2 to 6 (ops/common.hpp's launch slots)
-    std::array<vk::DescriptorSetLayoutBinding, vulkan::detail::launch_slots + 1> bindings;
+    // sources 2 to 6 (ops/common.hpp's launch slots), the stream's lattice grid (binding 9)
+    std::array<vk::DescriptorSetLayoutBinding, vulkan::detail::launch_slots + 2> bindings;
     for (std::uint32_t b = 0; b < bindings.size(); ++b)
         bindings[b] = vk::DescriptorSetLayoutBinding(b, vk::DescriptorType::eStorageBuffer, 1, vk::ShaderStageFlagBits::eCompute);
     s.set_layout = s.device.createDescriptorSetLayout(vk::DescriptorSetLayoutCreateInfo({}, bindings));

@@ -164,6 +164,13 @@ template <class F> cudaError_t visit_real(elem_type t, F&& f) {
     case elem_type::iq4_xs: return f(type_tag<elem_type::iq4_xs>{});
     case elem_type::tq1_0: return f(type_tag<elem_type::tq1_0>{});
     case elem_type::tq2_0: return f(type_tag<elem_type::tq2_0>{});
+    case elem_type::iq2_xxs: return f(type_tag<elem_type::iq2_xxs>{});
+    case elem_type::iq2_xs: return f(type_tag<elem_type::iq2_xs>{});
+    case elem_type::iq2_s: return f(type_tag<elem_type::iq2_s>{});
+    case elem_type::iq3_xxs: return f(type_tag<elem_type::iq3_xxs>{});
+    case elem_type::iq3_s: return f(type_tag<elem_type::iq3_s>{});
+    case elem_type::iq1_s: return f(type_tag<elem_type::iq1_s>{});
+    case elem_type::iq1_m: return f(type_tag<elem_type::iq1_m>{});
     default: return visit_float(t, static_cast<F&&>(f));
     }
 }
@@ -440,10 +447,9 @@ inline cudaError_t launch_units(const tview& d, const tview& s, const detail::la
 } // namespace copy_detail
 
 /// dup / cont / cpy of node.src[0] into node (kernel_table::launch). Supported pairs:
-/// every type into itself; any float or quantized type but the lattice i-quants
-/// (iq3_xxs ... iq1_m) to f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_K q3_K
-/// q4_K q5_K q6_K (q8_K, iq4_xs, tq1_0, tq2_0: cudaErrorNotSupported; supports.hpp
-/// narrows them).
+/// every type into itself; any float or quantized type to f32 f16 bf16 q8_0 q4_0 q4_1
+/// q5_0 q5_1 iq4_nl mxfp4 q2_K q3_K q4_K q5_K q6_K (into q8_K, iq4_xs, tq1_0, tq2_0 and the
+/// lattice i-quants: cudaErrorNotSupported; supports.hpp narrows them).
 inline cudaError_t launch_copy(const tensor& node, const detail::launch_context& ctx) noexcept {
     using namespace copy_detail;
     const tensor* src = node.src[0];

@@ -1,9 +1,9 @@
 #pragma once
 // The values of the weight types beyond q8_0 and q4_0 as the CUDA kernels read them:
 // q4_1, q5_0, q5_1, iq4_nl, mxfp4 (blocks of 32) and q2_K ... q6_K, q8_K, iq4_xs, tq1_0,
-// tq2_0 (super-blocks of 256), layouts as core/quants.hpp, core/kquants.hpp and
-// core/iquants.hpp document them. (The lattice i-quants, iq3_xxs ... iq1_m, are not read
-// here: the CUDA backend only copies their blocks as they are.)
+// tq2_0 and the lattice i-quants iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
+// (super-blocks of 256), layouts as core/quants.hpp, core/kquants.hpp and
+// core/iquants.hpp document them.
 //
 // Every function is __host__ __device__ and gives exactly core's dequantize_row_* value:
 // the same f32 operations in the same order, each rounded on its own (__fmul_rn,
@@ -21,12 +21,16 @@
 //
 // Blocks are read byte by byte: mxfp4's 17-byte blocks have no alignment at all, and the
 // others only 2 bytes. Tables are packed into integer constants, so device code reads no
-// host array.
+// host array; the lattice grids are device arrays made of the same lists as core's
+// (core/detail/iq_grids.hpp), which the host reads.
 
+#include <backplane/core/detail/iq_grids.hpp>
+#include <backplane/core/iquants.hpp>
 #include <backplane/core/kquants.hpp>
 #include <backplane/core/quants.hpp>
 #include <backplane/core/types.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -42,6 +46,12 @@
 namespace backplane::cuda::quant {
 
 using u8 = unsigned char;
+
+/// Whether t is a lattice i-quant (its values index a grid of core/detail/iq_grids.hpp).
+constexpr bool lattice(elem_type t) noexcept {
+    return t == elem_type::iq2_xxs || t == elem_type::iq2_xs || t == elem_type::iq2_s || t == elem_type::iq3_xxs ||
+           t == elem_type::iq3_s || t == elem_type::iq1_s || t == elem_type::iq1_m;
+}
 
 /// Whether t is one of the types this header reads (the quantized types but q8_0, q4_0).
 constexpr bool extended(elem_type t) noexcept {
@@ -60,14 +70,15 @@ constexpr bool extended(elem_type t) noexcept {
     case elem_type::iq4_xs:
     case elem_type::tq1_0:
     case elem_type::tq2_0: return true;
-    default: return false;
+    default: return lattice(t);
     }
 }
 
 /// The types here that are read but never written by quantize<T>: q8_K (the K-quants'
-/// activation type), iq4_xs, tq1_0, tq2_0.
+/// activation type), iq4_xs, tq1_0, tq2_0 and the lattice i-quants.
 constexpr bool read_only(elem_type t) noexcept {
-    return t == elem_type::q8_K || t == elem_type::iq4_xs || t == elem_type::tq1_0 || t == elem_type::tq2_0;
+    return t == elem_type::q8_K || t == elem_type::iq4_xs || t == elem_type::tq1_0 || t == elem_type::tq2_0 ||
+           lattice(t);
 }
 
 /// Values per block of a quantized type (core's block_size, as a switch device code can
@@ -230,6 +241,118 @@ BACKPLANE_CUDA_HD inline int nibble(const u8* qs, int j) { return j < 16 ? (qs[j
 BACKPLANE_CUDA_HD inline int trit(int q, int k) {
     const int pow3 = k == 0 ? 1 : k == 1 ? 3 : k == 2 ? 9 : k == 3 ? 27 : 81;
     return (((q * pow3) & 255) * 3) >> 8;
+}
+
+#if defined(__CUDACC__)
+// The lattice grids in device memory, made of core's lists (cached reads; the constant
+// bank would serialize the threads of a warp that read different entries).
+static __device__ const std::uint64_t dev_iq2xxs_grid[256] = {BACKPLANE_IQ2XXS_GRID};
+static __device__ const std::uint64_t dev_iq2xs_grid[512] = {BACKPLANE_IQ2XS_GRID};
+static __device__ const std::uint64_t dev_iq2s_grid[1024] = {BACKPLANE_IQ2S_GRID};
+static __device__ const std::uint32_t dev_iq3xxs_grid[256] = {BACKPLANE_IQ3XXS_GRID};
+static __device__ const std::uint32_t dev_iq3s_grid[512] = {BACKPLANE_IQ3S_GRID};
+static __device__ const std::uint64_t dev_iq1s_grid[2048] = {BACKPLANE_IQ1S_GRID};
+#endif
+
+/// Entry i of the grid of lattice type T (an iq3 type's 32-bit entries widened).
+template <elem_type T> BACKPLANE_CUDA_HD inline std::uint64_t grid(unsigned i) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (T == elem_type::iq2_xxs) return dev_iq2xxs_grid[i];
+    else if constexpr (T == elem_type::iq2_xs) return dev_iq2xs_grid[i];
+    else if constexpr (T == elem_type::iq2_s) return dev_iq2s_grid[i];
+    else if constexpr (T == elem_type::iq3_xxs) return dev_iq3xxs_grid[i];
+    else if constexpr (T == elem_type::iq3_s) return dev_iq3s_grid[i];
+    else return dev_iq1s_grid[i];
+#else
+    if constexpr (T == elem_type::iq2_xxs) return backplane::detail::iq2xxs_grid[i];
+    else if constexpr (T == elem_type::iq2_xs) return backplane::detail::iq2xs_grid[i];
+    else if constexpr (T == elem_type::iq2_s) return backplane::detail::iq2s_grid[i];
+    else if constexpr (T == elem_type::iq3_xxs) return backplane::detail::iq3xxs_grid[i];
+    else if constexpr (T == elem_type::iq3_s) return backplane::detail::iq3s_grid[i];
+    else return backplane::detail::iq1s_grid[i];
+#endif
+}
+
+/// Sign k of a 7-bit group standing for 8 signs of even parity (core's detail::even_signs).
+BACKPLANE_CUDA_HD inline bool even_sign(std::uint32_t group, int k) {
+    group &= 127u;
+    if (k < 7) return (group >> k) & 1u;
+#if defined(__CUDA_ARCH__)
+    return __popc(group) & 1;
+#else
+    return std::popcount(group) & 1;
+#endif
+}
+
+/// Byte k of a grid entry.
+BACKPLANE_CUDA_HD inline int grid_byte(std::uint64_t entry, int k) { return static_cast<int>((entry >> (8 * k)) & 0xffu); }
+
+/// Value j (0..255) of a block of lattice type T, as core's dequantize_row_<T>: the grid
+/// byte times the group's scale, negated by its sign (iq2, iq3), or the scale times the
+/// signed grid byte plus a shift of +-1/8 (iq1).
+template <elem_type T> BACKPLANE_CUDA_HD inline float lattice_value(const u8* blk, int j) {
+    const int ib = j / 32, l = (j / 8) % 4, k = j % 8;
+    float scale = 0.0f;
+    std::uint64_t entry = 0;
+    bool negative = false;
+    if constexpr (T == elem_type::iq2_xxs) { // d (idx[4] aux u32)[8]
+        const std::uint32_t aux = u32_at(blk + 6 + 8 * ib);
+        scale = mul(mul(f16_at(blk), add(0.5f, static_cast<float>(aux >> 28))), 0.25f);
+        entry = grid<T>(blk[2 + 8 * ib + l]);
+        negative = even_sign(aux >> (7 * l), k);
+    } else if constexpr (T == elem_type::iq2_xs) { // d qs u16[32] scales[8]
+        const std::uint32_t q = u16_at(blk + 2 + 2 * (4 * ib + l));
+        const int sc = (blk[66 + ib] >> (4 * (l / 2))) & 15;
+        scale = mul(mul(f16_at(blk), add(0.5f, static_cast<float>(sc))), 0.25f);
+        entry = grid<T>(q & 511u);
+        negative = even_sign(q >> 9, k);
+    } else if constexpr (T == elem_type::iq2_s) { // d qs[32] signs[32] qh[8] scales[8]
+        const int sc = (blk[74 + ib] >> (4 * (l / 2))) & 15;
+        scale = mul(mul(f16_at(blk), add(0.5f, static_cast<float>(sc))), 0.25f);
+        entry = grid<T>(blk[2 + 4 * ib + l] | ((static_cast<unsigned>(blk[66 + ib]) << (8 - 2 * l)) & 0x300u));
+        negative = (blk[34 + 4 * ib + l] >> k) & 1;
+    } else if constexpr (T == elem_type::iq3_xxs) { // d qs[64] aux u32[8]
+        const std::uint32_t aux = u32_at(blk + 66 + 4 * ib);
+        scale = mul(mul(f16_at(blk), add(0.5f, static_cast<float>(aux >> 28))), 0.5f);
+        entry = grid<T>(blk[2 + 8 * ib + 2 * l + k / 4]) << (32 * (k / 4));
+        negative = even_sign(aux >> (7 * l), k);
+    } else if constexpr (T == elem_type::iq3_s) { // d qs[64] qh[8] signs[32] scales[4]
+        const int s = (blk[106 + ib / 2] >> (4 * (ib % 2))) & 15;
+        scale = mul(f16_at(blk), static_cast<float>(1 + 2 * s));
+        const unsigned qh = blk[66 + ib];
+        const unsigned index = k < 4 ? blk[2 + 8 * ib + 2 * l] | ((qh << (8 - 2 * l)) & 256u)
+                                     : blk[3 + 8 * ib + 2 * l] | ((qh << (7 - 2 * l)) & 256u);
+        entry = grid<T>(index) << (32 * (k / 4));
+        negative = (blk[74 + 4 * ib + l] >> k) & 1;
+    } else { // iq1_s: d qs[32] qh u16[8]; iq1_m: qs[32] qh[16] scales u16[4]
+        float d;
+        unsigned index, shift_negative, s;
+        if constexpr (T == elem_type::iq1_s) {
+            const unsigned qh = u16_at(blk + 34 + 2 * ib);
+            d = f16_at(blk);
+            s = (qh >> 12) & 7u;
+            index = blk[2 + 4 * ib + l] | (((qh >> (3 * l)) & 7u) << 8);
+            shift_negative = qh & 0x8000u;
+        } else {
+            const std::uint32_t sc0 = u16_at(blk + 48), sc1 = u16_at(blk + 50), sc2 = u16_at(blk + 52),
+                                sc3 = u16_at(blk + 54);
+            const auto dbits = static_cast<std::uint16_t>((sc0 >> 12) | ((sc1 >> 8) & 0x00f0u) |
+                                                          ((sc2 >> 4) & 0x0f00u) | (sc3 & 0xf000u));
+            const u8 dbytes[2] = {static_cast<u8>(dbits & 0xffu), static_cast<u8>(dbits >> 8)};
+            d = f16_at(dbytes);
+            const std::uint32_t sc = u16_at(blk + 48 + 2 * (ib / 2));
+            s = (sc >> (6 * (ib % 2) + 3 * (l / 2))) & 7u;
+            const unsigned h = blk[32 + 2 * ib + l / 2] >> (4 * (l % 2));
+            index = blk[4 * ib + l] | ((h & 7u) << 8);
+            shift_negative = h & 8u;
+        }
+        const float dl = mul(d, static_cast<float>(2 * s + 1));
+        const float shift = shift_negative ? -iq1_delta : iq1_delta;
+        const auto g = static_cast<std::int8_t>(grid_byte(grid<T>(index), k));
+        return mul(dl, add(static_cast<float>(g), shift));
+    }
+    const float v = mul(scale, static_cast<float>(grid_byte(entry, k)));
+    return negative ? -v : v;
 }
 
 /// e8m0_to_f32_half (core/quants.hpp): 2^(e - 128).
@@ -829,6 +952,8 @@ template <elem_type T> BACKPLANE_CUDA_HD inline float value(const u8* blk, int j
     } else if constexpr (T == elem_type::tq2_0) { // qs[64] d
         const int q = (blk[32 * (j / 128) + j % 32] >> (2 * ((j / 32) % 4))) & 3;
         return mul(static_cast<float>(q - 1), f16_at(blk + 64));
+    } else if constexpr (lattice(T)) {
+        return lattice_value<T>(blk, j);
     } else {
         static_assert(T == elem_type::q4_1, "quant::value reads the quantized types but q8_0 and q4_0");
         return 0.0f;
@@ -917,7 +1042,7 @@ template <elem_type T> BACKPLANE_CUDA_HD inline void values32(const u8* blk, int
     } else if constexpr (T == elem_type::q8_K) {
         const float d = from_bits(u32_at(blk));
         for (int jj = 0; jj < 32; ++jj) x[jj] = mul(d, static_cast<float>(static_cast<std::int8_t>(blk[4 + j0 + jj])));
-    } else if constexpr (T == elem_type::iq4_xs || T == elem_type::tq1_0 || T == elem_type::tq2_0) {
+    } else if constexpr (T == elem_type::iq4_xs || T == elem_type::tq1_0 || T == elem_type::tq2_0 || lattice(T)) {
         for (int jj = 0; jj < 32; ++jj) x[jj] = value<T>(blk, j0 + jj);
     } else {
         static_assert(T == elem_type::q4_1, "quant::values32 reads the quantized types but q8_0 and q4_0");
@@ -941,6 +1066,13 @@ BACKPLANE_CUDA_HD inline float value(elem_type t, const u8* blk, int j) {
     case elem_type::iq4_xs: return value<elem_type::iq4_xs>(blk, j);
     case elem_type::tq1_0: return value<elem_type::tq1_0>(blk, j);
     case elem_type::tq2_0: return value<elem_type::tq2_0>(blk, j);
+    case elem_type::iq2_xxs: return value<elem_type::iq2_xxs>(blk, j);
+    case elem_type::iq2_xs: return value<elem_type::iq2_xs>(blk, j);
+    case elem_type::iq2_s: return value<elem_type::iq2_s>(blk, j);
+    case elem_type::iq3_xxs: return value<elem_type::iq3_xxs>(blk, j);
+    case elem_type::iq3_s: return value<elem_type::iq3_s>(blk, j);
+    case elem_type::iq1_s: return value<elem_type::iq1_s>(blk, j);
+    case elem_type::iq1_m: return value<elem_type::iq1_m>(blk, j);
     default: return 0.0f;
     }
 }
@@ -963,6 +1095,13 @@ template <class F, class R> R visit(elem_type t, F&& f, R otherwise) {
     case elem_type::iq4_xs: return f(std::integral_constant<elem_type, elem_type::iq4_xs>{});
     case elem_type::tq1_0: return f(std::integral_constant<elem_type, elem_type::tq1_0>{});
     case elem_type::tq2_0: return f(std::integral_constant<elem_type, elem_type::tq2_0>{});
+    case elem_type::iq2_xxs: return f(std::integral_constant<elem_type, elem_type::iq2_xxs>{});
+    case elem_type::iq2_xs: return f(std::integral_constant<elem_type, elem_type::iq2_xs>{});
+    case elem_type::iq2_s: return f(std::integral_constant<elem_type, elem_type::iq2_s>{});
+    case elem_type::iq3_xxs: return f(std::integral_constant<elem_type, elem_type::iq3_xxs>{});
+    case elem_type::iq3_s: return f(std::integral_constant<elem_type, elem_type::iq3_s>{});
+    case elem_type::iq1_s: return f(std::integral_constant<elem_type, elem_type::iq1_s>{});
+    case elem_type::iq1_m: return f(std::integral_constant<elem_type, elem_type::iq1_m>{});
     default: return otherwise;
     }
 }

@@ -11,6 +11,7 @@
 // Strides (nb, a_nb, b_nb) and offsets (offs) are in those units; extents (ne, a_ne,
 // b_ne) are in elements.
 
+#include <backplane/core/detail/iq_grids.hpp>
 #include <backplane/core/tensor.hpp>
 #include <backplane/core/types.hpp>
 
@@ -117,10 +118,48 @@ inline constexpr elem_type more_quants[] = {elem_type::q4_1, elem_type::q5_0, el
 inline constexpr std::size_t n_more_quants = std::size(more_quants);
 
 /// The quantized types the shaders only read (get_rows, copies to f32, mul_mat; not
-/// mul_mat_id, no other copies): iq4_xs, tq1_0, tq2_0, in the order of those tables.
-/// The other i-quants the CPU computes.
-inline constexpr elem_type read_quants[] = {elem_type::iq4_xs, elem_type::tq1_0, elem_type::tq2_0};
+/// mul_mat_id, no other copies): iq4_xs, tq1_0, tq2_0 and the lattice i-quants, in the
+/// order of those tables.
+inline constexpr elem_type read_quants[] = {elem_type::iq4_xs,  elem_type::tq1_0,   elem_type::tq2_0,
+                                            elem_type::iq2_xxs, elem_type::iq2_xs,  elem_type::iq2_s,
+                                            elem_type::iq3_xxs, elem_type::iq3_s,   elem_type::iq1_s,
+                                            elem_type::iq1_m};
 inline constexpr std::size_t n_read_quants = std::size(read_quants);
+
+/// The grid a lattice i-quant's shaders read (quants.glsl's q_grid: binding 9 of every
+/// dispatch): core's table (core/detail/iq_grids.hpp), bytes as the host holds them
+/// (little-endian words; a 64-bit entry low word first).
+struct lattice_grid {
+    elem_type type;
+    const void* data;
+    std::size_t bytes;
+};
+inline constexpr lattice_grid lattice_grids[] = {
+    {elem_type::iq2_xxs, backplane::detail::iq2xxs_grid, sizeof backplane::detail::iq2xxs_grid},
+    {elem_type::iq2_xs, backplane::detail::iq2xs_grid, sizeof backplane::detail::iq2xs_grid},
+    {elem_type::iq2_s, backplane::detail::iq2s_grid, sizeof backplane::detail::iq2s_grid},
+    {elem_type::iq3_xxs, backplane::detail::iq3xxs_grid, sizeof backplane::detail::iq3xxs_grid},
+    {elem_type::iq3_s, backplane::detail::iq3s_grid, sizeof backplane::detail::iq3s_grid},
+    {elem_type::iq1_s, backplane::detail::iq1s_grid, sizeof backplane::detail::iq1s_grid},
+    {elem_type::iq1_m, backplane::detail::iq1s_grid, sizeof backplane::detail::iq1s_grid}};
+inline constexpr std::size_t n_lattice_grids = std::size(lattice_grids);
+
+/// The grids lie in one buffer per stream, each at a multiple of 256 bytes (the largest
+/// offset alignment of a storage-buffer binding a device may ask).
+constexpr std::size_t grid_offset(std::size_t i) noexcept {
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < i; ++k) at += (lattice_grids[k].bytes + 255) / 256 * 256;
+    return at;
+}
+inline constexpr std::size_t grid_buffer_bytes = grid_offset(n_lattice_grids);
+
+/// t's grid (the first one for a type of none: such a shader reads no grid, but the
+/// binding needs a buffer).
+constexpr std::size_t grid_index(elem_type t) noexcept {
+    for (std::size_t i = 0; i < n_lattice_grids; ++i)
+        if (lattice_grids[i].type == t) return i;
+    return 0;
+}
 
 /// t's index in read_quants, or -1.
 constexpr int read_quant_index(elem_type t) noexcept {

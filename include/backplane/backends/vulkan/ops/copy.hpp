@@ -4,7 +4,7 @@
 //   - from every real type (f32, f16, bf16 and every quantized one: q8_0, q4_0, q4_1,
 //     q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K) to each of them but
 //     q8_K, and to itself;
-//   - from iq4_xs, tq1_0 and tq2_0 (read_quants) to f32;
+//   - from iq4_xs, tq1_0, tq2_0 and the lattice i-quants (read_quants) to f32;
 //   - i32 to i32.
 // Not here (the CPU computes them): i64, and quantizing into q8_K from another type (a
 // copy of q8_K to itself, bits, is here).
@@ -85,7 +85,9 @@ inline constexpr std::string_view quantizing_shaders[5 + n_more_quants][n_more_q
 };
 
 /// The variants from read_quants, in its order, to f32.
-inline constexpr std::string_view read_shaders[n_read_quants] = {"cpy_iq4_xs_f32", "cpy_tq1_0_f32", "cpy_tq2_0_f32"};
+inline constexpr std::string_view read_shaders[n_read_quants] = {
+    "cpy_iq4_xs_f32",  "cpy_tq1_0_f32", "cpy_tq2_0_f32", "cpy_iq2_xxs_f32", "cpy_iq2_xs_f32",
+    "cpy_iq2_s_f32",   "cpy_iq3_xxs_f32", "cpy_iq3_s_f32", "cpy_iq1_s_f32",  "cpy_iq1_m_f32"};
 
 /// The variant copying `from` to `to`, or an empty name.
 constexpr std::string_view shader_of(elem_type from, elem_type to) noexcept {

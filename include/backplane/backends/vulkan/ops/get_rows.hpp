@@ -14,7 +14,7 @@
 //   q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K
 //           f32   get_rows_<type>  16-bit storage
 //   mxfp4   f32   get_rows_mxfp4   8-bit and 16-bit storage (its blocks are read as bytes)
-//   iq4_xs, tq1_0, tq2_0 (read_quants)
+//   iq4_xs, tq1_0, tq2_0, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m (read_quants)
 //           f32   get_rows_<type>  16-bit storage
 
 #include <backplane/backends/vulkan/ops/common.hpp>
@@ -27,7 +27,9 @@ inline constexpr std::string_view more_shaders[n_more_quants] = {
     "get_rows_q4_1", "get_rows_q5_0", "get_rows_q5_1", "get_rows_iq4_nl", "get_rows_mxfp4", "get_rows_q2_K",
     "get_rows_q3_K", "get_rows_q4_K", "get_rows_q5_K", "get_rows_q6_K", "get_rows_q8_K"};
 /// The variants of read_quants, in its order.
-inline constexpr std::string_view read_shaders[n_read_quants] = {"get_rows_iq4_xs", "get_rows_tq1_0", "get_rows_tq2_0"};
+inline constexpr std::string_view read_shaders[n_read_quants] = {
+    "get_rows_iq4_xs", "get_rows_tq1_0", "get_rows_tq2_0", "get_rows_iq2_xxs", "get_rows_iq2_xs",
+    "get_rows_iq2_s",  "get_rows_iq3_xxs", "get_rows_iq3_s", "get_rows_iq1_s",  "get_rows_iq1_m"};
 } // namespace get_rows_detail
 
 inline bool plan_get_rows(const tensor& t, const features& f, dispatch& d) noexcept {

@@ -2,8 +2,8 @@
 // mul_mat (mul_mat.comp): dst f32 [M, N, ne2, ne3] = a [K, M, ...] times b [K, N, ne2, ne3]
 // per batch, a broadcast over b's batches. Weights (a): f32, f16, bf16 and every quantized
 // type (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K;
-// iq4_xs, tq1_0, tq2_0 but in mul_mat_id; shaders/quants.glsl dequantizes the ones past
-// q4_0); activations (b): f32, f16, bf16;
+// iq4_xs, tq1_0, tq2_0 and iq2_xxs ... iq1_m but in mul_mat_id; shaders/quants.glsl
+// dequantizes the ones past q4_0); activations (b): f32, f16, bf16;
 // any strides. Everything 16-bit (all but f32) needs 16-bit storage, mxfp4 (read as
 // bytes) 8-bit storage too.
 //
@@ -58,7 +58,14 @@ inline constexpr kernel tiled{128, 128, 64, (128 + 128) * 16 * 4, 1.0,
                                {"mul_mat_q8_K_f32", "mul_mat_q8_K_half"},
                                {"mul_mat_iq4_xs_f32", "mul_mat_iq4_xs_half"},
                                {"mul_mat_tq1_0_f32", "mul_mat_tq1_0_half"},
-                               {"mul_mat_tq2_0_f32", "mul_mat_tq2_0_half"}}};
+                               {"mul_mat_tq2_0_f32", "mul_mat_tq2_0_half"},
+                               {"mul_mat_iq2_xxs_f32", "mul_mat_iq2_xxs_half"},
+                               {"mul_mat_iq2_xs_f32", "mul_mat_iq2_xs_half"},
+                               {"mul_mat_iq2_s_f32", "mul_mat_iq2_s_half"},
+                               {"mul_mat_iq3_xxs_f32", "mul_mat_iq3_xxs_half"},
+                               {"mul_mat_iq3_s_f32", "mul_mat_iq3_s_half"},
+                               {"mul_mat_iq1_s_f32", "mul_mat_iq1_s_half"},
+                               {"mul_mat_iq1_m_f32", "mul_mat_iq1_m_half"}}};
 inline constexpr kernel narrow{128, 32, 64, (128 + 32) * 16 * 4, 0.55,
                                {{"mul_mat_narrow_f32_f32", "mul_mat_narrow_f32_half"},
                                 {"mul_mat_narrow_half_f32", "mul_mat_narrow_half_half"},
@@ -77,7 +84,14 @@ inline constexpr kernel narrow{128, 32, 64, (128 + 32) * 16 * 4, 0.55,
                                 {"mul_mat_narrow_q8_K_f32", "mul_mat_narrow_q8_K_half"},
                                 {"mul_mat_narrow_iq4_xs_f32", "mul_mat_narrow_iq4_xs_half"},
                                 {"mul_mat_narrow_tq1_0_f32", "mul_mat_narrow_tq1_0_half"},
-                                {"mul_mat_narrow_tq2_0_f32", "mul_mat_narrow_tq2_0_half"}}};
+                                {"mul_mat_narrow_tq2_0_f32", "mul_mat_narrow_tq2_0_half"},
+                                {"mul_mat_narrow_iq2_xxs_f32", "mul_mat_narrow_iq2_xxs_half"},
+                                {"mul_mat_narrow_iq2_xs_f32", "mul_mat_narrow_iq2_xs_half"},
+                                {"mul_mat_narrow_iq2_s_f32", "mul_mat_narrow_iq2_s_half"},
+                                {"mul_mat_narrow_iq3_xxs_f32", "mul_mat_narrow_iq3_xxs_half"},
+                                {"mul_mat_narrow_iq3_s_f32", "mul_mat_narrow_iq3_s_half"},
+                                {"mul_mat_narrow_iq1_s_f32", "mul_mat_narrow_iq1_s_half"},
+                                {"mul_mat_narrow_iq1_m_f32", "mul_mat_narrow_iq1_m_half"}}};
 inline constexpr kernel mat_vec{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                 {{"mul_mat_vec_f32_f32", "mul_mat_vec_f32_half"},
                                  {"mul_mat_vec_half_f32", "mul_mat_vec_half_half"},
@@ -96,7 +110,14 @@ inline constexpr kernel mat_vec{8, 1, 16, 2 * 16 * 4 * 4, 0.24,
                                  {"mul_mat_vec_q8_K_f32", "mul_mat_vec_q8_K_half"},
                                  {"mul_mat_vec_iq4_xs_f32", "mul_mat_vec_iq4_xs_half"},
                                  {"mul_mat_vec_tq1_0_f32", "mul_mat_vec_tq1_0_half"},
-                                 {"mul_mat_vec_tq2_0_f32", "mul_mat_vec_tq2_0_half"}}};
+                                 {"mul_mat_vec_tq2_0_f32", "mul_mat_vec_tq2_0_half"},
+                                 {"mul_mat_vec_iq2_xxs_f32", "mul_mat_vec_iq2_xxs_half"},
+                                 {"mul_mat_vec_iq2_xs_f32", "mul_mat_vec_iq2_xs_half"},
+                                 {"mul_mat_vec_iq2_s_f32", "mul_mat_vec_iq2_s_half"},
+                                 {"mul_mat_vec_iq3_xxs_f32", "mul_mat_vec_iq3_xxs_half"},
+                                 {"mul_mat_vec_iq3_s_f32", "mul_mat_vec_iq3_s_half"},
+                                 {"mul_mat_vec_iq1_s_f32", "mul_mat_vec_iq1_s_half"},
+                                 {"mul_mat_vec_iq1_m_f32", "mul_mat_vec_iq1_m_half"}}};
 /// mul_mat_id's kernel: the mat-vec one, its matrix picked per column by an expert id
 /// (none for read_quants: the CPU computes those).
 inline constexpr kernel mat_vec_id{8, 1, 16, 2 * 16 * 4 * 4, 0.24,

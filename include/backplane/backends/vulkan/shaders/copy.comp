@@ -10,8 +10,8 @@
 //   - f16 and bf16 are widened exactly, f32 is narrowed to f16 / bf16 rounding to
 //     nearest even, in integer arithmetic (a NaN stays a quiet NaN, as on the CPU);
 //   - q8_0 / q4_0 values are dequantized as d * q in f32, then converted; the other
-//     quantized types (SRC_QX with Q_<TYPE>: q4_1 ... q8_K; iq4_xs, tq1_0, tq2_0 only to
-//     f32) as quants.glsl does, as core's
+//     quantized types (SRC_QX with Q_<TYPE>: q4_1 ... q8_K; iq4_xs, tq1_0, tq2_0 and the
+//     lattice i-quants iq2_xxs ... iq1_m only to f32) as quants.glsl does, as core's
 //     dequantize_row_* compute them;
 //   - a q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl destination is quantized block by
 //     block as quantize_row_<type> does: the same f32 operations, divisions correctly rounded (a
@@ -121,6 +121,13 @@
 // variant: cpy_iq4_xs_f32 -DSRC_QX -DQ_IQ4_XS -DDST_F32
 // variant: cpy_tq1_0_f32 -DSRC_QX -DQ_TQ1_0 -DDST_F32
 // variant: cpy_tq2_0_f32 -DSRC_QX -DQ_TQ2_0 -DDST_F32
+// variant: cpy_iq2_xxs_f32 -DSRC_QX -DQ_IQ2_XXS -DDST_F32
+// variant: cpy_iq2_xs_f32 -DSRC_QX -DQ_IQ2_XS -DDST_F32
+// variant: cpy_iq2_s_f32 -DSRC_QX -DQ_IQ2_S -DDST_F32
+// variant: cpy_iq3_xxs_f32 -DSRC_QX -DQ_IQ3_XXS -DDST_F32
+// variant: cpy_iq3_s_f32 -DSRC_QX -DQ_IQ3_S -DDST_F32
+// variant: cpy_iq1_s_f32 -DSRC_QX -DQ_IQ1_S -DDST_F32
+// variant: cpy_iq1_m_f32 -DSRC_QX -DQ_IQ1_M -DDST_F32
 // variant: cpy_q8_K_f16 -DSRC_QX -DQ_Q8_K -DDST_F16
 // variant: cpy_q8_K_bf16 -DSRC_QX -DQ_Q8_K -DDST_BF16
 // variant: cpy_q8_K_q8_0 -DSRC_QX -DQ_Q8_K -DDST_Q8_0

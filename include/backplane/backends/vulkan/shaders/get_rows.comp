@@ -20,7 +20,8 @@
 //                   iq4_nl mxfp4    too (dequantized by quants.glsl)
 //                   q2_K ... q8_K
 //                   iq4_xs tq1_0
-//                   tq2_0
+//                   tq2_0, iq2_xxs
+//                   ... iq1_m
 //
 // variant: get_rows_f32 -DA_F32
 // variant: get_rows_i32 -DA_I32
@@ -42,6 +43,13 @@
 // variant: get_rows_iq4_xs -DA_QX -DQ_IQ4_XS
 // variant: get_rows_tq1_0 -DA_QX -DQ_TQ1_0
 // variant: get_rows_tq2_0 -DA_QX -DQ_TQ2_0
+// variant: get_rows_iq2_xxs -DA_QX -DQ_IQ2_XXS
+// variant: get_rows_iq2_xs -DA_QX -DQ_IQ2_XS
+// variant: get_rows_iq2_s -DA_QX -DQ_IQ2_S
+// variant: get_rows_iq3_xxs -DA_QX -DQ_IQ3_XXS
+// variant: get_rows_iq3_s -DA_QX -DQ_IQ3_S
+// variant: get_rows_iq1_s -DA_QX -DQ_IQ1_S
+// variant: get_rows_iq1_m -DA_QX -DQ_IQ1_M
 #include "common.glsl"
 #include "convert.glsl"
 

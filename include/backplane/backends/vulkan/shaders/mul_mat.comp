@@ -40,7 +40,8 @@
 // Types (A_*: the weights, B_*: the activations):
 //   A_F32, A_HALF (f16, or bf16 when prm.x bit 0 is set), A_Q8_0, A_Q4_0
 //   A_QX with Q_<TYPE>: q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K ... q6_K, q8_K, iq4_xs,
-//     tq1_0, tq2_0 (not with MUL_MAT_ID), dequantized
+//     tq1_0, tq2_0, iq2_xxs ... iq1_m (these seven and the three before them not with
+//     MUL_MAT_ID), dequantized
 //     8 values at a time by quants.glsl (mxfp4's blocks are read as bytes: 8-bit storage)
 //   B_F32, B_HALF (f16, or bf16 when prm.x bit 1 is set)
 // Everything 16-bit (all but f32) needs 16-bit storage; values become f32 as they are
@@ -106,6 +107,20 @@
 // variant: mul_mat_tq1_0_half -DA_QX -DQ_TQ1_0 -DB_HALF
 // variant: mul_mat_tq2_0_f32 -DA_QX -DQ_TQ2_0 -DB_F32
 // variant: mul_mat_tq2_0_half -DA_QX -DQ_TQ2_0 -DB_HALF
+// variant: mul_mat_iq2_xxs_f32 -DA_QX -DQ_IQ2_XXS -DB_F32
+// variant: mul_mat_iq2_xxs_half -DA_QX -DQ_IQ2_XXS -DB_HALF
+// variant: mul_mat_iq2_xs_f32 -DA_QX -DQ_IQ2_XS -DB_F32
+// variant: mul_mat_iq2_xs_half -DA_QX -DQ_IQ2_XS -DB_HALF
+// variant: mul_mat_iq2_s_f32 -DA_QX -DQ_IQ2_S -DB_F32
+// variant: mul_mat_iq2_s_half -DA_QX -DQ_IQ2_S -DB_HALF
+// variant: mul_mat_iq3_xxs_f32 -DA_QX -DQ_IQ3_XXS -DB_F32
+// variant: mul_mat_iq3_xxs_half -DA_QX -DQ_IQ3_XXS -DB_HALF
+// variant: mul_mat_iq3_s_f32 -DA_QX -DQ_IQ3_S -DB_F32
+// variant: mul_mat_iq3_s_half -DA_QX -DQ_IQ3_S -DB_HALF
+// variant: mul_mat_iq1_s_f32 -DA_QX -DQ_IQ1_S -DB_F32
+// variant: mul_mat_iq1_s_half -DA_QX -DQ_IQ1_S -DB_HALF
+// variant: mul_mat_iq1_m_f32 -DA_QX -DQ_IQ1_M -DB_F32
+// variant: mul_mat_iq1_m_half -DA_QX -DQ_IQ1_M -DB_HALF
 // variant: mul_mat_narrow_q4_1_f32 -DNARROW -DA_QX -DQ_Q4_1 -DB_F32
 // variant: mul_mat_narrow_q4_1_half -DNARROW -DA_QX -DQ_Q4_1 -DB_HALF
 // variant: mul_mat_narrow_q5_0_f32 -DNARROW -DA_QX -DQ_Q5_0 -DB_F32
@@ -134,6 +149,20 @@
 // variant: mul_mat_narrow_tq1_0_half -DNARROW -DA_QX -DQ_TQ1_0 -DB_HALF
 // variant: mul_mat_narrow_tq2_0_f32 -DNARROW -DA_QX -DQ_TQ2_0 -DB_F32
 // variant: mul_mat_narrow_tq2_0_half -DNARROW -DA_QX -DQ_TQ2_0 -DB_HALF
+// variant: mul_mat_narrow_iq2_xxs_f32 -DNARROW -DA_QX -DQ_IQ2_XXS -DB_F32
+// variant: mul_mat_narrow_iq2_xxs_half -DNARROW -DA_QX -DQ_IQ2_XXS -DB_HALF
+// variant: mul_mat_narrow_iq2_xs_f32 -DNARROW -DA_QX -DQ_IQ2_XS -DB_F32
+// variant: mul_mat_narrow_iq2_xs_half -DNARROW -DA_QX -DQ_IQ2_XS -DB_HALF
+// variant: mul_mat_narrow_iq2_s_f32 -DNARROW -DA_QX -DQ_IQ2_S -DB_F32
+// variant: mul_mat_narrow_iq2_s_half -DNARROW -DA_QX -DQ_IQ2_S -DB_HALF
+// variant: mul_mat_narrow_iq3_xxs_f32 -DNARROW -DA_QX -DQ_IQ3_XXS -DB_F32
+// variant: mul_mat_narrow_iq3_xxs_half -DNARROW -DA_QX -DQ_IQ3_XXS -DB_HALF
+// variant: mul_mat_narrow_iq3_s_f32 -DNARROW -DA_QX -DQ_IQ3_S -DB_F32
+// variant: mul_mat_narrow_iq3_s_half -DNARROW -DA_QX -DQ_IQ3_S -DB_HALF
+// variant: mul_mat_narrow_iq1_s_f32 -DNARROW -DA_QX -DQ_IQ1_S -DB_F32
+// variant: mul_mat_narrow_iq1_s_half -DNARROW -DA_QX -DQ_IQ1_S -DB_HALF
+// variant: mul_mat_narrow_iq1_m_f32 -DNARROW -DA_QX -DQ_IQ1_M -DB_F32
+// variant: mul_mat_narrow_iq1_m_half -DNARROW -DA_QX -DQ_IQ1_M -DB_HALF
 // variant: mul_mat_vec_q4_1_f32 -DMV -DA_QX -DQ_Q4_1 -DB_F32
 // variant: mul_mat_vec_q4_1_half -DMV -DA_QX -DQ_Q4_1 -DB_HALF
 // variant: mul_mat_vec_q5_0_f32 -DMV -DA_QX -DQ_Q5_0 -DB_F32
@@ -162,6 +191,20 @@
 // variant: mul_mat_vec_tq1_0_half -DMV -DA_QX -DQ_TQ1_0 -DB_HALF
 // variant: mul_mat_vec_tq2_0_f32 -DMV -DA_QX -DQ_TQ2_0 -DB_F32
 // variant: mul_mat_vec_tq2_0_half -DMV -DA_QX -DQ_TQ2_0 -DB_HALF
+// variant: mul_mat_vec_iq2_xxs_f32 -DMV -DA_QX -DQ_IQ2_XXS -DB_F32
+// variant: mul_mat_vec_iq2_xxs_half -DMV -DA_QX -DQ_IQ2_XXS -DB_HALF
+// variant: mul_mat_vec_iq2_xs_f32 -DMV -DA_QX -DQ_IQ2_XS -DB_F32
+// variant: mul_mat_vec_iq2_xs_half -DMV -DA_QX -DQ_IQ2_XS -DB_HALF
+// variant: mul_mat_vec_iq2_s_f32 -DMV -DA_QX -DQ_IQ2_S -DB_F32
+// variant: mul_mat_vec_iq2_s_half -DMV -DA_QX -DQ_IQ2_S -DB_HALF
+// variant: mul_mat_vec_iq3_xxs_f32 -DMV -DA_QX -DQ_IQ3_XXS -DB_F32
+// variant: mul_mat_vec_iq3_xxs_half -DMV -DA_QX -DQ_IQ3_XXS -DB_HALF
+// variant: mul_mat_vec_iq3_s_f32 -DMV -DA_QX -DQ_IQ3_S -DB_F32
+// variant: mul_mat_vec_iq3_s_half -DMV -DA_QX -DQ_IQ3_S -DB_HALF
+// variant: mul_mat_vec_iq1_s_f32 -DMV -DA_QX -DQ_IQ1_S -DB_F32
+// variant: mul_mat_vec_iq1_s_half -DMV -DA_QX -DQ_IQ1_S -DB_HALF
+// variant: mul_mat_vec_iq1_m_f32 -DMV -DA_QX -DQ_IQ1_M -DB_F32
+// variant: mul_mat_vec_iq1_m_half -DMV -DA_QX -DQ_IQ1_M -DB_HALF
 // variant: mul_mat_id_q4_1_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_1 -DB_F32
 // variant: mul_mat_id_q4_1_half -DMV -DMUL_MAT_ID -DA_QX -DQ_Q4_1 -DB_HALF
 // variant: mul_mat_id_q5_0_f32 -DMV -DMUL_MAT_ID -DA_QX -DQ_Q5_0 -DB_F32

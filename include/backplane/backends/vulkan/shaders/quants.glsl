@@ -1,6 +1,7 @@
 // Dequantizing the weight types beyond q8_0 and q4_0: q4_1, q5_0, q5_1, iq4_nl, mxfp4
 // (blocks of 32 values), the K-quants q2_K, q3_K, q4_K, q5_K, q6_K, q8_K, and iq4_xs,
-// tq1_0, tq2_0 (blocks of 256), as core's dequantize_row_* compute them
+// tq1_0, tq2_0 and the lattice i-quants iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s,
+// iq1_m (blocks of 256), as core's dequantize_row_* compute them
 // (core/quants.hpp, core/kquants.hpp, core/iquants.hpp): the
 // same f32 operations in the same order, each `precise` so that no compiler fuses a
 // product into a multiply-add, scales widened from f16 exactly. Bit for bit as long as
@@ -10,7 +11,9 @@
 // The including shader defines, before including this file (after common.glsl and
 // convert.glsl):
 //   Q_<TYPE>    the block type: Q_Q4_1, Q_Q5_0, Q_Q5_1, Q_IQ4_NL, Q_MXFP4, Q_Q2_K,
-//               Q_Q3_K, Q_Q4_K, Q_Q5_K, Q_Q6_K, Q_Q8_K, Q_IQ4_XS, Q_TQ1_0 or Q_TQ2_0;
+//               Q_Q3_K, Q_Q4_K, Q_Q5_K, Q_Q6_K, Q_Q8_K, Q_IQ4_XS, Q_TQ1_0, Q_TQ2_0,
+//               Q_IQ2_XXS, Q_IQ2_XS, Q_IQ2_S, Q_IQ3_XXS, Q_IQ3_S, Q_IQ1_S or Q_IQ1_M (the
+//               lattice types read their grid at binding 9);
 //   Q_UNIT(i)   unit i of the binding that holds the blocks, as a uint: a 16-bit word
 //               (every type but mxfp4), or a byte (mxfp4: its 17-byte blocks are not
 //               2-byte aligned, so its binding is read as uint8_t, which needs 8-bit
@@ -39,6 +42,15 @@
 //   iq4_xs  0 d, 2 scales_h, 4 scales_l[4], 8 qs[128]   (d * (sc - 32)) * iq4nl[q], 32 a scale
 //   tq1_0   0 qs[48], 48 qh[4], 52 d           (q - 1) * d, q a base-3 digit (trit)
 //   tq2_0   0 qs[64], 64 d                     (q - 1) * d, q of 2 bits
+//   iq2_xxs 0 d, 2 (idx[4], aux u32)[8]        per 32: (d (0.5 + aux>>28) / 4) grid[idx] +-
+//   iq2_xs  0 d, 2 qs u16[32], 66 scales[8]    per 8: grid[q & 511], signs q >> 9
+//   iq2_s   0 d, 2 qs[32], 34 signs[32], 66 qh[8], 74 scales[8]   grid[qs | qh bits 8, 9]
+//   iq3_xxs 0 d, 2 qs[64], 66 aux u32[8]       per 4: grid[qs], (d (0.5 + aux>>28) / 2)
+//   iq3_s   0 d, 2 qs[64], 66 qh[8], 74 signs[32], 106 scales[4]   d (1 + 2 s) grid[qs | qh]
+//   iq1_s   0 d, 2 qs[32], 34 qh u16[8]        d (2 s + 1) (grid[qs | qh bits] +- 1/8)
+//   iq1_m   0 qs[32], 32 qh[16], 48 scales u16[4] (d in their top nibbles)   likewise
+// (signs: a bit per value, negative where set; iq2_xxs's, iq2_xs's and iq3_xxs's 7-bit
+// groups stand for 8 with an even number of minus signs, the eighth their parity)
 // Every field a value reads from starts at an even offset (mxfp4's quants excepted), so
 // eight consecutive bytes are four 16-bit words.
 #ifndef BACKPLANE_QUANTS_GLSL
@@ -90,8 +102,37 @@
 #elif defined(Q_TQ2_0)
 #define Q_BLOCK 256u
 #define Q_UNITS 33u
+#elif defined(Q_IQ2_XXS)
+#define Q_BLOCK 256u
+#define Q_UNITS 33u
+#elif defined(Q_IQ2_XS)
+#define Q_BLOCK 256u
+#define Q_UNITS 37u
+#elif defined(Q_IQ2_S)
+#define Q_BLOCK 256u
+#define Q_UNITS 41u
+#elif defined(Q_IQ3_XXS)
+#define Q_BLOCK 256u
+#define Q_UNITS 49u
+#elif defined(Q_IQ3_S)
+#define Q_BLOCK 256u
+#define Q_UNITS 55u
+#elif defined(Q_IQ1_S)
+#define Q_BLOCK 256u
+#define Q_UNITS 25u
+#elif defined(Q_IQ1_M)
+#define Q_BLOCK 256u
+#define Q_UNITS 28u
 #else
-#error "quants.glsl: define the block type (Q_Q4_1 ... Q_Q8_K, Q_IQ4_XS, Q_TQ1_0, Q_TQ2_0)"
+#error "quants.glsl: define the block type (Q_Q4_1 ... Q_Q8_K, Q_IQ4_XS, Q_TQ1_0, Q_TQ2_0, Q_IQ2_XXS ... Q_IQ1_M)"
+#endif
+
+#if defined(Q_IQ2_XXS) || defined(Q_IQ2_XS) || defined(Q_IQ2_S) || defined(Q_IQ3_XXS) || defined(Q_IQ3_S) || \
+    defined(Q_IQ1_S) || defined(Q_IQ1_M)
+#define Q_LATTICE
+// The type's grid (core/detail/iq_grids.hpp), which the backend binds here for every
+// dispatch: 64-bit entries as two words, the low one first.
+layout(std430, binding = 9) readonly buffer QGrid { uint q_grid[]; };
 #endif
 
 // ---------------------------------------------------------------------------------------
@@ -159,6 +200,27 @@ uvec2 q_scale_min(uint base, uint j) {
 }
 #endif
 
+#if defined(Q_LATTICE)
+// The little-endian u32 at byte o (even).
+uint q_u32(uint base, uint o) { return q_word(base, o >> 1) | (q_word(base, (o >> 1) + 1u) << 16); }
+// The bytes of a 32-bit grid word.
+uvec4 q_grid_bytes(uint w) { return (uvec4(w) >> uvec4(0u, 8u, 16u, 24u)) & 0xffu; }
+// The 8 bytes of 64-bit grid entry e (two words of q_grid).
+void q_grid8(uint e, out uvec4 lo, out uvec4 hi) {
+    lo = q_grid_bytes(q_grid[2u * e]);
+    hi = q_grid_bytes(q_grid[2u * e + 1u]);
+}
+// The 8 signs a 7-bit group stands for: its bits, and their parity as the eighth.
+uint q_even_signs(uint g) {
+    g &= 127u;
+    return g | ((uint(bitCount(g)) & 1u) << 7);
+}
+// v negated where bits k0 .. k0 + 3 of signs are set (exact).
+vec4 q_signed4(vec4 v, uint signs, uint k0) {
+    return mix(v, -v, notEqual((uvec4(signs) >> (uvec4(0u, 1u, 2u, 3u) + k0)) & 1u, uvec4(0u)));
+}
+#endif
+
 #if defined(Q_TQ1_0)
 // The base-3 digits k (0 the most significant) of tq1_0's bytes b, which hold five each
 // as a fixed-point fraction: the byte times 3^k, kept to 8 bits, times 3, over 256.
@@ -214,6 +276,41 @@ vec2 q_scales(uint base, uint j) {
     return vec2(q_half(base, 52u), 0.0);
 #elif defined(Q_TQ2_0)
     return vec2(q_half(base, 64u), 0.0);
+#elif defined(Q_IQ2_XXS) || defined(Q_IQ3_XXS)
+    // the sub-block of 32's scale: the top 4 bits of its aux word
+#if defined(Q_IQ2_XXS)
+    const uint aux = q_u32(base, 6u + 8u * (j >> 5));
+    precise float db = q_half(base, 0u) * (0.5 + float(aux >> 28)) * 0.25;
+#else
+    const uint aux = q_u32(base, 66u + 4u * (j >> 5));
+    precise float db = q_half(base, 0u) * (0.5 + float(aux >> 28)) * 0.5;
+#endif
+    return vec2(db, 0.0);
+#elif defined(Q_IQ2_XS) || defined(Q_IQ2_S)
+    // a 4-bit scale per 16 values
+#if defined(Q_IQ2_XS)
+    const uint sc = q_byte(base, 66u + (j >> 5));
+#else
+    const uint sc = q_byte(base, 74u + (j >> 5));
+#endif
+    precise float db = q_half(base, 0u) * (0.5 + float((sc >> (4u * ((j >> 4) & 1u))) & 15u)) * 0.25;
+    return vec2(db, 0.0);
+#elif defined(Q_IQ3_S)
+    const uint ib = j >> 5;
+    precise float db = q_half(base, 0u) * float(1u + 2u * ((q_byte(base, 106u + (ib >> 1)) >> (4u * (ib & 1u))) & 15u));
+    return vec2(db, 0.0);
+#elif defined(Q_IQ1_S)
+    const uint qh = q_word(base, 17u + (j >> 5));
+    precise float dl = q_half(base, 0u) * float(2u * ((qh >> 12) & 7u) + 1u);
+    return vec2(dl, (qh & 0x8000u) != 0u ? -0.125 : 0.125);
+#elif defined(Q_IQ1_M)
+    const uvec4 sc = uvec4(q_word(base, 24u), q_word(base, 25u), q_word(base, 26u), q_word(base, 27u));
+    const uint dbits = (sc.x >> 12) | ((sc.y >> 8) & 0x00f0u) | ((sc.z >> 4) & 0x0f00u) | (sc.w & 0xf000u);
+    const uint ib = j >> 5, l = (j >> 3) & 3u;
+    const uint s = (sc[ib >> 1] >> (6u * (ib & 1u) + 3u * (l >> 1))) & 7u;
+    const uint h = q_byte(base, 32u + 2u * ib + (l >> 1)) >> (4u * (l & 1u));
+    precise float dl = Q_HALF(dbits) * float(2u * s + 1u);
+    return vec2(dl, (h & 8u) != 0u ? -0.125 : 0.125);
 #endif
 }
 
@@ -318,6 +415,42 @@ void q_eight_with(uint base, uint j, vec2 s, out vec4 lo, out vec4 hi) {
     const uint sh = 2u * ((j >> 5) & 3u);
     precise vec4 x = vec4(ivec4((a >> sh) & 3u) - 1) * s.x; // (q - 1) * d
     precise vec4 y = vec4(ivec4((b >> sh) & 3u) - 1) * s.x;
+#elif defined(Q_LATTICE)
+    const uint ib = j >> 5, l = (j >> 3) & 3u;
+    uint signs;
+#if defined(Q_IQ2_XXS)
+    q_grid8(q_byte(base, 2u + 8u * ib + l), a, b);
+    signs = q_even_signs(q_u32(base, 6u + 8u * ib) >> (7u * l));
+#elif defined(Q_IQ2_XS)
+    const uint q = q_word(base, 1u + 4u * ib + l);
+    q_grid8(q & 511u, a, b);
+    signs = q_even_signs(q >> 9);
+#elif defined(Q_IQ2_S)
+    q_grid8(q_byte(base, 2u + 4u * ib + l) | ((q_byte(base, 66u + ib) << (8u - 2u * l)) & 0x300u), a, b);
+    signs = q_byte(base, 34u + 4u * ib + l);
+#elif defined(Q_IQ3_XXS)
+    a = q_grid_bytes(q_grid[q_byte(base, 2u + 8u * ib + 2u * l)]);
+    b = q_grid_bytes(q_grid[q_byte(base, 3u + 8u * ib + 2u * l)]);
+    signs = q_even_signs(q_u32(base, 66u + 4u * ib) >> (7u * l));
+#elif defined(Q_IQ3_S)
+    const uint qh = q_byte(base, 66u + ib);
+    a = q_grid_bytes(q_grid[q_byte(base, 2u + 8u * ib + 2u * l) | ((qh << (8u - 2u * l)) & 256u)]);
+    b = q_grid_bytes(q_grid[q_byte(base, 3u + 8u * ib + 2u * l) | ((qh << (7u - 2u * l)) & 256u)]);
+    signs = q_byte(base, 74u + 4u * ib + l);
+#elif defined(Q_IQ1_S)
+    const uint qh = q_word(base, 17u + ib);
+    q_grid8(q_byte(base, 2u + 4u * ib + l) | (((qh >> (3u * l)) & 7u) << 8), a, b);
+#elif defined(Q_IQ1_M)
+    const uint h = q_byte(base, 32u + 2u * ib + (l >> 1)) >> (4u * (l & 1u));
+    q_grid8(q_byte(base, 4u * ib + l) | ((h & 7u) << 8), a, b);
+#endif
+#if defined(Q_IQ1_S) || defined(Q_IQ1_M)
+    precise vec4 x = s.x * (vec4(q_signed(a)) + s.y); // dl * (grid value + shift)
+    precise vec4 y = s.x * (vec4(q_signed(b)) + s.y);
+#else
+    precise vec4 x = q_signed4(s.x * vec4(a), signs, 0u); // +- db * grid value
+    precise vec4 y = q_signed4(s.x * vec4(b), signs, 4u);
+#endif
 #endif
     lo = x;
     hi = y;
